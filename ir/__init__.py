@@ -1,0 +1,1 @@
+"""The mix IR: values, operations, blocks, regions, types, attributes, text format. Never imports numba."""

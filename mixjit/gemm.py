@@ -1,0 +1,70 @@
+"""``mixjit.gemm``: one GEMM under a chosen scheme, outside any compiled code."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mixjit.runtime.schemes.base import Config, get_scheme
+
+
+def gemm(
+    a: np.ndarray,
+    b: np.ndarray,
+    scheme: str = "mixpert",
+    config: Config | str | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Compute ``a @ b`` with ``scheme`` under ``config`` on the CPU executor.
+
+    ``a`` (m×k) and ``b`` (k×n) are 2-D float32 or float64 arrays of the same
+    dtype; transposed and non-contiguous views are accepted. ``config`` is a
+    Config of the scheme, its text label (``"level=IV"``), or None for the most
+    precise config. ``out``, if given, must be a writable m×n array of that dtype.
+    """
+    s = get_scheme(scheme)
+    a = np.asarray(a)
+    b = np.asarray(b)
+    for name, x in (("A", a), ("B", b)):
+        if x.ndim != 2:
+            raise ValueError(
+                f"mixjit.gemm: {name} must be a 2-D matrix, got {x.ndim}-D shape {x.shape}; "
+                "reshape it, or use np.dot for vector products"
+            )
+        if x.dtype not in s.dtypes:
+            ok = ", ".join(str(d) for d in s.dtypes)
+            raise TypeError(
+                f"mixjit.gemm: {name} has dtype {x.dtype}; scheme {s.name!r} accepts {ok}. "
+                f"Convert with {name}.astype(np.float32) or np.float64"
+            )
+    if a.dtype != b.dtype:
+        raise TypeError(
+            f"mixjit.gemm: A is {a.dtype} but B is {b.dtype}; convert both to one dtype"
+        )
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(
+            f"mixjit.gemm: inner dimensions differ: A is {a.shape[0]}x{a.shape[1]}, "
+            f"B is {b.shape[0]}x{b.shape[1]} (A's columns must equal B's rows)"
+        )
+    if config is None:
+        cfg = s.default_config(a.dtype)
+    elif isinstance(config, str):
+        cfg = s.parse_config(config)
+    else:
+        cfg = config
+    m, n = a.shape[0], b.shape[1]
+    if out is not None:
+        if out.shape != (m, n) or out.dtype != a.dtype:
+            raise ValueError(
+                f"mixjit.gemm: out must be a {m}x{n} {a.dtype} array, got "
+                f"{'x'.join(map(str, out.shape))} {out.dtype}"
+            )
+        if not out.flags.writeable:
+            raise ValueError("mixjit.gemm: out is read-only")
+    if a.shape[1] == 0 or m == 0 or n == 0:
+        c = np.zeros((m, n), dtype=a.dtype)
+    else:
+        c = s.run(a, b, cfg)
+    if out is not None:
+        out[...] = c
+        return out
+    return c

@@ -1,0 +1,1 @@
+"""Pass infrastructure and passes over mix IR."""

@@ -1,0 +1,146 @@
+"""The contract every GEMM scheme implements.
+
+A *scheme* is one way of computing ``C = A @ B`` (native BLAS, MixPert INT8
+emulation, 3xTF32, split INT8/FP16, ...). It owns:
+
+* a family of configs, ordered from most to least precise (``configs()``);
+* a CPU executor, ``run(A, B, config)``, that implements the scheme's written
+  semantics (docs/numerics.md) bit for bit;
+* a description of its cost for the cost model (``work(config, m, n, k)``) and of
+  how many low-precision products a config costs (``products(config)``).
+
+Schemes are stateless singletons registered by name (``get_scheme("mixpert")``).
+Configs are frozen dataclasses, so they hash, compare and print; ``label`` is the
+short stable text form used in IR attributes, plans and reports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping, Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Config:
+    """Base class of scheme configs. Subclasses add their own frozen fields."""
+
+    @property
+    def label(self) -> str:
+        """Short stable text form, e.g. ``level=IV`` or ``k_fp16=0.25``."""
+        parts = [f"{f.name}={_fmt(getattr(self, f.name))}" for f in dataclasses.fields(self)]
+        return ",".join(parts) if parts else "default"
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, tuple):
+        return "[" + ";".join(_fmt(x) for x in v) + "]"
+    return str(v)
+
+
+@dataclass
+class RunStats:
+    """What one executor call did, beyond its result.
+
+    ``fallbacks`` counts the units (tiles, rows, whole GEMM...) that left the
+    scheme's main path; ``fallback_unit`` and ``fallback_reason`` say what a unit
+    is and why it fell back, so that reports never show a bare number.
+    """
+
+    fallbacks: int = 0
+    units: int = 0
+    fallback_unit: str = "tile"
+    fallback_reason: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Work:
+    """Cost-model description of one GEMM under one config.
+
+    ``ops`` maps a precision class (``"int8"``, ``"fp16"``, ``"bf16"``, ``"tf32"``,
+    ``"fp32"``, ``"fp64"``) to multiply-add pairs counted as 2 flops each (i.e.
+    ``2*m*n*k`` per full-size product). ``bytes_moved`` counts the passes over
+    memory for packing operands and for the epilogue, in bytes.
+    """
+
+    ops: Mapping[str, float]
+    bytes_moved: float
+
+
+class Scheme(ABC):
+    """A way of computing a GEMM; see the module docstring."""
+
+    #: registry name, kebab/lower case: ``"mixpert"``, ``"tf32x3"``
+    name: ClassVar[str]
+    #: one-line description shown by listings
+    summary: ClassVar[str]
+    #: input dtypes the executor accepts
+    dtypes: ClassVar[tuple[np.dtype, ...]] = (np.dtype(np.float32), np.dtype(np.float64))
+
+    @abstractmethod
+    def configs(self, dtype: np.dtype | type = np.float32) -> Sequence[Config]:
+        """All named configs for inputs of ``dtype``, most precise first."""
+
+    def default_config(self, dtype: np.dtype | type = np.float32) -> Config:
+        """The most precise config: what a site runs before tuning."""
+        return self.configs(dtype)[0]
+
+    @abstractmethod
+    def parse_config(self, text: str) -> Config:
+        """Inverse of ``Config.label``; raises ValueError naming the bad part."""
+
+    @abstractmethod
+    def run_with_stats(
+        self, a: np.ndarray, b: np.ndarray, config: Config
+    ) -> tuple[np.ndarray, RunStats]:
+        """CPU executor. ``a`` (m×k) and ``b`` (k×n) are validated 2-D arrays of one
+        dtype in ``self.dtypes`` (any strides); returns C (m×n, same dtype)."""
+
+    def run(self, a: np.ndarray, b: np.ndarray, config: Config) -> np.ndarray:
+        """Run the CPU executor and return only C."""
+        return self.run_with_stats(a, b, config)[0]
+
+    @abstractmethod
+    def products(self, config: Config) -> int:
+        """Number of full-size low-precision GEMM products ``config`` costs."""
+
+    @abstractmethod
+    def work(self, config: Config, m: int, n: int, k: int, dtype: np.dtype | type = np.float32) -> Work:
+        """Cost-model description of an m×n×k GEMM under ``config``."""
+
+
+_REGISTRY: dict[str, Scheme] = {}
+
+
+def register(scheme_cls: type[Scheme]) -> type[Scheme]:
+    """Class decorator: instantiate and register a scheme under its ``name``."""
+    name = scheme_cls.name
+    if name in _REGISTRY:
+        raise ValueError(f"scheme {name!r} is registered twice ({scheme_cls.__qualname__})")
+    _REGISTRY[name] = scheme_cls()
+    return scheme_cls
+
+
+def get_scheme(name: str) -> Scheme:
+    """Look up a scheme by name; the error lists the known names."""
+    _load_builtin_schemes()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY))
+        raise ValueError(f"unknown GEMM scheme {name!r}; known schemes: {known}") from None
+
+
+def all_schemes() -> dict[str, Scheme]:
+    """Every registered scheme, by name."""
+    _load_builtin_schemes()
+    return dict(_REGISTRY)
+
+
+def _load_builtin_schemes() -> None:
+    # Importing the package registers the built-in schemes (see schemes/__init__.py).
+    from mixjit.runtime import schemes  # noqa: F401
