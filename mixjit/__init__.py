@@ -2,10 +2,28 @@
 
 Entry points: ``mixjit.gemm`` (one GEMM under a scheme), the ``mixopt`` command
 (passes over ``.mix`` IR dumps) and, later, the ``@mixjit`` decorator.
+
+Attributes are loaded lazily so that ``import mixjit.ir`` (and so ``mixopt``)
+never pays for numpy, numba or llvmlite.
 """
+
+from __future__ import annotations
+
+from typing import Any
 
 __version__ = "0.1.0"
 
-from mixjit.gemm import gemm  # noqa: E402
+_LAZY = {"gemm": ("mixjit.gemm_api", "gemm")}
 
 __all__ = ["gemm", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'mixjit' has no attribute {name!r}")

@@ -1,0 +1,47 @@
+"""The install layout: ir/, passes/, runtime/ install as mixjit.* and every
+package directory is listed in pyproject.toml (a missing entry would vanish from a
+wheel even though an editable install still finds it)."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+import tomllib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _declared() -> tuple[list[str], dict[str, str]]:
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    return cfg["packages"], cfg["package-dir"]
+
+
+def _on_disk() -> set[str]:
+    found = set()
+    for top, dotted in (("mixjit", "mixjit"), ("ir", "mixjit.ir"), ("passes", "mixjit.passes"), ("runtime", "mixjit.runtime")):
+        for init in (ROOT / top).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / top)
+            found.add(".".join([dotted, *rel.parts]))
+    return found
+
+
+def test_every_package_directory_is_declared() -> None:
+    packages, _ = _declared()
+    missing = _on_disk() - set(packages)
+    assert not missing, f"add these to [tool.setuptools] packages in pyproject.toml: {sorted(missing)}"
+    stale = set(packages) - _on_disk()
+    assert not stale, f"pyproject.toml lists packages that do not exist: {sorted(stale)}"
+
+
+def test_top_level_dirs_map_to_mixjit_namespace() -> None:
+    _, package_dir = _declared()
+    assert package_dir == {"mixjit": "mixjit", "mixjit.ir": "ir", "mixjit.passes": "passes", "mixjit.runtime": "runtime"}
+
+
+def test_ir_import_stays_light() -> None:
+    # DESIGN.md: the IR core never imports heavy dependencies, so mixopt runs on a
+    # dump without compiling anything.
+    code = "import sys, mixjit.ir; print(' '.join(m for m in ('numba', 'llvmlite', 'numpy') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "", f"importing mixjit.ir pulled in {out}"
