@@ -1,0 +1,101 @@
+"""Located diagnostics and their rendering: ``file:line:col: error: message``, the source line, a caret.
+
+Everything that rejects IR (parser, verifier, passes) raises :class:`DiagnosticError`
+carrying one or more :class:`Diagnostic`; a :class:`SourceManager` knows the text of the
+files so that rendering can show the offending line.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from mixjit.ir.location import Location, UnknownLoc
+
+
+class Severity(enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+    REMARK = "remark"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One message at one location, with optional attached notes (themselves diagnostics)."""
+
+    severity: Severity
+    message: str
+    loc: Location = UnknownLoc
+    notes: tuple["Diagnostic", ...] = field(default=())
+
+    @staticmethod
+    def error(message: str, loc: Location = UnknownLoc, notes: Iterable["Diagnostic"] = ()) -> "Diagnostic":
+        return Diagnostic(Severity.ERROR, message, loc, tuple(notes))
+
+    @staticmethod
+    def note(message: str, loc: Location = UnknownLoc) -> "Diagnostic":
+        return Diagnostic(Severity.NOTE, message, loc)
+
+    def __str__(self) -> str:
+        return render(self)
+
+
+class DiagnosticError(Exception):
+    """Raised with one or more diagnostics; ``str(err)`` renders them without source lines."""
+
+    def __init__(self, diagnostics: "Diagnostic | Iterable[Diagnostic]") -> None:
+        if isinstance(diagnostics, Diagnostic):
+            diagnostics = [diagnostics]
+        self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
+        if not self.diagnostics:
+            raise ValueError("DiagnosticError needs at least one diagnostic")
+        super().__init__("\n".join(render(d) for d in self.diagnostics))
+
+    def render(self, sources: "SourceManager | Mapping[str, str] | None" = None) -> str:
+        """All diagnostics, with source lines and carets for files whose text is known."""
+        manager = sources if isinstance(sources, SourceManager) else SourceManager(sources or {})
+        return "\n".join(manager.render(d) for d in self.diagnostics)
+
+
+def _source_line(source_text: str, line: int) -> str | None:
+    lines = source_text.split("\n")
+    if 1 <= line <= len(lines):
+        return lines[line - 1].rstrip("\r")
+    return None
+
+
+def render(diag: Diagnostic, source_text: str | None = None) -> str:
+    """``file:line:col: severity: message`` and, if ``source_text`` (the text of ``diag.loc.file``)
+    is given, the source line and a caret under the column. Notes follow, rendered the same way
+    (with the same source text only when they point into the same file)."""
+    loc = diag.loc
+    head = f"{loc}: " if loc.is_known else ""
+    out = [f"{head}{diag.severity.value}: {diag.message}"]
+    if loc.is_known and source_text is not None:
+        text = _source_line(source_text, loc.line)
+        if text is not None:
+            prefix = "".join("\t" if ch == "\t" else " " for ch in text[: max(loc.col - 1, 0)])
+            prefix += " " * max(loc.col - 1 - len(text), 0)
+            out.append(text)
+            out.append(prefix + "^")
+    for note in diag.notes:
+        same_file = note.loc.is_known and loc.is_known and note.loc.file == loc.file
+        out.append(render(note, source_text if same_file else None))
+    return "\n".join(out)
+
+
+class SourceManager:
+    """Maps file names to their text, so diagnostics render with source lines and carets."""
+
+    def __init__(self, files: Mapping[str, str] | None = None) -> None:
+        self.files: dict[str, str] = dict(files or {})
+
+    def add(self, filename: str, text: str) -> None:
+        self.files[filename] = text
+
+    def render(self, diag: Diagnostic) -> str:
+        out = [render(Diagnostic(diag.severity, diag.message, diag.loc), self.files.get(diag.loc.file))]
+        out.extend(self.render(note) for note in diag.notes)
+        return "\n".join(out)

@@ -1,0 +1,53 @@
+"""mix dialect: ``mix.gemm``, a GEMM site the tuner assigns a precision scheme to.
+
+``out = alpha * op(A) @ op(B) + beta * C`` where ``op`` transposes when ``trans_a``/``trans_b``.
+"""
+
+from __future__ import annotations
+
+from mixjit.ir.attributes import BoolAttr, FloatAttr, IntegerAttr, TypeAttr
+from mixjit.ir.core import Operation
+from mixjit.ir.opdef import operand, opt_operand, prop, result
+from mixjit.ir.traits import Pure
+from mixjit.ir.types import ArrayType, FloatType, f64, i64
+from mixjit.ir.verifier import VerifyError
+
+
+class GemmOp(Operation):
+    """A GEMM: operands A, B and optional C (rank-2 arrays of ``dtype``); ``site`` numbers the
+    GEMM sites of a module; alpha/beta are f64 (beta must be 0 without C)."""
+
+    name = "mix.gemm"
+    a = operand(ArrayType)
+    b = operand(ArrayType)
+    c = opt_operand(ArrayType)
+    out = result(ArrayType)
+    trans_a = prop(BoolAttr, default=BoolAttr(False))
+    trans_b = prop(BoolAttr, default=BoolAttr(False))
+    alpha = prop(FloatAttr, default=FloatAttr(1.0, f64))
+    beta = prop(FloatAttr, default=FloatAttr(0.0, f64))
+    site = prop(IntegerAttr)
+    dtype = prop(TypeAttr)
+    traits = (Pure,)
+
+    def verify_(self) -> None:
+        dtype = self.dtype.value
+        if not isinstance(dtype, FloatType):
+            raise VerifyError(f"dtype must be a float type, got '{dtype}'")
+        arrays = {"A": self.a, "B": self.b, "C": self.c, "result": self.out}
+        for label, value in arrays.items():
+            if value is None:
+                continue
+            t = value.type
+            assert isinstance(t, ArrayType)
+            if t.rank != 2:
+                raise VerifyError(f"{label} must be a rank-2 array, got '{t}'")
+            if t.dtype != dtype:
+                raise VerifyError(f"{label} has element type '{t.dtype}' but dtype is '{dtype}'")
+        for label, attr in (("alpha", self.alpha), ("beta", self.beta)):
+            if attr.type != f64:
+                raise VerifyError(f"{label} must be an f64 attribute, got {attr}")
+        if self.c is None and self.beta.value != 0.0:
+            raise VerifyError(f"beta is {self.beta.value} but there is no C operand")
+        if self.site.type != i64 or self.site.value < 0:
+            raise VerifyError(f"site must be a non-negative i64, got {self.site}")
