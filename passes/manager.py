@@ -1,0 +1,84 @@
+"""The pass manager: runs passes in order and calls instrumentation hooks around each.
+
+All cross-cutting behaviour (verify-each, IR dumps, timing) is an instrumentation
+object with ``before_pass`` / ``after_pass`` / ``after_failure`` callbacks; the
+manager knows nothing else. As in MLIR, ``before_pass`` hooks run in registration
+order and ``after_pass`` / ``after_failure`` hooks in reverse order, so an
+instrumentation added last (timing) wraps the pass most tightly.
+
+A pass that raises, or whose ``after_pass`` hooks raise (e.g. the verifier), stops
+the pipeline with a ``PassFailure`` naming the pass and the passes that ran before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from mixjit.passes.pass_base import ModulePass
+
+__all__ = ["PassInstrumentation", "PassManager", "PassFailure"]
+
+
+class PassInstrumentation:
+    """Hooks called by the pass manager around every pass; override what you need."""
+
+    def before_pass(self, pass_: ModulePass, module: Any) -> None:
+        """Called before ``pass_`` runs on ``module``."""
+
+    def after_pass(self, pass_: ModulePass, module: Any) -> None:
+        """Called after ``pass_`` succeeded; may raise to fail the pass (verifier)."""
+
+    def after_failure(self, pass_: ModulePass, module: Any, error: BaseException) -> None:
+        """Called after ``pass_`` (or an ``after_pass`` hook) raised ``error``."""
+
+
+class PassFailure(Exception):
+    """A pass failed: names the pass, the passes that ran before it and the cause.
+
+    ``cause`` is the exception the pass (or a hook, e.g. the verifier) raised; when
+    it is a DiagnosticError its diagnostics carry the source locations.
+    """
+
+    def __init__(
+        self, pass_: ModulePass, previous: Sequence[ModulePass], cause: BaseException
+    ) -> None:
+        self.pass_ = pass_
+        self.previous = list(previous)
+        self.cause = cause
+        super().__init__(self.summary())
+
+    def summary(self) -> str:
+        """``pass 'x' failed (after: a, b)`` -- the context to attach to the cause."""
+        ran = ", ".join(p.pipeline_spec() for p in self.previous) or "none"
+        return f"pass '{self.pass_.pipeline_spec()}' failed (passes run before it: {ran})"
+
+
+class PassManager:
+    """Runs a list of passes over a module with instrumentation."""
+
+    def __init__(
+        self,
+        passes: Iterable[ModulePass],
+        instrumentations: Iterable[PassInstrumentation] = (),
+    ) -> None:
+        self.passes = list(passes)
+        self.instrumentations = list(instrumentations)
+
+    def add_instrumentation(self, instrumentation: PassInstrumentation) -> None:
+        """Append a hook object; it runs after (before_pass) / before (after_*) earlier ones."""
+        self.instrumentations.append(instrumentation)
+
+    def run(self, module: Any) -> None:
+        """Run every pass on ``module`` in order; raise PassFailure on the first failure."""
+        for index, pass_ in enumerate(self.passes):
+            for inst in self.instrumentations:
+                inst.before_pass(pass_, module)
+            try:
+                pass_.apply(module)
+                for inst in reversed(self.instrumentations):
+                    inst.after_pass(pass_, module)
+            except Exception as error:  # any failure becomes a located diagnostic
+                for inst in reversed(self.instrumentations):
+                    inst.after_failure(pass_, module, error)
+                raise PassFailure(pass_, self.passes[:index], error) from error

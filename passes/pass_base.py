@@ -1,0 +1,248 @@
+"""The pass base class and typed pass options.
+
+A pass is a small frozen dataclass (xDSL style): a kebab-case ``name`` class
+attribute, a docstring whose first line is the one-line summary, and one dataclass
+field per option. Options are typed with ``int``, ``float``, ``bool``, ``str`` or a
+list of ``int``/``float``/``str`` (``list[int]`` or ``tuple[int, ...]``); the
+pipeline parser turns the option text into those types and reports mistakes.
+
+    @register_pass
+    @dataclass(frozen=True)
+    class Tune(ModulePass):
+        '''Choose a precision for every GEMM within an error budget.'''
+        name = "tune"
+        budget: float = option(1e-6, "relative Frobenius error budget")
+        target: str = option("h100", "hardware to tune for")
+
+        def apply(self, module):
+            ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+import typing
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+__all__ = ["ModulePass", "OptionInfo", "OptionError", "option", "is_kebab_case"]
+
+_SCALAR_TYPES: dict[type, str] = {int: "int", float: "float", bool: "bool", str: "str"}
+_KEBAB = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+
+
+def is_kebab_case(text: str) -> bool:
+    """True for names such as ``dce`` or ``detect-gemm``."""
+    return _KEBAB.fullmatch(text) is not None
+
+
+def option(default: Any = dataclasses.MISSING, help: str = "") -> Any:
+    """Declare a pass option with a default and a help text shown by ``--list-passes``.
+
+    List defaults are copied for each pass instance, so mutable defaults are safe.
+    """
+    metadata = {"help": help}
+    if isinstance(default, (list, tuple)):
+        frozen = tuple(default)
+        factory = (lambda: list(frozen)) if isinstance(default, list) else (lambda: frozen)
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+class OptionError(ValueError):
+    """An option of a pass was unknown, missing or of the wrong type.
+
+    ``option`` names the offending option (None when the error is about the pass as
+    a whole); ``value_index`` is the index of the offending value in a list option
+    (0 for a scalar), or None when the error is about the option as a whole.
+    """
+
+    def __init__(
+        self, message: str, option: str | None = None, value_index: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.option = option
+        self.value_index = value_index
+
+
+@dataclass(frozen=True)
+class OptionInfo:
+    """One typed option of a pass, derived from a dataclass field."""
+
+    name: str  # as written in a pipeline: kebab-case
+    field_name: str  # the dataclass field
+    element_type: type  # int, float, bool or str
+    container: type | None  # None for a scalar option, list or tuple for a list option
+    default: Any  # dataclasses.MISSING when the option is required
+    help: str
+
+    @property
+    def type_name(self) -> str:
+        """``float``, ``list of int`` ... as used in messages and ``--list-passes``."""
+        scalar = _SCALAR_TYPES[self.element_type]
+        return f"list of {scalar}" if self.container is not None else scalar
+
+    @property
+    def required(self) -> bool:
+        return self.default is dataclasses.MISSING
+
+    def convert(self, pass_name: str, values: list[str]) -> Any:
+        """Turn the option's text value(s) into the option's type, or raise OptionError."""
+        if self.container is None:
+            if len(values) != 1:
+                raise OptionError(
+                    f"option '{self.name}' of pass '{pass_name}' expects {self.type_name}, "
+                    f"got a list '{','.join(values)}'",
+                    self.name,
+                    1,
+                )
+            return self._convert_one(pass_name, values[0], 0)
+        return self.container(self._convert_one(pass_name, v, i) for i, v in enumerate(values))
+
+    def _convert_one(self, pass_name: str, text: str, index: int) -> Any:
+        kind = self.element_type
+        try:
+            if kind is bool:
+                if text in ("true", "false"):
+                    return text == "true"
+                raise ValueError(text)
+            if kind is int:
+                return int(text)
+            if kind is float:
+                return float(text)
+            return text
+        except ValueError:
+            expected = "bool (true or false)" if kind is bool else _SCALAR_TYPES[kind]
+            raise OptionError(
+                f"option '{self.name}' of pass '{pass_name}' expects {expected}, got '{text}'",
+                self.name,
+                index,
+            ) from None
+
+    def format_value(self, value: Any) -> str:
+        """The pipeline text for ``value`` (inverse of ``convert``)."""
+        items = list(value) if self.container is not None else [value]
+        return ",".join(_format_scalar(v) for v in items)
+
+
+def _format_scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        if value and re.fullmatch(r"[^\s,{}=\"]+", value):
+            return value
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return str(value)
+
+
+def _option_infos(cls: type) -> tuple[OptionInfo, ...]:
+    hints = typing.get_type_hints(cls)
+    infos = []
+    for f in dataclasses.fields(cls):
+        element, container = _classify(cls, f.name, hints[f.name])
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = dataclasses.MISSING
+        infos.append(
+            OptionInfo(
+                name=f.name.replace("_", "-"),
+                field_name=f.name,
+                element_type=element,
+                container=container,
+                default=default,
+                help=f.metadata.get("help", ""),
+            )
+        )
+    return tuple(infos)
+
+
+def _classify(cls: type, field_name: str, hint: Any) -> tuple[type, type | None]:
+    if hint in _SCALAR_TYPES:
+        return hint, None
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is list and len(args) == 1 and args[0] in _SCALAR_TYPES and args[0] is not bool:
+        return args[0], list
+    if (
+        origin is tuple
+        and len(args) == 2
+        and args[1] is Ellipsis
+        and args[0] in _SCALAR_TYPES
+        and args[0] is not bool
+    ):
+        return args[0], tuple
+    raise TypeError(
+        f"option '{field_name}' of pass class {cls.__name__} has type {hint!r}; "
+        "use int, float, bool, str, list[int|float|str] or tuple[int|float|str, ...]"
+    )
+
+
+@dataclass(frozen=True)
+class ModulePass:
+    """Base class of all passes: subclass as a frozen dataclass and override ``apply``."""
+
+    name: ClassVar[str]
+
+    def apply(self, module: Any) -> None:
+        """Transform ``module`` (a ``builtin.module`` op) in place."""
+        raise NotImplementedError(f"pass '{self.name}' does not implement apply()")
+
+    @classmethod
+    def summary(cls) -> str:
+        """The one-line description: the first line of the class docstring."""
+        doc = cls.__doc__ or ""
+        # @dataclass writes "Name(field: type, ...)" when a class has no docstring.
+        if doc.startswith(cls.__name__ + "("):
+            return ""
+        return doc.strip().splitlines()[0].strip() if doc.strip() else ""
+
+    @classmethod
+    def options(cls) -> tuple[OptionInfo, ...]:
+        """The typed options of this pass, in declaration order."""
+        return _option_infos(cls)
+
+    @classmethod
+    def from_options(cls, values: dict[str, list[str]]) -> ModulePass:
+        """Build the pass from option texts (``{"budget": ["1e-6"]}``), checking each."""
+        infos = {info.name: info for info in cls.options()}
+        kwargs: dict[str, Any] = {}
+        for key, texts in values.items():
+            info = infos.get(key)
+            if info is None:
+                raise OptionError(unknown_option_message(cls.name, key, list(infos)), key)
+            kwargs[info.field_name] = info.convert(cls.name, texts)
+        missing = [i.name for i in infos.values() if i.required and i.field_name not in kwargs]
+        if missing:
+            raise OptionError(
+                f"pass '{cls.name}' requires option(s) {', '.join(missing)}: "
+                f"write e.g. {cls.name}{{{missing[0]}=...}}"
+            )
+        return cls(**kwargs)
+
+    def pipeline_spec(self) -> str:
+        """The pipeline text that builds this pass, with its non-default options."""
+        parts = []
+        for info in self.options():
+            value = getattr(self, info.field_name)
+            if info.required or value != info.default:
+                parts.append(f"{info.name}={info.format_value(value)}")
+        return f"{self.name}{{{','.join(parts)}}}" if parts else self.name
+
+
+def unknown_option_message(pass_name: str, key: str, valid: list[str]) -> str:
+    """``pass 'tune' has no option 'budgt'; did you mean 'budget'? ...``."""
+    message = f"pass '{pass_name}' has no option '{key}'"
+    close = difflib.get_close_matches(key, valid, n=3)
+    if close:
+        message += "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+    if valid:
+        message += f" (valid options: {', '.join(valid)})"
+    else:
+        message += f" (pass '{pass_name}' takes no options)"
+    return message

@@ -1,0 +1,153 @@
+"""The pass manager's hook order, failure reporting and the standard instrumentations."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from fake_passes import Boom, FakeModule, Mark, Tune
+
+from mixjit.passes.instrumentation import (
+    PrintIRInstrumentation,
+    TimingInstrumentation,
+    VerifyInstrumentation,
+    dump_header,
+)
+from mixjit.passes.manager import PassFailure, PassInstrumentation, PassManager
+
+
+class Recorder(PassInstrumentation):
+    def __init__(self, tag: str, events: list) -> None:
+        self.tag, self.events = tag, events
+
+    def before_pass(self, pass_, module):
+        self.events.append((self.tag, "before", pass_.name))
+
+    def after_pass(self, pass_, module):
+        self.events.append((self.tag, "after", pass_.name))
+
+    def after_failure(self, pass_, module, error):
+        self.events.append((self.tag, "failure", pass_.name, str(error)))
+
+
+def test_passes_run_in_order_with_hooks_nested():
+    events: list = []
+    module = FakeModule()
+    pm = PassManager([Mark(text="a"), Mark(text="b")], [Recorder("1", events)])
+    pm.add_instrumentation(Recorder("2", events))
+    pm.run(module)
+    assert module.log == ["a", "b"]
+    assert events == [
+        ("1", "before", "mark"), ("2", "before", "mark"),
+        ("2", "after", "mark"), ("1", "after", "mark"),
+    ] * 2
+
+
+def test_failure_names_the_pass_and_what_ran_before():
+    events: list = []
+    module = FakeModule()
+    pm = PassManager([Mark(), Tune(budget=0.5), Boom(), Mark(text="never")], [Recorder("r", events)])
+    with pytest.raises(PassFailure) as info:
+        pm.run(module)
+    failure = info.value
+    assert module.log == ["x", "tune", "boom"]
+    assert failure.pass_ == Boom()
+    assert isinstance(failure.cause, RuntimeError)
+    assert str(failure) == "pass 'boom' failed (passes run before it: mark, tune{budget=0.5})"
+    assert events[-1] == ("r", "failure", "boom", "kaboom")
+
+
+def test_first_pass_failure_says_none_ran_before():
+    with pytest.raises(PassFailure, match=r"pass 'boom' failed \(passes run before it: none\)"):
+        PassManager([Boom()]).run(FakeModule())
+
+
+def test_verify_each_failure_fails_that_pass():
+    def verify(module):
+        if "bad" in module.log:
+            raise ValueError("invalid IR")
+
+    events: list = []
+    pm = PassManager(
+        [Mark(), Mark(text="bad"), Mark(text="later")],
+        [Recorder("r", events), VerifyInstrumentation(verify)],
+    )
+    module = FakeModule()
+    with pytest.raises(PassFailure) as info:
+        pm.run(module)
+    assert info.value.pass_ == Mark(text="bad")
+    assert info.value.previous == [Mark()]
+    assert str(info.value.cause) == "invalid IR"
+    assert module.log == ["x", "bad"]
+    assert events[-1] == ("r", "failure", "mark", "invalid IR")
+
+
+def test_print_ir_after_all_dumps_after_every_pass():
+    out = io.StringIO()
+    PassManager([Mark(text="a"), Tune()], [PrintIRInstrumentation(out)]).run(FakeModule())
+    assert out.getvalue() == (
+        "// -----// IR Dump After Mark (mark) //----- //\n// log: a\n\n"
+        "// -----// IR Dump After Tune (tune) //----- //\n// log: a tune\n\n"
+    )
+
+
+def test_print_ir_after_change_skips_unchanged():
+    class Nop(Mark):
+        def apply(self, module):
+            pass
+
+    out = io.StringIO()
+    PassManager([Nop(), Mark(text="a"), Nop()], [PrintIRInstrumentation(out, only_on_change=True)]).run(
+        FakeModule()
+    )
+    assert out.getvalue() == "// -----// IR Dump After Mark (mark) //----- //\n// log: a\n\n"
+
+
+def test_print_ir_after_failure():
+    out = io.StringIO()
+    with pytest.raises(PassFailure):
+        PassManager([Boom()], [PrintIRInstrumentation(out)]).run(FakeModule())
+    assert out.getvalue() == "// -----// IR Dump After Boom Failed (boom) //----- //\n// log: boom\n\n"
+
+
+def test_dump_header_is_a_comment():
+    assert dump_header(Mark()) == "// -----// IR Dump After Mark (mark) //----- //"
+
+
+def fake_clock(step: float):
+    now = [0.0]
+
+    def clock():
+        now[0] += step
+        return now[0]
+
+    return clock
+
+
+def test_timing_records_each_pass_and_reports_a_table():
+    timing = TimingInstrumentation(clock=fake_clock(0.25))
+    pm = PassManager([Mark(), Tune(budget=0.5), Mark()], [timing])
+    pm.run(FakeModule())
+    pm.run(FakeModule())  # a second chunk adds to the same rows
+    assert timing.times == [("mark", 0.5), ("tune{budget=0.5}", 0.5), ("mark", 0.5)]
+    report = timing.report()
+    assert "Total Execution Time: 1.5000 seconds" in report
+    rows = re.findall(r"^\s+(\d+\.\d{4}) \(\s*(\d+\.\d)%\)  (.+)$", report, re.M)
+    assert rows == [
+        ("0.5000", "33.3", "mark"),
+        ("0.5000", "33.3", "tune{budget=0.5}"),
+        ("0.5000", "33.3", "mark"),
+        ("1.5000", "100.0", "Total"),
+    ]
+
+
+def test_timing_counts_a_failing_pass_once():
+    timing = TimingInstrumentation(clock=fake_clock(1.0))
+
+    def verify(module):
+        raise ValueError("bad")
+
+    with pytest.raises(PassFailure):
+        PassManager([Mark()], [VerifyInstrumentation(verify), timing]).run(FakeModule())
+    assert timing.times == [("mark", 1.0)]

@@ -1,0 +1,233 @@
+"""The mixopt command, run in-process: flags, outputs, exit codes, error messages."""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mixjit.ir.parser import parse_module
+from mixjit.ir.printer import print_op
+from mixjit.mixopt import main
+from mixjit.passes import registry
+from mixjit.passes.pass_base import ModulePass
+from mixjit.passes.registry import all_passes
+
+PROGRAM = """\
+"func.func"() <{sym_name = "f", function_type = (i64) -> i64}> ({
+^bb0(%x: i64):
+  %zero = "arith.constant"() <{value = 0 : i64}> : () -> i64
+  %y = "arith.addi"(%x, %zero) : (i64, i64) -> i64
+  %dead = "test.pure"(%y) : (i64) -> i64
+  "func.return"(%y) : (i64) -> ()
+}) : () -> ()
+"""
+
+
+def run(args: list[str], stdin: str | None = None, monkeypatch=None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    code = main(args, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def program(tmp_path: Path) -> Path:
+    path = tmp_path / "prog.mix"
+    path.write_text(PROGRAM)
+    return path
+
+
+def test_no_pipeline_parses_verifies_and_prints(program):
+    code, out, err = run([str(program)])
+    assert (code, err) == (0, "")
+    assert out == print_op(parse_module(PROGRAM)) + "\n"
+
+
+def test_reads_stdin_and_writes_output_file(tmp_path, monkeypatch):
+    target = tmp_path / "out.mix"
+    code, out, err = run(["-", "-p", "canonicalize", "-o", str(target)], stdin=PROGRAM, monkeypatch=monkeypatch)
+    assert (code, out, err) == (0, "", "")
+    text = target.read_text()
+    assert "arith.addi" not in text and "test.pure" not in text
+    assert '"func.return"(%x)' in text
+
+
+def test_output_file_is_not_written_on_failure(tmp_path):
+    bad = tmp_path / "bad.mix"
+    bad.write_text('"nosuch.op"() : () -> ()\n')
+    target = tmp_path / "out.mix"
+    code, _, err = run([str(bad), "-o", str(target)])
+    assert code == 1 and "unknown operation 'nosuch.op'" in err
+    assert not target.exists()
+
+
+def test_list_passes_shows_every_pass_with_its_summary():
+    code, out, _ = run(["--list-passes"])
+    assert code == 0
+    for name, cls in all_passes().items():
+        assert re.search(rf"^  {re.escape(name)} +{re.escape(cls.summary())}$", out, re.M)
+    assert "max-iterations=int (default 10)" in out
+
+
+def _dumps(stderr: str) -> list[tuple[str, str, str]]:
+    """(class name [+ " Failed"], pass name, IR text) of every IR dump in ``stderr``."""
+    parts = re.split(r"^// -----// IR Dump After ([\w ]+) \(([\w-]+)\) //----- //$", stderr, flags=re.M)
+    assert parts[0] == ""
+    return [(parts[i], parts[i + 1], parts[i + 2]) for i in range(1, len(parts), 3)]
+
+
+def test_print_ir_after_all_dumps_parse_again(program):
+    code, out, err = run([str(program), "-p", "dce,canonicalize", "--print-ir-after-all"])
+    assert code == 0
+    dumps = _dumps(err)
+    assert [(cls, name) for cls, name, _ in dumps] == [
+        ("DeadCodeElimination", "dce"),
+        ("Canonicalize", "canonicalize"),
+    ]
+    for _, _, text in dumps:
+        print_op(parse_module(text))  # every dump is valid IR on its own
+    assert "test.pure" not in dumps[0][2] and "arith.addi" in dumps[0][2]
+    assert print_op(parse_module(dumps[-1][2])) + "\n" == out
+
+
+def test_print_ir_after_change_skips_passes_that_change_nothing(program):
+    code, _, err = run([str(program), "-p", "canonicalize,dce,canonicalize", "--print-ir-after-change"])
+    assert code == 0
+    assert [name for _, name, _ in _dumps(err)] == ["canonicalize"]
+
+
+def test_timing_reports_every_pass_and_the_total(program):
+    code, _, err = run([str(program), "-p", "dce,canonicalize,dce", "--timing"])
+    assert code == 0
+    rows = re.findall(r"^\s+(\d+\.\d{4}) \(\s*(\d+\.\d)%\)  (\S+)$", err, re.M)
+    assert [name for _, _, name in rows] == ["dce", "canonicalize", "dce", "Total"]
+    assert rows[-1][1] == "100.0"
+    total = float(re.search(r"Total Execution Time: (\d+\.\d+) seconds", err).group(1))
+    assert total == pytest.approx(sum(float(s) for s, _, _ in rows[:-1]), abs=5e-4)
+
+
+@pytest.mark.parametrize(
+    "args, content, message",
+    [
+        (["-p", "dce,"], PROGRAM, "invalid pass pipeline: expected a pass name, got end of pipeline"),
+        (["-p", "dcee"], PROGRAM, "unknown pass 'dcee'; did you mean 'dce'?"),
+        (["-p", "dce{aggressive=true}"], PROGRAM, "pass 'dce' has no option 'aggressive'"),
+        (["-p", "canonicalize{max-iterations=1.5}"], PROGRAM, "option 'max-iterations' of pass 'canonicalize' expects int, got '1.5'"),
+        ([], '"test.effect"() {a = } : () -> ()\n', "prog.mix:1:22: error: expected an attribute value"),
+        ([], '"nosuch.op"() : () -> ()\n', "prog.mix:1:1: error: unknown operation 'nosuch.op'"),
+        ([], '%x = "test.pure"(%y) : (i64) -> i64\n', "prog.mix:1:18: error:"),
+        ([], '"func.return"() : () -> ()\n"test.effect"() : () -> ()\n', "prog.mix:1:1: error:"),
+        ([], "\xff\xfe garbage", "prog.mix:1:1: error:"),
+    ],
+)
+def test_bad_input_is_a_diagnosed_error(tmp_path, args, content, message):
+    path = tmp_path / "prog.mix"
+    path.write_text(content, encoding="utf-8")
+    code, out, err = run([str(path), *args])
+    assert code == 1
+    assert message in err
+    assert "Traceback" not in err and out == ""
+
+
+def test_unreadable_inputs(tmp_path):
+    code, _, err = run([str(tmp_path / "missing.mix")])
+    assert code == 1 and err == f"mixopt: error: cannot read '{tmp_path / 'missing.mix'}': No such file or directory\n"
+    code, _, err = run([str(tmp_path)])
+    assert code == 1 and "Is a directory" in err
+    binary = tmp_path / "binary.mix"
+    binary.write_bytes(b"\xff\xfe\x00")
+    code, _, err = run([str(binary)])
+    assert code == 1 and err.startswith(f"mixopt: error: cannot read '{binary}': ")
+
+
+def test_unregistered_ops_need_the_flag(tmp_path):
+    path = tmp_path / "u.mix"
+    path.write_text('%v = "foo.bar"() : () -> i64\n')
+    assert run([str(path)])[0] == 1
+    code, out, _ = run([str(path), "--allow-unregistered-dialect", "-p", "dce"])
+    assert code == 0 and '"foo.bar"' in out
+
+
+@dataclass(frozen=True)
+class BreakIR(ModulePass):
+    """Test only: erase every func.return, leaving blocks without a terminator."""
+
+    name = "break-ir"
+
+    def apply(self, module) -> None:
+        for op in list(module.walk()):
+            if op.name == "func.return":
+                op.erase()
+
+
+@dataclass(frozen=True)
+class Crash(ModulePass):
+    """Test only: raise a plain exception."""
+
+    name = "crash"
+
+    def apply(self, module) -> None:
+        raise RuntimeError("kaboom")
+
+
+@pytest.fixture
+def test_passes(monkeypatch):
+    all_passes()  # load the real passes first
+    monkeypatch.setitem(registry._REGISTRY, BreakIR.name, BreakIR)
+    monkeypatch.setitem(registry._REGISTRY, Crash.name, Crash)
+
+
+def test_verify_each_names_the_pass_that_broke_the_ir(program, test_passes):
+    code, out, err = run([str(program), "-p", "dce,break-ir,canonicalize"])
+    assert code == 1 and out == ""
+    assert "error:" in err and "terminator" in err
+    assert err.splitlines()[-1] == "mixopt: error: pass 'break-ir' failed (passes run before it: dce)"
+    code, out, _ = run([str(program), "-p", "dce,break-ir", "--no-verify"])
+    assert code == 0 and "func.return" not in out
+
+
+def test_a_crashing_pass_is_reported_without_traceback(program, test_passes):
+    code, _, err = run([str(program), "-p", "canonicalize{max-iterations=3},crash", "--print-ir-after-all"])
+    assert code == 1
+    assert err.splitlines()[-1] == (
+        "mixopt: error: pass 'crash' failed (passes run before it: canonicalize{max-iterations=3}): "
+        "RuntimeError: kaboom"
+    )
+    dumps = _dumps(err.rsplit("mixopt: error:", 1)[0])
+    assert [(cls, name) for cls, name, _ in dumps] == [("Canonicalize", "canonicalize"), ("Crash Failed", "crash")]
+
+
+def test_usage_errors_exit_2(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--no-such-flag"])
+    assert info.value.code == 2
+    assert "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_mangled_input_never_escapes_as_an_exception(tmp_path_factory, data):
+    cut = data.draw(st.integers(0, len(PROGRAM)))
+    junk = data.draw(st.text(alphabet='%^"(){}<>[]:=,-@!#0123456789abcxyz. \n', max_size=8))
+    path = tmp_path_factory.mktemp("fuzz") / "m.mix"
+    path.write_text(PROGRAM[:cut] + junk + PROGRAM[cut:])
+    code, _, err = run([str(path), "-p", "canonicalize,dce"])
+    assert code in (0, 1)
+    assert code == 0 or "error:" in err
+
+
+def test_docs_describe_exactly_the_flags_mixopt_has():
+    from mixjit.mixopt import build_arg_parser
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "passes.md").read_text()
+    flags = {s for a in build_arg_parser()._actions for s in a.option_strings if s.startswith("--")}
+    flags.discard("--help")
+    documented = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", docs))
+    assert flags == documented
