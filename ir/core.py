@@ -663,6 +663,14 @@ class Block:
         for op in tuple(self._ops):
             yield from op.walk(post_order)
 
+    def drop_all_references(self) -> None:
+        """Make every op in this block (nested ones included) drop its operands and successors.
+
+        The ops stay in place, now referring to nothing: this is how a group of blocks whose
+        values use each other in a cycle (unreachable loops) is taken apart before erasing them.
+        Values defined here may still be used elsewhere; ``erase`` refuses while they are."""
+        _drop_references(self.walk())
+
     def erase(self) -> None:
         """Remove the block and its ops from its region. Refused (IRError) while it is a branch
         target or its values are used outside it."""
@@ -728,6 +736,11 @@ class Region:
     def walk(self, post_order: bool = False) -> Iterator[Operation]:
         for block in tuple(self._blocks):
             yield from block.walk(post_order)
+
+    def drop_all_references(self) -> None:
+        """``Block.drop_all_references`` for every block of the region."""
+        for block in self._blocks:
+            block.drop_all_references()
 
     def __repr__(self) -> str:
         return f"<Region with {len(self._blocks)} blocks at {id(self):#x}>"

@@ -93,8 +93,8 @@ class Lexer:
             assert m is not None
             kind = Kind.FLOAT if "." in m.group() and not m.group().startswith("0x") else Kind.INTEGER
             return self._token(kind, m.end(), m.group())
-        shown = ch if ch.isprintable() else repr(ch)
-        raise self.error(f"unexpected character '{shown}'", start)
+        shown = f"'{ch}'" if ch.isprintable() else f"U+{ord(ch):04X}"
+        raise self.error(f"unexpected character {shown}", start)
 
     def _token(self, kind: Kind, end: int, value: str) -> Token:
         tok = Token(kind, self.text[self.pos : end], value, self.pos, end)

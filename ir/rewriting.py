@@ -128,6 +128,8 @@ def _try_fold(op: Operation, rewriter: PatternRewriter) -> bool:
     for item, result in zip(folded, op.results):
         if isinstance(item, Attribute):
             const = materialize_constant(op, item, result.type)
+            if const.results and const.results[0].name_hint is None:
+                const.results[0].name_hint = result.name_hint  # keep `%six` as `%six`
             rewriter.insert_op_before(const, op)
             values.append(const.results[0])
         else:
@@ -146,8 +148,9 @@ def apply_patterns_greedily(
 ) -> bool:
     """Apply ``patterns`` (and folding, and dead-op erasure) to the ops nested in ``root`` until
     nothing changes. Returns whether anything changed. Raises IRError when the IR has not
-    settled after ``max_iterations`` sweeps or ``max_rewrites`` changes in one sweep (default
-    100 per op plus 1000): that means patterns undo each other."""
+    settled after ``max_iterations`` sweeps (the limit may be too small, or patterns undo each
+    other) or after ``max_rewrites`` changes in one sweep (default 100 per op plus 1000; that
+    many means patterns undo each other)."""
     ordered = sorted(patterns, key=lambda p: -p.benefit)
     by_name: dict[str | None, list[RewritePattern]] = {}
     for p in ordered:
@@ -191,4 +194,7 @@ def apply_patterns_greedily(
         changed_any |= changed
         if not changed:
             return changed_any
-    raise IRError(f"pattern application did not converge in {max_iterations} iterations; patterns undo each other")
+    raise IRError(
+        f"pattern application did not converge within {max_iterations} iteration{'' if max_iterations == 1 else 's'} "
+        "(raise max-iterations, or patterns may undo each other)"
+    )

@@ -71,13 +71,9 @@ def _reachable(region: Region) -> set[int]:
 
 def _erase_blocks(blocks: list[Block]) -> None:
     """Erase ``blocks``, none of them reachable; their values may only be used among them."""
-    # Dropping every operand first breaks use cycles between unreachable blocks.
+    # Dropping every reference first breaks use cycles between unreachable blocks.
     for block in blocks:
-        for op in block.walk():
-            op.operands = ()
-    for block in blocks:
-        for op in reversed(block.ops):
-            op.erase()
+        block.drop_all_references()
     for block in blocks:
         block.erase()
 

@@ -31,6 +31,8 @@ __all__ = ["ModulePass", "OptionInfo", "OptionError", "option", "is_kebab_case"]
 
 _SCALAR_TYPES: dict[type, str] = {int: "int", float: "float", bool: "bool", str: "str"}
 _KEBAB = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+_DECIMAL_INT = re.compile(r"[-+]?[0-9]+")
+_FLOAT = re.compile(r"[-+]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?|inf|nan)")
 
 
 def is_kebab_case(text: str) -> bool:
@@ -41,7 +43,9 @@ def is_kebab_case(text: str) -> bool:
 def option(default: Any = dataclasses.MISSING, help: str = "") -> Any:
     """Declare a pass option with a default and a help text shown by ``--list-passes``.
 
-    List defaults are copied for each pass instance, so mutable defaults are safe.
+    List defaults are copied for each pass instance, so mutable defaults are safe. A pass
+    that restricts an option's range checks it in ``__post_init__`` and raises
+    ``OptionError(message, option_name, 0)``, which the pipeline parser points at.
     """
     metadata = {"help": help}
     if isinstance(default, (list, tuple)):
@@ -109,8 +113,12 @@ class OptionInfo:
                     return text == "true"
                 raise ValueError(text)
             if kind is int:
+                if not _DECIMAL_INT.fullmatch(text):  # int() would also take "1_0" and "٣"
+                    raise ValueError(text)
                 return int(text)
             if kind is float:
+                if not _FLOAT.fullmatch(text):
+                    raise ValueError(text)
                 return float(text)
             return text
         except ValueError:

@@ -1,10 +1,19 @@
 """cf dialect: unconditional and conditional branches between the blocks of a region. Values flow
-into the target blocks' arguments (no phi nodes)."""
+into the target blocks' arguments (no phi nodes).
+
+Canonicalization (``canonicalization_patterns()``, applied by the ``canonicalize`` pass):
+
+* ``cf.cond_br`` on a constant condition becomes a ``cf.br`` to the taken successor.
+* A ``cf.br`` to a block whose only predecessor it is merges that block into the branching
+  one (the block's arguments are replaced by the branch operands).
+"""
 
 from __future__ import annotations
 
-from mixjit.ir.core import Operation, Value
+from mixjit.ir.attributes import BoolAttr, IntegerAttr
+from mixjit.ir.core import Operation, Value, constant_value
 from mixjit.ir.opdef import operand, successor, var_operand
+from mixjit.ir.rewriting import PatternRewriter, RewritePattern
 from mixjit.ir.traits import IsTerminator
 from mixjit.ir.types import i1
 
@@ -19,6 +28,10 @@ class BranchOp(Operation):
 
     def successor_operands(self, index: int) -> tuple[Value, ...]:
         return self.operands
+
+    @classmethod
+    def canonicalization_patterns(cls) -> list[RewritePattern]:
+        return [MergeBlockIntoSinglePredecessor()]
 
 
 class CondBranchOp(Operation):
@@ -35,3 +48,57 @@ class CondBranchOp(Operation):
 
     def successor_operands(self, index: int) -> tuple[Value, ...]:
         return (self.true_args, self.false_args)[index]
+
+    @classmethod
+    def canonicalization_patterns(cls) -> list[RewritePattern]:
+        return [FoldConstantCondBranch()]
+
+
+def _constant_bool(value: Value) -> bool | None:
+    attr = constant_value(value)
+    if isinstance(attr, BoolAttr):
+        return attr.value
+    if isinstance(attr, IntegerAttr):
+        return attr.value != 0
+    return None
+
+
+class FoldConstantCondBranch(RewritePattern):
+    """``cf.cond_br %true, ^a(x), ^b(y)`` -> ``cf.br ^a(x)``."""
+
+    root_name = "cf.cond_br"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> bool:
+        assert isinstance(op, CondBranchOp)
+        taken = _constant_bool(op.condition)
+        if taken is None:
+            return False
+        dest, args = (op.true_dest, op.true_args) if taken else (op.false_dest, op.false_args)
+        rewriter.insert_op_before(BranchOp.build(args=list(args), dest=dest, loc=op.loc), op)
+        rewriter.erase_op(op)
+        return True
+
+
+class MergeBlockIntoSinglePredecessor(RewritePattern):
+    """``^a: ...; cf.br ^b(x)`` with ``^a`` the only predecessor of ``^b``: append ``^b`` to ``^a``."""
+
+    root_name = "cf.br"
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> bool:
+        assert isinstance(op, BranchOp)
+        block, dest = op.parent, op.dest
+        if (
+            block is None
+            or dest is block
+            or dest.parent is not block.parent
+            or dest is dest.parent.entry
+            or len(dest.predecessors) != 1
+        ):
+            return False
+        for arg, value in zip(dest.args, op.args):
+            rewriter.replace_all_uses_with(arg, value)
+        rewriter.erase_op(op)
+        for moved in dest.ops:
+            rewriter.modify_op(moved, lambda moved=moved: block.add_op(moved.detach()))
+        dest.erase()
+        return True

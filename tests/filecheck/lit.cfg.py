@@ -1,4 +1,4 @@
-"""lit configuration for the FileCheck golden tests (run by tests/filecheck/test_lit.py).
+"""lit configuration for the FileCheck golden tests (run by tests/filecheck/test_filecheck_lit.py).
 
 ``mixopt`` and ``filecheck`` run under the Python interpreter that runs lit (the
 project's venv), so the tests need no PATH setup and no installed scripts.

@@ -151,6 +151,28 @@ def test_block_erase_refuses_values_used_outside() -> None:
         first.erase()
 
 
+def test_drop_all_references_breaks_use_cycles_between_blocks() -> None:
+    # ^a and ^b branch to each other and use each other's values: neither erases first.
+    region = Region([Block(), Block(arg_types=[i64]), Block(arg_types=[i64])])
+    entry, a, b = region.blocks
+    entry.add_op(ReturnOp.build())
+    in_a = a.add_op(AddIOp.build(lhs=a.args[0], rhs=a.args[0], out=i64))
+    in_b = b.add_op(AddIOp.build(lhs=b.args[0], rhs=b.args[0], out=i64))
+    a.add_op(BranchOp.build(args=[in_a.result], dest=b))
+    b.add_op(BranchOp.build(args=[in_b.result], dest=a))
+    with pytest.raises(IRError):
+        a.erase()
+    a.drop_all_references()
+    assert a.predecessors and not b.predecessors  # ^b still branches to ^a
+    assert in_a.operands == () and a.last_op.successors == () and not a.args[0].has_uses
+    with pytest.raises(IRError, match="still the successor"):
+        a.erase()
+    region.drop_all_references()
+    a.erase()
+    b.erase()
+    assert region.blocks == (entry,)
+
+
 def test_walk_pre_and_post_order() -> None:
     module = ModuleOp.from_ops([GenericOp.build(bodies=[Region([Block([const(1), const(2)])])]), const(3)])
     names = lambda ops: [op.name if op.name != "arith.constant" else str(op.properties["value"].value) for op in ops]

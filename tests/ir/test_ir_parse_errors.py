@@ -96,6 +96,13 @@ CASES = [
         id="tab-kept-in-caret-line",
     ),
     pytest.param(
+        '"test.op"() \x01 : () -> ()',
+        "f.mix:1:13: error: unexpected character U+0001\n"
+        '"test.op"() \x01 : () -> ()\n'
+        "            ^",
+        id="control-character-named-by-code-point",
+    ),
+    pytest.param(
         '"test.op"() <{a = "\\q"}> : () -> ()',
         "f.mix:1:20: error: invalid escape in string literal (use \\\\, \\\", \\n, \\t or \\XX hex)\n"
         '"test.op"() <{a = "\\q"}> : () -> ()\n'

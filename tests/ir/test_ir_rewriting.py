@@ -35,9 +35,9 @@ def test_folding_materializes_constants_and_erases_dead_ops() -> None:
     changed, text = run(FOLDABLE)
     assert changed
     assert text == (
-        '%0 = "arith.constant"() <{value = -127 : i8}> : () -> i8\n'  # 2 + 127 wraps in i8
+        '%s = "arith.constant"() <{value = -127 : i8}> : () -> i8\n'  # 2 + 127 wraps in i8; keeps %s
         '%x = "test.op"() : () -> i8\n'
-        '"test.op"(%0, %x) : (i8, i8) -> ()'
+        '"test.op"(%s, %x) : (i8, i8) -> ()'
     )
 
 
@@ -159,3 +159,43 @@ def test_constant_ops_are_not_refolded_forever() -> None:
     text = '%c = "arith.constant"() <{value = 1 : i64}> : () -> i64\n"test.op"(%c) : (i64) -> ()'
     assert run(text) == (False, text)
     assert isinstance(parse_module(text).regions[0].blocks[0].ops[0], ConstantOp)
+
+
+def test_too_few_iterations_is_reported_as_such() -> None:
+    # Needs two sweeps (one changes, one confirms), so max_iterations=1 cannot converge; the
+    # message must point at the limit rather than claim that patterns undo each other.
+    with pytest.raises(IRError) as info:
+        run(FOLDABLE, max_iterations=1)
+    assert str(info.value) == (
+        "pattern application did not converge within 1 iteration "
+        "(raise max-iterations, or patterns may undo each other)"
+    )
+    assert run(FOLDABLE, max_iterations=2)[0]
+
+
+def test_materialized_constant_keeps_the_folded_name() -> None:
+    text = (
+        '%a = "arith.constant"() <{value = 2 : i64}> : () -> i64\n'
+        '%six = "arith.muli"(%a, %a) : (i64, i64) -> i64\n'
+        '%b = "test.op"() : () -> i64\n'
+        '"test.op"(%six, %b) : (i64, i64) -> ()'
+    )
+    _, out = run(text)
+    assert out.splitlines()[0] == '%six = "arith.constant"() <{value = 4 : i64}> : () -> i64'
+
+
+def test_constant_cond_br_is_canonicalized_by_the_cf_op_class() -> None:
+    text = (
+        '"func.func"() <{sym_name = "f", function_type = (i64) -> i64}> ({\n'
+        "^bb0(%x: i64):\n"
+        '  %t = "arith.constant"() <{value = true}> : () -> i1\n'
+        '  "cf.cond_br"(%t, %x)[^bb1, ^bb2] <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (i1, i64) -> ()\n'
+        "^bb1(%a: i64):\n"
+        '  "func.return"(%a) : (i64) -> ()\n'
+        "^bb2:\n"
+        '  "func.return"(%x) : (i64) -> ()\n'
+        "}) : () -> ()"
+    )
+    _, out = run(text)  # no patterns given: they come from CondBranchOp / BranchOp
+    assert "cf.cond_br" not in out and "arith.constant" not in out
+    assert '"cf.br"' not in out  # ^bb1 (now with one predecessor) was merged into the entry

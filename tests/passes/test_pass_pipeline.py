@@ -130,12 +130,29 @@ def test_option_on_pass_without_options():
         ("tune{exhaustive=yes}", "option 'exhaustive' of pass 'tune' expects bool (true or false), got 'yes'", 16),
         ("tune{sites=1,x,3}", "option 'sites' of pass 'tune' expects int, got 'x'", 13),
         ("tune{budget=1,2}", "option 'budget' of pass 'tune' expects float, got a list '1,2'", 14),
+        # Only plain decimal text: Python's int()/float() would also take these.
+        ("tune{max-iterations=1_0}", "option 'max-iterations' of pass 'tune' expects int, got '1_0'", 20),
+        ("tune{sites=1,\u0663}", "option 'sites' of pass 'tune' expects int, got '\u0663'", 13),
+        ("tune{budget=1_0.5}", "option 'budget' of pass 'tune' expects float, got '1_0.5'", 12),
     ],
 )
 def test_wrong_option_types(text, message, column):
     err = error_of(text)
     assert err.message == message
     assert err.pos == column
+
+
+def test_accepted_number_spellings():
+    assert build("tune{max-iterations=+3,budget=-2.5e-3,scales=1,.5,2.,inf}") == [
+        Tune(max_iterations=3, budget=-2.5e-3, scales=(1.0, 0.5, 2.0, float("inf")))
+    ]
+
+
+def test_a_pass_can_reject_an_option_value_and_the_error_points_at_it():
+    with pytest.raises(PipelineError) as info:
+        build_pipeline("dce,canonicalize{max-iterations=0}")
+    assert info.value.message == "option 'max-iterations' of pass 'canonicalize' must be at least 1, got 0"
+    assert info.value.pos == len("dce,canonicalize{max-iterations=")
 
 
 def test_missing_required_option():
