@@ -15,3 +15,10 @@ from mixjit.runtime.schemes.base import (  # noqa: F401
 )
 
 # Built-in schemes (each module calls @register on import).
+from mixjit.runtime.schemes import native  # noqa: E402,F401
+from mixjit.runtime.schemes import tf32x3  # noqa: E402,F401
+from mixjit.runtime.schemes import bf16xn  # noqa: E402,F401
+from mixjit.runtime.schemes import fp16x2  # noqa: E402,F401
+from mixjit.runtime.schemes import int8  # noqa: E402,F401
+from mixjit.runtime.schemes import split  # noqa: E402,F401
+from mixjit.runtime.schemes import mixpert  # noqa: F401,E402

@@ -1,0 +1,294 @@
+"""MixPert: FP32 (``mixpert``) and FP64 (``mixpert-fp64``) GEMM emulation from INT8
+segment products (paper §3.2-3.3; Ozaki scheme I for FP64).
+
+Both schemes share one config type, one data packer (runtime/segments.py) and one
+executor (runtime/executor_mixpert.py); they differ in their config family and in
+the domain (inputs rounded to, and C rounded to, float32 or float64). Semantics:
+docs/numerics.md, sections "mixpert" and "mixpert-fp64".
+
+Config labels: ``level=IV`` (levels I-IV and ``full`` are the paper's (l, r) pair
+sets on 3 segments), or the general form
+``segments=4,pairs=sig3,align=row,rounding=trunc,tile=16x32x8,fallback=off``
+where ``pairs`` is ``sigN`` (all pairs with i+j <= N) or a list like ``00.01.10``.
+Fields equal to the scheme's defaults are left out of the label.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
+
+import numpy as np
+
+from mixjit.runtime.executor_mixpert import Layout, Prepared, prepare, run_mixpert
+from mixjit.runtime.pair_blocks import plan_blocks
+from mixjit.runtime.schemes.base import Config, RunStats, Scheme, Work, register
+from mixjit.runtime.segments import width
+
+__all__ = ["MixPertConfig", "MixPertFP64Config", "LEVELS", "significance_pairs", "MixPert", "MixPertFP64"]
+
+Pairs = tuple[tuple[int, int], ...]
+
+
+def _rect(l: int, r: int) -> Pairs:
+    return tuple((i, j) for i in range(l + 1) for j in range(r + 1))
+
+
+#: the paper's configurations on 3 segments: (l, r) = (1,1), (1,2), (2,1), (2,2)
+#: with 4/6/6/8 products (level IV drops the (2,2) pair), and all 9 pairs
+LEVELS: dict[str, Pairs] = {
+    "full": _rect(2, 2),
+    "IV": tuple(p for p in _rect(2, 2) if p != (2, 2)),
+    "III": _rect(2, 1),
+    "II": _rect(1, 2),
+    "I": _rect(1, 1),
+}
+
+
+def significance_pairs(segments: int, limit: int) -> Pairs:
+    """All pairs ``(i, j)`` with ``i + j <= limit`` (Ozaki-style truncation)."""
+    return tuple((i, j) for i in range(segments) for j in range(segments) if i + j <= limit)
+
+
+@dataclass(frozen=True)
+class MixPertConfig(Config):
+    """A MixPert config: segment layout, kept pairs, alignment, fallback.
+
+    ``segments`` INT8 segments per element (``top_bits`` bits in the first, 7 in the
+    others); ``pairs`` the kept (A segment, B segment) products; ``align`` one
+    exponent per ``tile`` or per ``row`` of a tile (row of A / column of B);
+    ``rounding`` of the alignment shift (``round``: nearest-even, ``trunc``);
+    ``tile`` = (tm, tk, tn), A tiles tm×tk and B tiles tk×tn; ``fallback``: a tile
+    whose exponent spread exceeds this many bits is computed by tf32x3 (-1: never).
+    """
+
+    segments: int = 3
+    pairs: Pairs = LEVELS["IV"]
+    top_bits: int = 6
+    align: str = "tile"
+    rounding: str = "round"
+    tile: tuple[int, int, int] = (16, 32, 8)
+    fallback: int = 8
+
+    #: the domain: inputs rounded to it, C rounded to it
+    domain: ClassVar[str] = "fp32"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pairs", tuple(sorted(set((int(i), int(j)) for i, j in self.pairs))))
+        object.__setattr__(self, "tile", tuple(int(t) for t in self.tile))
+        if not 1 <= self.segments <= 9:
+            raise ValueError(f"mixpert: segments={self.segments} must be in 1..9")
+        if not 1 <= self.top_bits <= 7:
+            raise ValueError(f"mixpert: top_bits={self.top_bits} must be in 1..7 (a signed INT8 holds 7 magnitude bits)")
+        if width(self.segments, self.top_bits) > 62:
+            raise ValueError("mixpert: segments and top_bits give more than 62 mantissa bits; use fewer segments")
+        if not self.pairs:
+            raise ValueError("mixpert: pairs is empty; keep at least the (0, 0) pair")
+        for i, j in self.pairs:
+            if not (0 <= i < self.segments and 0 <= j < self.segments):
+                raise ValueError(f"mixpert: pair ({i},{j}) is outside 0..{self.segments - 1}")
+        if self.align not in ("tile", "row"):
+            raise ValueError(f"mixpert: align={self.align!r} must be 'tile' or 'row'")
+        if self.rounding not in ("round", "trunc"):
+            raise ValueError(f"mixpert: rounding={self.rounding!r} must be 'round' or 'trunc'")
+        if len(self.tile) != 3 or min(self.tile) < 1:
+            raise ValueError(f"mixpert: tile={self.tile} must be three positive sizes (tm, tk, tn)")
+        if self.fallback < -1:
+            raise ValueError(f"mixpert: fallback={self.fallback} must be a bit count >= 0, or -1 (off)")
+
+    @property
+    def layout(self) -> Layout:
+        """The operand-packing part of the config (what prepared operands fix)."""
+        return Layout(self.segments, self.top_bits, self.align, self.rounding, self.tile, self.fallback, self.domain)
+
+    @property
+    def label(self) -> str:
+        defaults = {f.name: f.default for f in dataclasses.fields(type(self))}
+        parts = []
+        if self.segments != defaults["segments"]:
+            parts.append(f"segments={self.segments}")
+        level = next((k for k, v in LEVELS.items() if v == self.pairs), None) if self.segments == 3 else None
+        if level is not None:
+            parts.append(f"level={level}")
+        else:
+            parts.append(f"pairs={_pairs_text(self.segments, self.pairs)}")
+        for name in ("top_bits", "align", "rounding"):
+            if getattr(self, name) != defaults[name]:
+                parts.append(f"{name}={getattr(self, name)}")
+        if self.tile != defaults["tile"]:
+            parts.append("tile=" + "x".join(map(str, self.tile)))
+        if self.fallback != defaults["fallback"]:
+            parts.append(f"fallback={'off' if self.fallback < 0 else self.fallback}")
+        return ",".join(parts)
+
+
+@dataclass(frozen=True)
+class MixPertFP64Config(MixPertConfig):
+    """A ``mixpert-fp64`` config (float64 domain). Defaults: 8 segments (55 bits, so
+    the element split is exact), pairs with i+j <= 7, row alignment, no fallback."""
+
+    segments: int = 8
+    pairs: Pairs = significance_pairs(8, 7)
+    align: str = "row"
+    fallback: int = -1
+
+    domain: ClassVar[str] = "fp64"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.fallback != -1:
+            raise ValueError("mixpert-fp64: tile fallback is not offered (fallback=off); use align=row for wide data")
+
+
+def _pairs_text(segments: int, pairs: Pairs) -> str:
+    for limit in range(2 * segments - 1):
+        if significance_pairs(segments, limit) == pairs:
+            return f"sig{limit}"
+    return ".".join(f"{i}{j}" for i, j in pairs)
+
+
+def _parse_pairs(text: str, segments: int) -> Pairs:
+    if text.startswith("sig") and text[3:].isdigit():
+        return significance_pairs(segments, int(text[3:]))
+    out = []
+    for tok in text.split("."):
+        if len(tok) != 2 or not tok.isdigit():
+            raise ValueError(f"mixpert: bad pair {tok!r} in pairs={text!r}; write sigN or two-digit pairs like 00.01.10")
+        out.append((int(tok[0]), int(tok[1])))
+    return tuple(out)
+
+
+def parse_mixpert_config(text: str, cls: type[MixPertConfig]) -> MixPertConfig:
+    """Parse a label (see the module docstring) into ``cls``; unknown parts raise."""
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    values: dict[str, object] = {}
+    level = pairs = None
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        key, sep, val = (s.strip() for s in item.partition("="))
+        try:
+            if not sep:
+                raise ValueError
+            if key == "level":
+                if val not in LEVELS:
+                    raise ValueError
+                level = val
+            elif key == "pairs":
+                pairs = val
+            elif key in ("segments", "top_bits"):
+                values[key] = int(val)
+            elif key in ("align", "rounding"):
+                values[key] = val
+            elif key == "tile":
+                values[key] = tuple(int(t) for t in val.split("x"))
+            elif key == "fallback":
+                values[key] = -1 if val == "off" else int(val)
+            else:
+                raise KeyError
+        except KeyError:
+            raise ValueError(
+                f"mixpert: unknown config field {key!r} in {text!r}; fields are level, segments, pairs, "
+                "top_bits, align, rounding, tile, fallback"
+            ) from None
+        except ValueError:
+            raise ValueError(f"mixpert: bad config part {item!r} in {text!r}; e.g. 'level=IV,align=row'") from None
+    if level is not None and pairs is not None:
+        raise ValueError(f"mixpert: {text!r} gives both level and pairs; give one")
+    segments = int(values.get("segments", defaults["segments"]))
+    if level is not None:
+        if segments != 3:
+            raise ValueError(f"mixpert: level={level} needs 3 segments, got segments={segments}")
+        values["pairs"] = LEVELS[level]
+    elif pairs is not None:
+        values["pairs"] = _parse_pairs(pairs, segments)
+    return cls(**values)
+
+
+class _MixPertBase(Scheme):
+    """Shared scheme code; subclasses set the config class and the config family."""
+
+    config_cls: ClassVar[type[MixPertConfig]]
+
+    def parse_config(self, text: str) -> Config:
+        return parse_mixpert_config(text, self.config_cls)
+
+    def _check(self, config: Config) -> MixPertConfig:
+        if not isinstance(config, self.config_cls):
+            raise TypeError(f"{self.name}: expected a {self.config_cls.__name__}, got {type(config).__name__}")
+        return config
+
+    def prepare_a(self, a: np.ndarray, config: Config) -> Prepared:
+        """Split and align A once, for several GEMMs under ``config``."""
+        return prepare(a, "A", self._check(config).layout)
+
+    def prepare_b(self, b: np.ndarray, config: Config) -> Prepared:
+        """Split and align B once, for several GEMMs under ``config``."""
+        return prepare(b, "B", self._check(config).layout)
+
+    def run_with_stats(self, a, b, config: Config) -> tuple[np.ndarray, RunStats]:
+        """C = A @ B; ``a`` / ``b`` may be arrays or operands from prepare_a / prepare_b."""
+        cfg = self._check(config)
+        lay = cfg.layout
+        pa = a if isinstance(a, Prepared) else prepare(a, "A", lay)
+        pb = b if isinstance(b, Prepared) else prepare(b, "B", lay)
+        for p, want in ((pa, "A"), (pb, "B")):
+            if p.side != want:
+                raise ValueError(f"{self.name}: operand {want} was prepared as {p.side}; use prepare_{want.lower()}")
+            if p.layout != lay:
+                raise ValueError(f"{self.name}: operand {want} was prepared under another config; prepare it with {cfg.label!r}")
+        c, st = run_mixpert(pa, pb, cfg.pairs)
+        reasons = []
+        if st.fallback_tiles:
+            reasons.append(f"exponent spread above {cfg.fallback} bits: tile product computed by tf32x3")
+        stats = RunStats(
+            fallbacks=st.fallback_tiles,
+            units=st.tiles,
+            fallback_unit="tile",
+            fallback_reason="; ".join(reasons),
+            extra={
+                "nonfinite_elements": st.nonfinite_elements,
+                "exact_path_rows": st.exact_path_rows,
+                "exact_path_cols": st.exact_path_cols,
+            },
+        )
+        return c.astype(pa.dtype, copy=False), stats
+
+    def products(self, config: Config) -> int:
+        return len(self._check(config).pairs)
+
+    def work(self, config: Config, m: int, n: int, k: int, dtype: np.dtype | type = np.float32) -> Work:
+        cfg = self._check(config)
+        in_bytes = np.dtype(dtype).itemsize
+        tm, tk, tn = cfg.tile
+        # packing reads each operand and writes its INT8 segments plus one exponent
+        # byte per alignment group; the k-tile conversion happens in registers
+        groups_a = m * (-(-k // tk)) // (1 if cfg.align == "row" else tm)
+        groups_b = n * (-(-k // tk)) // (1 if cfg.align == "row" else tn)
+        packing = (in_bytes + cfg.segments) * (m * k + k * n) + groups_a + groups_b
+        return Work(ops={"int8": 2.0 * m * n * k * len(cfg.pairs)}, bytes_moved=float(packing))
+
+    def dgemms(self, config: Config, k: int) -> int:
+        """Exact float64 GEMMs the CPU executor's fast path runs for inner size ``k``."""
+        cfg = self._check(config)
+        return len(plan_blocks(cfg.pairs, cfg.segments, cfg.top_bits, k))
+
+
+@register
+class MixPert(_MixPertBase):
+    name = "mixpert"
+    summary = "FP32 emulation from INT8 mantissa segments with tile-shared exponents (MixPert)"
+    config_cls = MixPertConfig
+
+    def configs(self, dtype: np.dtype | type = np.float32) -> Sequence[Config]:
+        return [MixPertConfig(pairs=LEVELS[k]) for k in ("full", "IV", "III", "II", "I")]
+
+
+@register
+class MixPertFP64(_MixPertBase):
+    name = "mixpert-fp64"
+    summary = "FP64 emulation from INT8 mantissa segments, Ozaki scheme I style (i+j <= s-1)"
+    dtypes = (np.dtype(np.float64),)
+    config_cls = MixPertFP64Config
+
+    def configs(self, dtype: np.dtype | type = np.float64) -> Sequence[Config]:
+        return [MixPertFP64Config(segments=s, pairs=significance_pairs(s, s - 1)) for s in (9, 8, 7)]

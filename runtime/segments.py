@@ -1,0 +1,192 @@
+"""Splitting floats into a shared exponent and signed INT8 mantissa segments.
+
+This is the data packer of the MixPert scheme (paper §3.2.1, §3.3.2), generic in
+the input dtype (float32 / float64) and in the number of segments. The written
+semantics is docs/numerics.md, section "mixpert"; in short, for a segment layout
+with ``top_bits`` bits in segment 0 and 7 bits in each of the ``segments - 1``
+others (width ``W = top_bits + 7*(segments-1)``):
+
+1. *element split*: a finite nonzero ``x`` becomes ``x ≈ M * 2^(e - W + 1)`` with
+   ``M`` in ``[2^(W-1), 2^W)`` (the implied one explicit), ``M`` rounded to nearest,
+   ties to even, at bit ``W + 1``; a carry to ``2^W`` gives ``M = 2^(W-1)``, ``e+1``.
+   Subnormal inputs are normalised the same way (handled exactly, never flushed).
+2. *alignment*: each alignment group (a tile, or one row of a tile) shares
+   ``E = max e`` over its nonzero elements; each element's ``M`` is shifted right
+   by ``d = E - e`` bits, truncated (``trunc``) or rounded to nearest, ties to even
+   (``round``). The sign is applied afterwards: ``q = ±shift(M, d)``, ``|q| < 2^W``.
+3. *segments*: ``|q| = sum_i s_i * 2^(7*(segments-1-i))`` with ``s_0 < 2^top_bits``
+   and ``s_i < 2^7``; each segment carries the sign of ``x`` (sign-magnitude), so
+   every segment is a signed INT8 in ``[-127, 127]``.
+
+The hot kernels are Numba ``@njit(cache=True)`` functions over plain arrays, so
+compiled callers (the @mixjit frontend) can call them without the GIL.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = [
+    "ZERO_EXP",
+    "ROUND_TRUNC",
+    "ROUND_NEAREST",
+    "width",
+    "split_element",
+    "shift_magnitude",
+    "pack_groups",
+    "segment_digits",
+    "digit_range",
+]
+
+#: group exponent of an all-zero group (no element contributes)
+ZERO_EXP = -(1 << 30)
+#: alignment shift modes (``rounding`` config field "trunc" / "round")
+ROUND_TRUNC = 0
+ROUND_NEAREST = 1
+
+
+def width(segments: int, top_bits: int) -> int:
+    """Mantissa bits kept by a layout: ``top_bits + 7*(segments-1)``."""
+    return top_bits + 7 * (segments - 1)
+
+
+@numba.njit(cache=True, nogil=True)
+def split_element(u, w: int) -> tuple[int, int]:
+    """Element split of a finite nonzero value given as the bits ``u`` (uint64) of its
+    float64 value: signed ``M`` (|M| in [2^(w-1), 2^w)) and exponent ``e`` with
+    ``x ≈ M * 2^(e - w + 1)``; RNE at bit w+1, carry renormalised. Integer
+    operations only (float32 inputs are widened to float64 exactly first).
+    """
+    be = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF))
+    frac = np.int64(u & np.uint64(0xFFFFFFFFFFFFF))
+    if be == 0:  # float64 subnormal: normalise
+        nb = 0
+        t = frac
+        while t:
+            nb += 1
+            t >>= 1
+        mant = frac << (53 - nb)
+        e = -1074 + nb - 1
+    else:
+        mant = frac | (np.int64(1) << 52)
+        e = be - 1023
+    if w >= 53:
+        m = mant << (w - 53)
+    else:
+        sh = 53 - w
+        m = mant >> sh
+        rem = mant & ((np.int64(1) << sh) - 1)
+        half = np.int64(1) << (sh - 1)
+        if rem > half or (rem == half and (m & 1) == 1):
+            m += 1
+        if m == (np.int64(1) << w):
+            m = np.int64(1) << (w - 1)
+            e += 1
+    if u >> np.uint64(63):
+        m = -m
+    return m, e
+
+
+@numba.njit(cache=True, nogil=True)
+def shift_magnitude(m: int, d: int, mode: int) -> int:
+    """``m >> d`` on the magnitude (sign kept), truncated or rounded to nearest-even."""
+    neg = m < 0
+    a = -m if neg else m
+    if d <= 0:
+        q = a
+    elif d >= 63:
+        q = np.int64(0)  # |m| < 2^62 <= half of 2^d: rounds to 0 as well
+    else:
+        q = a >> d
+        if mode == ROUND_NEAREST:
+            rem = a - (q << d)
+            half = np.int64(1) << (d - 1)
+            if rem > half or (rem == half and (q & 1) == 1):
+                q += 1
+    return -q if neg else q
+
+
+@numba.njit(cache=True, nogil=True)
+def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int):
+    """Split and align the rows of ``x`` (r×K, float32/float64) in groups of
+    ``group_rows`` consecutive rows × ``tk`` consecutive columns.
+
+    Non-finite elements are treated as 0 (the non-finite rule handles their
+    outputs). Returns ``q`` (r×K int64, aligned signed mantissas), ``gexp`` (r×nkt
+    int64, the exponent ``E`` of each row's group in each k-tile, ``ZERO_EXP`` if the
+    group is all zero), per row and k-tile the number of nonzero elements
+    ``nonzero`` and of those shifted by more than ``far`` bits ``shifted`` (the
+    fallback trigger), and per row whether it holds an inf/NaN (``bad``).
+    B is packed as ``pack_groups(B.T, ...)``.
+    """
+    r, K = x.shape
+    nkt = (K + tk - 1) // tk
+    q = np.zeros((r, K), dtype=np.int64)
+    gexp = np.empty((r, nkt), dtype=np.int64)
+    nonzero = np.zeros((r, nkt), dtype=np.int64)
+    shifted = np.zeros((r, nkt), dtype=np.int64)
+    bad = np.zeros(r, dtype=np.bool_)
+    xb = np.ascontiguousarray(x).astype(np.float64).view(np.uint64)
+    expmask = np.uint64(0x7FF0000000000000)
+    # pass 1: element exponents (after rounding) -> each row's max per k-tile
+    rowmax = np.full((r, nkt), ZERO_EXP, dtype=np.int64)
+    for i in range(r):
+        for kt in range(nkt):
+            mx = ZERO_EXP
+            for k in range(kt * tk, min(kt * tk + tk, K)):
+                u = xb[i, k]
+                if (u & expmask) == expmask:
+                    bad[i] = True
+                elif (u << np.uint64(1)) != 0:
+                    mx = max(mx, split_element(u, w)[1])
+            rowmax[i, kt] = mx
+    for g0 in range(0, r, group_rows):
+        g1 = min(g0 + group_rows, r)
+        for kt in range(nkt):
+            emax = ZERO_EXP
+            for i in range(g0, g1):
+                emax = max(emax, rowmax[i, kt])
+            for i in range(g0, g1):
+                gexp[i, kt] = emax
+    # pass 2: split again and align to the group exponent
+    for i in range(r):
+        for kt in range(nkt):
+            g = gexp[i, kt]
+            nz = 0
+            sh = 0
+            for k in range(kt * tk, min(kt * tk + tk, K)):
+                u = xb[i, k]
+                if (u & expmask) != expmask and (u << np.uint64(1)) != 0:
+                    m, e = split_element(u, w)
+                    d = g - e
+                    q[i, k] = shift_magnitude(m, d, mode) if d > 0 else m
+                    nz += 1
+                    sh += d > far
+            nonzero[i, kt] = nz
+            shifted[i, kt] = sh
+    return q, gexp, nonzero, shifted, bad
+
+
+def segment_digits(q: np.ndarray, segments: int) -> np.ndarray:
+    """The INT8 segments of aligned mantissas ``q``: shape ``(segments,) + q.shape``,
+    segment 0 most significant, each carrying the sign of its element."""
+    a = np.abs(q)
+    sign = np.sign(q)
+    out = np.empty((segments,) + q.shape, dtype=np.int8)
+    for i in range(segments):
+        shift = 7 * (segments - 1 - i)
+        d = (a >> shift) if i == 0 else ((a >> shift) & 127)
+        out[i] = (sign * d).astype(np.int8)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def digit_range(q: int, i0: int, i1: int, segments: int) -> int:
+    """Segments ``i0..i1`` of ``q`` as one signed integer ``sum_i s_i 2^(7*(i1-i))``."""
+    a = -q if q < 0 else q
+    lo = 7 * (segments - 1 - i1)
+    v = a >> lo
+    if i0 > 0:
+        v &= (np.int64(1) << (7 * (i1 - i0 + 1))) - 1
+    return -v if q < 0 else v

@@ -1,0 +1,193 @@
+"""Slow scalar reference of mixpert / mixpert-fp64, written from docs/numerics.md.
+
+Plain Python ints and Fractions, element by element, following the numbered steps
+of the "mixpert" section. Nothing here imports the executor or its helpers; the
+TF32 rounding of the fallback split is the exact rational rounding of the emulation
+schemes' reference (reference_schemes.rn).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from reference_schemes import rn as rn_format
+
+# (significant bits, minimum normal exponent, maximum exponent)
+_FMT = {"fp32": (24, -126, 127), "fp64": (53, -1022, 1023)}
+
+
+def rn_int(x: Fraction) -> int:
+    """Nearest integer, ties to even."""
+    n = math.floor(x)
+    rem = x - n
+    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and n % 2 == 1):
+        n += 1
+    return n
+
+
+def rn(x: Fraction, fmt: str) -> float:
+    """Round exact ``x`` to float32/float64 (as a Python float): RN, gradual
+    underflow, overflow to ±inf, zero as +0."""
+    if x == 0:
+        return 0.0
+    prec, emin, emax = _FMT[fmt]
+    ax = abs(x)
+    e = ax.numerator.bit_length() - ax.denominator.bit_length()
+    if Fraction(2) ** e > ax:
+        e -= 1
+    if Fraction(2) ** (e + 1) <= ax:
+        e += 1
+    quantum = Fraction(2) ** (max(e, emin) - prec + 1)
+    r = rn_int(ax / quantum) * quantum
+    if r == 0:
+        return 0.0  # underflow to zero is written as +0 too
+    if r >= Fraction(2) ** (emax + 1):
+        v = math.inf
+    else:
+        v = float(r)
+    return v if x > 0 else -v
+
+
+def element_split(x: float, w: int) -> tuple[int, int] | None:
+    """Step 1: (signed M, e) with |x| ~ |M| 2^(e-w+1); None for zero."""
+    if x == 0:
+        return None
+    f, e0 = math.frexp(abs(x))
+    m = rn_int(Fraction(f) * 2**w)
+    e = e0 - 1
+    if m == 2**w:
+        m, e = 2 ** (w - 1), e + 1
+    return (m if x > 0 else -m), e
+
+
+def shift(m: int, d: int, rounding: str) -> int:
+    """Step 2: the magnitude of m shifted right by d, truncated or rounded (RNE)."""
+    a = abs(m)
+    s = a >> d if rounding == "trunc" else rn_int(Fraction(a, 2**d))
+    return s if m >= 0 else -s
+
+
+def segments_of(q: int, s: int, t: int) -> list[int]:
+    """Step 3: the signed INT8 segments of q (sign-magnitude)."""
+    a = abs(q)
+    out = []
+    for i in range(s):
+        d = a // 2 ** (7 * (s - 1 - i))
+        if i > 0:
+            d %= 2**7
+        assert (d < 2**t) if i == 0 else (d < 2**7)
+        out.append(d if q >= 0 else -d)
+    return out
+
+
+def tf32_split(v: float) -> tuple[Fraction, Fraction]:
+    """Step 4's split: big = RN_tf32(v), small = RN_tf32(v - big); big = v, small = 0
+    if RN_tf32(v) overflows."""
+    x = Fraction(v)
+    big = rn_format(x, "tf32")
+    if isinstance(big, float):  # overflow to inf
+        return x, Fraction(0)
+    return big, Fraction(rn_format(x - big, "tf32"))
+
+
+def _pack(x: list[list[float]], group_rows: int, tile_rows: int, tk: int, cfg) -> tuple:
+    """Steps 1-4 for one operand in row form (A, or Bᵀ): per element the segments,
+    per (row, k-tile) the group exponent, and per (row, k-tile) the fallback flag."""
+    w = cfg.top_bits + 7 * (cfg.segments - 1)
+    r = len(x)
+    K = len(x[0]) if r else 0
+    nkt = -(-K // tk)
+    split = [[element_split(v, w) for v in row] for row in x]
+    seg = [[None] * K for _ in range(r)]
+    gexp = [[None] * nkt for _ in range(r)]
+    far = [[0] * nkt for _ in range(r)]  # nonzero elements shifted by more than F bits
+    nonzero = [[0] * nkt for _ in range(r)]
+    for g0 in range(0, r, group_rows):
+        rows = range(g0, min(g0 + group_rows, r))
+        for t in range(nkt):
+            ks = range(t * tk, min((t + 1) * tk, K))
+            es = [split[i][k][1] for i in rows for k in ks if split[i][k] is not None]
+            E = max(es) if es else None
+            for i in rows:
+                gexp[i][t] = E
+                for k in ks:
+                    sp = split[i][k]
+                    q = 0 if sp is None else shift(sp[0], E - sp[1], cfg.rounding)
+                    if sp is not None:
+                        nonzero[i][t] += 1
+                        far[i][t] += E - sp[1] > cfg.fallback
+                    seg[i][k] = segments_of(q, cfg.segments, cfg.top_bits)
+    fb = [[False] * nkt for _ in range(r)]
+    if cfg.fallback >= 0:
+        for t0 in range(0, r, tile_rows):
+            rows = range(t0, min(t0 + tile_rows, r))
+            for t in range(nkt):
+                flag = 8 * sum(far[i][t] for i in rows) > sum(nonzero[i][t] for i in rows)
+                for i in rows:
+                    fb[i][t] = flag
+    return seg, gexp, fb
+
+
+def mixpert(a_in: np.ndarray, b_in: np.ndarray, cfg) -> np.ndarray:
+    """C of the mixpert / mixpert-fp64 semantics for config ``cfg`` (a MixPertConfig:
+    only its fields and ``domain`` are read)."""
+    fmt = cfg.domain
+    dt = np.float32 if fmt == "fp32" else np.float64
+    with np.errstate(over="ignore"):
+        a = np.asarray(a_in, dtype=dt).astype(np.float64)
+        b = np.asarray(b_in, dtype=dt).astype(np.float64)
+    m, K = a.shape
+    n = b.shape[1]
+    tm, tk, tn = cfg.tile
+    w = cfg.top_bits + 7 * (cfg.segments - 1)
+    fa = [[float(v) if math.isfinite(v) else 0.0 for v in row] for row in a]
+    fbt = [[float(b[k, j]) if math.isfinite(b[k, j]) else 0.0 for k in range(K)] for j in range(n)]
+    seg_a, ea, fb_a = _pack(fa, 1 if cfg.align == "row" else tm, tm, tk, cfg)
+    seg_b, eb, fb_b = _pack(fbt, 1 if cfg.align == "row" else tn, tn, tk, cfg)
+    s = cfg.segments
+    c = np.zeros((m, n), dtype=np.float64)
+    for i in range(m):
+        for j in range(n):
+            row = a[i, :]
+            col = b[:, j]
+            if not (np.isfinite(row).all() and np.isfinite(col).all()):
+                c[i, j] = _nonfinite(row, col)
+                continue
+            x = Fraction(0)
+            for t in range(-(-K // tk)):
+                ks = range(t * tk, min((t + 1) * tk, K))
+                if fb_a[i][t] or fb_b[j][t]:
+                    for k in ks:
+                        (ab, asm), (bb, bsm) = tf32_split(fa[i][k]), tf32_split(fbt[j][k])
+                        x += ab * bb + ab * bsm + asm * bb
+                    continue
+                if ea[i][t] is None or eb[j][t] is None:
+                    continue
+                tot = 0
+                for p, r in cfg.pairs:
+                    weight = 2 ** (7 * (s - 1 - p) + 7 * (s - 1 - r))
+                    tot += weight * sum(seg_a[i][k][p] * seg_b[j][k][r] for k in ks)
+                x += tot * Fraction(2) ** (ea[i][t] + eb[j][t] - 2 * (w - 1))
+            c[i, j] = rn(x, fmt)
+    return c.astype(dt)
+
+
+def _nonfinite(row: np.ndarray, col: np.ndarray) -> float:
+    """The non-finite rule (Common conventions)."""
+    pos = neg = False
+    for x, y in zip(row.tolist(), col.tolist()):
+        if math.isnan(x) or math.isnan(y):
+            return math.nan
+        if math.isinf(x) or math.isinf(y):
+            if x == 0 or y == 0:
+                return math.nan
+            if (x > 0) == (y > 0):
+                pos = True
+            else:
+                neg = True
+    if pos and neg:
+        return math.nan
+    return math.inf if pos else -math.inf

@@ -1,0 +1,160 @@
+"""mixpert / mixpert-fp64 executor == scalar reference, bit for bit (hypothesis)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from mixjit.runtime.schemes import get_scheme
+from reference_mixpert import mixpert as reference
+
+MP = get_scheme("mixpert")
+MP64 = get_scheme("mixpert-fp64")
+
+SMALL_TILES = ["tile=2x4x3", "tile=3x5x2", ""]
+FP32_CONFIGS = [
+    "level=I",
+    "level=II",
+    "level=III",
+    "level=IV",
+    "level=full",
+    "level=IV,rounding=trunc",
+    "level=IV,align=row",
+    "level=III,align=row,rounding=trunc",
+    "level=IV,fallback=2",
+    "level=IV,align=row,fallback=1",
+    "level=IV,top_bits=7",
+    "segments=4,pairs=sig3",
+    "segments=2,pairs=00.01.11",
+    "level=IV,fallback=off",
+]
+FP64_CONFIGS = ["", "segments=7,pairs=sig6", "segments=9,pairs=sig8,align=tile", "segments=7,pairs=sig6,rounding=trunc"]
+
+# float32 bit patterns worth hitting: carries out of the top segment (mantissa all
+# ones), exact powers of two, the largest finite value, subnormals, +-0, inf, NaN
+_SPECIAL32 = [
+    0x3FFFFFFF, 0xBFFFFFFF, 0x3F7FFFF8, 0x3F7FFFFF, 0x3F800000, 0x40000000, 0x3F000008,
+    0x7F7FFFFF, 0xFF7FFFFF, 0x00000001, 0x807FFFFF, 0x00400000, 0x00000000, 0x80000000,
+    0x7F800000, 0xFF800000, 0x7FC00000, 0x3F800008, 0x3F800018,
+]
+
+
+def _bits32(u: int) -> np.float32:
+    return np.array([u], dtype=np.uint32).view(np.float32)[0]
+
+
+def _elements32(nonfinite: bool):
+    wide = st.builds(
+        lambda s, m, e: np.float32(s * m * 2.0**e),
+        st.sampled_from([-1.0, 1.0]),
+        st.floats(1.0, 2.0, width=32, exclude_max=True),
+        st.integers(-149, 127),
+    )
+    special = st.sampled_from([u for u in _SPECIAL32 if nonfinite or (u & 0x7F800000) != 0x7F800000]).map(_bits32)
+    return st.one_of(st.floats(-1, 1, width=32), wide, special, st.just(np.float32(0.0)))
+
+
+@st.composite
+def _case32(draw, nonfinite: bool):
+    m, k, n = draw(st.integers(1, 9)), draw(st.integers(1, 13)), draw(st.integers(1, 9))
+    el = _elements32(nonfinite)
+    a = draw(hnp.arrays(np.float32, (m, k), elements=el))
+    b = draw(hnp.arrays(np.float32, (k, n), elements=el))
+    return a, b
+
+
+def _check(scheme, a, b, label):
+    cfg = scheme.parse_config(label)
+    got = scheme.run(a, b, cfg)
+    want = reference(a, b, cfg)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=f"config {label}")
+
+
+_SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@_SETTINGS
+@given(case=_case32(nonfinite=False), cfg=st.sampled_from(FP32_CONFIGS), tile=st.sampled_from(SMALL_TILES))
+def test_fp32_configs_match_reference(case, cfg, tile):
+    a, b = case
+    _check(MP, a, b, ",".join(filter(None, [cfg, tile])))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_case32(nonfinite=True), cfg=st.sampled_from(["level=IV,tile=2x4x3", "level=I,align=row,tile=3x5x2"]))
+def test_nonfinite_inputs_match_reference(case, cfg):
+    a, b = case
+    _check(MP, a, b, cfg)
+
+
+@st.composite
+def _case64(draw):
+    m, k, n = draw(st.integers(1, 7)), draw(st.integers(1, 11)), draw(st.integers(1, 7))
+    wide = st.builds(
+        lambda s, m_, e: s * m_ * 2.0**e,
+        st.sampled_from([-1.0, 1.0]),
+        st.floats(1.0, 2.0, exclude_max=True),
+        st.integers(-220, 220),
+    )
+    # spans along K stay below the executor's 900-binade limit (tested apart)
+    special = st.sampled_from([0.0, 1.0, -2.0, 1.0 - 2.0**-53, 2.0 - 2.0**-52, 2.0**-200 * 1.5])
+    el = st.one_of(st.floats(-1, 1).map(lambda v: v if abs(v) > 2.0**-300 else 0.0), wide, special)
+    a = draw(hnp.arrays(np.float64, (m, k), elements=el))
+    b = draw(hnp.arrays(np.float64, (k, n), elements=el))
+    return a, b
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_case64(), cfg=st.sampled_from(FP64_CONFIGS), tile=st.sampled_from(["tile=2x4x3", "tile=3x5x2"]))
+def test_fp64_configs_match_reference(case, cfg, tile):
+    a, b = case
+    _check(MP64, a, b, ",".join(filter(None, [cfg, tile])))
+
+
+def test_float64_inputs_to_mixpert_are_rounded_to_fp32_first():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((9, 40))
+    b = rng.standard_normal((40, 5))
+    a[0, 0] = 1e39  # overflows float32: the non-finite rule applies to row 0
+    got = MP.run(a, b, MP.parse_config("level=IV"))
+    assert got.dtype == np.float64
+    want = reference(a, b, MP.parse_config("level=IV"))
+    np.testing.assert_array_equal(got, want.astype(np.float64))
+    assert np.isinf(got[0]).all() or np.isnan(got[0]).any()
+
+
+@pytest.mark.parametrize("side", ["A", "B"])
+@pytest.mark.parametrize("label", ["level=IV", "level=full,align=row", "segments=4,pairs=sig3,rounding=trunc"])
+def test_wide_span_takes_exact_path_and_matches(label, side):
+    # each row of A scaled by a different power of two per k-tile: spans of 65
+    # binades along K, beyond the fast path's bound, so rows go the exact path
+    rng = np.random.default_rng(7)
+    a = rng.uniform(-1, 1, (20, 96)).astype(np.float32)
+    a *= (np.float32(2.0) ** np.array([0.0, -40.0, 25.0], dtype=np.float32)).repeat(32)[None, :]
+    b = rng.uniform(-1, 1, (96, 11)).astype(np.float32)
+    if side == "B":
+        a, b = np.ascontiguousarray(b.T), np.ascontiguousarray(a.T)
+    cfg = MP.parse_config(label + ",fallback=off")
+    c, stats = MP.run_with_stats(a, b, cfg)
+    assert stats.extra["exact_path_rows" if side == "A" else "exact_path_cols"] > 0
+    np.testing.assert_array_equal(c, reference(a, b, cfg))
+
+
+def test_fp64_subnormal_inputs_match_reference():
+    rng = np.random.default_rng(11)
+    a = rng.uniform(-1, 1, (6, 10)) * 2.0**-1060  # subnormal (2^-1074 .. 2^-1060)
+    a[0, :3] = [5e-324, -5e-324, 2.0**-1022]
+    b = rng.uniform(-1, 1, (10, 4)) * 2.0**-400
+    for label in ("", "segments=7,pairs=sig6,align=tile,tile=2x4x3"):
+        _check(MP64, a, b, label)
+
+
+def test_span_beyond_float64_range_is_refused():
+    a = np.array([[1.0, 2.0**-1000]])
+    b = np.array([[1.0], [1.0]])
+    with pytest.raises(ValueError, match="binades along K"):
+        MP64.run(a, b, MP64.parse_config("tile=1x1x1"))

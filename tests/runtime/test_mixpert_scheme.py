@@ -1,0 +1,150 @@
+"""mixpert / mixpert-fp64: configs and labels, prepared operands, stats, accuracy."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from mixjit import gemm
+from mixjit.runtime.schemes import get_scheme
+from mixjit.runtime.schemes.mixpert import LEVELS, MixPertConfig, MixPertFP64Config, significance_pairs
+
+MP = get_scheme("mixpert")
+MP64 = get_scheme("mixpert-fp64")
+
+
+def _err(c: np.ndarray, ref: np.ndarray) -> float:
+    return float(np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref))
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        *MP.configs(),
+        MixPertConfig(pairs=LEVELS["IV"], align="row", rounding="trunc", tile=(8, 16, 4), fallback=-1),
+        MixPertConfig(segments=4, pairs=significance_pairs(4, 3), top_bits=7, fallback=12),
+        MixPertConfig(segments=2, pairs=((0, 0), (1, 1))),
+    ],
+    ids=lambda c: c.label,
+)
+def test_fp32_labels_round_trip(cfg):
+    assert MP.parse_config(cfg.label) == cfg
+
+
+@pytest.mark.parametrize("cfg", [*MP64.configs(), MixPertFP64Config(segments=7, pairs=((0, 0), (0, 1)), align="tile")])
+def test_fp64_labels_round_trip(cfg):
+    assert MP64.parse_config(cfg.label) == cfg
+
+
+def test_labels_and_level_shorthand():
+    assert MP.parse_config("level=IV") == MixPertConfig()
+    assert MixPertConfig().label == "level=IV"
+    assert MP.parse_config("pairs=00.01.02.10.11.12.20.21") == MixPertConfig()
+    assert MP.parse_config("segments=3,pairs=sig4") == MP.parse_config("level=full")
+    assert MP.parse_config("level=I,align=row").label == "level=I,align=row"
+    assert [MP.products(c) for c in MP.configs()] == [9, 8, 6, 6, 4]
+    assert MixPertFP64Config().label == "pairs=sig7"
+    assert MP64.default_config().label == "segments=9,pairs=sig8"  # the most precise
+
+
+@pytest.mark.parametrize(
+    "text,msg",
+    [
+        ("level=V", "bad config part"),
+        ("levle=IV", "unknown config field"),
+        ("segments=4,level=IV", "needs 3 segments"),
+        ("pairs=00.3", "bad pair"),
+        ("level=IV,pairs=sig2", "both level and pairs"),
+        ("align=col", "align"),
+        ("segments=3,pairs=05", "outside"),
+    ],
+)
+def test_bad_labels_say_what_is_wrong(text, msg):
+    with pytest.raises(ValueError, match=msg):
+        MP.parse_config(text)
+
+
+def test_fp64_scheme_offers_no_fallback():
+    with pytest.raises(ValueError, match="fallback"):
+        MP64.parse_config("fallback=8")
+
+
+def test_prepared_operands_are_reused_and_checked():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((40, 70)).astype(np.float32)
+    b1 = rng.standard_normal((70, 9)).astype(np.float32)
+    b2 = rng.standard_normal((70, 13)).astype(np.float32)
+    cfg = MP.parse_config("level=IV,align=row")
+    pa = MP.prepare_a(a, cfg)
+    np.testing.assert_array_equal(MP.run(pa, b1, cfg), MP.run(a, b1, cfg))
+    np.testing.assert_array_equal(MP.run(pa, MP.prepare_b(b2, cfg), cfg), MP.run(a, b2, cfg))
+    with pytest.raises(ValueError, match="another config"):
+        MP.run(pa, b1, MP.parse_config("level=IV"))
+    with pytest.raises(ValueError, match="prepared as A"):
+        MP.run(a, pa, cfg)
+
+
+def test_fallback_is_reported_per_tile():
+    rng = np.random.default_rng(4)
+    a = rng.uniform(-1, 1, (32, 64)).astype(np.float32)
+    b = rng.uniform(-1, 1, (64, 16)).astype(np.float32)
+    cfg = MP.parse_config("level=IV")
+    _, st = MP.run_with_stats(a, b, cfg)
+    assert st.fallbacks == 0 and st.units == 2 * (2 + 2) and st.fallback_unit == "tile"
+    a[:16, :32] *= (2.0 ** rng.integers(-30, 0, (16, 32))).astype(np.float32)  # one A tile spans 30 binades
+    c, st = MP.run_with_stats(a, b, cfg)
+    assert st.fallbacks == 1 and "tf32x3" in st.fallback_reason
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    _, st_off = MP.run_with_stats(a, b, MP.parse_config("level=IV,fallback=off"))
+    assert st_off.fallbacks == 0
+    assert _err(c, ref) < _err(MP.run(a, b, MP.parse_config("level=IV,fallback=off")), ref)
+
+
+def test_nonfinite_rule_and_zero_sizes_through_mixjit_gemm():
+    a = np.ones((3, 4), np.float32)
+    b = np.ones((4, 2), np.float32)
+    a[0, 1] = np.inf
+    a[1, 2] = np.nan
+    b[3, 1] = -np.inf
+    c = gemm(a, b, "mixpert", "level=IV")
+    assert c[0, 0] == np.inf and np.isnan(c[0, 1]) and np.isnan(c[1, 0]) and c[2, 1] == -np.inf
+    assert c[2, 0] == 4.0
+    assert gemm(np.ones((3, 0), np.float32), np.ones((0, 2), np.float32), "mixpert").tolist() == [[0, 0]] * 3
+
+
+@pytest.mark.parametrize("n", [256, 512])
+def test_level_accuracy_on_uniform_data(n):
+    # measured numbers behind docs/numerics.md: exact accumulation, so the error is
+    # the 20-bit operand quantisation (~7.4e-7) whatever n is; levels ordered I > II ~ III > IV
+    rng = np.random.default_rng(n)
+    a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    e = {lv: _err(MP.run(a, b, MP.parse_config(f"level={lv}")), ref) for lv in ("I", "II", "III", "IV")}
+    assert e["I"] > 1.5 * max(e["II"], e["III"])
+    assert min(e["II"], e["III"]) > 100 * e["IV"]
+    assert 6.5e-7 < e["IV"] < 8e-7
+    e7 = _err(MP.run(a, b, MP.parse_config("level=IV,top_bits=7")), ref)
+    assert e7 < 4.5e-7
+    assert _err(MP.run(a, b, MP.parse_config("level=IV,rounding=trunc")), ref) > 1.1 * e["IV"]
+
+
+def test_fp64_emulation_against_exact_products():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((6, 80))
+    b = rng.standard_normal((80, 5))
+    exact = [[sum(Fraction(a[i, k]) * Fraction(b[k, j]) for k in range(80)) for j in range(5)] for i in range(6)]
+    norm2 = sum(float(x * x) for row in exact for x in row)
+
+    def err(c):
+        return (sum(float((Fraction(c[i, j]) - exact[i][j]) ** 2) for i in range(6) for j in range(5)) / norm2) ** 0.5
+
+    best = err(np.array([[float(x) for x in row] for row in exact]))  # RN64 of the exact value
+    e9 = err(MP64.run(a, b, MP64.parse_config("segments=9,pairs=sig8")))
+    e8 = err(MP64.run(a, b, MixPertFP64Config()))  # 8 segments, i+j <= 7
+    e7 = err(MP64.run(a, b, MP64.parse_config("segments=7,pairs=sig6")))
+    assert e9 <= 1.01 * best + 1e-18
+    assert e8 < 4e-15 and e7 < 1e-12
+    assert e9 < e8 < e7
