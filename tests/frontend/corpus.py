@@ -1,0 +1,219 @@
+"""A corpus of real Numba functions for the frontend tests, with what detect-gemm must find.
+
+Each :class:`Case` is a function in Numba's nopython subset, the argument types to import it
+for, the GEMM sites detect-gemm must create (in site order) and the reason codes of the
+candidates it must reject (in op order). Styles covered: ``@``, ``np.dot``, ``np.matmul``,
+``.T`` / ``np.transpose`` / ``.transpose()``, fused in-place slice updates (dynamic and static
+subscripts), loops and loop nests, float32 and float64, ``parallel=True`` with ``prange``, an
+``@njit`` helper callee, and the candidates that must not match (1-D dot products,
+matrix-vector products, complex dtypes, ``out=``). Numba does not type integer or mixed-dtype
+matrix products at all, so those rejections are tested on hand-written IR instead.
+
+Importing is slow (Numba's type inference), so :func:`imported` compiles each case once per
+process; :func:`fresh_module` parses a new copy of its IR for tests that transform it.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+from numba import njit, prange, types
+from numba.core.errors import NumbaPerformanceWarning
+
+from mixjit.importer import ImportedModule, import_function
+from mixjit.ir.parser import parse_module
+
+
+F64 = types.Array(types.float64, 2, "C")
+F32 = types.Array(types.float32, 2, "C")
+V64 = types.Array(types.float64, 1, "C")
+C128 = types.Array(types.complex128, 2, "C")
+INT = types.int64
+
+
+@dataclass(frozen=True)
+class Site:
+    """An expected ``mix.gemm``: dtype, transposes, and (for fused updates) alpha/beta."""
+
+    dtype: str
+    trans_a: bool = False
+    trans_b: bool = False
+    alpha: float = 1.0
+    beta: float = 0.0
+    fused: bool = False
+
+
+@dataclass(frozen=True)
+class Case:
+    fn: Callable
+    argtypes: tuple
+    sites: tuple[Site, ...] = ()
+    rejected: tuple[str, ...] = ()
+
+
+# -- positive cases ----------------------------------------------------------------------------
+def mm_at(A, B):
+    return A @ B
+
+
+def mm_dot(A, B):
+    return np.dot(A, B)
+
+
+def mm_matmul(A, B):
+    return np.matmul(A, B)
+
+
+def mm_transposes(A, B):
+    X = A.T @ B
+    Y = np.dot(A, np.transpose(B))
+    Z = A.transpose() @ B.T
+    return X + Y + Z
+
+
+def update_sub(C, A, B, k):
+    C[k:, :] -= A @ B
+    return C
+
+
+def update_add_static(C, A, B):
+    C[:, 0:2] += np.dot(A, B.T)
+    return C
+
+
+def cholesky_blocked(A, nb):
+    """Right-looking blocked Cholesky: returns lower-triangular L with L @ L.T == A."""
+    n = A.shape[0]
+    L = A.copy()
+    for k in range(0, n, nb):
+        e = min(k + nb, n)
+        Lkk = np.linalg.cholesky(L[k:e, k:e])
+        L[k:e, k:e] = Lkk
+        if e < n:
+            L[e:, k:e] = L[e:, k:e] @ np.linalg.inv(Lkk).T
+            P = L[e:, k:e]
+            L[e:, e:] -= P @ P.T
+    for i in range(n - 1):
+        L[i, i + 1:] = 0.0
+    return L
+
+
+def mlp3(X, W1, W2, W3):
+    H1 = np.maximum(X @ W1, np.zeros_like(X[:, :1]))
+    H2 = np.maximum(H1 @ W2, np.zeros_like(X[:, :1]))
+    return H2 @ W3
+
+
+def kmeans(X, C, iters):
+    """Lloyd's k-means with the distance and centroid steps written as GEMMs; updates C."""
+    n = X.shape[0]
+    k = C.shape[0]
+    for _ in range(iters):
+        G = X @ C.T
+        cc = np.empty(k)
+        for j in range(k):
+            cc[j] = np.dot(C[j], C[j])
+        labels = np.empty(n, np.int64)
+        counts = np.zeros(k)
+        for i in range(n):
+            labels[i] = np.argmin(cc - 2.0 * G[i])
+            counts[labels[i]] += 1.0
+        M = np.zeros((k, n))
+        for i in range(n):
+            M[labels[i], i] = 1.0
+        S = M @ X
+        for j in range(k):
+            if counts[j] > 0:
+                C[j] = S[j] / counts[j]
+    return C
+
+
+def power_nest(A, X, outer, inner):
+    for _ in range(outer):
+        for _ in range(inner):
+            X = A @ X
+        X = X / np.sqrt(np.sum(X * X))
+    return X
+
+
+@njit(parallel=True)
+def blocks_prange(X, W, bs):
+    nb = X.shape[0] // bs
+    Y = np.empty((X.shape[0], W.shape[1]), X.dtype)
+    for b in prange(nb):
+        Y[b * bs:(b + 1) * bs, :] = X[b * bs:(b + 1) * bs, :] @ W
+    return Y
+
+
+@njit
+def _helper_product(A, B):
+    return A @ B
+
+
+def uses_helper(A, B):
+    return _helper_product(A, B) + 1.0
+
+
+# -- negative cases ----------------------------------------------------------------------------
+def dot_1d(x, y):
+    return np.dot(x, y) + x @ y
+
+
+def matvec(A, x):
+    return A @ x + np.dot(x, A)
+
+
+def complex_mm(A, B):
+    return np.dot(A, B)
+
+
+def dot_out(A, B, C):
+    np.dot(A, B, C)
+    return C
+
+
+f64 = Site("f64")
+CASES: dict[str, Case] = {
+    "mm_at": Case(mm_at, (F64, F64), (f64,)),
+    "mm_dot": Case(mm_dot, (F32, F32), (Site("f32"),)),
+    "mm_matmul": Case(mm_matmul, (F64, F64), (f64,)),
+    "mm_transposes": Case(
+        mm_transposes, (F64, F64),
+        (Site("f64", trans_a=True), Site("f64", trans_b=True), Site("f64", trans_a=True, trans_b=True)),
+    ),
+    "update_sub": Case(update_sub, (F64, F64, F64, INT), (Site("f64", alpha=-1.0, beta=1.0, fused=True),)),
+    "update_add_static": Case(
+        update_add_static, (F32, F32, F32), (Site("f32", trans_b=True, alpha=1.0, beta=1.0, fused=True),),
+    ),
+    "cholesky_blocked": Case(
+        cholesky_blocked, (F64, INT),
+        (Site("f64", trans_b=True), Site("f64", trans_b=True, alpha=-1.0, beta=1.0, fused=True)),
+    ),
+    "mlp3": Case(mlp3, (F32, F32, F32, F32), (Site("f32"),) * 3),
+    "kmeans": Case(kmeans, (F64, F64, INT), (Site("f64", trans_b=True), f64), rejected=("dot-1d",)),
+    "power_nest": Case(power_nest, (F64, F64, INT, INT), (f64,)),
+    "blocks_prange": Case(blocks_prange, (F32, F32, INT), (Site("f32"),)),
+    "uses_helper": Case(uses_helper, (F64, F64), (f64,)),
+    "dot_1d": Case(dot_1d, (V64, V64), rejected=("dot-1d", "dot-1d")),
+    "matvec": Case(matvec, (F64, V64), rejected=("matrix-vector", "matrix-vector")),
+    "complex_mm": Case(complex_mm, (C128, C128), rejected=("complex-dtype",)),
+    "dot_out": Case(dot_out, (F64, F64, F64), rejected=("out-argument",)),
+}
+
+
+@functools.cache
+def imported(name: str) -> ImportedModule:
+    """The case imported once per process (with its helpers); do not transform its module."""
+    case = CASES[name]
+    with warnings.catch_warnings():  # '@' on non-contiguous views: Numba's performance hint
+        warnings.simplefilter("ignore", NumbaPerformanceWarning)
+        return import_function(case.fn, *case.argtypes)
+
+
+def fresh_module(name: str) -> Any:
+    """A new copy of the case's imported module, safe to transform."""
+    return parse_module(imported(name).text(), f"{name}.mix")
