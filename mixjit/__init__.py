@@ -1,7 +1,8 @@
 """mixjit: run the GEMMs of Numba code as emulated / split-precision GEMMs.
 
 Entry points: ``mixjit.gemm`` (one GEMM under a scheme), the ``mixopt`` command
-(passes over ``.mix`` IR dumps) and, later, the ``@mixjit`` decorator.
+(passes over ``.mix`` IR dumps) and the ``@mixjit`` decorator
+(``from mixjit import mixjit``).
 
 Attributes are loaded lazily so that ``import mixjit.ir`` (and so ``mixopt``)
 never pays for numpy, numba or llvmlite.
@@ -13,9 +14,12 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_LAZY = {"gemm": ("mixjit.gemm_api", "gemm")}
+_LAZY = {
+    "gemm": ("mixjit.gemm_api", "gemm"),
+    "mixjit": ("mixjit.decorator", "mixjit"),
+}
 
-__all__ = ["gemm", "__version__"]
+__all__ = ["gemm", "mixjit", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

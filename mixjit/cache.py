@@ -1,0 +1,61 @@
+"""On-disk caching of ``@mixjit(cache=True)`` functions, apart from plain Numba's.
+
+Numba's cache key is the function's bytecode, closure and target machine; it
+ignores ``pipeline_class``. A plain ``@njit(cache=True)`` of the same function
+would therefore load mixjit's code (GEMMs calling the mixjit entry) or the other
+way round. ``MixjitCache`` keeps them apart twice over:
+
+* its files are named ``mixjit-<module>.<qualname>-...`` (Numba's are
+  ``<module>.<qualname>-...``), so neither reads the other's index;
+* its index key adds ``("mixjit", tag)``, where the tag hashes the mixjit
+  version and the options that decide the plans (schemes, error budget,
+  target), so code compiled under other plans or by another mixjit version is
+  not reused.
+
+Cached code names the GEMM entry and its site blocks by symbol only. What
+registers them in a new process is the ``SiteBlock`` (``mixjit.plan``) that the
+frontend appends to Numba's ``reload_init``: Numba pickles it with the code and
+calls it before the code is loaded. ``rebuild`` also links the entry first, for
+cached functions without sites.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Callable
+
+from numba.core.caching import CompileResultCacheImpl, FunctionCache
+
+import mixjit
+
+
+def cache_tag(options: dict[str, Any]) -> str:
+    """The tag of a mixjit cache entry: a hash of the mixjit version and the
+    plan-deciding ``options`` (JSON-serialisable values)."""
+    text = json.dumps({"mixjit": mixjit.__version__, **options}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+class _MixjitCacheImpl(CompileResultCacheImpl):
+    def get_filename_base(self, fullname: str, abiflags: str) -> str:
+        return "mixjit-" + super().get_filename_base(fullname, abiflags)
+
+    def rebuild(self, target_context: Any, payload: Any) -> Any:
+        from mixjit.linking import ensure_entry_linked
+
+        ensure_entry_linked()
+        return super().rebuild(target_context, payload)
+
+
+class MixjitCache(FunctionCache):
+    """Numba's per-function cache with mixjit's file names and tagged index key."""
+
+    _impl_class = _MixjitCacheImpl
+
+    def __init__(self, py_func: Callable, tag: str) -> None:
+        self._tag = tag
+        super().__init__(py_func)
+
+    def _index_key(self, sig: Any, codegen: Any) -> tuple:
+        return super()._index_key(sig, codegen) + (("mixjit", self._tag),)

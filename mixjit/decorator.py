@@ -1,0 +1,368 @@
+"""``@mixjit``: compile a function with Numba and run its GEMMs through mixjit.
+
+``@mixjit`` / ``@mixjit(error_budget=1e-6, target="h100", schemes=None,
+cache=False, parallel=False)`` wraps a function in a ``MixjitDispatcher``: a
+Numba ``CPUDispatcher`` built on mixjit's pipeline (``mixjit.numba_pipeline``).
+Each new argument-type signature compiles once; on that compilation the typed-IR
+hook finds the GEMM sites, gives each a site block and an initial plan
+(``mixjit.plan``) and links it to the run-time entry (``mixjit.linking``). The
+``@njit`` functions it calls are swapped, before typing, for mixjit versions of
+themselves, so their GEMMs are linked too.
+
+The dispatcher adds: ``ir(*args)`` (mix IR text), ``dump(path, *args)`` (a
+``.mix`` file for mixopt), ``dag`` (networkx DAG of the sites), ``sites``
+(every site, taken or not, with its plan or the reason it was not taken) and
+``call_counts()`` (calls per site). docs/frontend.md, "The @mixjit decorator".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import itertools
+import os
+import threading
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from numba.core import compiler, errors, ir, types
+from numba.core.registry import CPUDispatcher
+from numba.core.typing.typeof import Purpose, typeof
+
+from mixjit import entry
+from mixjit.cache import MixjitCache, cache_tag
+from mixjit.importer import FrontendError
+from mixjit.linking import GemmCall, find_sites, link_gemm_call
+from mixjit.numba_pipeline import make_pipeline
+from mixjit.plan import SiteBlock, SitePlan, SiteRecord, candidate_schemes, get_plan, initial_plan
+
+__all__ = ["mixjit", "MixjitDispatcher", "Site", "MixjitWarning"]
+
+
+class MixjitWarning(UserWarning):
+    """Something about a @mixjit function the user should know (no GEMM found,
+    a function argument whose GEMMs stay unlinked, a scheme without executor)."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """The options of one @mixjit function (what decides its plans)."""
+
+    error_budget: float = 1e-6
+    target: str = "h100"
+    schemes: tuple[str, ...] | None = None
+    cache: bool = False
+
+    def tag(self, targetoptions: dict[str, Any]) -> str:
+        """The cache tag: these options plus Numba's target options (``parallel``
+        etc., which Numba's own cache key leaves out)."""
+        return cache_tag({"error_budget": self.error_budget, "target": self.target, "schemes": self.schemes,
+                          "targetoptions": sorted(targetoptions.items())})
+
+
+@dataclass(frozen=True)
+class Site:
+    """One GEMM site of a compiled signature, as ``f.sites`` lists it.
+
+    ``id`` is the process's site id (``None`` when the site was not taken),
+    ``plan`` what it runs, ``reason`` why a candidate was not taken."""
+
+    id: int | None
+    function: str
+    signature: str
+    loc: str
+    dtype: str
+    form: str
+    alpha: float
+    beta: float
+    taken: bool
+    plan: SitePlan | None
+    reason: str = ""
+
+    @property
+    def calls(self) -> int:
+        """How many times this site has run (0 for a site not taken)."""
+        return entry.call_count(self.id) if self.id is not None else 0
+
+
+_PERF_WARNING = r".* is faster on contiguous arrays"
+_serial = itertools.count()
+_callee_lock = threading.Lock()
+_callee_versions: dict[tuple[int, Options], "MixjitDispatcher"] = {}
+
+
+def _block_symbol(qualname: str, args: tuple) -> str:
+    """A site-block symbol unique to this compilation (process id, serial number)."""
+    key = f"{os.getpid()}:{next(_serial)}:{qualname}:{args}"
+    return "mixjit_sites_" + hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
+def _form(call: GemmCall) -> str:
+    product = "a @ b" if call.expr.op == "binop" else "np.dot(a, b)"
+    if call.update is not None:
+        return f"c {'-=' if call.alpha < 0 else '+='} {product}"
+    return product
+
+
+def _signature_text(key: tuple) -> str:
+    return ", ".join(map(str, key))
+
+
+def _loc(loc: ir.Loc) -> str:
+    return f"{loc.filename}:{loc.line}"
+
+
+class MixjitDispatcher(CPUDispatcher):
+    """A Numba dispatcher whose compilations link their GEMM sites to mixjit."""
+
+    def __init__(self, py_func: Callable, options: Options, targetoptions: dict[str, Any],
+                 is_callee: bool = False) -> None:
+        self.mixjit_options = options
+        self._is_callee = is_callee
+        pipeline = make_pipeline(self._link_sites, self._swap_callees)
+        super().__init__(py_func, targetoptions={**targetoptions, "nopython": True}, pipeline_class=pipeline)
+        if options.cache:
+            self.enable_caching()
+
+    # -- Numba dispatcher hooks -------------------------------------------------
+
+    def enable_caching(self) -> None:
+        self._cache = MixjitCache(self.py_func, self.mixjit_options.tag(self.targetoptions))
+
+    def _compile_for_args(self, *args: Any, **kws: Any) -> Any:
+        self._check_arguments(args, kws)
+        before = set(self.overloads)
+        try:
+            with warnings.catch_warnings():
+                # The entry reads strided operands in place; Numba's advice is moot.
+                warnings.filterwarnings("ignore", _PERF_WARNING, errors.NumbaPerformanceWarning)
+                result = super()._compile_for_args(*args, **kws)
+        except errors.NumbaError as e:
+            e.add_note(
+                f"mixjit: Numba could not compile {self.py_func.__qualname__} (see above); "
+                "@mixjit compiles what @numba.njit compiles, so make it compile under @njit first"
+            )
+            raise
+        for key in set(self.overloads) - before:
+            blocks = self._blocks(key)
+            if not any(b.records for b in blocks) and not self._is_callee:
+                warnings.warn(
+                    f"mixjit: no GEMM found in {self.py_func.__qualname__}({_signature_text(key)}); "
+                    "it runs as plain Numba code", MixjitWarning, stacklevel=2)
+            for note in sorted({p.note for b in blocks for p in b.plans if p.note}):
+                warnings.warn(f"mixjit: {note}", MixjitWarning, stacklevel=2)
+        return result
+
+    def _check_arguments(self, args: tuple, kws: dict) -> None:
+        try:
+            bound = self._pysig().bind(*args, **kws)
+        except TypeError:
+            return  # Numba reports the arity error itself
+        for name, value in bound.arguments.items():
+            try:
+                ty = typeof(value, Purpose.argument)
+            except ValueError:
+                ty = None
+            if ty is None or isinstance(ty, types.PyObject):
+                raise TypeError(
+                    f"mixjit: argument {name!r} of {self.py_func.__qualname__} is a "
+                    f"{type(value).__name__}, which Numba cannot compile; pass NumPy arrays, "
+                    "scalars or tuples of them")
+            if isinstance(ty, (types.Dispatcher, types.FunctionType)):
+                warnings.warn(
+                    f"mixjit: argument {name!r} of {self.py_func.__qualname__} is a function; "
+                    "GEMMs inside functions passed as arguments are not linked (call it as a "
+                    "global @njit function instead)", MixjitWarning, stacklevel=3)
+
+    def _pysig(self) -> inspect.Signature:
+        return inspect.signature(self.py_func)
+
+    # -- pipeline hooks ------------------------------------------------------
+
+    def _swap_callees(self, state: Any) -> bool:
+        """Untyped hook: replace globals naming plain ``@njit`` functions (also
+        as module attributes) by their mixjit versions, before typing."""
+        changed = False
+        func_ir = state.func_ir
+        for block in func_ir.blocks.values():
+            for stmt in block.body:
+                if not isinstance(stmt, ir.Assign):
+                    continue
+                value = _referenced_dispatcher(func_ir, stmt.value)
+                if value is None:
+                    continue
+                swapped = self._callee_version(value)
+                new = ir.Global(value.py_func.__name__, swapped, stmt.value.loc)
+                defs = func_ir._definitions[stmt.target.name]
+                defs[:] = [new if d is stmt.value else d for d in defs]
+                stmt.value = new
+                changed = True
+        return changed
+
+    def _callee_version(self, disp: CPUDispatcher) -> "MixjitDispatcher":
+        options = Options(self.mixjit_options.error_budget, self.mixjit_options.target,
+                          self.mixjit_options.schemes, cache=False)
+        key = (id(disp), options)
+        with _callee_lock:
+            version = _callee_versions.get(key)
+            if version is None:
+                opts = {k: v for k, v in disp.targetoptions.items() if k != "nopython"}
+                version = MixjitDispatcher(disp.py_func, options, opts, is_callee=True)
+                _callee_versions[key] = version
+                version._original = disp  # keeps id(disp) from being reused
+            return version
+
+    def _link_sites(self, state: Any) -> bool:
+        """Typed hook: find the GEMM sites (importer + detect-gemm), register
+        their block and plans, link them. The block is recorded in Numba's
+        ``reload_init`` even with no site taken, so ``sites`` can list the
+        candidates left to Numba."""
+        qualname = state.func_id.func_qualname
+        try:
+            found = find_sites(state)
+        except FrontendError as e:
+            warnings.warn(f"mixjit: cannot import {qualname} into mix IR ({e}); its GEMMs run "
+                          "under plain Numba", MixjitWarning, stacklevel=2)
+            return False
+        calls = found.calls
+        records = tuple(
+            SiteRecord(qualname, _loc(c.loc), str(c.dtype), _form(c), c.alpha, c.beta) for c in calls
+        )
+        rejected = tuple(
+            SiteRecord(qualname, f"{r.loc.file}:{r.loc.line}", "", r.op.name, reason=f"{r.reason}: {r.detail}")
+            for r in found.report.rejected
+        )
+        schemes = self.mixjit_options.schemes
+        plans = tuple(initial_plan(schemes, np.dtype(str(c.dtype))) for c in calls)
+        block = SiteBlock(_block_symbol(qualname, state.args), records, plans, rejected)
+        block()
+        for local, call in enumerate(calls):
+            link_gemm_call(state, call, block.symbol, local)
+        state.reload_init.append(block)
+        return bool(calls)
+
+    # -- what the user inspects ----------------------------------------------
+
+    def _blocks(self, key: tuple) -> list[SiteBlock]:
+        cres = self.overloads.get(key)
+        if cres is None:
+            return []
+        seen = []
+        for fn in cres.reload_init or ():
+            if isinstance(fn, SiteBlock) and fn not in seen:
+                seen.append(fn)
+        return seen
+
+    @property
+    def sites(self) -> list[Site]:
+        """Every GEMM site of every compiled signature (callees' sites included)."""
+        out = []
+        for key in list(self.overloads):
+            sig = f"({_signature_text(key)})"
+            for block in self._blocks(key):
+                for sid, rec in zip(block.site_ids(), block.records):
+                    out.append(Site(sid, rec.function, sig, rec.loc, rec.dtype, rec.form, rec.alpha,
+                                    rec.beta, True, get_plan(sid)))
+                for rec in block.rejected:
+                    out.append(Site(None, rec.function, sig, rec.loc, rec.dtype, rec.form, rec.alpha,
+                                    rec.beta, False, None, rec.reason))
+        return out
+
+    def call_counts(self) -> dict[int, int]:
+        """Calls so far of each site of ``sites``, by site id."""
+        return {s.id: s.calls for s in self.sites if s.id is not None}
+
+    def ir(self, *spec: Any) -> str:
+        """The mix IR text of this function (and its @njit callees) for the
+        argument types of ``spec``: example arguments, Numba types or one
+        signature (``"float64[:, :](float64[:, :])"``)."""
+        from mixjit.importer import ir_text
+
+        return ir_text(self, *spec)
+
+    def dag_for(self, *spec: Any) -> Any:
+        """The networkx DAG of the GEMM sites (build-dag) of this function and
+        its callees for the argument types of ``spec`` (as for ``ir``). Nodes
+        are the module's site numbers, with ``loop_depth``; edges carry ``via``
+        and ``carried``."""
+        from mixjit.importer import import_function
+        from mixjit.passes.build_dag import gemm_dag
+        from mixjit.passes.detect_gemm import detect_gemms
+
+        module = import_function(self, *spec).module
+        detect_gemms(module)
+        return gemm_dag(module)
+
+    @property
+    def dag(self) -> Any:
+        """``dag_for`` the first compiled signature."""
+        if not self.signatures:
+            raise RuntimeError(
+                f"mixjit: {self.py_func.__qualname__} has no compiled signature yet; call it "
+                "first, or use .dag_for(*example_args)")
+        return self.dag_for(*self.signatures[0])
+
+    def dump(self, path: str | Path, *spec: Any) -> Path:
+        """Write ``ir(*spec)`` to ``path``, a ``.mix`` file ``mixopt`` reads."""
+        from mixjit.importer import dump_ir
+
+        return dump_ir(self, path, *spec)
+
+
+def _referenced_dispatcher(func_ir: ir.FunctionIR, value: Any) -> CPUDispatcher | None:
+    """The plain ``@njit`` dispatcher an untyped-IR value names, if any:
+    ``global(f)``, ``freevar(f)`` or ``getattr(module, f)``."""
+    if isinstance(value, (ir.Global, ir.FreeVar)):
+        target = value.value
+    elif isinstance(value, ir.Expr) and value.op == "getattr":
+        try:
+            owner = func_ir.infer_constant(value.value)
+        except errors.ConstantInferenceError:
+            return None
+        target = getattr(owner, value.attr, None) if inspect.ismodule(owner) else None
+    else:
+        return None
+    if (isinstance(target, CPUDispatcher) and not isinstance(target, MixjitDispatcher)
+            and target._compiler.pipeline_class is compiler.Compiler):
+        return target
+    return None
+
+
+def mixjit(
+    fn: Callable | None = None,
+    *,
+    error_budget: float = 1e-6,
+    target: str = "h100",
+    schemes: Sequence[str] | None = None,
+    cache: bool = False,
+    parallel: bool = False,
+) -> Any:
+    """Compile ``fn`` with Numba (nopython) and run its GEMMs through mixjit.
+
+    ``error_budget``: the relative Frobenius error the tuner may spend;
+    ``target``: the hardware the plans are tuned for; ``schemes``: the candidate
+    schemes of every site, most wanted first (default: ``mixjit.plan.DEFAULT_SCHEMES``
+    by dtype); ``cache``: cache compiled code on disk (apart from plain Numba's);
+    ``parallel``: Numba's ``parallel=`` (``prange``). Use as ``@mixjit`` or
+    ``@mixjit(...)``."""
+    if not error_budget > 0:
+        raise ValueError(f"mixjit: error_budget must be > 0, got {error_budget!r}")
+    from mixjit.runtime.hardware import get_hardware
+
+    get_hardware(target)
+    if schemes is not None:
+        schemes = tuple(schemes)
+        candidate_schemes(schemes, np.float64)
+    options = Options(float(error_budget), target, schemes, bool(cache))
+
+    def wrap(func: Callable) -> MixjitDispatcher:
+        if isinstance(func, CPUDispatcher):
+            func = func.py_func
+        if not inspect.isfunction(func):
+            raise TypeError(f"@mixjit decorates a Python function, got {type(func).__name__}")
+        return MixjitDispatcher(func, options, {"parallel": parallel})
+
+    return wrap(fn) if fn is not None else wrap

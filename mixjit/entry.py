@@ -1,0 +1,451 @@
+"""The C-ABI run-time entry point that every linked GEMM site calls.
+
+Compiled code calls ``mixjit_gemm_entry`` (see ``ENTRY_SYMBOL``) with the site
+id, a dtype code, the sizes m, n, k, the scalars alpha and beta and, for A
+(m x k), B (k x n) and C (m x n), a data pointer and two byte strides; it
+writes ``C = alpha * A @ B + beta * C`` (C is only written when beta == 0) and
+returns 0, or an ``ENTRY_*`` error code. The C prototype::
+
+    int32_t mixjit_gemm_entry(int64_t site, int64_t dtype,
+                              int64_t m, int64_t n, int64_t k,
+                              double alpha, double beta,
+                              void *a, int64_t a_s0, int64_t a_s1,
+                              void *b, int64_t b_s0, int64_t b_s1,
+                              void *c, int64_t c_s0, int64_t c_s1);
+
+The entry is a Numba ``@cfunc``: it runs without the GIL and costs a plain
+function call, so sites inside hot loops and ``prange`` bodies stay cheap and
+thread-safe. Each call first adds one to its site's counter with an atomic
+read-modify-write, so ``call_count`` is exact under threads. It then reads the
+site's row of the *plan table* (``PLANS_SYMBOL``, ``PLAN_WORDS`` int64 per site,
+written by ``mixjit.plan``): word 0 names the compiled executor, the other words
+are that executor's config parameters. Executors are compiled code too; a site
+with no plan (word 0 == ``EXEC_NONE``) fails with ``ENTRY_NO_PLAN``.
+
+Executors:
+
+* ``EXEC_NATIVE``: BLAS through Numba's ``numba_xxgemm`` helper, the same call
+  ``np.dot`` makes (operands with unit stride in one dimension are passed in
+  place, others are copied). With beta != 0, or when C overlaps A or B, or C
+  is not BLAS-addressable, the product goes to a temporary first and
+  ``C = alpha * T + beta * C`` follows element by element: exactly the
+  arithmetic of Numba's ``C -= A @ B`` (so results equal plain Numba bit for
+  bit), and never a product that reads memory it is writing.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import llvmlite.binding as llvm
+from llvmlite import ir as llir
+from numba import cfunc, njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
+
+ENTRY_SYMBOL = "mixjit_gemm_entry"
+"""Name under which the entry is registered with llvmlite (``binding.add_symbol``)."""
+
+MAX_SITES = 1 << 16
+"""Number of site ids (and counters) the process can hand out."""
+
+DTYPE_F64 = 0
+DTYPE_F32 = 1
+DTYPE_CODES: dict[np.dtype, int] = {np.dtype(np.float64): DTYPE_F64, np.dtype(np.float32): DTYPE_F32}
+"""The ``dtype`` argument of the entry for each supported element type."""
+
+ENTRY_OK = 0
+ENTRY_BAD_SITE = 1
+ENTRY_BAD_DTYPE = 2
+ENTRY_TOO_LARGE = 3
+ENTRY_BLAS_FAILED = 4
+ENTRY_NO_PLAN = 5
+ENTRY_BAD_EXECUTOR = 6
+ENTRY_ERRORS: dict[int, str] = {
+    ENTRY_BAD_SITE: f"site id outside [0, {MAX_SITES}); allocate ids with mixjit.entry.new_site()",
+    ENTRY_BAD_DTYPE: "dtype code is not one of mixjit.entry.DTYPE_CODES (float64, float32)",
+    ENTRY_TOO_LARGE: "a dimension or leading dimension exceeds the BLAS int range (2**31-1); split the GEMM",
+    ENTRY_BLAS_FAILED: "BLAS is unavailable (Numba found no scipy.linalg.cython_blas); install scipy",
+    ENTRY_NO_PLAN: "the site has no plan; give it one with mixjit.plan.set_plan() before it runs",
+    ENTRY_BAD_EXECUTOR: "the site's plan names an executor the entry does not have (see mixjit.entry.EXECUTORS)",
+}
+"""Message for each non-zero return code of the entry."""
+
+COUNTERS_SYMBOL = "mixjit_site_counters"
+"""Symbol of the per-site counter array (MAX_SITES int64), registered with llvmlite."""
+
+# Per-site call counters, alive for the whole process. The entry reaches them
+# through COUNTERS_SYMBOL rather than a baked-in address, so its object code
+# can be cached to disk and reloaded by another process.
+_COUNTS = np.zeros(MAX_SITES, dtype=np.int64)
+_COUNTS_ADDR = _COUNTS.ctypes.data
+llvm.add_symbol(COUNTERS_SYMBOL, _COUNTS_ADDR)
+
+PLANS_SYMBOL = "mixjit_site_plans"
+"""Symbol of the plan table (MAX_SITES x PLAN_WORDS int64), registered with llvmlite."""
+
+PLAN_WORDS = 16
+"""int64 words per site in the plan table: the executor code, then its parameters."""
+
+EXEC_NONE = 0
+EXEC_NATIVE = 1
+EXECUTORS: dict[str, int] = {"native": EXEC_NATIVE}
+"""Compiled executors of the entry, by scheme name (word 0 of a plan row)."""
+
+# The plan table, read by the entry through PLANS_SYMBOL (cacheable, like the
+# counters); written only by mixjit.plan. np.zeros maps untouched pages lazily.
+_PLANS = np.zeros((MAX_SITES, PLAN_WORDS), dtype=np.int64)
+llvm.add_symbol(PLANS_SYMBOL, _PLANS.ctypes.data)
+
+_site_lock = threading.Lock()
+_next_site = 0
+_blocks: dict[str, tuple[np.ndarray, int]] = {}
+
+
+def new_sites(count: int) -> int:
+    """Hand out ``count`` consecutive fresh site ids (thread-safe); returns the first."""
+    global _next_site
+    with _site_lock:
+        if count < 0 or _next_site + count > MAX_SITES:
+            raise RuntimeError(
+                f"mixjit: cannot hand out {count} more GEMM site ids ({_next_site} of {MAX_SITES} "
+                "are in use in this process); raise mixjit.entry.MAX_SITES"
+            )
+        first = _next_site
+        _next_site += count
+        return first
+
+
+def new_site() -> int:
+    """Hand out a fresh site id (thread-safe); each GEMM site gets its own."""
+    return new_sites(1)
+
+
+def register_site_block(symbol: str, count: int) -> tuple[int, bool]:
+    """The first site id of the block of ``count`` sites published under
+    ``symbol``, and whether this call created the block.
+
+    Compiled code finds its sites as ``load(symbol) + local index``, so its object
+    code holds no site id and can be cached. The first call for a symbol
+    allocates the ids and registers an int64 cell holding the first one with
+    llvmlite; later calls (the same code compiled or loaded again in this
+    process) return the same block."""
+    with _block_lock:
+        if symbol in _blocks:
+            cell, known = _blocks[symbol]
+            if known != count:
+                raise RuntimeError(
+                    f"mixjit: site block {symbol!r} has {known} sites, code asks for {count}; "
+                    "two different compilations produced one block name (a mixjit bug)"
+                )
+            return int(cell[0]), False
+        cell = np.array([new_sites(count)], dtype=np.int64)
+        _blocks[symbol] = (cell, count)
+        llvm.add_symbol(symbol, cell.ctypes.data)
+        return int(cell[0]), True
+
+
+_block_lock = threading.Lock()
+
+
+def call_count(site: int) -> int:
+    """How many times the entry has run for ``site`` since the last reset."""
+    if not 0 <= site < MAX_SITES:
+        raise ValueError(f"mixjit: site id {site} is outside [0, {MAX_SITES})")
+    return int(_COUNTS[site])
+
+
+def reset_call_counts() -> None:
+    """Set every site's counter back to zero (call it while no GEMM is running)."""
+    _COUNTS[:] = 0
+
+
+@intrinsic
+def _count_call(typingctx, site):
+    """Add one to the counter of ``site`` with an atomic read-modify-write."""
+    sig = types.int64(types.intp)
+
+    def codegen(context, builder, sig, args):
+        i64 = llir.IntType(64)
+        module = builder.module
+        counters = module.globals.get(COUNTERS_SYMBOL)
+        if counters is None:
+            counters = llir.GlobalVariable(module, llir.ArrayType(i64, MAX_SITES), COUNTERS_SYMBOL)
+            counters.linkage = "external"
+        slot = builder.gep(counters, [llir.IntType(32)(0), args[0]], inbounds=True)
+        return builder.atomic_rmw("add", slot, i64(1), "monotonic")
+
+    return sig, codegen
+
+
+@intrinsic
+def _address(typingctx, ptr):
+    """The integer address of a ``void*``."""
+    sig = types.intp(ptr)
+
+    def codegen(context, builder, sig, args):
+        return builder.ptrtoint(args[0], context.get_value_type(types.intp))
+
+    return sig, codegen
+
+
+@intrinsic
+def _plan_word(typingctx, site, word):
+    """Word ``word`` of the plan-table row of ``site`` (an atomic monotonic load:
+    a tuner may rewrite a plan while other threads run the site)."""
+    sig = types.int64(types.intp, types.intp)
+
+    def codegen(context, builder, sig, args):
+        i64 = llir.IntType(64)
+        module = builder.module
+        table = module.globals.get(PLANS_SYMBOL)
+        if table is None:
+            table = llir.GlobalVariable(module, llir.ArrayType(i64, MAX_SITES * PLAN_WORDS), PLANS_SYMBOL)
+            table.linkage = "external"
+        index = builder.add(builder.mul(args[0], i64(PLAN_WORDS)), args[1])
+        slot = builder.gep(table, [llir.IntType(32)(0), index], inbounds=True)
+        return builder.load_atomic(slot, "monotonic", 8)
+
+    return sig, codegen
+
+
+@intrinsic
+def _view(typingctx, ptr, rows, cols, s0, s1, dtype):
+    """A rows x cols array of ``dtype`` over foreign memory at ``ptr`` with byte
+    strides (s0, s1): no owner, no copy."""
+    arrty = types.Array(dtype.dtype, 2, "A")
+    sig = arrty(ptr, rows, cols, s0, s1, dtype)
+
+    def codegen(context, builder, sig, args):
+        data, nrows, ncols, st0, st1, _ = args
+        elty = context.get_data_type(arrty.dtype)
+        ary = make_array(arrty)(context, builder)
+        populate_array(
+            ary,
+            data=builder.bitcast(data, elty.as_pointer()),
+            shape=cgutils.pack_array(builder, [nrows, ncols]),
+            strides=cgutils.pack_array(builder, [st0, st1]),
+            itemsize=context.get_constant(types.intp, context.get_abi_sizeof(elty)),
+            meminfo=None,
+        )
+        return ary._getvalue()
+
+    return sig, codegen
+
+
+@intrinsic
+def _xxgemm(typingctx, a, b, c, trans_a, ld_a, trans_b, ld_b, ld_c, alpha):
+    """BLAS ``c = alpha * a @ b`` on row-major-addressed 2-D arrays through Numba's
+    ``numba_xxgemm`` helper (column-major BLAS computing ``c^T = b^T a^T``).
+    ``trans_x`` is 0 when x is stored row by row (pass x^T as is), 1 when stored
+    column by column; ``ld_x`` the matching leading dimension in elements.
+    Returns BLAS's status (0 = done)."""
+    sig = types.int32(a, b, c, trans_a, ld_a, trans_b, ld_b, ld_c, alpha)
+
+    def codegen(context, builder, sig, args):
+        dtype = sig.args[0].dtype
+        av, bv, cv = (make_array(t)(context, builder, v) for t, v in zip(sig.args[:3], args[:3]))
+        ta, lda, tb, ldb, ldc, alpha = args[3:]
+        m, k = cgutils.unpack_tuple(builder, av.shape)
+        n = cgutils.unpack_tuple(builder, bv.shape)[1]
+        i8, voidp = llir.IntType(8), llir.IntType(8).as_pointer()
+        intp = context.get_value_type(types.intp)
+        fnty = llir.FunctionType(
+            llir.IntType(32),
+            [i8, i8, i8, intp, intp, intp, voidp, voidp, intp, voidp, intp, voidp, voidp, intp],
+        )
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "numba_xxgemm")
+
+        def trans_char(flag):
+            is_t = builder.icmp_signed("!=", flag, flag.type(0))
+            return builder.select(is_t, i8(ord("t")), i8(ord("n")))
+
+        def slot(value):
+            return builder.bitcast(cgutils.alloca_once_value(builder, value), voidp)
+
+        alpha_v = context.cast(builder, alpha, sig.args[-1], dtype)
+        zero = context.get_constant_generic(builder, dtype, 0.0)
+
+        kind = i8(ord("d" if dtype == types.float64 else "s"))
+        return builder.call(fn, [
+            kind, trans_char(tb), trans_char(ta), n, m, k,
+            slot(alpha_v), builder.bitcast(bv.data, voidp), ldb,
+            builder.bitcast(av.data, voidp), lda,
+            slot(zero), builder.bitcast(cv.data, voidp), ldc,
+        ])
+
+    return sig, codegen
+
+
+_INT_MAX = 2**31 - 1
+
+
+@njit
+def _blas_layout(rows, cols, s0, s1, isz):
+    """How BLAS can read a rows x cols operand with byte strides (s0, s1):
+    (0, ld) if stored row by row, (1, ld) if column by column, (-1, 0) if neither
+    (negative or non-unit strides: the caller copies it)."""
+    if (cols <= 1 or s1 == isz) and (rows <= 1 or (s0 > 0 and s0 % isz == 0)):
+        ld = s0 // isz if rows > 1 else max(1, cols)
+        if ld >= max(1, cols):
+            return 0, ld
+    if (rows <= 1 or s0 == isz) and (cols <= 1 or (s1 > 0 and s1 % isz == 0)):
+        ld = s1 // isz if cols > 1 else max(1, rows)
+        if ld >= max(1, rows):
+            return 1, ld
+    return -1, 0
+
+
+# Element loops instead of slice assignment and np.ascontiguousarray: Numba's
+# slice-setitem machinery alone costs seconds of compile time.
+@njit
+def _copy_into(dst, src):
+    for i in range(dst.shape[0]):
+        for j in range(dst.shape[1]):
+            dst[i, j] = src[i, j]
+
+
+@njit
+def _copy_c(x):
+    """A C-ordered copy of a 2-D array."""
+    out = np.empty(x.shape, x.dtype)
+    _copy_into(out, x)
+    return out
+
+
+@njit
+def _extent(p, rows, cols, s0, s1, isz):
+    """[lo, hi) byte range spanned by a rows x cols operand at address p."""
+    lo = p + min(0, (rows - 1) * s0) + min(0, (cols - 1) * s1)
+    hi = p + max(0, (rows - 1) * s0) + max(0, (cols - 1) * s1) + isz
+    return lo, hi
+
+
+@njit
+def _may_overlap(pc, m, n, cs0, cs1, px, rows, cols, xs0, xs1, isz):
+    """False only when the C operand (m x n) and X (rows x cols) share no byte.
+
+    Exact for disjoint address ranges and for two row-major (or two
+    column-major) views with one leading stride, such as two column blocks of
+    one matrix (``A[i:, :i]`` and ``A[i:, i:]``); conservative otherwise."""
+    clo, chi = _extent(pc, m, n, cs0, cs1, isz)
+    xlo, xhi = _extent(px, rows, cols, xs0, xs1, isz)
+    if chi <= xlo or xhi <= clo:
+        return False
+    if cs1 == isz and xs1 == isz and cs0 == xs0 and cs0 > 0:
+        width_c, width_x, ld = n * isz, cols * isz, cs0
+    elif cs0 == isz and xs0 == isz and cs1 == xs1 and cs1 > 0:
+        width_c, width_x, ld = m * isz, rows * isz, cs1
+    else:
+        return True
+    d = (px - pc) % ld  # where X's lines start inside C's line period
+    return not (width_c <= d and d + width_x <= ld)
+
+
+@njit
+def _native(dt, isz, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
+    """C = alpha * A @ B + beta * C over foreign memory by BLAS; an ENTRY_* code."""
+    if max(m, n, k) > _INT_MAX:
+        return ENTRY_TOO_LARGE
+    cv = _view(c, m, n, cs0, cs1, dt)
+    if m == 0 or n == 0:
+        return ENTRY_OK
+    if k == 0:
+        _scale(cv, beta)
+        return ENTRY_OK
+    av = _view(a, m, k, as0, as1, dt)
+    bv = _view(b, k, n, bs0, bs1, dt)
+    ta, lda = _blas_layout(m, k, as0, as1, isz)
+    if ta < 0:
+        av = _copy_c(av)
+        ta, lda = 0, k
+    tb, ldb = _blas_layout(k, n, bs0, bs1, isz)
+    if tb < 0:
+        bv = _copy_c(bv)
+        tb, ldb = 0, n
+    tc, ldc = _blas_layout(m, n, cs0, cs1, isz)
+    if max(lda, ldb, ldc) > _INT_MAX:
+        return ENTRY_TOO_LARGE
+    pc = _address(c)
+    direct = (
+        tc == 0
+        and beta == 0.0
+        and not _may_overlap(pc, m, n, cs0, cs1, _address(a), m, k, as0, as1, isz)
+        and not _may_overlap(pc, m, n, cs0, cs1, _address(b), k, n, bs0, bs1, isz)
+    )
+    if direct:
+        status = _xxgemm(av, bv, cv, ta, lda, tb, ldb, ldc, alpha)
+    else:
+        tmp = np.empty((m, n), dt)
+        status = _xxgemm(av, bv, tmp, ta, lda, tb, ldb, n, 1.0)
+        if status == 0:
+            _axpby(cv, tmp, alpha, beta)
+    return ENTRY_OK if status == 0 else ENTRY_BLAS_FAILED
+
+
+@njit
+def _axpby(c, t, alpha, beta):
+    """c = alpha * t + beta * c element by element, in c's dtype. beta == 0
+    overwrites c (NaNs in c do not survive, as in BLAS). With alpha = -1 and
+    beta = 1 this is exactly Numba's ``c -= t`` ((-t) + c == c - t in IEEE)."""
+    av = c.dtype.type(alpha)
+    bv = c.dtype.type(beta)
+    for i in range(c.shape[0]):
+        for j in range(c.shape[1]):
+            if beta == 0.0:
+                c[i, j] = av * t[i, j]
+            else:
+                c[i, j] = av * t[i, j] + bv * c[i, j]
+
+
+@njit
+def _scale(c, beta):
+    """c = beta * c, or zeros when beta == 0 (an empty product, k == 0)."""
+    bv = c.dtype.type(beta)
+    for i in range(c.shape[0]):
+        for j in range(c.shape[1]):
+            c[i, j] = bv * c[i, j] if beta != 0.0 else c.dtype.type(0.0)
+
+
+_ENTRY_SIG = types.int32(
+    types.int64, types.int64,
+    types.int64, types.int64, types.int64,
+    types.float64, types.float64,
+    types.voidptr, types.int64, types.int64,
+    types.voidptr, types.int64, types.int64,
+    types.voidptr, types.int64, types.int64,
+)
+
+
+def _entry(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
+    if site < 0 or site >= MAX_SITES:
+        return ENTRY_BAD_SITE
+    _count_call(site)
+    if dtype != DTYPE_F64 and dtype != DTYPE_F32:
+        return ENTRY_BAD_DTYPE
+    executor = _plan_word(site, 0)
+    if executor == EXEC_NONE:
+        return ENTRY_NO_PLAN
+    if executor == EXEC_NATIVE:
+        if dtype == DTYPE_F64:
+            return _native(np.float64, 8, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
+        return _native(np.float32, 4, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
+    return ENTRY_BAD_EXECUTOR
+
+
+_compiled = None
+_compile_lock = threading.Lock()
+
+
+def entry_cfunc():
+    """The compiled entry (a Numba ``CFunc``; ``.address`` is its C address).
+
+    Built on first use, once per process: loaded from Numba's on-disk cache when
+    an earlier process compiled it, compiled (a few seconds) otherwise."""
+    global _compiled
+    with _compile_lock:
+        if _compiled is None:
+            _compiled = cfunc(_ENTRY_SIG, nopython=True, cache=True)(_entry)
+        return _compiled

@@ -1,0 +1,175 @@
+"""Site plans: which scheme and config each GEMM site runs, and the plan table.
+
+A ``SitePlan`` is what a site runs: the scheme and config the plan asks for
+(``scheme``, ``config``: a ``Config.label``) and the compiled executor that runs
+it (``executor``). Before tuning, a site's plan is the first of its candidate
+schemes that accepts the site's dtype, at that scheme's *most precise* config
+(``Scheme.default_config``).
+
+The compiled entry (``mixjit.entry``) reads the plan table, one row of
+``PLAN_WORDS`` int64 per site: word 0 is the executor code
+(``mixjit.entry.EXECUTORS``), the following words that executor's config
+parameters, encoded by the executor's ``_ENCODERS`` entry here.
+
+Only ``native`` has a compiled executor today. The MixPert CPU executor
+(runtime/executor_mixpert.py) is Python orchestrating Numba kernels, so compiled
+code cannot call it; a site whose scheme has no compiled executor runs
+``native`` (never less precise than an emulation of the same format) and its
+plan says so in ``note``. What a scheme must expose to be dispatched: see
+docs/frontend.md, "The @mixjit decorator".
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from mixjit.entry import _PLANS, EXECUTORS, MAX_SITES, PLAN_WORDS
+from mixjit.runtime.schemes.base import Config, get_scheme
+
+DEFAULT_SCHEMES: dict[str, tuple[str, ...]] = {
+    "float32": ("mixpert", "native"),
+    "float64": ("mixpert-fp64", "native"),
+}
+"""Candidate schemes of a site when the user gives none, by the site's dtype."""
+
+_ENCODERS: dict[str, Callable[[Config], tuple[int, ...]]] = {
+    "native": lambda config: (),
+}
+"""Config -> parameter words (after word 0), for each scheme in EXECUTORS."""
+
+
+@dataclass(frozen=True)
+class SitePlan:
+    """What one GEMM site runs: ``scheme`` under ``config`` (a label), executed by
+    the compiled executor ``executor``; ``note`` says why they differ."""
+
+    scheme: str
+    config: str
+    executor: str
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        """``scheme[config]``, plus the executor when it is another scheme."""
+        text = f"{self.scheme}[{self.config}]"
+        return text if self.executor == self.scheme else f"{text} (runs {self.executor})"
+
+
+def candidate_schemes(schemes: Sequence[str] | None, dtype: np.dtype | str) -> tuple[str, ...]:
+    """The candidate schemes of a site of ``dtype``: ``schemes`` when given,
+    else ``DEFAULT_SCHEMES``. Unknown names raise ValueError (listing known ones)."""
+    dt = np.dtype(dtype)
+    names = tuple(schemes) if schemes is not None else DEFAULT_SCHEMES[dt.name]
+    if not names:
+        raise ValueError("mixjit: schemes=() leaves a GEMM site nothing to run; name at least one scheme")
+    for name in names:
+        get_scheme(name)
+    return names
+
+
+def initial_plan(schemes: Sequence[str] | None, dtype: np.dtype | str) -> SitePlan:
+    """The plan of a site before tuning: the first candidate scheme that accepts
+    ``dtype``, at its most precise config, run by its compiled executor or, when
+    it has none, by ``native``."""
+    dt = np.dtype(dtype)
+    names = candidate_schemes(schemes, dt)
+    usable = [n for n in names if dt in get_scheme(n).dtypes]
+    if not usable:
+        raise ValueError(f"mixjit: none of the schemes {list(names)} accepts {dt} operands")
+    scheme = get_scheme(usable[0])
+    config = scheme.default_config(dt)
+    if scheme.name in EXECUTORS:
+        return SitePlan(scheme.name, config.label, scheme.name)
+    return SitePlan(
+        scheme.name, config.label, "native",
+        note=f"scheme {scheme.name!r} has no compiled executor yet; the site runs 'native'",
+    )
+
+
+def plan_words(plan: SitePlan) -> np.ndarray:
+    """The plan-table row of ``plan``: executor code, then its config words."""
+    if plan.executor not in EXECUTORS:
+        raise ValueError(
+            f"mixjit: no compiled executor {plan.executor!r}; compiled executors: {sorted(EXECUTORS)}"
+        )
+    config = get_scheme(plan.executor).parse_config(plan.config) if plan.executor == plan.scheme \
+        else get_scheme(plan.executor).default_config()
+    words = (EXECUTORS[plan.executor], *_ENCODERS[plan.executor](config))
+    if len(words) > PLAN_WORDS:
+        raise ValueError(f"mixjit: executor {plan.executor!r} encodes {len(words)} words, the table has {PLAN_WORDS}")
+    row = np.zeros(PLAN_WORDS, dtype=np.int64)
+    row[: len(words)] = words
+    return row
+
+
+_lock = threading.Lock()
+_plans: dict[int, SitePlan] = {}
+
+
+def set_plan(site: int, plan: SitePlan) -> None:
+    """Make ``site`` run ``plan`` from its next call on."""
+    if not 0 <= site < MAX_SITES:
+        raise ValueError(f"mixjit: site id {site} is outside [0, {MAX_SITES})")
+    row = plan_words(plan)
+    with _lock:
+        _PLANS[site, 1:] = row[1:]
+        _PLANS[site, 0] = row[0]  # the executor code last: a reader never sees it before its words
+        _plans[site] = plan
+
+
+def get_plan(site: int) -> SitePlan | None:
+    """The plan ``site`` runs, or None if it has none."""
+    return _plans.get(site)
+
+
+@dataclass(frozen=True)
+class SiteRecord:
+    """What a GEMM candidate is, independent of the process: the function
+    holding it, its source location, dtype, the form of the statement and the
+    alpha/beta it computes with; ``reason`` says why a candidate was not taken
+    (empty for a linked site)."""
+
+    function: str
+    loc: str
+    dtype: str
+    form: str
+    alpha: float = 1.0
+    beta: float = 0.0
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class SiteBlock:
+    """The sites of one compilation: the symbol compiled code reads their base
+    id from, what each site is, each site's plan, and the candidates not taken.
+
+    Calling it registers the block in this process (fresh ids, plans written to
+    the plan table) and links the entry. The frontend calls it when it links a
+    compilation, and appends it to Numba's ``reload_init`` so that Numba calls
+    it again before cached code that uses the block is loaded."""
+
+    symbol: str
+    records: tuple[SiteRecord, ...]
+    plans: tuple[SitePlan, ...]
+    rejected: tuple[SiteRecord, ...] = ()
+
+    def __call__(self) -> int:
+        """Register the block (once per process); returns its first site id."""
+        from mixjit.entry import register_site_block
+        from mixjit.linking import ensure_entry_linked
+
+        ensure_entry_linked()
+        base, created = register_site_block(self.symbol, len(self.records))
+        if created:
+            for i, plan in enumerate(self.plans):
+                set_plan(base + i, plan)
+        return base
+
+    def site_ids(self) -> range:
+        """The site ids of the block in this process (registering it if needed)."""
+        base = self()
+        return range(base, base + len(self.records))

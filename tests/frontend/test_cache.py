@@ -1,0 +1,90 @@
+"""@mixjit(cache=True) and @njit(cache=True) of one function never load each
+other's code; cached mixjit code relinks its sites in a new process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from numba.core.caching import FunctionCache
+
+from mixjit.cache import MixjitCache, cache_tag
+
+MODULE = textwrap.dedent(
+    """
+    import numpy as np
+    from numba import njit
+    from mixjit import mixjit
+
+    def f(a, b):
+        return a @ b
+
+    plain = njit(cache=True)(f)
+    mixed = mixjit(cache=True, schemes=["native"])(f)
+    """
+)
+
+RUN = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    from mixjit.plan import SiteBlock
+    import cached_mod as m
+
+    a = np.arange(6.0).reshape(2, 3)
+    report = {}
+    for name in sys.argv[1].split(","):
+        disp = getattr(m, name)
+        assert np.array_equal(disp(a, a.T), a @ a.T)
+        (cres,) = disp.overloads.values()
+        report[name] = {
+            "hits": sum(disp.stats.cache_hits.values()),
+            "misses": sum(disp.stats.cache_misses.values()),
+            "blocks": len({fn for fn in cres.reload_init or () if isinstance(fn, SiteBlock)}),
+            "calls": [s.calls for s in getattr(disp, "sites", [])],
+        }
+    print(json.dumps(report))
+    """
+)
+
+
+def _run(tmp_path, order):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-c", RUN, order], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_plain_and_mixjit_caches_do_not_collide(tmp_path):
+    (tmp_path / "cached_mod.py").write_text(MODULE)
+    # Process 1: plain Numba compiles and saves first; mixjit must not load that.
+    first = _run(tmp_path, "plain,mixed")
+    assert first["plain"] == {"hits": 0, "misses": 1, "blocks": 0, "calls": []}
+    assert first["mixed"] == {"hits": 0, "misses": 1, "blocks": 1, "calls": [1]}
+    # Process 2, the other order: each loads its own code. Mixjit's relinks its
+    # site (the counter moves), plain Numba's has no mixjit site at all.
+    second = _run(tmp_path, "mixed,plain")
+    assert second["mixed"] == {"hits": 1, "misses": 0, "blocks": 1, "calls": [1]}
+    assert second["plain"] == {"hits": 1, "misses": 0, "blocks": 0, "calls": []}
+    names = sorted(p.name for p in (tmp_path / "cache").rglob("*cached_mod.f-*.nbi"))
+    assert len(names) == 2 and sum(n.startswith("mixjit-") for n in names) == 1
+
+
+def test_index_key_is_tagged_with_version_and_options():
+    def g(a):
+        return a
+
+    tag = cache_tag({"schemes": ("native",)})
+    assert tag != cache_tag({"schemes": ("mixpert",)})
+    key = MixjitCache(g, tag)._index_key("sig", _Codegen())
+    plain = FunctionCache(g)._index_key("sig", _Codegen())
+    assert key[:-1] == plain and key[-1] == ("mixjit", tag)
+
+
+class _Codegen:
+    def magic_tuple(self):
+        return ("x86_64", "cpu", "")

@@ -1,0 +1,199 @@
+"""@mixjit on a corpus of GEMM styles: every expected site is found and linked,
+nothing else is taken, and results equal plain Numba bit for bit (every site
+runs ``native``). Functions are module-level and compiled once per signature."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+from numba import errors, njit, prange
+
+from mixjit import entry, mixjit, mixopt
+from mixjit.decorator import MixjitDispatcher, MixjitWarning
+
+NATIVE = dict(schemes=["native"])
+
+
+def _styles(a, b, c):
+    """np.dot, @, transposes, fused -= / +=, a GEMM in a loop, and two
+    products that are not GEMMs (a 1-D dot and a matrix-vector product)."""
+    x = np.dot(a, b)                    # site: np.dot
+    y = a.T @ a                         # site: transposed operand
+    c[:2, :] -= a[:2, :] @ b            # site: fused update, alpha = -1
+    c[2:, :] += np.dot(a[2:, :], b)     # site: fused update, alpha = +1
+    for _ in range(3):
+        x = x @ (b.T @ b)               # sites: two GEMMs in a loop
+    v = np.dot(a[0], a[0])              # not a GEMM: 1-D dot
+    w = a @ b[:, 0]                     # not a GEMM: matrix-vector
+    return x, y, c, v, w
+
+
+styles = mixjit(**NATIVE)(_styles)
+styles_plain = njit(_styles)
+
+
+@mixjit(**NATIVE)
+def matmul_style(a, b):
+    return np.matmul(a, b) + np.matmul(a.T, a)[:1, :1]
+
+
+def _batched(x, y):
+    out = np.empty((x.shape[0], x.shape[1], y.shape[2]), x.dtype)
+    for i in prange(x.shape[0]):
+        out[i] = x[i] @ y[i]
+    return out
+
+
+batched = mixjit(parallel=True, **NATIVE)(_batched)
+batched_plain = njit(parallel=True)(_batched)
+
+
+@mixjit(**NATIVE)
+def product(a, b):
+    return a @ b
+
+
+RNG = np.random.default_rng(7)
+
+
+def _operands(dtype):
+    a = RNG.standard_normal((5, 4)).astype(dtype)
+    b = RNG.standard_normal((4, 6)).astype(dtype)
+    c = RNG.standard_normal((5, 6)).astype(dtype)
+    return a, b, c
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_styles_equal_plain_numba_and_every_site_is_linked(dtype):
+    a, b, c = _operands(dtype)
+    got = styles(a, b, c.copy())
+    want = styles_plain(a, b, c.copy())
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    name = np.dtype(dtype).name
+    mine = [s for s in styles.sites if name in s.signature.split(",")[0]]
+    taken = [s for s in mine if s.taken]
+    assert sorted(s.form for s in taken) == sorted(
+        ["np.dot(a, b)", "a @ b", "c -= a @ b", "c += np.dot(a, b)", "a @ b", "a @ b"])
+    assert all(s.dtype == name and s.plan.executor == "native" for s in taken)
+    assert [s.calls for s in sorted(taken, key=lambda s: s.id)] == [1, 1, 1, 1, 3, 3]
+    assert sorted(s.reason.split(":")[0] for s in mine if not s.taken) == ["dot-1d", "matrix-vector"]
+    fused = {s.form: (s.alpha, s.beta) for s in taken if s.form.startswith("c ")}
+    assert fused == {"c -= a @ b": (-1.0, 1.0), "c += np.dot(a, b)": (1.0, 1.0)}
+
+
+def test_llvm_calls_the_entry_and_blas_only_for_untaken_products():
+    a, b, c = _operands(np.float64)
+    styles(a, b, c)
+    sig = next(s for s in styles.signatures if str(s[0].dtype) == "float64")
+    llvm_ir = styles.inspect_llvm(sig)
+    assert re.search(r'call [^\n]*@"?mixjit_gemm_entry"?\(', llvm_ir)
+    # The matrix-vector product is left to Numba (gemv); no GEMM calls BLAS gemm,
+    # while the same function under plain Numba does.
+    assert "numba_xxgemm" not in llvm_ir
+    assert "numba_xxgemm" in styles_plain.inspect_llvm(sig)
+
+
+def test_np_matmul_is_a_site():
+    a, b, _ = _operands(np.float64)
+    got = matmul_style(a, b)
+    np.testing.assert_allclose(got, a @ b + (a.T @ a)[:1, :1], rtol=1e-13)
+    assert [s.calls for s in matmul_style.sites] == [1, 1]
+
+
+@pytest.mark.slow  # two parallel compiles (~20 s); tests/frontend/test_linking.py covers prange in CI
+def test_prange_sites_count_every_iteration_and_match_plain_numba():
+    x = RNG.standard_normal((64, 3, 4))
+    y = RNG.standard_normal((64, 4, 2))
+    np.testing.assert_array_equal(batched(x, y), batched_plain(x, y))
+    (site,) = batched.sites
+    before = site.calls
+    batched(x, y)
+    assert site.calls - before == 64
+    assert batched.call_counts() == {site.id: before + 64}
+
+
+@pytest.mark.filterwarnings("ignore::numba.NumbaPerformanceWarning")
+def test_views_negative_strides_and_zero_sizes():
+    big = RNG.standard_normal((9, 8))
+    cases = [
+        (big[::2, 1:5], big[1:5, ::-2]),      # non-contiguous, negative stride
+        (big[::-1, :3].T, big[::-1, ::-3]),     # transposed view, negative strides both ways
+        (np.asfortranarray(big[:4, :4]), big[:4, 2:7]),
+    ]
+    for a, b in cases:
+        np.testing.assert_allclose(product(a, b), a @ b, rtol=1e-13, atol=1e-13)
+    for m, k, n in [(0, 3, 2), (3, 0, 2), (3, 2, 0)]:
+        got = product(np.ones((m, k)), np.ones((k, n)))
+        np.testing.assert_array_equal(got, np.zeros((m, n)))
+
+
+def test_ir_and_dump_feed_mixopt(tmp_path, capsys):
+    a, b = np.ones((2, 3)), np.ones((3, 2))
+    text = product.ir(a, b)
+    assert '"func.func"' in text and 'py.binop' in text
+    assert product.ir("float64[:, :](float64[:, ::1], float64[:, ::1])").startswith(text[:20])
+    path = product.dump(tmp_path / "product.mix", a, b)
+    out = tmp_path / "out.mix"
+    assert mixopt.main([str(path), "-p", "detect-gemm,build-dag", "-o", str(out)]) == 0
+    assert out.read_text().count('"mix.gemm"') == 1
+    product(a, b)
+    dag = product.dag
+    assert list(dag.nodes) == [0] and dag.nodes[0]["loop_depth"] == 0
+
+
+def test_decorator_forms_and_options():
+    def f(a):
+        return a @ a
+
+    assert isinstance(mixjit(f), MixjitDispatcher)
+    assert isinstance(mixjit(error_budget=1e-3, target="a100", cache=False)(f), MixjitDispatcher)
+    with pytest.raises(ValueError, match="unknown GEMM scheme 'nope'"):
+        mixjit(schemes=["nope"])(f)
+    with pytest.raises(ValueError, match="error_budget"):
+        mixjit(error_budget=0)(f)
+
+
+def test_default_plan_is_the_most_precise_level_and_says_what_runs():
+    @mixjit
+    def f(a):
+        return a @ a
+
+    with pytest.warns(MixjitWarning, match="'mixpert-fp64' has no compiled executor"):
+        f(np.eye(2))
+    (site,) = f.sites
+    assert (site.plan.scheme, site.plan.config, site.plan.executor) == (
+        "mixpert-fp64", "segments=9,pairs=sig8", "native")
+    assert site.calls == 1
+
+
+def test_function_numba_cannot_compile_gets_a_mixjit_note():
+    @mixjit(**NATIVE)
+    def bad(a):
+        return a @ undefined_name  # noqa: F821
+
+    with pytest.raises(errors.TypingError) as info:
+        bad(np.eye(2))
+    assert any("make it compile under @njit" in n for n in info.value.__notes__)
+    assert bad.signatures == [] and bad.sites == []
+
+
+def test_unsupported_argument_type_names_the_argument():
+    with pytest.raises(TypeError, match=r"argument 'b' of product is a object"):
+        product(np.eye(2), object())
+
+
+def test_no_gemm_warns_and_runs_unchanged():
+    @mixjit(**NATIVE)
+    def plain(a):
+        return a + 1.0
+
+    with pytest.warns(MixjitWarning, match="no GEMM found in .*plain"):
+        np.testing.assert_array_equal(plain(np.zeros(3)), np.ones(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plain(np.zeros(3))  # compiled already: no second warning
+    assert entry.ENTRY_SYMBOL not in plain.inspect_llvm(plain.signatures[0])
