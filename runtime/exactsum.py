@@ -1,25 +1,30 @@
-"""Exact sums of products, rounded once to float32 ("exact then round").
+"""Exact sums, rounded once (the "exact, then round once" convention).
 
-The emulation schemes define each output element as the *exact* sum of a set of
-products of low-precision parts (plus, for the split scheme, one float64 addend),
-rounded once to float32, ties to even, with a zero result written as +0. That
-definition does not depend on any summation order, so BLAS, a GPU kernel and a
-scalar reference can all produce the same bits.
+Every emulation scheme defines each output element as the *exact* sum of float64
+pieces (products of low-precision parts, exact dgemm results, per-k-tile values,
+fallback tile products, an addend), rounded once to float32 or float64, ties to
+even, a zero result written as +0. This module is the one implementation of that
+rounding, shared by the multi-term schemes (runtime/schemes/emulation.py, split)
+and the MixPert executor (runtime/executor_mixpert.py).
 
-:func:`round_exact_sum` computes it in two steps:
+Compiled kernels (Numba ``@njit(cache=True, nogil=True)``, callable from compiled
+code): per output element a list of non-overlapping float64 partials (Shewchuk's
+algorithm, as in CPython's ``math.fsum``) holds the exact sum;
 
-1. fast path: float64 GEMMs (any BLAS order) give ``S'`` with
-   ``|S' - S| <= e``, where ``e`` is the standard dot-product error bound
-   ``gamma_n * sum|terms|`` with ``sum|terms|`` bounded by Cauchy-Schwarz (row and
-   column 2-norms, free next to the GEMMs). If the interval ``[S'-e, S'+e]`` lies
-   strictly inside the float32 rounding interval of ``RN32(S')``, that is the
-   correctly rounded result (Ziv's rounding test);
-2. slow path for the rare elements that fail the test (result near a float32
-   rounding boundary, or heavy cancellation): the exact sum is evaluated with
-   ``math.fsum`` (correctly rounded to float64) and rounded to float32 with a
-   residual check that removes the double-rounding case.
+* :func:`add_piece` / :func:`add_pieces` add pieces exactly;
+* :func:`finish` gives ``hi = RN64(S)`` and ``lo``, a float64 with the sign of the
+  exact residual ``S - hi`` (0 iff the residual is 0);
+* :func:`round32` / :func:`round64_scaled` turn ``(hi, lo)`` into the correctly
+  rounded float32 / float64 value (no double rounding, gradual underflow);
+* :func:`finish_all` rounds a whole matrix of partial lists.
 
-Which elements take the slow path never changes the result, only the time.
+Fast GEMM path (:func:`round_exact_sum`): float64 GEMMs in any BLAS order give
+``S'`` with ``|S' - S| <= e`` (the dot-product error bound ``gamma_n * sum|terms|``,
+``sum|terms|`` bounded by Cauchy-Schwarz); where ``[S'-e, S'+e]`` lies strictly
+inside the float32 rounding interval of ``RN32(S')`` that is the answer (Ziv's
+rounding test, :func:`inside_rounding_interval`); the rare other elements are
+recomputed from their exact products with the partials above. Which elements take
+the slow path never changes the result, only the time.
 """
 
 from __future__ import annotations
@@ -27,17 +32,166 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+import numba
 import numpy as np
 
-__all__ = ["round_exact_sum", "round_to_f32_exact"]
+__all__ = [
+    "MAX_PARTIALS",
+    "add_piece",
+    "add_pieces",
+    "finish",
+    "round32",
+    "round64_scaled",
+    "finish_all",
+    "round_exact_sum",
+    "round_to_f32_exact",
+    "inside_rounding_interval",
+]
 
 _U = 2.0**-53
-_TWO128 = 2.0**128
 _F32MAX = np.float32(np.finfo(np.float32).max)
 #: K' chunk of the fast path (tightens the error bound from K' to CHUNK + K'/CHUNK)
 _CHUNK = 256
-#: elements (terms) per block of the vectorised slow path (~32 MB of float64)
-_SLOW_BLOCK = 1 << 22
+
+#: non-overlapping float64 partials can span the whole float64 range in < 48 words
+MAX_PARTIALS = 48
+
+_TWO128 = 2.0**128
+_MIN32 = 2.0**-149
+_MIN_NORMAL64 = 2.0**-1022
+
+
+@numba.njit(cache=True, nogil=True)
+def add_piece(p, n: int, x: float) -> int:
+    """Add ``x`` exactly to the ``n`` partials ``p[0:n]``; return the new count."""
+    i = 0
+    for j in range(n):
+        y = p[j]
+        if abs(x) < abs(y):
+            x, y = y, x
+        hi = x + y
+        lo = y - (hi - x)
+        if lo != 0.0:
+            p[i] = lo
+            i += 1
+        x = hi
+    if x != 0.0 or i == 0:
+        p[i] = x
+        i += 1
+    return i
+
+
+@numba.njit(cache=True, nogil=True)
+def add_pieces(parts, counts, d, fa, fb):
+    """``parts[i,j,:]`` += ``d[i,j] * fa[i] * fb[j]`` exactly, for every element."""
+    r, c = d.shape
+    for i in range(r):
+        for j in range(c):
+            v = d[i, j] * fa[i] * fb[j]
+            if v != 0.0:
+                counts[i, j] = add_piece(parts[i, j], counts[i, j], v)
+
+
+@numba.njit(cache=True, nogil=True)
+def _fsum_hi(p, n: int) -> float:
+    # CPython math.fsum's final rounding of non-overlapping partials
+    if n == 0:
+        return 0.0
+    n -= 1
+    hi = p[n]
+    lo = 0.0
+    while n > 0:
+        x = hi
+        n -= 1
+        y = p[n]
+        hi = x + y
+        yr = hi - x
+        lo = y - yr
+        if lo != 0.0:
+            break
+    if n > 0 and ((lo < 0.0 and p[n - 1] < 0.0) or (lo > 0.0 and p[n - 1] > 0.0)):
+        y = lo * 2.0
+        x = hi + y
+        yr = x - hi
+        if y == yr:
+            hi = x
+    return hi
+
+
+@numba.njit(cache=True, nogil=True)
+def finish(p, n: int) -> tuple[float, float]:
+    """``(hi, lo)``: ``hi = RN64(sum p[0:n])``, ``lo`` the residual's leading partial."""
+    hi = _fsum_hi(p, n)
+    if hi == 0.0 and n == 0:
+        return 0.0, 0.0
+    tmp = np.empty(n + 1)
+    tmp[:n] = p[:n]
+    m = add_piece(tmp, n, -hi)
+    lo = 0.0
+    for k in range(m):
+        if abs(tmp[k]) > abs(lo):
+            lo = tmp[k]
+    return hi, lo
+
+
+@numba.njit(cache=True, nogil=True)
+def round32(hi: float, lo: float) -> np.float32:
+    """RN32 of ``S = hi + residual`` given ``hi = RN64(S)`` and ``lo`` with the sign of
+    ``S - hi``: fixes the double-rounding case where ``hi`` is a float32 midpoint."""
+    c = np.float32(hi)
+    if lo != 0.0 and np.float64(c) != hi:
+        a = abs(hi)
+        cm = abs(np.float64(c))
+        if math.isinf(cm):
+            cm = _TWO128
+        f, ex = math.frexp(cm)
+        if a > cm:
+            other = cm + max(math.ldexp(1.0, ex - 24), _MIN32)
+        else:
+            step = math.ldexp(1.0, ex - 25) if f == 0.5 else math.ldexp(1.0, ex - 24)
+            other = cm - max(step, _MIN32)
+        if a == 0.5 * (cm + other):
+            above = (lo > 0.0) == (hi > 0.0)
+            mag = max(cm, other) if above else min(cm, other)
+            c = np.float32(math.copysign(mag, hi)) if mag < _TWO128 else np.float32(math.copysign(math.inf, hi))
+    return c + np.float32(0.0)
+
+
+@numba.njit(cache=True, nogil=True)
+def round64_scaled(hi: float, lo: float, e: int) -> float:
+    """RN64 of ``S * 2^e`` given ``hi = RN64(S)`` and the sign of ``S - hi`` in ``lo``;
+    exact in the subnormal range (where scaling ``hi`` alone could round twice)."""
+    r = math.ldexp(hi, e)
+    if r == 0.0 and hi == 0.0:
+        return 0.0
+    if abs(r) >= _MIN_NORMAL64:
+        return r + 0.0
+    t = math.ldexp(abs(hi), e + 1074)  # the value in units of the smallest subnormal
+    if t < 0.25:
+        return 0.0
+    n = math.floor(t)
+    f = t - n
+    lo_up = (lo > 0.0) == (hi > 0.0) and lo != 0.0
+    if f > 0.5 or (f == 0.5 and (lo_up or (lo == 0.0 and n % 2.0 == 1.0))):
+        n += 1.0
+    return math.copysign(math.ldexp(n, -1074), hi) + 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def finish_all(parts, counts, ea, eb, out, to32: bool):
+    """Round every element's exact sum times ``2^(ea[i]+eb[j])`` into ``out``."""
+    r, c = counts.shape
+    for i in range(r):
+        for j in range(c):
+            hi, lo = finish(parts[i, j], counts[i, j])
+            if to32:
+                # float32-domain sums are far inside float64's range: scaling is exact
+                out[i, j] = round32(math.ldexp(hi, ea[i] + eb[j]), lo)
+            else:
+                out[i, j] = round64_scaled(hi, lo, ea[i] + eb[j])
+
+
+# ------------------------------------------------- float64 GEMMs, Ziv test
 
 
 def round_exact_sum(
@@ -79,58 +233,16 @@ def round_exact_sum(
         err += (2.0 * adds * _U) * np.abs(addend)
     with np.errstate(over="ignore"):
         c = s.astype(np.float32)
-        ok = _inside_rounding_interval(s, err, c)
+        ok = inside_rounding_interval(s, err, c)
     c += np.float32(0.0)  # -0 -> +0
     bad_i, bad_j = np.nonzero(~ok)
     if bad_i.size:
-        c[bad_i, bad_j] = _round_rows_exact(x, y, bad_i, bad_j, None if addend is None else addend[bad_i, bad_j])
+        extra = np.zeros(bad_i.size) if addend is None else addend[bad_i, bad_j]
+        c[bad_i, bad_j] = _exact_dots32(x, y, bad_i, bad_j, extra)
     return c, int(bad_i.size)
 
 
-def _round_rows_exact(
-    x: np.ndarray, y: np.ndarray, rows: np.ndarray, cols: np.ndarray, addend: np.ndarray | None
-) -> np.ndarray:
-    """``RN32`` of the exact ``x[r] · y[:, c] (+ addend)`` for each listed element.
-
-    Vectorised accurate summation of the exact products: two error-free extraction
-    levels (Rump, Ogita, Oishi, "Accurate floating-point summation", SISC 2008,
-    ExtractVector) give exact partial sums tau1, tau2 and a tiny remainder; Ziv's test
-    accepts all but near-ties, which go to :func:`round_to_f32_exact`.
-    """
-    out = np.empty(rows.size, dtype=np.float32)
-    per = max(1, _SLOW_BLOCK // (x.shape[1] + 1))
-    for b0 in range(0, rows.size, per):
-        r, cc = rows[b0 : b0 + per], cols[b0 : b0 + per]
-        terms = x[r, :] * y[:, cc].T  # exact products
-        if addend is not None:
-            terms = np.hstack([terms, addend[b0 : b0 + per, None]])
-        nt = terms.shape[1]
-        scale = 2.0 ** math.ceil(math.log2(nt + 2))
-        taus = []
-        for _ in range(2):
-            mu = np.abs(terms).max(axis=1, keepdims=True)
-            _, e = np.frexp(mu)  # 2^e > mu
-            sigma = np.where(mu > 0, np.ldexp(scale, e), 0.0)
-            q = (sigma + terms) - sigma  # exact; q on the grid of ulp(sigma)/2
-            terms = terms - q  # exact
-            taus.append(q.sum(axis=1))  # exact: |sum| < sigma, all on one grid
-        head = taus[0] + taus[1]
-        rest = terms.sum(axis=1)
-        s = head + rest
-        err = 2.0 * _U * (np.abs(s) + np.abs(head)) + (3.0 * nt * _U) * np.abs(terms).sum(axis=1)
-        with np.errstate(over="ignore"):
-            c = s.astype(np.float32)
-            ok = _inside_rounding_interval(s, err, c)
-        c += np.float32(0.0)
-        for t in np.nonzero(~ok)[0]:
-            row = x[r[t], :] * y[:, cc[t]]
-            extra = [] if addend is None else [addend[b0 + t]]
-            c[t] = round_to_f32_exact(np.concatenate([row, extra]))
-        out[b0 : b0 + per] = c
-    return out
-
-
-def _inside_rounding_interval(s: np.ndarray, err: np.ndarray, c: np.ndarray) -> np.ndarray:
+def inside_rounding_interval(s: np.ndarray, err: np.ndarray, c: np.ndarray) -> np.ndarray:
     """True where every value within ``err`` of ``s`` rounds to the float32 ``c = RN32(s)``.
 
     The rounding interval of ``c`` reaches half an ulp above and below it, except
@@ -147,19 +259,26 @@ def _inside_rounding_interval(s: np.ndarray, err: np.ndarray, c: np.ndarray) -> 
         return (np.abs(s - c) + err < half) & (ac < _F32MAX)
 
 
+@numba.njit(cache=True, nogil=True)
+def _exact_dots32(x, y, rows, cols, addend):
+    """``RN32`` of the exact ``x[r] · y[:, c] + addend`` for each listed element
+    (the products are exact by the caller's contract)."""
+    out = np.empty(rows.shape[0], dtype=np.float32)
+    p = np.empty(MAX_PARTIALS)
+    for t in range(rows.shape[0]):
+        r = rows[t]
+        c = cols[t]
+        n = add_piece(p, 0, addend[t]) if addend[t] != 0.0 else 0
+        for k in range(x.shape[1]):
+            v = x[r, k] * y[k, c]
+            if v != 0.0:
+                n = add_piece(p, n, v)
+        hi, lo = finish(p, n)
+        out[t] = round32(hi, lo)
+    return out
+
+
 def round_to_f32_exact(terms: np.ndarray) -> np.float32:
     """``RN32`` of the exact sum of float64 ``terms`` (ties to even; zero is +0)."""
-    t = terms.tolist()
-    s = math.fsum(t)  # RN64 of the exact sum
-    with np.errstate(over="ignore"):
-        c = np.float32(s)
-        other = np.nextafter(c, np.float32(math.copysign(math.inf, s - float(c))))
-    if float(c) != s:
-        # RN32(RN64(S)) differs from RN32(S) only when RN64(S) is a float32 midpoint.
-        cv = math.copysign(_TWO128, float(c)) if math.isinf(c) else float(c)
-        ov = math.copysign(_TWO128, float(other)) if math.isinf(other) and not math.isinf(c) else float(other)
-        if (cv + ov) * 0.5 == s:
-            resid = math.fsum(t + [-s])
-            if resid != 0.0:
-                c = other if (ov > cv) == (resid > 0.0) else c
-    return np.float32(c + np.float32(0.0))
+    t = np.ascontiguousarray(terms, dtype=np.float64)
+    return _exact_dots32(t[None, :], np.ones((t.size, 1)), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1))[0]

@@ -11,7 +11,7 @@ bits:
   partial sum stays below 2^53 on the finest grid of the (i, j) pair; with at most
   two blocks one TwoSum gives ``RN64(X)`` and its residual, and :func:`round32`
   finishes; with more blocks the block results are summed exactly
-  (runtime/exact_round.py);
+  (runtime/exactsum.py);
 * exact path: rows of A / columns of B whose exponent span along K is too wide for
   the fast path's bound, or that touch a fallback tile, are recomputed k-tile by
   k-tile (each k-tile dgemm is exact) and summed exactly;
@@ -33,9 +33,19 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from mixjit.runtime.exact_round import MAX_PARTIALS, add_piece, add_pieces, finish_all, round32, round64_scaled
+from mixjit.runtime.exactsum import MAX_PARTIALS, add_piece, add_pieces, finish_all, round32, round64_scaled
 from mixjit.runtime.pair_blocks import Block, k_bits, plan_blocks
-from mixjit.runtime.segments import ROUND_NEAREST, ROUND_TRUNC, ZERO_EXP, digit_range, pack_groups, width
+from mixjit.runtime.segments import (
+    BALANCED,
+    MAGNITUDE,
+    ROUND_NEAREST,
+    ROUND_TRUNC,
+    ZERO_EXP,
+    digit_range,
+    max_aligned,
+    pack_groups,
+    width,
+)
 
 __all__ = ["Layout", "Prepared", "prepare", "run_mixpert", "ExecStats"]
 
@@ -50,7 +60,8 @@ class Layout:
     """The operand-packing part of a MixPert config (what a prepared operand fixes)."""
 
     segments: int
-    top_bits: int
+    seg0_bits: int  # significant bits of segment 0, implied one included
+    digits: str  # "magnitude" | "balanced"
     align: str  # "tile" | "row"
     rounding: str  # "round" | "trunc"
     tile: tuple[int, int, int]  # (tm, tk, tn): A tile tm×tk, B tile tk×tn
@@ -58,8 +69,12 @@ class Layout:
     domain: str  # "fp32" | "fp64": the format inputs are rounded to and C is rounded to
 
     @property
+    def digit_code(self) -> int:
+        return BALANCED if self.digits == "balanced" else MAGNITUDE
+
+    @property
     def width(self) -> int:
-        return width(self.segments, self.top_bits)
+        return width(self.segments, self.seg0_bits, self.digit_code)
 
 
 @dataclass
@@ -87,7 +102,8 @@ class Prepared:
     def operand(self, i0: int, i1: int) -> np.ndarray:
         """Float64 matrix of segments ``i0..i1``, each k-tile times its scale (cached)."""
         if (i0, i1) not in self.ops:
-            self.ops[(i0, i1)] = _operand(self.q, self.scale, i0, i1, self.layout.segments, self.layout.tile[1])
+            lay = self.layout
+            self.ops[(i0, i1)] = _operand(self.q, self.scale, i0, i1, lay.segments, lay.digit_code, lay.tile[1])
         return self.ops[(i0, i1)]
 
 
@@ -119,7 +135,8 @@ def prepare(x: np.ndarray, side: str, layout: Layout) -> Prepared:
     group_rows = 1 if layout.align == "row" else (tm if side == "A" else tn)
     mode = ROUND_NEAREST if layout.rounding == "round" else ROUND_TRUNC
     far = layout.fallback if layout.fallback >= 0 else 1 << 20
-    q, gexp, nonzero, shifted, bad = pack_groups(raw, group_rows, tk, layout.width, mode, far)
+    qmax = max_aligned(layout.segments, layout.digit_code)
+    q, gexp, nonzero, shifted, bad = pack_groups(raw, group_rows, tk, layout.width, mode, far, qmax)
     tile_rows = tm if side == "A" else tn
     fb, fb_tiles = _fallback_flags(nonzero, shifted, tile_rows, layout.fallback)
     ref, span, scale = _scales(gexp, fb)
@@ -187,7 +204,7 @@ def _scales(gexp, fb):
 
 
 @numba.njit(cache=True, nogil=True)
-def _operand(q, scale, i0: int, i1: int, segments: int, tk: int):
+def _operand(q, scale, i0: int, i1: int, segments: int, digits: int, tk: int):
     """Float64 matrix of segments ``i0..i1`` of ``q``, each k-tile times its scale."""
     r, K = q.shape
     out = np.empty((r, K))
@@ -195,7 +212,7 @@ def _operand(q, scale, i0: int, i1: int, segments: int, tk: int):
         for t in range(scale.shape[1]):
             sc = scale[i, t]
             for k in range(t * tk, min(t * tk + tk, K)):
-                out[i, k] = digit_range(q[i, k], i0, i1, segments) * sc
+                out[i, k] = digit_range(q[i, k], i0, i1, segments, digits) * sc
     return out
 
 
@@ -291,7 +308,7 @@ class _Problem:
         lay = pa.layout
         self.pa, self.pb, self.lay = pa, pb, lay
         self.K = pa.q.shape[1]
-        self.blocks: tuple[Block, ...] = plan_blocks(pairs, lay.segments, lay.top_bits, self.K)
+        self.blocks: tuple[Block, ...] = plan_blocks(pairs, lay.segments, lay.seg0_bits, self.K, lay.digit_code)
         w1 = lay.width - 1
         # value = (sum of block products * 2^shift) * 2^(ref_a - w1) * 2^(ref_b - w1)
         self.ea = pa.ref - w1

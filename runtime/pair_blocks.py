@@ -2,7 +2,8 @@
 
 A MixPert config keeps a set of segment pairs ``(i, j)`` (segment ``i`` of A times
 segment ``j`` of B). Adjacent segments combine into one wider integer: segments
-``i0..i1`` of A form ``a[i0:i1] = sum_i s_i 2^(7*(i1-i))``, and the product
+``i0..i1`` of A form ``a[i0:i1] = sum_i s_i 2^(b*(i1-i))`` (``b`` = 7 bits per
+sign-magnitude segment, 8 per balanced digit), and the product
 ``a[i0:i1] * b[j0:j1]`` is exactly the sum of the pairs of the rectangle
 ``[i0..i1] x [j0..j1]`` with their relative weights. One float64 GEMM of two such
 integer matrices is exact while every partial sum stays below 2^53, so a config's
@@ -18,10 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mixjit.runtime.segments import BALANCED, MAGNITUDE, digit_bits
+
 __all__ = ["Block", "SPAN_RESERVE", "range_bits", "plan_blocks", "k_bits"]
 
 #: binades of exponent span along K (row of A + column of B) the plan keeps free
-SPAN_RESERVE = 8
+SPAN_RESERVE = 7
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class Block:
     """One exact dgemm: A segments ``i0..i1`` times B segments ``j0..j1``.
 
     ``shift`` is the power of two that gives the block's product its weight in the
-    scale where pair ``(i, j)`` weighs ``2^(7*(2*(segments-1) - i - j))``.
+    scale where pair ``(i, j)`` weighs ``2^(b*(2*(segments-1) - i - j))``.
     """
 
     i0: int
@@ -40,9 +43,16 @@ class Block:
     bits: int
 
 
-def range_bits(i0: int, i1: int, top_bits: int) -> int:
-    """Magnitude bits of the combined integer of segments ``i0..i1``."""
-    return (top_bits if i0 == 0 else 7) + 7 * (i1 - i0)
+def range_bits(i0: int, i1: int, seg0_bits: int, digits: int = MAGNITUDE) -> int:
+    """Bits bounding the magnitude of the combined integer of segments ``i0..i1``
+    (balanced digits: ``|sum| <= 128*(256^n - 1)/255 < 2^(8n)``; the top range adds
+    one bit to ``seg0_bits`` for the rounding of the lower digits)."""
+    b = digit_bits(digits)
+    if digits == BALANCED:
+        top = min(seg0_bits + 1, 8)
+    else:
+        top = seg0_bits
+    return (top if i0 == 0 else b) + b * (i1 - i0)
 
 
 def k_bits(k: int) -> int:
@@ -51,7 +61,7 @@ def k_bits(k: int) -> int:
 
 
 def plan_blocks(
-    pairs: tuple[tuple[int, int], ...], segments: int, top_bits: int, k: int
+    pairs: tuple[tuple[int, int], ...], segments: int, seg0_bits: int, k: int, digits: int = MAGNITUDE
 ) -> tuple[Block, ...]:
     """Disjoint rectangles covering ``pairs`` whose dgemms over ``k`` terms are exact
     with ``SPAN_RESERVE`` binades to spare."""
@@ -87,9 +97,10 @@ def plan_blocks(
     todo = list(rects)
     while todo:
         i0, i1, j0, j1 = todo.pop(0)
-        bits = range_bits(i0, i1, top_bits) + range_bits(j0, j1, top_bits)
+        bits = range_bits(i0, i1, seg0_bits, digits) + range_bits(j0, j1, seg0_bits, digits)
         if bits <= budget or (i0 == i1 and j0 == j1):
-            shift = 7 * (segments - 1 - i1) + 7 * (segments - 1 - j1)
+            b = digit_bits(digits)
+            shift = b * (segments - 1 - i1) + b * (segments - 1 - j1)
             blocks.append(Block(i0, i1, j0, j1, shift, bits))
         elif i1 - i0 >= j1 - j0:
             mid = (i0 + i1) // 2

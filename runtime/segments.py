@@ -3,8 +3,8 @@
 This is the data packer of the MixPert scheme (paper §3.2.1, §3.3.2), generic in
 the input dtype (float32 / float64) and in the number of segments. The written
 semantics is docs/numerics.md, section "mixpert"; in short, for a segment layout
-with ``top_bits`` bits in segment 0 and 7 bits in each of the ``segments - 1``
-others (width ``W = top_bits + 7*(segments-1)``):
+with ``seg0_bits`` bits in segment 0 and 7 bits in each of the ``segments - 1``
+others (width ``W = seg0_bits + 7*(segments-1)``):
 
 1. *element split*: a finite nonzero ``x`` becomes ``x ≈ M * 2^(e - W + 1)`` with
    ``M`` in ``[2^(W-1), 2^W)`` (the implied one explicit), ``M`` rounded to nearest,
@@ -14,9 +14,19 @@ others (width ``W = top_bits + 7*(segments-1)``):
    ``E = max e`` over its nonzero elements; each element's ``M`` is shifted right
    by ``d = E - e`` bits, truncated (``trunc``) or rounded to nearest, ties to even
    (``round``). The sign is applied afterwards: ``q = ±shift(M, d)``, ``|q| < 2^W``.
-3. *segments*: ``|q| = sum_i s_i * 2^(7*(segments-1-i))`` with ``s_0 < 2^top_bits``
-   and ``s_i < 2^7``; each segment carries the sign of ``x`` (sign-magnitude), so
-   every segment is a signed INT8 in ``[-127, 127]``.
+3. *segments*, two digit systems (``digits`` config field):
+
+   * ``magnitude`` (the paper's): ``|q| = sum_i s_i * 2^(7*(segments-1-i))`` with
+     ``s_0 < 2^seg0_bits`` and ``s_i < 2^7``; each segment carries the sign of ``x``
+     (sign-magnitude), so every segment is a signed INT8 in ``[-127, 127]``;
+   * ``balanced``: ``q = sum_i d_i * 256^(segments-1-i)`` with every ``d_i`` in
+     ``[-128, 127]`` (balanced radix-256 digits: 8 bits per INT8), which holds
+     ``q`` in ``[-128*R, 127*R]``, ``R = (256^segments - 1)/255``. A group whose
+     largest aligned value would exceed ``127*R`` (a positive element at the group
+     exponent with ``seg0_bits = 7``: the top digit would round to +128) takes
+     ``E + 1`` instead (one more bit of alignment shift for the whole group).
+
+   The mantissa width is ``W = seg0_bits + b*(segments-1)``, ``b`` = 7 or 8.
 
 The hot kernels are Numba ``@njit(cache=True)`` functions over plain arrays, so
 compiled callers (the @mixjit frontend) can call them without the GIL.
@@ -31,7 +41,11 @@ __all__ = [
     "ZERO_EXP",
     "ROUND_TRUNC",
     "ROUND_NEAREST",
+    "MAGNITUDE",
+    "BALANCED",
+    "digit_bits",
     "width",
+    "max_aligned",
     "split_element",
     "shift_magnitude",
     "pack_groups",
@@ -46,9 +60,34 @@ ROUND_TRUNC = 0
 ROUND_NEAREST = 1
 
 
-def width(segments: int, top_bits: int) -> int:
-    """Mantissa bits kept by a layout: ``top_bits + 7*(segments-1)``."""
-    return top_bits + 7 * (segments - 1)
+#: digit systems (``digits`` config field "magnitude" / "balanced")
+MAGNITUDE = 0
+BALANCED = 1
+
+
+def digit_bits(digits: int) -> int:
+    """Bits per segment below segment 0: 7 (sign-magnitude) or 8 (balanced)."""
+    return 8 if digits == BALANCED else 7
+
+
+def width(segments: int, seg0_bits: int, digits: int = MAGNITUDE) -> int:
+    """Mantissa bits kept by a layout: ``seg0_bits + b*(segments-1)``."""
+    return seg0_bits + digit_bits(digits) * (segments - 1)
+
+
+@numba.njit(cache=True, nogil=True)
+def _balanced_offset(n: int) -> int:
+    """``128 * (256^n - 1) / 255`` (n <= 7): the offset that maps n balanced digits
+    to n bytes (digit + 128 each)."""
+    return 128 * (((np.int64(1) << (8 * n)) - 1) // 255)
+
+
+def max_aligned(segments: int, digits: int) -> int:
+    """Largest aligned value the segments can hold (``127*R`` for balanced digits;
+    no limit below 2^62 for sign-magnitude, whose width already bounds |q|)."""
+    if digits == BALANCED:
+        return 127 * (((1 << (8 * segments)) - 1) // 255)
+    return (1 << 62) - 1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -108,9 +147,11 @@ def shift_magnitude(m: int, d: int, mode: int) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
-def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int):
+def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: int):
     """Split and align the rows of ``x`` (r×K, float32/float64) in groups of
-    ``group_rows`` consecutive rows × ``tk`` consecutive columns.
+    ``group_rows`` consecutive rows × ``tk`` consecutive columns. A group holding an
+    element at its exponent with ``M > qmax`` takes exponent ``E + 1``
+    (:func:`max_aligned`).
 
     Non-finite elements are treated as 0 (the non-finite rule handles their
     outputs). Returns ``q`` (r×K int64, aligned signed mantissas), ``gexp`` (r×nkt
@@ -131,24 +172,35 @@ def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int):
     expmask = np.uint64(0x7FF0000000000000)
     # pass 1: element exponents (after rounding) -> each row's max per k-tile
     rowmax = np.full((r, nkt), ZERO_EXP, dtype=np.int64)
+    over = np.zeros((r, nkt), dtype=np.bool_)  # an element at rowmax has M > qmax
     for i in range(r):
         for kt in range(nkt):
             mx = ZERO_EXP
+            ov = False
             for k in range(kt * tk, min(kt * tk + tk, K)):
                 u = xb[i, k]
                 if (u & expmask) == expmask:
                     bad[i] = True
                 elif (u << np.uint64(1)) != 0:
-                    mx = max(mx, split_element(u, w)[1])
+                    m, e = split_element(u, w)
+                    if e > mx:
+                        mx = e
+                        ov = False
+                    if e == mx and m > qmax:
+                        ov = True
             rowmax[i, kt] = mx
+            over[i, kt] = ov
     for g0 in range(0, r, group_rows):
         g1 = min(g0 + group_rows, r)
         for kt in range(nkt):
             emax = ZERO_EXP
             for i in range(g0, g1):
                 emax = max(emax, rowmax[i, kt])
+            bump = False
             for i in range(g0, g1):
-                gexp[i, kt] = emax
+                bump |= rowmax[i, kt] == emax and over[i, kt]
+            for i in range(g0, g1):
+                gexp[i, kt] = emax + 1 if bump else emax
     # pass 2: split again and align to the group exponent
     for i in range(r):
         for kt in range(nkt):
@@ -168,9 +220,15 @@ def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int):
     return q, gexp, nonzero, shifted, bad
 
 
-def segment_digits(q: np.ndarray, segments: int) -> np.ndarray:
+def segment_digits(q: np.ndarray, segments: int, digits: int = MAGNITUDE) -> np.ndarray:
     """The INT8 segments of aligned mantissas ``q``: shape ``(segments,) + q.shape``,
-    segment 0 most significant, each carrying the sign of its element."""
+    segment 0 most significant (sign-magnitude or balanced digits)."""
+    if digits == BALANCED:
+        u = q + _balanced_offset(segments)
+        out = np.empty((segments,) + q.shape, dtype=np.int8)
+        for i in range(segments):
+            out[i] = (((u >> (8 * (segments - 1 - i))) & 255) - 128).astype(np.int8)
+        return out
     a = np.abs(q)
     sign = np.sign(q)
     out = np.empty((segments,) + q.shape, dtype=np.int8)
@@ -182,8 +240,14 @@ def segment_digits(q: np.ndarray, segments: int) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
-def digit_range(q: int, i0: int, i1: int, segments: int) -> int:
-    """Segments ``i0..i1`` of ``q`` as one signed integer ``sum_i s_i 2^(7*(i1-i))``."""
+def digit_range(q: int, i0: int, i1: int, segments: int, digits: int) -> int:
+    """Segments ``i0..i1`` of ``q`` as one signed integer ``sum_i s_i 2^(b*(i1-i))``."""
+    if digits == BALANCED:
+        n = i1 - i0 + 1
+        v = (q + _balanced_offset(segments)) >> (8 * (segments - 1 - i1))
+        if i0 > 0:
+            v &= (np.int64(1) << (8 * n)) - 1
+        return v - _balanced_offset(n)
     a = -q if q < 0 else q
     lo = 7 * (segments - 1 - i1)
     v = a >> lo

@@ -2,6 +2,7 @@
 
     python tools/bench_executor.py            # speed: level IV vs numpy float32 matmul
     python tools/bench_executor.py --accuracy # error tables behind docs/numerics.md
+    python tools/bench_executor.py --accuracy --sizes 256 512 --configs level=IV level=I
 
 Speed mode times ``mixjit.gemm(A, B, "mixpert", "level=IV")`` (splitting both
 operands included) and ``A @ B`` in float32 side by side, alternating, several
@@ -116,27 +117,38 @@ def _data(kind: str, shape: tuple[int, int], rng: np.random.Generator) -> np.nda
 
 
 def _seq_fp32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """float32 GEMM accumulated in k order, every product and sum rounded to float32
+    (no FMA): C += A[:, k] ⊗ B[k, :] for k = 0..K-1."""
+    a_t = np.ascontiguousarray(a.T)
     acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    t = np.empty_like(acc)
     for k in range(a.shape[1]):
-        acc += np.outer(a[:, k], b[k, :]).astype(np.float32)
+        np.multiply(a_t[k][:, None], b[k][None, :], out=t)
+        acc += t
     return acc
 
 
-def accuracy(sizes: list[int]) -> None:
+#: configs of the accuracy tables (docs/numerics.md, section "mixpert")
+ACCURACY_LABELS = (
+    "level=full", "level=IV", "level=III", "level=II", "level=I",
+    "level=IV,rounding=trunc", "level=IV,align=row", "level=IV,seg0_bits=6",
+    "segments=4,pairs=sig3,align=row",
+)
+
+
+def accuracy(sizes: list[int], labels: tuple[str, ...] = ACCURACY_LABELS) -> None:
+    """Markdown tables of the relative Frobenius error vs float64 on square n×n×n
+    GEMMs, uniform [-1, 1] and standard normal inputs (seed 1), plus the fallback
+    trigger table."""
     mp = get_scheme("mixpert")
     rng = np.random.default_rng(1)
-    labels = [
-        "level=full", "level=IV", "level=III", "level=II", "level=I",
-        "level=IV,rounding=trunc", "level=IV,align=row", "level=IV,align=row,rounding=trunc",
-        "level=IV,top_bits=7", "level=IV,top_bits=7,align=row", "segments=4,pairs=sig3,align=row",
-    ]
     for kind in ("uniform", "normal"):
-        print(f"\n{kind}: relative Frobenius error vs float64 (m = n = 256, K = size)")
-        print("| config | products | " + " | ".join(f"K={k}" for k in sizes) + " | mean |")
+        print(f"\n{kind}: relative Frobenius error vs float64 (square n×n×n)")
+        print("| config | products | " + " | ".join(f"n={k}" for k in sizes) + " | mean |")
         print("|---|---|" + "---|" * (len(sizes) + 1))
         mats = []
         for k in sizes:
-            a, b = _data(kind, (256, k), rng), _data(kind, (k, 256), rng)
+            a, b = _data(kind, (k, k), rng), _data(kind, (k, k), rng)
             mats.append((a, b, a.astype(np.float64) @ b.astype(np.float64)))
         base = [("numpy float32 (BLAS)", "-", [_err(a @ b, r) for a, b, r in mats]),
                 ("float32 sequential", "-", [_err(_seq_fp32(a, b), r) for a, b, r in mats])]
@@ -145,7 +157,8 @@ def accuracy(sizes: list[int]) -> None:
         for lab in labels:
             cfg = mp.parse_config(lab)
             errs = [_err(mp.run(a, b, cfg), r) for a, b, r in mats]
-            print(f"| `{lab}` | {mp.products(cfg)} | " + " | ".join(f"{e:.3g}" for e in errs) + f" | {np.mean(errs):.3g} |")
+            print(f"| `{cfg.label}` | {mp.products(cfg)} | " + " | ".join(f"{e:.3g}" for e in errs)
+                  + f" | {np.mean(errs):.3g} |", flush=True)
     print("\nfallback trigger (m = n = K = 512): fraction of tiles, error with and without fallback")
     print("| data | F | tiles falling back | error | error, fallback=off |")
     print("|---|---|---|---|---|")
@@ -163,10 +176,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", type=int, nargs="+", default=[512, 1024, 2048])
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--accuracy", action="store_true", help="print the accuracy tables instead")
+    p.add_argument("--configs", nargs="+", help="with --accuracy: these config labels instead of the default list")
     p.add_argument("--no-write", action="store_true", help="do not rewrite docs/executor_speed.md")
     args = p.parse_args(argv)
     if args.accuracy:
-        accuracy([256, 1024, 2048] if args.sizes == [512, 1024, 2048] else args.sizes)
+        sizes = [256, 512, 1024, 2048] if args.sizes == [512, 1024, 2048] else args.sizes
+        accuracy(sizes, tuple(args.configs) if args.configs else ACCURACY_LABELS)
     else:
         speed(args.sizes, args.repeats, not args.no_write)
     return 0

@@ -100,6 +100,16 @@ class Scheme(ABC):
         """CPU executor. ``a`` (m×k) and ``b`` (k×n) are validated 2-D arrays of one
         dtype in ``self.dtypes`` (any strides); returns C (m×n, same dtype)."""
 
+    def prepare_a(self, a: np.ndarray, config: Config) -> Any:
+        """Prepare A once for several GEMMs under ``config``; ``run`` accepts the result
+        in place of A. Schemes with a costly operand split override this; the default
+        keeps the array as it is, so every scheme accepts prepared operands."""
+        return a
+
+    def prepare_b(self, b: np.ndarray, config: Config) -> Any:
+        """Prepare B once for several GEMMs under ``config`` (see :meth:`prepare_a`)."""
+        return b
+
     def run(self, a: np.ndarray, b: np.ndarray, config: Config) -> np.ndarray:
         """Run the CPU executor and return only C."""
         return self.run_with_stats(a, b, config)[0]

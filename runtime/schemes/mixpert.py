@@ -24,7 +24,7 @@ import numpy as np
 from mixjit.runtime.executor_mixpert import Layout, Prepared, prepare, run_mixpert
 from mixjit.runtime.pair_blocks import plan_blocks
 from mixjit.runtime.schemes.base import Config, RunStats, Scheme, Work, register
-from mixjit.runtime.segments import width
+from mixjit.runtime.segments import BALANCED, MAGNITUDE, width
 
 __all__ = ["MixPertConfig", "MixPertFP64Config", "LEVELS", "significance_pairs", "MixPert", "MixPertFP64"]
 
@@ -55,9 +55,14 @@ def significance_pairs(segments: int, limit: int) -> Pairs:
 class MixPertConfig(Config):
     """A MixPert config: segment layout, kept pairs, alignment, fallback.
 
-    ``segments`` INT8 segments per element (``top_bits`` bits in the first, 7 in the
-    others); ``pairs`` the kept (A segment, B segment) products; ``align`` one
+    ``segments`` INT8 segments per element; ``seg0_bits`` significant bits held by
+    segment 0, *counting the implied leading one* (stored explicitly there): 7 is
+    the paper's layout (x0 in [64, 127] = the implied one + 6 mantissa bits, then
+    7 bits in each further segment: 7+7+7 = 21 significant bits = 20 of float32's
+    23 stored mantissa bits plus the implied one); ``pairs`` the kept (A segment, B segment) products; ``align`` one
     exponent per ``tile`` or per ``row`` of a tile (row of A / column of B);
+    ``digits``: ``magnitude`` (sign-magnitude segments, 7 bits below segment 0, the
+    paper's) or ``balanced`` (signed radix-256 digits in [-128, 127], 8 bits each);
     ``rounding`` of the alignment shift (``round``: nearest-even, ``trunc``);
     ``tile`` = (tm, tk, tn), A tiles tm×tk and B tiles tk×tn; ``fallback``: a tile
     whose exponent spread exceeds this many bits is computed by tf32x3 (-1: never).
@@ -65,7 +70,8 @@ class MixPertConfig(Config):
 
     segments: int = 3
     pairs: Pairs = LEVELS["IV"]
-    top_bits: int = 6
+    seg0_bits: int = 7
+    digits: str = "magnitude"
     align: str = "tile"
     rounding: str = "round"
     tile: tuple[int, int, int] = (16, 32, 8)
@@ -79,10 +85,17 @@ class MixPertConfig(Config):
         object.__setattr__(self, "tile", tuple(int(t) for t in self.tile))
         if not 1 <= self.segments <= 9:
             raise ValueError(f"mixpert: segments={self.segments} must be in 1..9")
-        if not 1 <= self.top_bits <= 7:
-            raise ValueError(f"mixpert: top_bits={self.top_bits} must be in 1..7 (a signed INT8 holds 7 magnitude bits)")
-        if width(self.segments, self.top_bits) > 62:
-            raise ValueError("mixpert: segments and top_bits give more than 62 mantissa bits; use fewer segments")
+        if not 1 <= self.seg0_bits <= 7:
+            raise ValueError(
+                f"mixpert: seg0_bits={self.seg0_bits} must be in 1..7 (significant bits of segment 0, implied "
+                "one included; a signed INT8 holds 7 magnitude bits)"
+            )
+        if self.digits not in ("magnitude", "balanced"):
+            raise ValueError(f"mixpert: digits={self.digits!r} must be 'magnitude' or 'balanced'")
+        if self.digits == "balanced" and self.segments > 7:
+            raise ValueError(f"mixpert: digits=balanced supports at most 7 segments (56 bits), got {self.segments}")
+        if width(self.segments, self.seg0_bits, self._digit_code) > 62:
+            raise ValueError("mixpert: segments and seg0_bits give more than 62 mantissa bits; use fewer segments")
         if not self.pairs:
             raise ValueError("mixpert: pairs is empty; keep at least the (0, 0) pair")
         for i, j in self.pairs:
@@ -98,9 +111,13 @@ class MixPertConfig(Config):
             raise ValueError(f"mixpert: fallback={self.fallback} must be a bit count >= 0, or -1 (off)")
 
     @property
+    def _digit_code(self) -> int:
+        return BALANCED if self.digits == "balanced" else MAGNITUDE
+
+    @property
     def layout(self) -> Layout:
         """The operand-packing part of the config (what prepared operands fix)."""
-        return Layout(self.segments, self.top_bits, self.align, self.rounding, self.tile, self.fallback, self.domain)
+        return Layout(self.segments, self.seg0_bits, self.digits, self.align, self.rounding, self.tile, self.fallback, self.domain)
 
     @property
     def label(self) -> str:
@@ -113,7 +130,7 @@ class MixPertConfig(Config):
             parts.append(f"level={level}")
         else:
             parts.append(f"pairs={_pairs_text(self.segments, self.pairs)}")
-        for name in ("top_bits", "align", "rounding"):
+        for name in ("seg0_bits", "digits", "align", "rounding"):
             if getattr(self, name) != defaults[name]:
                 parts.append(f"{name}={getattr(self, name)}")
         if self.tile != defaults["tile"]:
@@ -126,9 +143,11 @@ class MixPertConfig(Config):
 @dataclass(frozen=True)
 class MixPertFP64Config(MixPertConfig):
     """A ``mixpert-fp64`` config (float64 domain). Defaults: 8 segments (55 bits, so
-    the element split is exact), pairs with i+j <= 7, row alignment, no fallback."""
+    the element split is exact), pairs with i+j <= 7, row alignment, no fallback.
+    ``seg0_bits`` stays 6 here so that the 9-segment config fits 62 bits (6 + 8*7)."""
 
     segments: int = 8
+    seg0_bits: int = 6
     pairs: Pairs = significance_pairs(8, 7)
     align: str = "row"
     fallback: int = -1
@@ -175,9 +194,9 @@ def parse_mixpert_config(text: str, cls: type[MixPertConfig]) -> MixPertConfig:
                 level = val
             elif key == "pairs":
                 pairs = val
-            elif key in ("segments", "top_bits"):
+            elif key in ("segments", "seg0_bits"):
                 values[key] = int(val)
-            elif key in ("align", "rounding"):
+            elif key in ("align", "rounding", "digits"):
                 values[key] = val
             elif key == "tile":
                 values[key] = tuple(int(t) for t in val.split("x"))
@@ -186,9 +205,14 @@ def parse_mixpert_config(text: str, cls: type[MixPertConfig]) -> MixPertConfig:
             else:
                 raise KeyError
         except KeyError:
+            if key == "top_bits":
+                raise ValueError(
+                    f"mixpert: the field top_bits is now called seg0_bits (same meaning: significant bits of "
+                    f"segment 0, implied one included; the default is now 7, the paper's layout); rewrite {item!r}"
+                ) from None
             raise ValueError(
                 f"mixpert: unknown config field {key!r} in {text!r}; fields are level, segments, pairs, "
-                "top_bits, align, rounding, tile, fallback"
+                "seg0_bits, digits, align, rounding, tile, fallback"
             ) from None
         except ValueError:
             raise ValueError(f"mixpert: bad config part {item!r} in {text!r}; e.g. 'level=IV,align=row'") from None
@@ -270,7 +294,7 @@ class _MixPertBase(Scheme):
     def dgemms(self, config: Config, k: int) -> int:
         """Exact float64 GEMMs the CPU executor's fast path runs for inner size ``k``."""
         cfg = self._check(config)
-        return len(plan_blocks(cfg.pairs, cfg.segments, cfg.top_bits, k))
+        return len(plan_blocks(cfg.pairs, cfg.segments, cfg.seg0_bits, k, cfg._digit_code))
 
 
 @register

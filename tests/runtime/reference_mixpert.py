@@ -70,8 +70,17 @@ def shift(m: int, d: int, rounding: str) -> int:
     return s if m >= 0 else -s
 
 
-def segments_of(q: int, s: int, t: int) -> list[int]:
-    """Step 3: the signed INT8 segments of q (sign-magnitude)."""
+def segments_of(q: int, s: int, t: int, digits: str) -> list[int]:
+    """Step 3: the signed INT8 segments of q (sign-magnitude, or balanced radix-256
+    digits in [-128, 127] computed from the least significant one up)."""
+    if digits == "balanced":
+        out, rest = [], q
+        for _ in range(s):
+            d = (rest + 128) % 256 - 128
+            out.append(d)
+            rest = (rest - d) // 256
+        assert rest == 0, "aligned value outside the balanced digit range"
+        return out[::-1]
     a = abs(q)
     out = []
     for i in range(s):
@@ -96,7 +105,9 @@ def tf32_split(v: float) -> tuple[Fraction, Fraction]:
 def _pack(x: list[list[float]], group_rows: int, tile_rows: int, tk: int, cfg) -> tuple:
     """Steps 1-4 for one operand in row form (A, or Bᵀ): per element the segments,
     per (row, k-tile) the group exponent, and per (row, k-tile) the fallback flag."""
-    w = cfg.top_bits + 7 * (cfg.segments - 1)
+    b = 8 if cfg.digits == "balanced" else 7
+    w = cfg.seg0_bits + b * (cfg.segments - 1)
+    top = 127 * (256**cfg.segments - 1) // 255  # largest value of balanced digits
     r = len(x)
     K = len(x[0]) if r else 0
     nkt = -(-K // tk)
@@ -111,6 +122,10 @@ def _pack(x: list[list[float]], group_rows: int, tile_rows: int, tk: int, cfg) -
             ks = range(t * tk, min((t + 1) * tk, K))
             es = [split[i][k][1] for i in rows for k in ks if split[i][k] is not None]
             E = max(es) if es else None
+            if cfg.digits == "balanced" and any(
+                split[i][k] is not None and split[i][k][1] == E and split[i][k][0] > top for i in rows for k in ks
+            ):
+                E += 1  # the top digit would be +128: one more bit of shift for the group
             for i in rows:
                 gexp[i][t] = E
                 for k in ks:
@@ -119,7 +134,7 @@ def _pack(x: list[list[float]], group_rows: int, tile_rows: int, tk: int, cfg) -
                     if sp is not None:
                         nonzero[i][t] += 1
                         far[i][t] += E - sp[1] > cfg.fallback
-                    seg[i][k] = segments_of(q, cfg.segments, cfg.top_bits)
+                    seg[i][k] = segments_of(q, cfg.segments, cfg.seg0_bits, cfg.digits)
     fb = [[False] * nkt for _ in range(r)]
     if cfg.fallback >= 0:
         for t0 in range(0, r, tile_rows):
@@ -142,7 +157,8 @@ def mixpert(a_in: np.ndarray, b_in: np.ndarray, cfg) -> np.ndarray:
     m, K = a.shape
     n = b.shape[1]
     tm, tk, tn = cfg.tile
-    w = cfg.top_bits + 7 * (cfg.segments - 1)
+    radix = 8 if cfg.digits == "balanced" else 7
+    w = cfg.seg0_bits + radix * (cfg.segments - 1)
     fa = [[float(v) if math.isfinite(v) else 0.0 for v in row] for row in a]
     fbt = [[float(b[k, j]) if math.isfinite(b[k, j]) else 0.0 for k in range(K)] for j in range(n)]
     seg_a, ea, fb_a = _pack(fa, 1 if cfg.align == "row" else tm, tm, tk, cfg)
@@ -168,7 +184,7 @@ def mixpert(a_in: np.ndarray, b_in: np.ndarray, cfg) -> np.ndarray:
                     continue
                 tot = 0
                 for p, r in cfg.pairs:
-                    weight = 2 ** (7 * (s - 1 - p) + 7 * (s - 1 - r))
+                    weight = 2 ** (radix * (s - 1 - p) + radix * (s - 1 - r))
                     tot += weight * sum(seg_a[i][k][p] * seg_b[j][k][r] for k in ks)
                 x += tot * Fraction(2) ** (ea[i][t] + eb[j][t] - 2 * (w - 1))
             c[i, j] = rn(x, fmt)

@@ -26,12 +26,23 @@ FP32_CONFIGS = [
     "level=III,align=row,rounding=trunc",
     "level=IV,fallback=2",
     "level=IV,align=row,fallback=1",
-    "level=IV,top_bits=7",
+    "level=IV,seg0_bits=6",
     "segments=4,pairs=sig3",
     "segments=2,pairs=00.01.11",
     "level=IV,fallback=off",
+    "level=IV,digits=balanced",
+    "level=IV,digits=balanced,align=row",
+    "level=full,digits=balanced,rounding=trunc",
+    "level=I,digits=balanced,seg0_bits=5",
+    "segments=2,pairs=00.01.10,digits=balanced",
 ]
-FP64_CONFIGS = ["", "segments=7,pairs=sig6", "segments=9,pairs=sig8,align=tile", "segments=7,pairs=sig6,rounding=trunc"]
+FP64_CONFIGS = [
+    "",
+    "segments=7,pairs=sig6",
+    "segments=9,pairs=sig8,align=tile",
+    "segments=7,pairs=sig6,rounding=trunc",
+    "segments=7,pairs=sig6,digits=balanced",
+]
 
 # float32 bit patterns worth hitting: carries out of the top segment (mantissa all
 # ones), exact powers of two, the largest finite value, subnormals, +-0, inf, NaN
@@ -113,6 +124,20 @@ def _case64(draw):
 def test_fp64_configs_match_reference(case, cfg, tile):
     a, b = case
     _check(MP64, a, b, ",".join(filter(None, [cfg, tile])))
+
+
+@pytest.mark.parametrize("align", ["tile", "row"])
+def test_balanced_top_digit_carry_bumps_the_group_exponent(align):
+    # 1.9999 has M = 2^23 - 2^... > 127*R (the top balanced digit would round to
+    # +128): its group takes E + 1; a group whose largest element is negative
+    # (-1.9999) fits [-128*R, ...] and keeps E
+    a = np.array([[1.9999, 0.75, -0.3], [-1.9999, 0.5, 1.25]], dtype=np.float32)
+    b = np.array([[1.0, -2.0], [0.5, 1.5], [-1.0, 0.25]], dtype=np.float32)
+    label = f"level=IV,digits=balanced,align={align},tile=1x3x1"
+    cfg = MP.parse_config(label)
+    pa = MP.prepare_a(a, cfg)
+    assert pa.gexp[:, 0].tolist() == [1, 0]
+    _check(MP, a, b, label)
 
 
 def test_float64_inputs_to_mixpert_are_rounded_to_fp32_first():

@@ -77,3 +77,15 @@ def test_part_overflow_falls_back_to_exact_float32():
     c, stats = s.run_with_stats(a, b, s.default_config())
     assert stats.fallbacks == 1 and "tf32 range" in stats.fallback_reason
     assert c[0, 0] == np.float32(float(big) * 2.0**-10 + 1.0) and c[1, 0] == np.float32(1 + 2.0**-10)
+
+
+@pytest.mark.parametrize("name", MINE + ["mixpert"])
+def test_every_scheme_accepts_prepared_operands(name):
+    s = get_scheme(name)
+    cfg = s.default_config()
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((7, 40)).astype(np.float32)
+    b = rng.standard_normal((40, 5)).astype(np.float32)
+    want = s.run(a, b, cfg)
+    got = s.run(s.prepare_a(a, cfg), s.prepare_b(b, cfg), cfg)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

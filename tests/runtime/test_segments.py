@@ -9,13 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mixjit.runtime.pair_blocks import k_bits, plan_blocks, range_bits
+from mixjit.runtime.pair_blocks import SPAN_RESERVE, k_bits, plan_blocks, range_bits
 from mixjit.runtime.schemes.mixpert import LEVELS, significance_pairs
 from mixjit.runtime.segments import (
+    BALANCED,
     ROUND_NEAREST,
     ROUND_TRUNC,
     ZERO_EXP,
     digit_range,
+    max_aligned,
     pack_groups,
     segment_digits,
     shift_magnitude,
@@ -72,14 +74,29 @@ def test_segments_are_sign_magnitude_int8_and_reconstruct(q):
     assert abs(s[0]) < 64 and abs(s[1]) < 128 and abs(s[2]) < 128
     assert all(d == 0 or (d < 0) == (q < 0) for d in s)
     assert s[0] * 2**14 + s[1] * 2**7 + s[2] == q
-    assert digit_range(q, 0, 1, 3) == s[0] * 2**7 + s[1]
-    assert digit_range(q, 1, 2, 3) == s[1] * 2**7 + s[2]
-    assert digit_range(q, 2, 2, 3) == s[2]
+    assert digit_range(q, 0, 1, 3, 0) == s[0] * 2**7 + s[1]
+    assert digit_range(q, 1, 2, 3, 0) == s[1] * 2**7 + s[2]
+    assert digit_range(q, 2, 2, 3, 0) == s[2]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-128 * 65793, 127 * 65793), st.sampled_from([None, 0, 1, 2]))
+def test_balanced_digits_are_int8_and_reconstruct(q, edge):
+    if edge is not None:  # the ends of the range and the +-128 / +127 digit edges
+        q = [-128 * 65793, 127 * 65793, 127 * 65536 + 128, -128 * 256][edge]
+    d = segment_digits(np.array([q], dtype=np.int64), 3, BALANCED)[:, 0].astype(int)
+    assert all(-128 <= x <= 127 for x in d)
+    assert d[0] * 2**16 + d[1] * 2**8 + d[2] == q
+    assert digit_range(q, 0, 1, 3, BALANCED) == d[0] * 2**8 + d[1]
+    assert digit_range(q, 1, 2, 3, BALANCED) == d[1] * 2**8 + d[2]
+    assert digit_range(q, 0, 2, 3, BALANCED) == q
+    assert digit_range(q, 2, 2, 3, BALANCED) == d[2]
+    assert max_aligned(3, BALANCED) == 127 * 65793 < 2**23
 
 
 def test_pack_groups_shares_the_group_max_exponent():
     x = np.array([[1.0, 0.25, 0.0, -3.0], [0.5, np.inf, 2.0**-30, 0.0]], dtype=np.float32)
-    q, gexp, nonzero, shifted, bad = pack_groups(x, 2, 2, 20, ROUND_NEAREST, 8)
+    q, gexp, nonzero, shifted, bad = pack_groups(x, 2, 2, 20, ROUND_NEAREST, 8, 2**62 - 1)
     # k-tile 0 (cols 0-1): exponents 0, -2, -1 -> E = 0 (inf counts as 0)
     # k-tile 1 (cols 2-3): exponents of -3.0 (1) and 2^-30 (-30) -> E = 1
     assert gexp.tolist() == [[0, 1], [0, 1]]
@@ -88,15 +105,15 @@ def test_pack_groups_shares_the_group_max_exponent():
     assert nonzero.tolist() == [[2, 1], [1, 1]]
     assert shifted.tolist() == [[0, 0], [0, 1]]
     assert bad.tolist() == [False, True]
-    _, g, _, _, _ = pack_groups(np.zeros((1, 3), np.float32), 1, 2, 20, ROUND_NEAREST, 8)
+    _, g, _, _, _ = pack_groups(np.zeros((1, 3), np.float32), 1, 2, 20, ROUND_NEAREST, 8, 2**62 - 1)
     assert (g == ZERO_EXP).all()
 
 
 @pytest.mark.parametrize("level,dgemms", [("I", 1), ("II", 1), ("III", 1), ("IV", 2), ("full", 2)])
 def test_levels_collapse_into_few_exact_dgemms(level, dgemms):
-    blocks = plan_blocks(LEVELS[level], 3, 6, 2048)
+    blocks = plan_blocks(LEVELS[level], 3, 7, 2048)  # the paper's 7+7+7 layout
     assert len(blocks) == dgemms
-    _check_cover(blocks, LEVELS[level], 3, 6, 2048)
+    _check_cover(blocks, LEVELS[level], 3, 7, 2048)
 
 
 @pytest.mark.parametrize("segments,limit,k", [(8, 7, 2048), (9, 8, 64), (4, 3, 10**6), (3, 4, 2**20)])
@@ -105,12 +122,22 @@ def test_significance_pairs_are_covered_once_within_budget(segments, limit, k):
     _check_cover(plan_blocks(pairs, segments, 6, k), pairs, segments, 6, k)
 
 
-def _check_cover(blocks, pairs, segments, top_bits, k):
+@pytest.mark.parametrize("level", ["IV", "full"])
+def test_balanced_blocks_use_radix_256(level):
+    blocks = plan_blocks(LEVELS[level], 3, 7, 1024, BALANCED)
+    covered = [(i, j) for b in blocks for i in range(b.i0, b.i1 + 1) for j in range(b.j0, b.j1 + 1)]
+    assert sorted(covered) == sorted(LEVELS[level])
+    for b in blocks:
+        assert b.shift == 8 * (2 - b.i1) + 8 * (2 - b.j1)
+        assert b.bits + k_bits(1024) <= 53 - SPAN_RESERVE
+
+
+def _check_cover(blocks, pairs, segments, seg0_bits, k):
     covered = [(i, j) for b in blocks for i in range(b.i0, b.i1 + 1) for j in range(b.j0, b.j1 + 1)]
     assert sorted(covered) == sorted(pairs)  # every kept pair exactly once, nothing else
     for b in blocks:
-        assert b.bits == range_bits(b.i0, b.i1, top_bits) + range_bits(b.j0, b.j1, top_bits)
-        assert b.bits + k_bits(k) <= 53 - 8
+        assert b.bits == range_bits(b.i0, b.i1, seg0_bits) + range_bits(b.j0, b.j1, seg0_bits)
+        assert b.bits + k_bits(k) <= 53 - SPAN_RESERVE
         assert b.shift == 7 * (segments - 1 - b.i1) + 7 * (segments - 1 - b.j1)
 
 
