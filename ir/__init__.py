@@ -20,6 +20,6 @@ Deviations from / additions to the contract:
   verifies by default. Parsed ops carry ``op.text_loc`` (their place in the .mix text), which
   diagnostics prefer over ``op.loc``.
 - ``apply_patterns_greedily(root, patterns, max_iterations=10, fold=True, erase_dead=True)`` also
-  folds (constants via ``rewriting.register_constant_materializer``) and erases dead Pure ops; it
-  raises IRError when patterns never settle.
+  folds (constants via ``rewriting.register_constant_materializer``) and erases dead ops (unused,
+  writing no memory: ``rewriting.is_trivially_dead``); it raises IRError when patterns never settle.
 """

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, Mapping, Na
 
 from mixjit.ir.attributes import Attribute
 from mixjit.ir.location import Location, UnknownLoc
-from mixjit.ir.traits import ConstantLike, IsTerminator, Trait
+from mixjit.ir.traits import ConstantLike, IsTerminator, MemAlloc, MemoryEffects, MemRead, Pure, Trait
 from mixjit.ir.types import Type
 
 if TYPE_CHECKING:
@@ -356,6 +356,19 @@ class Operation:
     @classmethod
     def has_trait(cls, trait: type[Trait]) -> bool:
         return any(issubclass(t, trait) for t in cls.traits)
+
+    def memory_effects(self) -> MemoryEffects:
+        """What this op may do to memory (see ``traits.MemoryEffects``). The default reads the
+        traits: ``Pure`` is NONE, ``MemRead``/``MemAlloc`` add READ/ALLOC, none of them is UNKNOWN.
+        Ops whose effects depend on their operand or result types override this."""
+        if self.has_trait(Pure):
+            return MemoryEffects.NONE
+        effects = MemoryEffects.NONE
+        if self.has_trait(MemRead):
+            effects |= MemoryEffects.READ
+        if self.has_trait(MemAlloc):
+            effects |= MemoryEffects.ALLOC
+        return effects if effects else MemoryEffects.UNKNOWN
 
     def verify_(self) -> None:
         """Op-specific checks, run by the verifier after the structural ones pass. Raise

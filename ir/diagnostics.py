@@ -8,6 +8,7 @@ files so that rendering can show the offending line.
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
@@ -87,15 +88,50 @@ def render(diag: Diagnostic, source_text: str | None = None) -> str:
 
 
 class SourceManager:
-    """Maps file names to their text, so diagnostics render with source lines and carets."""
+    """Maps file names to their text, so diagnostics render with source lines and carets.
 
-    def __init__(self, files: Mapping[str, str] | None = None) -> None:
+    With ``read_files=True`` a diagnostic in a file it was not given (the Python source that
+    an op's ``loc`` names) is rendered with that file's text, read once from disk: the path as
+    written, or for a relative path also under each of ``search_dirs``. A file that cannot be
+    read as UTF-8 text renders without source line and caret.
+    """
+
+    def __init__(
+        self,
+        files: Mapping[str, str] | None = None,
+        read_files: bool = False,
+        search_dirs: Iterable[str] = (),
+    ) -> None:
         self.files: dict[str, str] = dict(files or {})
+        self.read_files = read_files
+        self.search_dirs = tuple(search_dirs)
+        self._unreadable: set[str] = set()
 
     def add(self, filename: str, text: str) -> None:
         self.files[filename] = text
 
+    def text(self, filename: str) -> str | None:
+        """The text of ``filename``: given, or (with ``read_files``) read from disk; else None."""
+        if filename in self.files:
+            return self.files[filename]
+        if not self.read_files or not filename or filename in self._unreadable:
+            return None
+        candidates = [filename]
+        if not os.path.isabs(filename):
+            candidates += [os.path.join(d, filename) for d in self.search_dirs]
+        for path in candidates:
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    self.files[filename] = handle.read()
+                return self.files[filename]
+            except (OSError, UnicodeDecodeError, ValueError):
+                continue
+        self._unreadable.add(filename)
+        return None
+
     def render(self, diag: Diagnostic) -> str:
-        out = [render(Diagnostic(diag.severity, diag.message, diag.loc), self.files.get(diag.loc.file))]
+        """``diag`` and its notes, each with its source line and caret where the text is known."""
+        source = self.text(diag.loc.file) if diag.loc.is_known else None
+        out = [render(Diagnostic(diag.severity, diag.message, diag.loc), source)]
         out.extend(self.render(note) for note in diag.notes)
         return "\n".join(out)

@@ -3,7 +3,7 @@
 A pattern's ``match_and_rewrite(op, rewriter)`` returns True if it changed the IR, and changes IR
 only through the rewriter (so the driver knows what to revisit). :func:`apply_patterns_greedily`
 also folds ops (``Operation.fold``; constants are materialized by the dialect's registered
-materializer) and erases Pure ops whose results are unused.
+materializer) and erases unused ops that write no memory (see :func:`is_trivially_dead`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Sequence
 from mixjit.ir.attributes import Attribute
 from mixjit.ir.core import IRError, Operation, Value
 from mixjit.ir.location import Location
-from mixjit.ir.traits import ConstantLike, IsTerminator, Pure
+from mixjit.ir.traits import ConstantLike, IsTerminator, MemoryEffects
 from mixjit.ir.types import Type
 
 #: dialect name -> function making a constant op for (attribute, type, loc), or None if it cannot.
@@ -109,8 +109,16 @@ class PatternRewriter:
         self._touch(op)
 
 
-def _is_trivially_dead(op: Operation) -> bool:
-    return op.has_trait(Pure) and not op.has_trait(IsTerminator) and not any(r.has_uses for r in op.results)
+def is_trivially_dead(op: Operation) -> bool:
+    """An op inside a block, not a terminator, that writes no memory (its effects are at most READ
+    and ALLOC, see ``traits.MemoryEffects``) and whose results have no uses: erasing it changes
+    nothing observable."""
+    return (
+        op.parent is not None
+        and not op.has_trait(IsTerminator)
+        and MemoryEffects.WRITE not in op.memory_effects()
+        and not any(r.has_uses for r in op.results)
+    )
 
 
 def _try_fold(op: Operation, rewriter: PatternRewriter) -> bool:
@@ -169,7 +177,7 @@ def apply_patterns_greedily(
             if op.erased or not root.is_ancestor_of(op) or op is root:
                 continue
             rewriter = PatternRewriter()
-            if erase_dead and _is_trivially_dead(op):
+            if erase_dead and is_trivially_dead(op):
                 rewriter.erase_op(op)
             elif not (fold and _try_fold(op, rewriter)):
                 if type(op) not in class_patterns:

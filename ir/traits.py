@@ -1,6 +1,34 @@
-"""Operation traits: class-level facts that passes and the verifier rely on (``op.has_trait(Pure)``)."""
+"""Operation traits: class-level facts that passes and the verifier rely on (``op.has_trait(Pure)``).
+
+Memory effects follow MLIR's side-effect model, simplified: an op's ``memory_effects()`` (see
+``core.Operation``) is a :class:`MemoryEffects` set. By default it comes from the traits: ``Pure`` is
+no effect, ``MemRead`` / ``MemAlloc`` add READ / ALLOC, and an op with none of these may do anything
+(READ | WRITE | ALLOC). Ops whose effects depend on their operand types override the method.
+"""
 
 from __future__ import annotations
+
+import enum
+
+
+class MemoryEffects(enum.Flag):
+    """What an op may do to memory besides reading its operand values.
+
+    * ``READ``: reads mutable memory (an array element, a list item, an object field);
+    * ``WRITE``: writes memory, or anything else observable (calls, I/O, iterator state);
+    * ``ALLOC``: its result is a fresh mutable object (a new array, list or iterator).
+
+    Consequences: an op without WRITE may be erased when its results are unused; cse merges
+    only ops with no effect at all (anywhere they dominate) or READ alone (only with no op that
+    may WRITE between them, see ``passes/cse.py``); an ALLOC result is never merged, since two
+    allocations are two objects.
+    """
+
+    NONE = 0
+    READ = enum.auto()
+    WRITE = enum.auto()
+    ALLOC = enum.auto()
+    UNKNOWN = READ | WRITE | ALLOC
 
 
 class Trait:
@@ -8,7 +36,18 @@ class Trait:
 
 
 class Pure(Trait):
-    """No side effects: an op whose results are unused may be removed, equal ops may be merged."""
+    """No memory effects: an op whose results are unused may be removed, equal ops may be merged
+    wherever one dominates the other."""
+
+
+class MemRead(Trait):
+    """Reads memory, writes none (``MemoryEffects.READ``): erasable when unused; two equal ops
+    merge only when no op that may write lies between them."""
+
+
+class MemAlloc(Trait):
+    """The result is a fresh mutable object (``MemoryEffects.ALLOC``): erasable when unused,
+    never merged with an equal op."""
 
 
 class IsTerminator(Trait):

@@ -11,7 +11,9 @@ comments::
 
 Severities: error, warning, note, remark. The text must occur in the message
 (substring match). The check passes iff every diagnostic (notes included) is expected
-and every expectation is produced.
+and every expectation is produced: errors of the parser, verifier and failing passes,
+and the remarks and warnings passes emit (``PassContext``), which usually point at
+Python source (another file: ``@unknown``).
 """
 
 from __future__ import annotations

@@ -8,18 +8,25 @@ Exit status: 0 on success, 1 on a diagnosed error (unreadable input, malformed o
 invalid IR, a bad pipeline, a failing pass, mismatched ``--verify-diagnostics``),
 2 for a command-line usage error. Errors are printed to stderr as
 ``file:line:col: error: message`` with the source line and a caret; never a traceback.
+Remarks and warnings that passes emit (detect-gemm's "left to numba") are printed the
+same way, with the line of the Python source they point at when that file is readable;
+they do not change the exit status.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
 from mixjit.expected_diagnostics import check_expectations, parse_expectations
-from mixjit.ir.diagnostics import Diagnostic, DiagnosticError, SourceManager
+from mixjit.ir.core import Operation
+from mixjit.ir.diagnostics import Diagnostic, DiagnosticError, Severity, SourceManager
+from mixjit.ir.location import Location
 from mixjit.ir.parser import parse_module, split_input_file
 from mixjit.ir.printer import print_op
 from mixjit.ir.verifier import verify
@@ -33,7 +40,7 @@ from mixjit.passes.pass_base import ModulePass
 from mixjit.passes.pipeline import PipelineError, build_pipeline
 from mixjit.passes.registry import all_passes
 
-__all__ = ["main", "build_arg_parser", "list_passes_text"]
+__all__ = ["main", "build_arg_parser", "list_passes_text", "decode_input"]
 
 SPLIT_MARKER = "// -----"
 
@@ -64,9 +71,15 @@ def build_arg_parser() -> argparse.ArgumentParser:
     parser.add_argument("--list-passes", action="store_true", help="list the registered passes and their options, then exit")
     parser.add_argument(
         "--verify-diagnostics", action="store_true",
-        help="check diagnostics against '// expected-error {{...}}' annotations in the input; exit 0 iff they match",
+        help="check the diagnostics (errors, warnings, remarks, notes) against '// expected-<severity> {{...}}' "
+        "annotations in the input; exit 0 iff they match",
     )
     parser.add_argument("--allow-unregistered-dialect", action="store_true", help="accept ops that no dialect declares (as generic ops)")
+    parser.add_argument(
+        "--dag-dot", metavar="FILE",
+        help="write the GEMM dependence graph of the result (see build-dag) as Graphviz DOT to FILE, "
+        "and FILE with suffix .png when Graphviz 'dot' is installed",
+    )
     return parser
 
 
@@ -91,7 +104,8 @@ class _Chunk:
     text: str
     first_line: int  # line numbers in diagnostics are those of the whole file
     output: str | None = None  # the printed module, when everything succeeded
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    module: Operation | None = None  # the resulting module, when everything succeeded
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # remarks and warnings first, as emitted
     failed_pass: str | None = None  # "pass 'x' failed (passes run before it: ...)"
     crash: str | None = None  # a pass raised something other than a DiagnosticError
 
@@ -124,11 +138,13 @@ class _Driver:
                 allow_unregistered=self.args.allow_unregistered_dialect,
                 verify=self.args.verify,
             )
-            self.manager.run(module)
+            chunk.diagnostics.extend(self.manager.run(module))
             chunk.output = print_op(module)
+            chunk.module = module
         except DiagnosticError as err:
             chunk.diagnostics.extend(err.diagnostics)
         except PassFailure as failure:
+            chunk.diagnostics.extend(failure.emitted)
             chunk.failed_pass = failure.summary()
             if isinstance(failure.cause, DiagnosticError):
                 chunk.diagnostics.extend(failure.cause.diagnostics)
@@ -137,10 +153,29 @@ class _Driver:
 
 
 def _read_input(path: str) -> tuple[str, str]:
+    """(text, name) of the input; OSError if unreadable, DiagnosticError if not UTF-8."""
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
-    with open(path, encoding="utf-8") as handle:
-        return handle.read(), path
+        stdin = getattr(sys.stdin, "buffer", None)
+        if stdin is None:  # a text stream without bytes underneath (tests)
+            return sys.stdin.read(), "<stdin>"
+        return decode_input(stdin.read(), "<stdin>"), "<stdin>"
+    with open(path, "rb") as handle:
+        return decode_input(handle.read(), path), path
+
+
+def decode_input(data: bytes, name: str) -> str:
+    """``data`` as UTF-8 text, or a DiagnosticError at the first byte that is not UTF-8:
+    ``name:line:col: error: input is not UTF-8 text (byte 0xNN)`` (col counts characters)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line_start = data.rfind(b"\n", 0, err.start) + 1
+        line = data.count(b"\n", 0, err.start) + 1
+        col = len(data[line_start : err.start].decode("utf-8")) + 1
+        loc = Location(name, line, col)
+        raise DiagnosticError(
+            Diagnostic.error(f"input is not UTF-8 text (byte 0x{data[err.start]:02x})", loc)
+        ) from None
 
 
 def _report(
@@ -157,10 +192,31 @@ def _report(
             diagnostics = check_expectations(expectations, chunk.diagnostics, filename)
     for diag in diagnostics:
         stderr.write(sources.render(diag) + "\n")
-    failed_pass = chunk.failed_pass if diagnostics or chunk.crash else None
+    errors = any(d.severity is Severity.ERROR for d in diagnostics)
+    failed_pass = chunk.failed_pass if errors or chunk.crash else None
     if failed_pass is not None:
         stderr.write(f"mixopt: error: {failed_pass}" + (f": {chunk.crash}" if chunk.crash else "") + "\n")
-    return not diagnostics and chunk.crash is None
+    return not errors and chunk.crash is None
+
+
+def _write_dag_dot(chunk: _Chunk, path: str, sources: SourceManager, stderr: TextIO) -> bool:
+    """``--dag-dot``: draw the GEMM dependence graph of the chunk's module; False on failure."""
+    from mixjit.passes.build_dag import gemm_dag, write_dot
+
+    assert chunk.module is not None
+    try:
+        write_dot(gemm_dag(chunk.module), path)
+    except DiagnosticError as err:
+        for diag in err.diagnostics:
+            stderr.write(sources.render(diag) + "\n")
+        return False
+    except OSError as err:
+        stderr.write(f"mixopt: error: cannot write '{path}': {err.strerror or err}\n")
+        return False
+    except subprocess.CalledProcessError as err:
+        stderr.write(f"mixopt: error: Graphviz 'dot' failed on '{path}': {err.stderr.decode(errors='replace')}\n")
+        return False
+    return True
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -176,18 +232,24 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     if args.list_passes:
         stdout.write(list_passes_text())
         return 0
+    if args.dag_dot and args.split_input_file:
+        return fail("--dag-dot draws the graph of one module; it cannot be combined with --split-input-file")
     try:
         passes = build_pipeline(args.pipeline)
     except PipelineError as err:
         return fail(err.render())
     try:
         text, filename = _read_input(args.input)
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        return fail(f"cannot read '{args.input}': {reason}")
+    except OSError as err:
+        return fail(f"cannot read '{args.input}': {err.strerror or err}")
+    except DiagnosticError as err:
+        stderr.write(err.render() + "\n")
+        return 1
 
     driver = _Driver(args, passes, filename, stderr)
-    sources = SourceManager({filename: text})
+    # remarks point into the Python sources (op.loc): read them when they are there
+    input_dir = os.path.dirname(os.path.abspath(args.input)) if args.input != "-" else os.getcwd()
+    sources = SourceManager({filename: text}, read_files=True, search_dirs=[input_dir])
     ok = True
     outputs = []
     pieces = split_input_file(text) if args.split_input_file else [(text, 1)]
@@ -199,6 +261,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             outputs.append(chunk.output.rstrip("\n") + "\n")
     if driver.timing is not None:
         stderr.write(driver.timing.report())
+    if args.dag_dot and ok:
+        ok = _write_dag_dot(chunk, args.dag_dot, sources, stderr)
 
     result = f"{SPLIT_MARKER}\n".join(outputs)
     if args.output == "-":

@@ -4,7 +4,7 @@ Applies, until nothing changes: every op's ``fold()`` hook (constant folding suc
 ``2 * 3 -> 6``, identities such as ``x + 0 -> x``; folded constants are materialized
 by the op's dialect), every op class's ``canonicalization_patterns()`` (e.g. the cf
 branches: constant ``cf.cond_br`` -> ``cf.br``, merging a block into its single
-predecessor), erasure of unused Pure ops, and erasure of unreachable blocks.
+predecessor), erasure of unused ops that write no memory, and erasure of unreachable blocks.
 """
 
 from __future__ import annotations

@@ -1,11 +1,15 @@
 """``cse``: common subexpression elimination.
 
 Two ops are equivalent when they have the same name, operands, properties,
-attributes and result types (locations do not matter). A Pure op without regions is
-replaced by an equivalent op that dominates it: earlier in the same block, in a
+attributes and result types (locations do not matter). An op without regions and
+without memory effects (``Operation.memory_effects()`` is NONE: Pure ops, array views)
+is replaced by an equivalent op that dominates it: earlier in the same block, in a
 dominating block (walking each region's dominator tree), or in an enclosing region.
-Scopes do not cross ops that are IsolatedFromAbove (functions). Blocks unreachable
-from their region's entry are left alone.
+An op whose only effect is READ (a load) is replaced only by an equivalent op earlier
+in the same block with no op between them that may write memory (an op whose effects,
+or those of any op nested in it, include WRITE): a simple, conservative rule. Ops that
+allocate or write are never merged. Scopes do not cross ops that are IsolatedFromAbove
+(functions). Blocks unreachable from their region's entry are left alone.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Hashable
 
 from mixjit.ir.core import Block, Operation, Region
 from mixjit.ir.dominance import DominanceInfo
-from mixjit.ir.traits import IsolatedFromAbove, IsTerminator, Pure
+from mixjit.ir.traits import IsolatedFromAbove, IsTerminator, MemoryEffects
 from mixjit.passes.pass_base import ModulePass
 from mixjit.passes.registry import register_pass
 
@@ -27,7 +31,7 @@ _Scope = ChainMap  # op key -> the first op with that key visible here
 
 def _key(op: Operation) -> Hashable | None:
     """What makes ``op`` equivalent to another, or None if it may not be merged."""
-    if not op.results or op.regions or not op.has_trait(Pure) or op.has_trait(IsTerminator):
+    if not op.results or op.regions or op.has_trait(IsTerminator):
         return None
     return (
         op.name,
@@ -53,6 +57,12 @@ class _CSE:
         if region.entry is not None and region.entry in idoms:
             self.block_tree(region.entry, children, scope)
 
+    def replace(self, op: Operation, existing: Operation) -> None:
+        for old, new in zip(op.results, existing.results):
+            old.replace_all_uses_with(new)
+        op.erase()
+        self.changed = True
+
     def block_tree(self, root: Block, children: dict[Block, list[Block]], scope: _Scope) -> None:
         stack = [(root, scope)]
         while stack:
@@ -62,20 +72,27 @@ class _CSE:
             stack.extend((child, inner) for child in reversed(children.get(block, [])))
 
     def block(self, block: Block, scope: _Scope) -> None:
+        loads: dict[Hashable, Operation] = {}  # READ-only ops since the last op that may write
         for op in block.ops:
-            key = _key(op)
+            effects = op.memory_effects()
+            key = _key(op) if effects in (MemoryEffects.NONE, MemoryEffects.READ) else None
             if key is not None:
-                existing = scope.get(key)
+                visible = scope if effects == MemoryEffects.NONE else loads
+                existing = visible.get(key)
                 if existing is not None:
-                    for old, new in zip(op.results, existing.results):
-                        old.replace_all_uses_with(new)
-                    op.erase()
-                    self.changed = True
+                    self.replace(op, existing)
                     continue
-                scope[key] = op
-            nested = _Scope() if op.has_trait(IsolatedFromAbove) else scope
+                visible[key] = op
+            elif _may_write(op):
+                loads.clear()
+            nested = _Scope() if op.has_trait(IsolatedFromAbove) else scope  # loads stay per block
             for region in op.regions:
                 self.region(region, nested.new_child())
+
+
+def _may_write(op: Operation) -> bool:
+    """``op``, or an op nested in it, may write memory."""
+    return any(MemoryEffects.WRITE in o.memory_effects() for o in op.walk())
 
 
 def eliminate_common_subexpressions(root: Operation) -> bool:
@@ -89,7 +106,7 @@ def eliminate_common_subexpressions(root: Operation) -> bool:
 @register_pass
 @dataclass(frozen=True)
 class CommonSubexpressionElimination(ModulePass):
-    """Replace pure ops by equivalent ops that dominate them."""
+    """Replace ops without memory effects by equivalent dominating ops, loads by equal earlier loads."""
 
     name = "cse"
 

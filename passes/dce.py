@@ -1,10 +1,11 @@
 """``dce``: dead code elimination.
 
 Removes (1) blocks that cannot be reached from their region's entry block and
-(2) side-effect-free ops whose results are unused, iteratively, so whole chains of
-dead computations go. An op is removable only if it has the ``Pure`` trait, is not a
-terminator, and no result is used; everything else (side effects, unregistered ops,
-terminators, used values) stays.
+(2) ops whose results are unused and that write no memory, iteratively, so whole chains
+of dead computations go. An op is removable only if its memory effects
+(``Operation.memory_effects()``) are at most READ and ALLOC (Pure ops, loads, fresh
+allocations), it is not a terminator, and no result is used; everything else (writes,
+calls, unregistered ops, terminators, used values) stays.
 """
 
 from __future__ import annotations
@@ -12,21 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mixjit.ir.core import Block, Operation, Region
-from mixjit.ir.traits import IsTerminator, Pure
+from mixjit.ir.rewriting import is_trivially_dead
 from mixjit.passes.pass_base import ModulePass
 from mixjit.passes.registry import register_pass
 
 __all__ = ["DeadCodeElimination", "is_trivially_dead", "erase_dead_ops", "erase_unreachable_blocks"]
-
-
-def is_trivially_dead(op: Operation) -> bool:
-    """A pure, non-terminator op inside a block whose results have no uses."""
-    return (
-        op.parent is not None
-        and op.has_trait(Pure)
-        and not op.has_trait(IsTerminator)
-        and not any(r.has_uses for r in op.results)
-    )
 
 
 def erase_dead_ops(root: Operation) -> bool:

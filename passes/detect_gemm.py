@@ -19,9 +19,11 @@ type, f32 or f64, and the call has exactly two arguments. Then:
 
 Other candidates (1-D dot products, matrix-vector products, integer, complex or mixed dtypes,
 object-mode values, ``out=`` arguments) are left to Numba and marked
-``mix.not_gemm = {reason = "<code>", detail = "..."}``. :func:`detection_report` reads sites and
-rejections back from any module (a dump included); :meth:`DetectionReport.diagnostics` gives
-them as located remarks.
+``mix.not_gemm = {reason = "<code>", detail = "..."}``, and the pass emits a remark for each
+(``matrix product left to numba: ... [<code>]``, at the Python source location, with the detail
+as a note) through the pass manager's ``PassContext``, so ``mixopt`` prints them.
+:func:`detection_report` reads sites and rejections back from any module (a dump included);
+:meth:`DetectionReport.diagnostics` gives them as located remarks.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from mixjit.ir.dialects.func import FuncOp
 from mixjit.ir.dialects.mix import GemmOp
 from mixjit.ir.location import Location
 from mixjit.ir.types import ArrayType, ComplexType, IntegerType, OpaqueType, Type, f32, f64, i64
-from mixjit.passes.pass_base import ModulePass, option
+from mixjit.passes.pass_base import ModulePass, PassContext, option
 from mixjit.passes.py_attrs import callee_of, stmt_of
 from mixjit.passes.registry import register_pass
 
@@ -348,3 +350,8 @@ class DetectGemm(ModulePass):
 
     def apply(self, module: Operation) -> None:
         detect_gemms(module, self.fuse_updates)
+
+    def run(self, module: Operation, context: PassContext) -> None:
+        """Detect, then emit a remark for every candidate left to numba, in op order."""
+        for rejection in detect_gemms(module, self.fuse_updates).rejected:
+            context.emit(rejection.diagnostic())

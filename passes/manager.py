@@ -8,6 +8,10 @@ instrumentation added last (timing) wraps the pass most tightly.
 
 A pass that raises, or whose ``after_pass`` hooks raise (e.g. the verifier), stops
 the pipeline with a ``PassFailure`` naming the pass and the passes that ran before it.
+
+Passes report remarks and warnings through the ``PassContext`` the manager passes to
+``ModulePass.run``; ``run`` returns them in the order emitted (a ``PassFailure`` carries
+those emitted before the failure), so the caller decides how to show them.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from mixjit.passes.pass_base import ModulePass
+from mixjit.ir.diagnostics import Diagnostic
+from mixjit.passes.pass_base import ModulePass, PassContext
 
 __all__ = ["PassInstrumentation", "PassManager", "PassFailure"]
 
@@ -37,15 +42,21 @@ class PassFailure(Exception):
     """A pass failed: names the pass, the passes that ran before it and the cause.
 
     ``cause`` is the exception the pass (or a hook, e.g. the verifier) raised; when
-    it is a DiagnosticError its diagnostics carry the source locations.
+    it is a DiagnosticError its diagnostics carry the source locations. ``emitted``
+    holds the remarks and warnings the passes emitted before the failure.
     """
 
     def __init__(
-        self, pass_: ModulePass, previous: Sequence[ModulePass], cause: BaseException
+        self,
+        pass_: ModulePass,
+        previous: Sequence[ModulePass],
+        cause: BaseException,
+        emitted: Sequence[Diagnostic] = (),
     ) -> None:
         self.pass_ = pass_
         self.previous = list(previous)
         self.cause = cause
+        self.emitted = list(emitted)
         super().__init__(self.summary())
 
     def summary(self) -> str:
@@ -69,16 +80,22 @@ class PassManager:
         """Append a hook object; it runs after (before_pass) / before (after_*) earlier ones."""
         self.instrumentations.append(instrumentation)
 
-    def run(self, module: Any) -> None:
-        """Run every pass on ``module`` in order; raise PassFailure on the first failure."""
+    def run(self, module: Any) -> list[Diagnostic]:
+        """Run every pass on ``module`` in order; return the remarks and warnings they emitted.
+
+        Raises PassFailure on the first failure.
+        """
+        emitted: list[Diagnostic] = []
+        context = PassContext(emitted.append)
         for index, pass_ in enumerate(self.passes):
             for inst in self.instrumentations:
                 inst.before_pass(pass_, module)
             try:
-                pass_.apply(module)
+                pass_.run(module, context)
                 for inst in reversed(self.instrumentations):
                     inst.after_pass(pass_, module)
             except Exception as error:  # any failure becomes a located diagnostic
                 for inst in reversed(self.instrumentations):
                     inst.after_failure(pass_, module, error)
-                raise PassFailure(pass_, self.passes[:index], error) from error
+                raise PassFailure(pass_, self.passes[:index], error, emitted) from error
+        return emitted

@@ -16,6 +16,11 @@ pipeline parser turns the option text into those types and reports mistakes.
 
         def apply(self, module):
             ...
+
+A pass that reports remarks or warnings (MLIR's ``emitRemark``) overrides ``run(module,
+context)`` instead and emits them through ``context`` (a :class:`PassContext`); the pass
+manager collects them. Errors are not emitted: they are raised (``DiagnosticError``) and
+fail the pass.
 """
 
 from __future__ import annotations
@@ -24,10 +29,14 @@ import dataclasses
 import difflib
 import re
 import typing
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-__all__ = ["ModulePass", "OptionInfo", "OptionError", "option", "is_kebab_case"]
+from mixjit.ir.diagnostics import Diagnostic, Severity
+from mixjit.ir.location import Location
+
+__all__ = ["ModulePass", "PassContext", "OptionInfo", "OptionError", "option", "is_kebab_case"]
 
 _SCALAR_TYPES: dict[type, str] = {int: "int", float: "float", bool: "bool", str: "str"}
 _KEBAB = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
@@ -191,15 +200,47 @@ def _classify(cls: type, field_name: str, hint: Any) -> tuple[type, type | None]
     )
 
 
+class PassContext:
+    """What the pass manager gives a pass besides the module: a sink for located remarks and
+    warnings. The manager makes one per run; nothing is global."""
+
+    def __init__(self, sink: Callable[[Diagnostic], None]) -> None:
+        self._sink = sink
+
+    def emit(self, diagnostic: Diagnostic) -> None:
+        """Report a remark or a warning (with its notes). Errors fail a pass: raise them as a
+        ``DiagnosticError`` instead."""
+        if diagnostic.severity not in (Severity.REMARK, Severity.WARNING):
+            raise ValueError(
+                f"a pass emits only remarks and warnings, got {diagnostic.severity.value} "
+                f"'{diagnostic.message}'; raise DiagnosticError to fail the pass"
+            )
+        self._sink(diagnostic)
+
+    def remark(self, message: str, loc: Location, notes: Iterable[Diagnostic] = ()) -> None:
+        """Emit ``file:line:col: remark: message``."""
+        self.emit(Diagnostic(Severity.REMARK, message, loc, tuple(notes)))
+
+    def warning(self, message: str, loc: Location, notes: Iterable[Diagnostic] = ()) -> None:
+        """Emit ``file:line:col: warning: message``."""
+        self.emit(Diagnostic(Severity.WARNING, message, loc, tuple(notes)))
+
+
 @dataclass(frozen=True)
 class ModulePass:
-    """Base class of all passes: subclass as a frozen dataclass and override ``apply``."""
+    """Base class of all passes: subclass as a frozen dataclass and override ``apply`` (or
+    ``run``, to emit remarks and warnings)."""
 
     name: ClassVar[str]
 
     def apply(self, module: Any) -> None:
         """Transform ``module`` (a ``builtin.module`` op) in place."""
         raise NotImplementedError(f"pass '{self.name}' does not implement apply()")
+
+    def run(self, module: Any, context: PassContext) -> None:
+        """What the pass manager calls: ``apply(module)`` unless a pass overrides it to emit
+        remarks or warnings through ``context``."""
+        self.apply(module)
 
     @classmethod
     def summary(cls) -> str:

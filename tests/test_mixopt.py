@@ -11,11 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mixjit.ir.diagnostics import Diagnostic
+from mixjit.ir.location import Location
 from mixjit.ir.parser import parse_module
 from mixjit.ir.printer import print_op
 from mixjit.mixopt import main
 from mixjit.passes import registry
-from mixjit.passes.pass_base import ModulePass
+from mixjit.passes.pass_base import ModulePass, PassContext
 from mixjit.passes.registry import all_passes
 
 PROGRAM = """\
@@ -124,12 +126,17 @@ def test_timing_reports_every_pass_and_the_total(program):
         ([], '"nosuch.op"() : () -> ()\n', "prog.mix:1:1: error: unknown operation 'nosuch.op'"),
         ([], '%x = "test.pure"(%y) : (i64) -> i64\n', "prog.mix:1:18: error:"),
         ([], '"func.return"() : () -> ()\n"test.effect"() : () -> ()\n', "prog.mix:1:1: error:"),
-        ([], "\xff\xfe garbage", "prog.mix:1:1: error:"),
+        ([], b"\xff\xfe garbage", "prog.mix:1:1: error: input is not UTF-8 text (byte 0xff)"),
+        ([], "// ok\n// café \udcfe\n".encode("utf-8", "surrogateescape"),
+         "prog.mix:2:9: error: input is not UTF-8 text (byte 0xfe)"),
     ],
 )
 def test_bad_input_is_a_diagnosed_error(tmp_path, args, content, message):
     path = tmp_path / "prog.mix"
-    path.write_text(content, encoding="utf-8")
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
     code, out, err = run([str(path), *args])
     assert code == 1
     assert message in err
@@ -144,7 +151,14 @@ def test_unreadable_inputs(tmp_path):
     binary = tmp_path / "binary.mix"
     binary.write_bytes(b"\xff\xfe\x00")
     code, _, err = run([str(binary)])
-    assert code == 1 and err.startswith(f"mixopt: error: cannot read '{binary}': ")
+    assert code == 1 and err == f"{binary}:1:1: error: input is not UTF-8 text (byte 0xff)\n"
+
+
+def test_non_utf8_stdin_is_located(monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b'"test.effect"() : () -> ()\n\x80\n')))
+    code, out, err = run(["-"])
+    assert (code, out) == (1, "")
+    assert err.startswith("<stdin>:2:1: error: input is not UTF-8 text (byte 0x80)\n")
 
 
 def test_unregistered_ops_need_the_flag(tmp_path):
@@ -177,11 +191,65 @@ class Crash(ModulePass):
         raise RuntimeError("kaboom")
 
 
+@dataclass(frozen=True)
+class Remarks(ModulePass):
+    """Test only: a warning at each func.func, a remark at ``helper.py`` lines 2 and 9."""
+
+    name = "remarks"
+
+    def run(self, module, context: PassContext) -> None:
+        for op in module.walk():
+            if op.name == "func.func":
+                context.warning("look here", op.text_loc)
+        context.remark("in the source", Location("helper.py", 2, 7), [Diagnostic.note("why", Location("helper.py", 1, 1))])
+        context.remark("not there", Location("gone.py", 9, 1))
+
+
 @pytest.fixture
 def test_passes(monkeypatch):
     all_passes()  # load the real passes first
-    monkeypatch.setitem(registry._REGISTRY, BreakIR.name, BreakIR)
-    monkeypatch.setitem(registry._REGISTRY, Crash.name, Crash)
+    for cls in (BreakIR, Crash, Remarks):
+        monkeypatch.setitem(registry._REGISTRY, cls.name, cls)
+
+
+def test_remarks_and_warnings_are_printed_with_source_lines_and_do_not_fail(program, test_passes):
+    (program.parent / "helper.py").write_text("def f(a):\n    x = a @ a\n")
+    code, out, err = run([str(program), "-p", "remarks,dce"])
+    assert code == 0 and "func.func" in out
+    assert err.splitlines() == [
+        f"{program}:1:1: warning: look here",
+        PROGRAM.splitlines()[0],
+        "^",
+        "helper.py:2:7: remark: in the source",  # found next to the input file
+        "    x = a @ a",
+        "      ^",
+        "helper.py:1:1: note: why",
+        "def f(a):",
+        "^",
+        "gone.py:9:1: remark: not there",  # unreadable source: no source line, no caret
+    ]
+
+
+def test_remarks_before_a_failing_pass_are_printed(program, test_passes):
+    code, _, err = run([str(program), "-p", "remarks,crash"])
+    assert code == 1
+    assert "warning: look here" in err and "gone.py:9:1: remark: not there" in err
+    assert err.splitlines()[-1].startswith("mixopt: error: pass 'crash' failed (passes run before it: remarks)")
+
+
+def test_verify_diagnostics_checks_remarks_and_warnings(tmp_path, test_passes):
+    path = tmp_path / "v.mix"
+    body = PROGRAM.replace("}) : () -> ()", "}) : () -> ()  // expected-warning@-6 {{look here}}")
+    path.write_text(
+        body + "// expected-remark@unknown {{in the source}}\n// expected-note@unknown {{why}}\n"
+        "// expected-remark@unknown {{not there}}\n"
+    )
+    code, _, err = run([str(path), "-p", "remarks", "--verify-diagnostics"])
+    assert (code, err) == (0, "")
+    path.write_text(body)
+    code, _, err = run([str(path), "-p", "remarks", "--verify-diagnostics"])
+    assert code == 1 and "error: unexpected remark: in the source" in err
+    assert "unexpected warning" not in err
 
 
 def test_verify_each_names_the_pass_that_broke_the_ir(program, test_passes):
@@ -221,6 +289,7 @@ def test_mangled_input_never_escapes_as_an_exception(tmp_path_factory, data):
     code, _, err = run([str(path), "-p", "canonicalize,dce"])
     assert code in (0, 1)
     assert code == 0 or "error:" in err
+    assert "failed (passes run before it" not in err  # bad input is the parser's to reject
 
 
 def test_docs_describe_exactly_the_flags_mixopt_has():

@@ -8,7 +8,7 @@ from __future__ import annotations
 from mixjit.ir.attributes import BoolAttr, FloatAttr, IntegerAttr, TypeAttr
 from mixjit.ir.core import Operation
 from mixjit.ir.opdef import operand, opt_operand, prop, result
-from mixjit.ir.traits import Pure
+from mixjit.ir.traits import MemAlloc, MemRead
 from mixjit.ir.types import ArrayType, FloatType, f64, i64
 from mixjit.ir.verifier import VerifyError
 
@@ -28,7 +28,7 @@ class GemmOp(Operation):
     beta = prop(FloatAttr, default=FloatAttr(0.0, f64))
     site = prop(IntegerAttr)
     dtype = prop(TypeAttr)
-    traits = (Pure,)
+    traits = (MemRead, MemAlloc)  # reads A, B, C; the result is a new array
 
     def verify_(self) -> None:
         dtype = self.dtype.value

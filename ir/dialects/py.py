@@ -1,23 +1,47 @@
 """py dialect: Numba-level (untyped or typed) Python operations, as the frontend imports them.
 
 Each op mirrors a Numba IR expression or statement. Results have whatever type the frontend
-knows (``!py.opaque<...>`` when the IR does not model it). Purity rule: an op is Pure when it only
-reads its operands and makes a new value; raising on bad input does not count as an effect (as in
-MLIR). Ops that mutate, call arbitrary code, print or advance an iterator are not Pure.
+knows (``!py.opaque<...>`` when the IR does not model it).
+
+Memory effects (``traits.MemoryEffects``; raising on bad input does not count, as in MLIR):
+
+* Pure: the op only reads its operand *values* and makes an immutable value or a view;
+* READ: it reads mutable memory (an array element, a list item, an object field);
+* ALLOC: its result is a fresh mutable object (a new array, list, set or iterator);
+* UNKNOWN: it mutates, calls arbitrary code, prints or advances an iterator.
+
+Subscripts, attributes and operators depend on their types, so those ops compute their effects
+(``memory_effects``): a basic subscript of an array that gives an array is a view (Pure), an
+element load is READ, a fancy-index copy or an array operator is READ | ALLOC.
 
 Python ``None`` constants are ``py.const`` with ``value = unit``.
 """
 
 from __future__ import annotations
 
+import functools
+from typing import Callable, TypeVar
+
 from mixjit.ir.attributes import ArrayAttr, Attribute, IntegerAttr, StringAttr, TypeAttr
-from mixjit.ir.core import Operation, Value
+from mixjit.ir.core import IRError, Operation, Value
 from mixjit.ir.location import Location
 from mixjit.ir.opdef import operand, opt_operand, opt_prop, prop, result, var_operand
 from mixjit.ir.rewriting import register_constant_materializer
-from mixjit.ir.traits import ConstantLike, IsTerminator, Pure
-from mixjit.ir.types import TupleType, Type
+from mixjit.ir.traits import ConstantLike, IsTerminator, MemAlloc, MemoryEffects, Pure
+from mixjit.ir.types import (
+    ArrayType,
+    ComplexType,
+    FloatType,
+    IndexType,
+    IntegerType,
+    NoneType,
+    OpaqueType,
+    TupleType,
+    Type,
+)
 from mixjit.ir.verifier import VerifyError
+
+_Op = TypeVar("_Op", bound=Operation)
 
 BINARY_OPERATORS = frozenset(
     "+ - * / // % ** @ << >> & | ^ == != < <= > >= is in".split() + ["is not", "not in"]
@@ -29,6 +53,56 @@ UNARY_OPERATORS = frozenset(["-", "+", "~", "not"])
 def _check_operator(op: StringAttr, allowed: frozenset[str]) -> None:
     if op.value not in allowed:
         raise VerifyError(f"unknown operator '{op.value}' (expected one of: {' '.join(sorted(allowed))})")
+
+
+def _typed_effects(method: Callable[[_Op], MemoryEffects]) -> Callable[[_Op], MemoryEffects]:
+    """Wrap a ``memory_effects`` override that reads operand types: a malformed op (unverified
+    input, ``--no-verify``) whose operands are missing may do anything."""
+
+    @functools.wraps(method)
+    def effects(self: _Op) -> MemoryEffects:
+        try:
+            return method(self)
+        except IRError:
+            return MemoryEffects.UNKNOWN
+
+    return effects
+
+
+def is_value_type(t: Type) -> bool:
+    """Numbers, None, and tuples of them: immutable values that refer to no mutable memory."""
+    if isinstance(t, TupleType):
+        return all(is_value_type(e) for e in t.elements)
+    return isinstance(t, (IntegerType, FloatType, ComplexType, IndexType, NoneType))
+
+
+def is_basic_index(t: Type) -> bool:
+    """An index with which NumPy returns a view: an integer (not a bool), a slice, None, or a
+    tuple of these. Anything else (an array, a list, a bool) may copy."""
+    if isinstance(t, TupleType):
+        return all(is_basic_index(e) for e in t.elements)
+    if isinstance(t, IntegerType):
+        return t.width > 1
+    return isinstance(t, (IndexType, NoneType)) or (isinstance(t, OpaqueType) and t.text.startswith("slice<"))
+
+
+def subscript_effects(obj: Type, basic_index: bool, out: Type) -> MemoryEffects:
+    """Effects of ``obj[index]``: a tuple item or a view of an array reads no memory; an element
+    (a value type) is a load; anything else may be a copy (fancy index, list slice)."""
+    if isinstance(obj, TupleType):
+        return MemoryEffects.NONE
+    if isinstance(obj, ArrayType) and isinstance(out, ArrayType) and basic_index:
+        return MemoryEffects.NONE
+    if is_value_type(out):
+        return MemoryEffects.READ
+    return MemoryEffects.READ | MemoryEffects.ALLOC
+
+
+def _operator_effects(op: Operation) -> MemoryEffects:
+    """Operators on values are Pure; on arrays (or objects) they read them and make a new one."""
+    if all(is_value_type(v.type) for v in (*op.operands, *op.results)):
+        return MemoryEffects.NONE
+    return MemoryEffects.READ | MemoryEffects.ALLOC
 
 
 class ConstOp(Operation):
@@ -103,7 +177,19 @@ class GetAttrOp(Operation):
     obj = operand()
     attr = prop(StringAttr)
     out = result()
-    traits = (Pure,)
+
+    @_typed_effects
+    def memory_effects(self) -> MemoryEffects:
+        """Attributes of values, arrays (views and metadata), tuples and modules read no mutable
+        memory; ``a.flat`` is a fresh iterator; fields of other objects are loads."""
+        t = self.obj.type
+        if isinstance(t, ArrayType) and self.attr.value == "flat":
+            return MemoryEffects.ALLOC
+        if is_value_type(t) or isinstance(t, (ArrayType, TupleType)):
+            return MemoryEffects.NONE
+        if isinstance(t, OpaqueType) and t.text.startswith("Module("):
+            return MemoryEffects.NONE
+        return MemoryEffects.READ
 
 
 class SetAttrOp(Operation):
@@ -120,7 +206,10 @@ class GetItemOp(Operation):
     obj = operand()
     index = operand()
     out = result()
-    traits = (Pure,)
+
+    @_typed_effects
+    def memory_effects(self) -> MemoryEffects:
+        return subscript_effects(self.obj.type, is_basic_index(self.index.type), self.out.type)
 
 
 class StaticGetItemOp(Operation):
@@ -130,7 +219,11 @@ class StaticGetItemOp(Operation):
     obj = operand()
     index = prop()
     out = result()
-    traits = (Pure,)
+
+    @_typed_effects
+    def memory_effects(self) -> MemoryEffects:
+        # static indices are integers, slices, strings (record fields) or tuples of these
+        return subscript_effects(self.obj.type, True, self.out.type)
 
 
 class TypedGetItemOp(Operation):
@@ -141,7 +234,10 @@ class TypedGetItemOp(Operation):
     index = operand()
     dtype = prop(TypeAttr)
     out = result()
-    traits = (Pure,)
+
+    @_typed_effects
+    def memory_effects(self) -> MemoryEffects:
+        return subscript_effects(self.obj.type, is_basic_index(self.index.type), self.out.type)
 
 
 class SetItemOp(Operation):
@@ -170,7 +266,10 @@ class BinOp(Operation):
     rhs = operand()
     op = prop(StringAttr)
     out = result()
-    traits = (Pure,)
+
+    @_typed_effects
+    def memory_effects(self) -> MemoryEffects:
+        return _operator_effects(self)
 
     def verify_(self) -> None:
         _check_operator(self.op, BINARY_OPERATORS)
@@ -194,7 +293,10 @@ class UnaryOp(Operation):
     value = operand()
     op = prop(StringAttr)
     out = result()
-    traits = (Pure,)
+
+    @_typed_effects
+    def memory_effects(self) -> MemoryEffects:
+        return _operator_effects(self)
 
     def verify_(self) -> None:
         _check_operator(self.op, UNARY_OPERATORS)
@@ -216,14 +318,14 @@ class BuildListOp(Operation):
     name = "py.build_list"
     items = var_operand()
     out = result()
-    traits = (Pure,)
+    traits = (MemAlloc,)
 
 
 class BuildSetOp(Operation):
     name = "py.build_set"
     items = var_operand()
     out = result()
-    traits = (Pure,)
+    traits = (MemAlloc,)
 
 
 class BuildSliceOp(Operation):
@@ -243,7 +345,7 @@ class GetIterOp(Operation):
     name = "py.getiter"
     value = operand()
     out = result()
-    traits = (Pure,)
+    traits = (MemAlloc,)
 
 
 class IterNextOp(Operation):
@@ -275,7 +377,11 @@ class ExhaustIterOp(Operation):
     value = operand()
     count = prop(IntegerAttr)
     out = result()
-    traits = (Pure,)
+
+    @_typed_effects
+    def memory_effects(self) -> MemoryEffects:
+        """Unpacking a tuple reads nothing; unpacking a list or an array reads its items."""
+        return MemoryEffects.NONE if isinstance(self.value.type, TupleType) else MemoryEffects.READ
 
 
 class CastOp(Operation):

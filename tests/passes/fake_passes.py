@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mixjit.passes.pass_base import ModulePass, option
+from mixjit.ir.diagnostics import Diagnostic
+from mixjit.ir.location import Location
+from mixjit.passes.pass_base import ModulePass, PassContext, option
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,19 @@ class Mark(ModulePass):
 
     def apply(self, module) -> None:
         module.log.append(self.text)
+
+
+@dataclass(frozen=True)
+class Chatty(ModulePass):
+    """Emit a remark and a warning through the pass context (``run``, not ``apply``)."""
+
+    name = "chatty"
+    text: str = option("hi", "what to say")
+
+    def run(self, module, context: PassContext) -> None:
+        module.log.append(self.name)
+        context.remark(f"remark {self.text}", Location("k.py", 3, 5), [Diagnostic.note("a note")])
+        context.warning(f"warning {self.text}", Location("k.py", 4, 1))
 
 
 FAKE_REGISTRY = {cls.name: cls for cls in (Tune, Needs, Boom, Mark)}

@@ -180,3 +180,36 @@ def test_the_pass_is_registered_with_its_option():
     module = parse_module(HAND_WRITTEN, "k.mix")
     DetectGemm.from_options({"fuse-updates": ["false"]}).apply(module)
     assert len([op for op in module.walk() if isinstance(op, GemmOp)]) == 1
+
+
+def test_the_pass_emits_each_rejection_as_a_remark_through_the_pass_manager():
+    from mixjit.passes.manager import PassManager
+
+    module = fresh_module("matvec")
+    emitted = PassManager([DetectGemm()]).run(module)
+    rejected = detection_report(module).rejected
+    assert len(rejected) == 2
+    assert emitted == [r.diagnostic() for r in rejected]
+
+
+def test_mixopt_prints_the_remarks_at_the_python_source_line(tmp_path):
+    import io
+
+    from mixjit import mixopt
+
+    path = tmp_path / "matvec.mix"
+    path.write_text(print_op(fresh_module("matvec")))
+    out, err = io.StringIO(), io.StringIO()
+    assert mixopt.main([str(path), "-p", "detect-gemm"], stdout=out, stderr=err) == 0
+    lines = err.getvalue().splitlines()
+    source = inspect.getsourcefile(CASES["matvec"].fn)
+    source_lines = Path(source).read_text().splitlines()
+    remarks = [i for i, line in enumerate(lines) if ": remark: " in line]
+    assert len(remarks) == 2
+    for i in remarks:
+        head = lines[i]
+        assert head.startswith(f"{source}:") and "matrix-vector product [matrix-vector]" in head
+        line_no = int(head[len(source) + 1:].split(":")[0])
+        assert lines[i + 1] == source_lines[line_no - 1]  # the source line, then a caret
+        assert lines[i + 2] == "^"
+        assert lines[i + 3].startswith(f"{source}:{line_no}:1: note: A is ")

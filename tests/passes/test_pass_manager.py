@@ -6,7 +6,7 @@ import io
 import re
 
 import pytest
-from fake_passes import Boom, FakeModule, Mark, Tune
+from fake_passes import Boom, Chatty, FakeModule, Mark, Tune
 
 from mixjit.passes.instrumentation import (
     PrintIRInstrumentation,
@@ -14,7 +14,10 @@ from mixjit.passes.instrumentation import (
     VerifyInstrumentation,
     dump_header,
 )
+from mixjit.ir.diagnostics import Diagnostic, Severity
+from mixjit.ir.location import Location
 from mixjit.passes.manager import PassFailure, PassInstrumentation, PassManager
+from mixjit.passes.pass_base import PassContext
 
 
 class Recorder(PassInstrumentation):
@@ -151,3 +154,33 @@ def test_timing_counts_a_failing_pass_once():
     with pytest.raises(PassFailure):
         PassManager([Mark()], [VerifyInstrumentation(verify), timing]).run(FakeModule())
     assert timing.times == [("mark", 1.0)]
+
+
+def test_remarks_and_warnings_come_back_in_emission_order():
+    module = FakeModule()
+    emitted = PassManager([Chatty(text="one"), Mark(), Chatty(text="two")]).run(module)
+    assert module.log == ["chatty", "x", "chatty"]
+    assert [(d.severity, d.message, str(d.loc)) for d in emitted] == [
+        (Severity.REMARK, "remark one", "k.py:3:5"),
+        (Severity.WARNING, "warning one", "k.py:4:1"),
+        (Severity.REMARK, "remark two", "k.py:3:5"),
+        (Severity.WARNING, "warning two", "k.py:4:1"),
+    ]
+    assert [n.message for n in emitted[0].notes] == ["a note"]
+    assert PassManager([Mark()]).run(FakeModule()) == []  # each run collects its own
+
+
+def test_a_failure_keeps_the_remarks_emitted_before_it():
+    with pytest.raises(PassFailure) as info:
+        PassManager([Chatty(), Boom(), Chatty(text="never")]).run(FakeModule())
+    assert [d.message for d in info.value.emitted] == ["remark hi", "warning hi"]
+
+
+def test_passes_cannot_emit_errors_they_raise_them():
+    sink: list = []
+    context = PassContext(sink.append)
+    with pytest.raises(ValueError, match="raise DiagnosticError to fail the pass"):
+        context.emit(Diagnostic.error("bad", Location("k.py", 1, 1)))
+    with pytest.raises(ValueError, match="only remarks and warnings"):
+        context.emit(Diagnostic.note("n"))
+    assert sink == []

@@ -84,3 +84,22 @@ def test_register_pass_rejects_bad_declarations():
 
         register_pass(Impostor)
     assert "no-doc" not in all_passes() and get_pass("dce") is not Impostor
+
+
+def _documented_passes() -> dict[str, dict[str, str]]:
+    """``* **`name{opt=default,...}`**`` bullets of docs/passes.md's "## Passes" section."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "passes.md").read_text()
+    section = docs.split("\n## Passes\n", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+    found: dict[str, dict[str, str]] = {}
+    for name, opts in re.findall(r"^\* \*\*`([a-z0-9-]+)(?:\{([^}]*)\})?`\*\*", section, re.M):
+        assert name not in found, f"docs/passes.md lists '{name}' twice"
+        found[name] = dict(item.split("=", 1) for item in opts.split(",")) if opts else {}
+    return found
+
+
+def test_docs_list_exactly_the_registered_passes_with_their_options():
+    expected = {
+        name: {info.name: info.format_value(info.default) for info in cls.options()}
+        for name, cls in PASSES.items()
+    }
+    assert _documented_passes() == expected
