@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mixjit.runtime.schemes.base import Config, get_scheme
+from mixjit.runtime.schemes.base import Config, resolve_scheme
 
 
 def gemm(
@@ -21,7 +21,14 @@ def gemm(
     Config of the scheme, its text label (``"level=IV"``), or None for the most
     precise config. ``out``, if given, must be a writable m×n array of that dtype.
     """
-    s = get_scheme(scheme)
+    s, fixed = resolve_scheme(scheme)
+    if fixed is not None:
+        if config is not None:
+            raise ValueError(
+                f"mixjit.gemm: scheme {scheme!r} already fixes config {fixed.label!r}; "
+                f"pass scheme={s.name!r} to choose another config"
+            )
+        config = fixed
     a = np.asarray(a)
     b = np.asarray(b)
     for name, x in (("A", a), ("B", b)):

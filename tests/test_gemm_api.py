@@ -95,3 +95,40 @@ def test_float64_inputs_get_float32_domain_results(ab):
     c = gemm(a, b, scheme="tf32x3")
     assert c.dtype == np.float64
     np.testing.assert_array_equal(c, c.astype(np.float32))  # rounded once to float32
+
+
+# --------------------------------------------------------------- scheme aliases
+
+
+@pytest.mark.parametrize("products", [3, 6, 9])
+def test_bf16_alias_names_one_config_of_bf16xn(products: int) -> None:
+    rng = np.random.default_rng(products)
+    a = rng.uniform(-1, 1, (9, 70)).astype(np.float32)
+    b = rng.uniform(-1, 1, (70, 5)).astype(np.float32)
+    via_alias = gemm(a, b, scheme=f"bf16x{products}")
+    via_config = gemm(a, b, scheme="bf16xn", config=f"products={products}")
+    assert np.array_equal(via_alias, via_config)
+
+
+def test_bf16_aliases_differ_from_each_other() -> None:
+    # The aliases must select different configs, not all fall through to one default.
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (16, 64)).astype(np.float32)
+    b = rng.uniform(-1, 1, (64, 16)).astype(np.float32)
+    assert not np.array_equal(gemm(a, b, scheme="bf16x3"), gemm(a, b, scheme="bf16x6"))
+
+
+def test_alias_with_explicit_config_is_refused() -> None:
+    a = np.ones((2, 2), np.float32)
+    with pytest.raises(ValueError, match="already fixes config 'products=6'.*scheme='bf16xn'"):
+        gemm(a, a, scheme="bf16x6", config="products=3")
+
+
+def test_get_scheme_on_alias_points_to_resolve_scheme() -> None:
+    with pytest.raises(ValueError, match="resolve_scheme"):
+        get_scheme("bf16x9")
+
+
+def test_unknown_scheme_lists_aliases() -> None:
+    with pytest.raises(ValueError, match="bf16x6"):
+        gemm(np.ones((2, 2)), np.ones((2, 2)), scheme="nope")

@@ -12,6 +12,9 @@ from mixjit.runtime.schemes.base import (  # noqa: F401
     all_schemes,
     get_scheme,
     register,
+    register_alias,
+    resolve_scheme,
+    scheme_aliases,
 )
 
 # Built-in schemes (each module calls @register on import).

@@ -124,6 +124,9 @@ class Scheme(ABC):
 
 
 _REGISTRY: dict[str, Scheme] = {}
+#: alias name -> (scheme name, config label): names the literature uses for one
+#: config of a more general scheme, e.g. ``bf16x6`` = ``bf16xn`` at ``products=6``.
+_ALIASES: dict[str, tuple[str, str]] = {}
 
 
 def register(scheme_cls: type[Scheme]) -> type[Scheme]:
@@ -135,14 +138,43 @@ def register(scheme_cls: type[Scheme]) -> type[Scheme]:
     return scheme_cls
 
 
+def register_alias(alias: str, scheme: str, config: str) -> None:
+    """Name one config of a registered scheme (``bf16x6`` = ``bf16xn`` at ``products=6``)."""
+    if alias in _REGISTRY or alias in _ALIASES:
+        raise ValueError(f"scheme name {alias!r} is registered twice")
+    _ALIASES[alias] = (scheme, config)
+
+
 def get_scheme(name: str) -> Scheme:
     """Look up a scheme by name; the error lists the known names."""
     _load_builtin_schemes()
     try:
         return _REGISTRY[name]
     except KeyError:
-        known = ", ".join(sorted(_REGISTRY))
+        if name in _ALIASES:
+            target, label = _ALIASES[name]
+            raise ValueError(
+                f"{name!r} names one config of scheme {target!r}; use resolve_scheme({name!r}), "
+                f"or get_scheme({target!r}) with config {label!r}"
+            ) from None
+        known = ", ".join(sorted([*_REGISTRY, *_ALIASES]))
         raise ValueError(f"unknown GEMM scheme {name!r}; known schemes: {known}") from None
+
+
+def resolve_scheme(name: str) -> tuple[Scheme, Config | None]:
+    """A scheme name or alias -> (scheme, the config the alias fixes, or None)."""
+    _load_builtin_schemes()
+    if name in _ALIASES:
+        target, label = _ALIASES[name]
+        scheme = _REGISTRY[target]
+        return scheme, scheme.parse_config(label)
+    return get_scheme(name), None
+
+
+def scheme_aliases() -> dict[str, tuple[str, str]]:
+    """Every alias: name -> (scheme name, config label)."""
+    _load_builtin_schemes()
+    return dict(_ALIASES)
 
 
 def all_schemes() -> dict[str, Scheme]:
