@@ -22,7 +22,7 @@ written by ``mixjit.plan``): word 0 names the compiled executor, the other words
 are that executor's config parameters. Executors are compiled code too; a site
 with no plan (word 0 == ``EXEC_NONE``) fails with ``ENTRY_NO_PLAN``.
 
-Executors:
+Executors (each writes ``C = alpha * P + beta * C``, P the scheme's product):
 
 * ``EXEC_NATIVE``: BLAS through Numba's ``numba_xxgemm`` helper, the same call
   ``np.dot`` makes (operands with unit stride in one dimension are passed in
@@ -31,19 +31,41 @@ Executors:
   ``C = alpha * T + beta * C`` follows element by element: exactly the
   arithmetic of Numba's ``C -= A @ B`` (so results equal plain Numba bit for
   bit), and never a product that reads memory it is writing.
+* ``EXEC_MIXPERT`` (schemes ``mixpert`` and ``mixpert-fp64``; the config words say
+  which domain): P is computed into a fresh temporary by the compiled MixPert
+  executor (``runtime/executor_mixpert.mixpert_gemm``), the very code
+  ``scheme.run`` runs, so P equals ``mixjit.gemm(A, B, scheme, config)`` bit for
+  bit; then ``C = alpha * P + beta * C`` element by element in C's dtype, the
+  same arithmetic as the native path's temporary (for ``C -= A @ B``:
+  ``C - P``). The executor's refusals (exponent span, K too long, bad words)
+  come back as ``ENTRY_EXECUTOR_FAILED + status``.
+
+The entry is cached on disk with a key that also hashes the runtime sources it
+compiles in (``_EntryCache``): Numba's own key sees only this file, and a cached
+entry must not outlive a change of the executor it calls.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
+from pathlib import Path
 
 import numpy as np
 import llvmlite.binding as llvm
 from llvmlite import ir as llir
-from numba import cfunc, njit, types
-from numba.core import cgutils
+from numba import njit, types
+from numba.core import cgutils, sigutils
+from numba.core.caching import FunctionCache
+from numba.core.ccallback import CFunc
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
+
+from mixjit.runtime import executor_mixpert as _mixpert_ex
+from mixjit.runtime.executor_mixpert import N_STATS as _MIXPERT_STATS
+from mixjit.runtime.executor_mixpert import N_WORDS as _MIXPERT_WORDS
+from mixjit.runtime.executor_mixpert import STATUS_MESSAGES as _MIXPERT_MESSAGES
+from mixjit.runtime.executor_mixpert import mixpert_gemm
 
 ENTRY_SYMBOL = "mixjit_gemm_entry"
 """Name under which the entry is registered with llvmlite (``binding.add_symbol``)."""
@@ -63,6 +85,8 @@ ENTRY_TOO_LARGE = 3
 ENTRY_BLAS_FAILED = 4
 ENTRY_NO_PLAN = 5
 ENTRY_BAD_EXECUTOR = 6
+ENTRY_EXECUTOR_FAILED = 16
+"""Base of the codes of an emulated executor's refusals: ``ENTRY_EXECUTOR_FAILED + status``."""
 ENTRY_ERRORS: dict[int, str] = {
     ENTRY_BAD_SITE: f"site id outside [0, {MAX_SITES}); allocate ids with mixjit.entry.new_site()",
     ENTRY_BAD_DTYPE: "dtype code is not one of mixjit.entry.DTYPE_CODES (float64, float32)",
@@ -70,6 +94,7 @@ ENTRY_ERRORS: dict[int, str] = {
     ENTRY_BLAS_FAILED: "BLAS is unavailable (Numba found no scipy.linalg.cython_blas); install scipy",
     ENTRY_NO_PLAN: "the site has no plan; give it one with mixjit.plan.set_plan() before it runs",
     ENTRY_BAD_EXECUTOR: "the site's plan names an executor the entry does not have (see mixjit.entry.EXECUTORS)",
+    **{ENTRY_EXECUTOR_FAILED + code: f"mixpert executor: {msg}" for code, msg in _MIXPERT_MESSAGES.items()},
 }
 """Message for each non-zero return code of the entry."""
 
@@ -91,7 +116,8 @@ PLAN_WORDS = 16
 
 EXEC_NONE = 0
 EXEC_NATIVE = 1
-EXECUTORS: dict[str, int] = {"native": EXEC_NATIVE}
+EXEC_MIXPERT = 2
+EXECUTORS: dict[str, int] = {"native": EXEC_NATIVE, "mixpert": EXEC_MIXPERT, "mixpert-fp64": EXEC_MIXPERT}
 """Compiled executors of the entry, by scheme name (word 0 of a plan row)."""
 
 # The plan table, read by the entry through PLANS_SYMBOL (cacheable, like the
@@ -409,6 +435,25 @@ def _scale(c, beta):
             c[i, j] = bv * c[i, j] if beta != 0.0 else c.dtype.type(0.0)
 
 
+@njit
+def _mixpert(dt, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
+    """C = alpha * P + beta * C with P the MixPert product of the site's config
+    words (plan words 1..), computed into a temporary (so C may overlap A or B)."""
+    cv = _view(c, m, n, cs0, cs1, dt)
+    if m == 0 or n == 0:
+        return ENTRY_OK
+    params = np.empty(_MIXPERT_WORDS, np.int64)
+    for w in range(_MIXPERT_WORDS):
+        params[w] = _plan_word(site, 1 + w)
+    tmp = np.empty((m, n), dt)
+    stats = np.empty(_MIXPERT_STATS, np.int64)
+    status = mixpert_gemm(_view(a, m, k, as0, as1, dt), _view(b, k, n, bs0, bs1, dt), tmp, params, stats)
+    if status != 0:
+        return ENTRY_EXECUTOR_FAILED + status
+    _axpby(cv, tmp, alpha, beta)
+    return ENTRY_OK
+
+
 _ENTRY_SIG = types.int32(
     types.int64, types.int64,
     types.int64, types.int64, types.int64,
@@ -432,7 +477,30 @@ def _entry(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, 
         if dtype == DTYPE_F64:
             return _native(np.float64, 8, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
         return _native(np.float32, 4, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
+    if executor == EXEC_MIXPERT:
+        if dtype == DTYPE_F64:
+            return _mixpert(np.float64, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
+        return _mixpert(np.float32, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
     return ENTRY_BAD_EXECUTOR
+
+
+def _runtime_sources_hash() -> str:
+    """Hash of the runtime modules compiled into the entry (the executors and
+    their helpers): part of the entry's cache key."""
+    h = hashlib.sha256()
+    for path in sorted(Path(_mixpert_ex.__file__).parent.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+class _EntryCache(FunctionCache):
+    """Numba's cache of the entry, keyed also on the runtime sources it compiles
+    in: Numba's key sees only this file, so an edited executor would otherwise
+    keep running from a stale cached entry."""
+
+    def _index_key(self, sig, codegen):
+        return (*super()._index_key(sig, codegen), ("mixjit-runtime", _runtime_sources_hash()))
 
 
 _compiled = None
@@ -442,10 +510,14 @@ _compile_lock = threading.Lock()
 def entry_cfunc():
     """The compiled entry (a Numba ``CFunc``; ``.address`` is its C address).
 
-    Built on first use, once per process: loaded from Numba's on-disk cache when
-    an earlier process compiled it, compiled (a few seconds) otherwise."""
+    Built on first use, once per process: loaded from the on-disk cache when an
+    earlier process compiled it with the same runtime sources, compiled (about a
+    minute, the MixPert executor included) otherwise."""
     global _compiled
     with _compile_lock:
         if _compiled is None:
-            _compiled = cfunc(_ENTRY_SIG, nopython=True, cache=True)(_entry)
+            fn = CFunc(_entry, sigutils.normalize_signature(_ENTRY_SIG), locals={}, options={"nopython": True})
+            fn._cache = _EntryCache(_entry)
+            fn.compile()
+            _compiled = fn
         return _compiled

@@ -11,9 +11,10 @@ The compiled entry (``mixjit.entry``) reads the plan table, one row of
 (``mixjit.entry.EXECUTORS``), the following words that executor's config
 parameters, encoded by the executor's ``_ENCODERS`` entry here.
 
-Only ``native`` has a compiled executor today. The MixPert CPU executor
-(runtime/executor_mixpert.py) is Python orchestrating Numba kernels, so compiled
-code cannot call it; a site whose scheme has no compiled executor runs
+Compiled executors: ``native`` (BLAS) and ``mixpert`` / ``mixpert-fp64`` (the
+compiled MixPert executor, runtime/executor_mixpert.py, the same code
+``scheme.run`` runs; its config words come from ``MixPertConfig.words()``). A
+site whose scheme has no compiled executor (tf32x3, bf16xN, ...) runs
 ``native`` (never less precise than an emulation of the same format) and its
 plan says so in ``note``. What a scheme must expose to be dispatched: see
 docs/frontend.md, "The @mixjit decorator".
@@ -38,6 +39,8 @@ DEFAULT_SCHEMES: dict[str, tuple[str, ...]] = {
 
 _ENCODERS: dict[str, Callable[[Config], tuple[int, ...]]] = {
     "native": lambda config: (),
+    "mixpert": lambda config: config.words(),
+    "mixpert-fp64": lambda config: config.words(),
 }
 """Config -> parameter words (after word 0), for each scheme in EXECUTORS."""
 

@@ -58,6 +58,7 @@ MAX_PARTIALS = 48
 
 _TWO128 = 2.0**128
 _MIN32 = 2.0**-149
+_MIN_NORMAL32 = 2.0**-126
 _MIN_NORMAL64 = 2.0**-1022
 
 
@@ -139,13 +140,21 @@ def round32(hi: float, lo: float) -> np.float32:
     """RN32 of ``S = hi + residual`` given ``hi = RN64(S)`` and ``lo`` with the sign of
     ``S - hi``: fixes the double-rounding case where ``hi`` is a float32 midpoint."""
     c = np.float32(hi)
+    a = abs(hi)
+    if lo != 0.0 and np.float64(c) != hi and _MIN_NORMAL32 <= a < _TWO128:
+        # normal float32 range: double rounding needs hi on a float32 midpoint (the 29
+        # float64 fraction bits below float32's last are exactly 1000...0)
+        if (np.float64(hi).view(np.uint64) & np.uint64(0x1FFFFFFF)) != np.uint64(0x10000000):
+            return c + np.float32(0.0)
     if lo != 0.0 and np.float64(c) != hi:
         a = abs(hi)
         cm = abs(np.float64(c))
         if math.isinf(cm):
             cm = _TWO128
         f, ex = math.frexp(cm)
-        if a > cm:
+        if cm == 0.0:  # between 0 and the smallest subnormal
+            other = _MIN32
+        elif a > cm:
             other = cm + max(math.ldexp(1.0, ex - 24), _MIN32)
         else:
             step = math.ldexp(1.0, ex - 25) if f == 0.5 else math.ldexp(1.0, ex - 24)

@@ -9,7 +9,7 @@ bits:
 * fast path: segments are combined into a few integer-valued float64 matrices
   (runtime/pair_blocks.py) whose dgemms over the whole K are exact, because every
   partial sum stays below 2^53 on the finest grid of the (i, j) pair; with at most
-  two blocks one TwoSum gives ``RN64(X)`` and its residual, and :func:`round32`
+  two blocks one TwoSum gives ``RN64(X)`` and its residual, and ``round32``
   finishes; with more blocks the block results are summed exactly
   (runtime/exactsum.py);
 * exact path: rows of A / columns of B whose exponent span along K is too wide for
@@ -20,34 +20,103 @@ bits:
 
 Non-finite inputs: those elements count as 0 for the computation and the
 affected outputs are set by the non-finite rule (Common conventions).
-The compiled kernels take plain arrays; operands can be prepared once
-(:func:`prepare`) and reused by several GEMMs.
+
+The whole executor is compiled (Numba ``@njit(cache=True, nogil=True)``), so the
+Python API (``scheme.run``) and compiled callers (the @mixjit entry) run one code
+path:
+
+* :func:`mixpert_gemm` ``(a, b, c, params, stats) -> status``: ``C = A @ B`` for
+  2-D float32/float64 arrays with any strides; ``params`` is the config as int64
+  words (``MixPertConfig.words()``, layout ``W_*`` below), ``stats`` an int64
+  array of ``N_STATS`` (``STAT_*``) it fills; status 0 or an ``ERR_*`` code
+  (``STATUS_MESSAGES``). It never raises and never takes the GIL.
+* :func:`prepare_operand` / :func:`multiply_into`: the same in two steps, so an
+  operand split once (a tuple of arrays, wrapped by :class:`Prepared` on the
+  Python side) serves several GEMMs.
 """
 
 from __future__ import annotations
 
 import math
-import dataclasses
 from dataclasses import dataclass
 
 import numba
 import numpy as np
 
 from mixjit.runtime.exactsum import MAX_PARTIALS, add_piece, add_pieces, finish_all, round32, round64_scaled
-from mixjit.runtime.pair_blocks import Block, k_bits, plan_blocks
-from mixjit.runtime.segments import (
-    BALANCED,
-    MAGNITUDE,
-    ROUND_NEAREST,
-    ROUND_TRUNC,
-    ZERO_EXP,
-    digit_range,
-    max_aligned,
-    pack_groups,
-    width,
+from mixjit.runtime.pair_blocks import (
+    BLOCK_BITS,
+    BLOCK_I0,
+    BLOCK_I1,
+    BLOCK_J0,
+    BLOCK_J1,
+    BLOCK_SHIFT,
+    K_TOO_LONG,
+    k_bits,
+    plan_block_array,
 )
+from mixjit.runtime.segments import ZERO_EXP, digit_range, max_aligned, pack_groups, width
 
-__all__ = ["Layout", "Prepared", "prepare", "run_mixpert", "ExecStats"]
+__all__ = [
+    "N_WORDS",
+    "N_LAYOUT_WORDS",
+    "N_STATS",
+    "STATUS_MESSAGES",
+    "Prepared",
+    "ExecStats",
+    "mixpert_gemm",
+    "prepare_operand",
+    "multiply_into",
+    "prepare",
+    "run_mixpert",
+]
+
+# ---- the config as int64 words (written by MixPertConfig.words) -----------------
+W_SEGMENTS = 0  # INT8 segments per element, 1..9
+W_SEG0_BITS = 1  # significant bits of segment 0, implied one included, 1..7
+W_DIGITS = 2  # segments.MAGNITUDE | segments.BALANCED
+W_ALIGN = 3  # ALIGN_TILE | ALIGN_ROW
+W_ROUNDING = 4  # segments.ROUND_TRUNC | segments.ROUND_NEAREST
+W_TM = 5  # A tile rows
+W_TK = 6  # k-tile length
+W_TN = 7  # B tile columns
+W_FALLBACK = 8  # spread threshold in bits, -1: never
+W_DOMAIN = 9  # DOMAIN_FP32 | DOMAIN_FP64
+W_PAIRS0 = 10  # kept pairs: bit 9*i + j of the 81-bit word pair (PAIRS0 low 63 bits)
+W_PAIRS1 = 11
+N_WORDS = 12
+#: words 0..N_LAYOUT_WORDS-1 fix how an operand is split (what a prepared operand fixes)
+N_LAYOUT_WORDS = 10
+PAIR_STRIDE = 9
+ALIGN_TILE = 0
+ALIGN_ROW = 1
+DOMAIN_FP32 = 0
+DOMAIN_FP64 = 1
+
+# ---- what a call did (the stats array) ---------------------------------------
+STAT_FALLBACK_TILES = 0
+STAT_TILES = 1
+STAT_NONFINITE = 2
+STAT_EXACT_ROWS = 3
+STAT_EXACT_COLS = 4
+STAT_WIDEST_SPAN = 5
+N_STATS = 6
+
+# ---- status codes ----------------------------------------------------------
+OK = 0
+ERR_SPAN = 1
+ERR_K_TOO_LONG = 2
+ERR_PARAMS = 3
+ERR_SHAPE = 4
+STATUS_MESSAGES: dict[int, str] = {
+    ERR_SPAN: "a row of A and a column of B span too many binades along K (at most 900); "
+    "scale the operands or use the native scheme for this GEMM",
+    ERR_K_TOO_LONG: K_TOO_LONG,
+    ERR_PARAMS: "the config words are invalid, or a float64-domain config was given float32 "
+    "operands (encode configs with MixPertConfig.words(); mixpert-fp64 takes float64 only)",
+    ERR_SHAPE: "shapes do not match: A is m x k, B must be k x n and C m x n",
+}
+"""What each non-zero status of the compiled executor means."""
 
 #: rows (or columns) recomputed together on the exact path
 _EXACT_CHUNK = 32
@@ -55,125 +124,80 @@ _EXACT_CHUNK = 32
 _MAX_SPAN = 900
 
 
-@dataclass(frozen=True)
-class Layout:
-    """The operand-packing part of a MixPert config (what a prepared operand fixes)."""
-
-    segments: int
-    seg0_bits: int  # significant bits of segment 0, implied one included
-    digits: str  # "magnitude" | "balanced"
-    align: str  # "tile" | "row"
-    rounding: str  # "round" | "trunc"
-    tile: tuple[int, int, int]  # (tm, tk, tn): A tile tm×tk, B tile tk×tn
-    fallback: int  # spread threshold in bits; -1: never
-    domain: str  # "fp32" | "fp64": the format inputs are rounded to and C is rounded to
-
-    @property
-    def digit_code(self) -> int:
-        return BALANCED if self.digits == "balanced" else MAGNITUDE
-
-    @property
-    def width(self) -> int:
-        return width(self.segments, self.seg0_bits, self.digit_code)
+# ------------------------------------------------------------------ parameters
 
 
-@dataclass
-class Prepared:
-    """One operand split, aligned and ready for several GEMMs.
-
-    Stored in *row form*: A as m×K, B as Bᵀ (n×K), so both sides use one code path.
-    """
-
-    side: str  # "A" | "B"
-    layout: Layout
-    shape: tuple[int, int]  # the operand's own shape (A: m×K, B: K×n)
-    dtype: np.dtype  # the caller's dtype (C is returned in it)
-    raw: np.ndarray  # row form, in the domain, non-finite kept (special rule, fallback)
-    bad: np.ndarray  # rows (of the row form) holding an inf/NaN
-    q: np.ndarray  # aligned signed mantissas, int64
-    gexp: np.ndarray  # group exponent per row and k-tile
-    fb: np.ndarray  # per row and k-tile: the row's tile falls back
-    fb_tiles: int  # number of fallback tiles
-    ref: np.ndarray  # per row: largest group exponent outside fallback tiles
-    span: np.ndarray  # per row: ref minus the smallest such group exponent
-    scale: np.ndarray  # per row and k-tile: 2^(E - ref), 0 for zero/fallback groups
-    ops: dict = dataclasses.field(default_factory=dict)  # (i0, i1) -> float64 operand
-
-    def operand(self, i0: int, i1: int) -> np.ndarray:
-        """Float64 matrix of segments ``i0..i1``, each k-tile times its scale (cached)."""
-        if (i0, i1) not in self.ops:
-            lay = self.layout
-            self.ops[(i0, i1)] = _operand(self.q, self.scale, i0, i1, lay.segments, lay.digit_code, lay.tile[1])
-        return self.ops[(i0, i1)]
-
-
-@dataclass
-class ExecStats:
-    """What the executor did (the scheme turns it into RunStats)."""
-
-    fallback_tiles: int
-    tiles: int
-    nonfinite_elements: int
-    exact_path_rows: int
-    exact_path_cols: int
-
-
-def _to_domain(x: np.ndarray, domain: str) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return np.asarray(x, dtype=np.float32 if domain == "fp32" else np.float64)
-
-
-def prepare(x: np.ndarray, side: str, layout: Layout) -> Prepared:
-    """Split and align operand ``x`` (A if ``side == "A"``, else B) under ``layout``."""
-    if side not in ("A", "B"):
-        raise ValueError(f"side must be 'A' or 'B', got {side!r}")
-    x = np.asarray(x)
-    if x.ndim != 2:
-        raise ValueError(f"mixpert: operand {side} must be 2-D, got shape {x.shape}")
-    raw = np.ascontiguousarray(_to_domain(x if side == "A" else x.T, layout.domain))
-    tm, tk, tn = layout.tile
-    group_rows = 1 if layout.align == "row" else (tm if side == "A" else tn)
-    mode = ROUND_NEAREST if layout.rounding == "round" else ROUND_TRUNC
-    far = layout.fallback if layout.fallback >= 0 else 1 << 20
-    qmax = max_aligned(layout.segments, layout.digit_code)
-    q, gexp, nonzero, shifted, bad = pack_groups(raw, group_rows, tk, layout.width, mode, far, qmax)
-    tile_rows = tm if side == "A" else tn
-    fb, fb_tiles = _fallback_flags(nonzero, shifted, tile_rows, layout.fallback)
-    ref, span, scale = _scales(gexp, fb)
-    return Prepared(
-        side=side,
-        layout=layout,
-        shape=x.shape,
-        dtype=x.dtype,
-        raw=raw,
-        bad=bad,
-        q=q,
-        gexp=gexp,
-        fb=fb,
-        fb_tiles=fb_tiles,
-        ref=ref,
-        span=span,
-        scale=scale,
+@numba.njit(cache=True, nogil=True)
+def _params_ok(params, out_itemsize: int) -> bool:
+    if params.shape[0] < N_WORDS:
+        return False
+    s = params[W_SEGMENTS]
+    return (
+        1 <= s <= 9
+        and 1 <= params[W_SEG0_BITS] <= 7
+        and 0 <= params[W_DIGITS] <= 1
+        and 0 <= params[W_ALIGN] <= 1
+        and 0 <= params[W_ROUNDING] <= 1
+        and min(params[W_TM], params[W_TK], params[W_TN]) >= 1
+        and params[W_FALLBACK] >= -1
+        and 0 <= params[W_DOMAIN] <= 1
+        and not (params[W_DOMAIN] == DOMAIN_FP64 and out_itemsize == 4)
+        and width(s, params[W_SEG0_BITS], params[W_DIGITS]) <= 62
     )
 
 
-def _fallback_flags(
-    nonzero: np.ndarray, shifted: np.ndarray, tile_rows: int, threshold: int
-) -> tuple[np.ndarray, int]:
+@numba.njit(cache=True, nogil=True)
+def _pairs(params):
+    """The kept pairs as a boolean segments x segments matrix."""
+    s = params[W_SEGMENTS]
+    out = np.zeros((s, s), dtype=np.bool_)
+    for i in range(s):
+        for j in range(s):
+            bit = PAIR_STRIDE * i + j
+            word = params[W_PAIRS0] if bit < 63 else params[W_PAIRS1]
+            out[i, j] = (word >> (bit % 63)) & 1 == 1
+    return out
+
+
+# ------------------------------------------------------------- operand split
+
+
+@numba.njit(cache=True, nogil=True)
+def _row_form(x, transpose: bool, to32: bool):
+    """Contiguous float64 copy of ``x`` (or ``x.T``), rounded to float32 first when
+    the domain is FP32 (overflow gives inf; float32 values widen exactly)."""
+    r = x.shape[1] if transpose else x.shape[0]
+    kk = x.shape[0] if transpose else x.shape[1]
+    out = np.empty((r, kk))
+    for i in range(r):
+        for k in range(kk):
+            v = x[k, i] if transpose else x[i, k]
+            out[i, k] = np.float64(np.float32(v)) if to32 else np.float64(v)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _fallback_flags(nonzero, shifted, tile_rows: int, threshold: int):
     """Per row and k-tile: does the row's tile fall back (more than 1/8 of its nonzero
     elements shifted by more than ``threshold`` bits)? Also the number of such tiles."""
     r, nkt = nonzero.shape
-    if threshold < 0 or r == 0:
-        return np.zeros((r, nkt), dtype=bool), 0
-    nt = -(-r // tile_rows)
-
-    def per_tile(x: np.ndarray) -> np.ndarray:
-        pad = np.zeros((nt * tile_rows, nkt), dtype=x.dtype)
-        pad[:r] = x
-        return pad.reshape(nt, tile_rows, nkt).sum(axis=1)
-
-    tiles = 8 * per_tile(shifted) > per_tile(nonzero)
-    return np.repeat(tiles, tile_rows, axis=0)[:r], int(tiles.sum())
+    fb = np.zeros((r, nkt), dtype=np.bool_)
+    count = 0
+    if threshold < 0:
+        return fb, count
+    for t0 in range(0, r, tile_rows):
+        t1 = min(t0 + tile_rows, r)
+        for kt in range(nkt):
+            sh = 0
+            nz = 0
+            for i in range(t0, t1):
+                sh += shifted[i, kt]
+                nz += nonzero[i, kt]
+            if 8 * sh > nz:
+                count += 1
+                for i in range(t0, t1):
+                    fb[i, kt] = True
+    return fb, count
 
 
 @numba.njit(cache=True, nogil=True)
@@ -204,23 +228,57 @@ def _scales(gexp, fb):
 
 
 @numba.njit(cache=True, nogil=True)
-def _operand(q, scale, i0: int, i1: int, segments: int, digits: int, tk: int):
-    """Float64 matrix of segments ``i0..i1`` of ``q``, each k-tile times its scale."""
-    r, K = q.shape
-    out = np.empty((r, K))
-    for i in range(r):
-        for t in range(scale.shape[1]):
+def _split_rows(raw, side_b: bool, params):
+    """Split and align a row-form operand (A, or Bᵀ when ``side_b``): the tuple
+    ``(raw, bad, q, gexp, fb, ref, span, scale, fb_tiles)`` the multiply takes."""
+    segments = params[W_SEGMENTS]
+    digits = params[W_DIGITS]
+    tile_rows = params[W_TN] if side_b else params[W_TM]
+    group_rows = 1 if params[W_ALIGN] == ALIGN_ROW else tile_rows
+    threshold = params[W_FALLBACK]
+    far = threshold if threshold >= 0 else 1 << 20
+    w = width(segments, params[W_SEG0_BITS], digits)
+    q, gexp, nonzero, shifted, bad = pack_groups(
+        raw, group_rows, params[W_TK], w, params[W_ROUNDING], far, max_aligned(segments, digits)
+    )
+    fb, fb_tiles = _fallback_flags(nonzero, shifted, tile_rows, threshold)
+    ref, span, scale = _scales(gexp, fb)
+    return raw, bad, q, gexp, fb, ref, span, scale, fb_tiles
+
+
+@numba.njit(cache=True, nogil=True)
+def prepare_operand(x, side_b: bool, params):
+    """Split operand ``x`` (A, or B when ``side_b``; any strides, float32/float64)
+    under the config words ``params``; the result feeds :func:`multiply_into`."""
+    return _split_rows(_row_form(x, side_b, params[W_DOMAIN] == DOMAIN_FP32), side_b, params)
+
+
+# ------------------------------------------------------------------ multiply
+
+
+@numba.njit(cache=True, nogil=True)
+def _operand(q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int, tk: int):
+    """Float64 matrix of segments ``i0..i1`` of ``q[rows, k0:k1]``, each k-tile times
+    its scale (integer-valued times a power of two: exact)."""
+    out = np.empty((rows.shape[0], k1 - k0))
+    for u in range(rows.shape[0]):
+        i = rows[u]
+        for t in range(k0 // tk, (k1 + tk - 1) // tk):
             sc = scale[i, t]
-            for k in range(t * tk, min(t * tk + tk, K)):
-                out[i, k] = digit_range(q[i, k], i0, i1, segments, digits) * sc
+            for k in range(max(k0, t * tk), min(k1, t * tk + tk)):
+                out[u, k - k0] = digit_range(q[i, k], i0, i1, segments, digits) * sc
     return out
 
 
 @numba.njit(cache=True, nogil=True)
-def _epilogue(d1, w1: float, d2, w2: float, two: bool, fa, fb, ea, eb, out, to32: bool):
+def _epilogue(d1, w1: float, d2, w2: float, two: bool, ea, eb, out, to32: bool):
     """``out = RN(X)`` from one or two exact block results (TwoSum gives the residual)."""
     m, n = out.shape
+    fb = np.empty(n)
+    for j in range(n):
+        fb[j] = math.ldexp(1.0, eb[j]) if to32 else 0.0
     for i in range(m):
+        fa = math.ldexp(1.0, ea[i]) if to32 else 0.0
         for j in range(n):
             x = d1[i, j] * w1
             if two:
@@ -232,56 +290,77 @@ def _epilogue(d1, w1: float, d2, w2: float, two: bool, fa, fb, ea, eb, out, to32
                 s = x
                 err = 0.0
             if to32:
-                out[i, j] = round32(s * fa[i] * fb[j], err)
+                out[i, j] = round32(s * fa * fb[j], err)
             else:
                 out[i, j] = round64_scaled(s, err, ea[i] + eb[j])
 
 
 @numba.njit(cache=True, nogil=True)
-def _special(araw, braw, rows, cols, out):
-    """The non-finite rule for the listed (row, col) pairs: NaN if any term is NaN
-    (a NaN input or inf·0) or the inf terms have both signs, else the inf's sign."""
+def _special(araw, braw, abad, bbad, out) -> int:
+    """The non-finite rule for every output whose row of A or column of B holds an
+    inf/NaN: NaN if any term is NaN (a NaN input or inf·0) or the inf terms have
+    both signs, else the inf's sign. Returns the number of such outputs."""
     K = araw.shape[1]
-    for t in range(rows.shape[0]):
-        i = rows[t]
-        j = cols[t]
-        pos = False
-        neg = False
-        nan = False
-        for k in range(K):
-            a = araw[i, k]
-            b = braw[j, k]
-            if math.isnan(a) or math.isnan(b):
-                nan = True
-                break
-            if math.isinf(a) or math.isinf(b):
-                if a == 0.0 or b == 0.0:
+    count = 0
+    for i in range(araw.shape[0]):
+        for j in range(braw.shape[0]):
+            if not (abad[i] or bbad[j]):
+                continue
+            count += 1
+            pos = False
+            neg = False
+            nan = False
+            for k in range(K):
+                a = araw[i, k]
+                b = braw[j, k]
+                if math.isnan(a) or math.isnan(b):
                     nan = True
                     break
-                if (a > 0.0) == (b > 0.0):
-                    pos = True
-                else:
-                    neg = True
-        if nan or (pos and neg):
-            out[i, j] = np.nan
-        elif pos:
-            out[i, j] = np.inf
-        elif neg:
-            out[i, j] = -np.inf
+                if math.isinf(a) or math.isinf(b):
+                    if a == 0.0 or b == 0.0:
+                        nan = True
+                        break
+                    if (a > 0.0) == (b > 0.0):
+                        pos = True
+                    else:
+                        neg = True
+            if nan or (pos and neg):
+                out[i, j] = np.nan
+            elif pos:
+                out[i, j] = np.inf
+            elif neg:
+                out[i, j] = -np.inf
+    return count
 
 
-def tf32_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The tf32x3 split of float32 ``x``: big = RN_tf32(x), small = RN_tf32(x - big),
-    as float64; an element whose big part overflows is kept whole (big = x, small = 0)."""
-    from mixjit.runtime.formats import round_to_tf32
+@numba.njit(cache=True, nogil=True)
+def _tf32(v: float) -> float:
+    """RN_tf32 of the float32 value ``v`` (given as float64; finite), ties to even,
+    on the bit pattern (docs/numerics.md, tf32x3); overflow gives inf."""
+    u = np.array([np.float32(v)]).view(np.uint32)[0]
+    lsb = (u >> np.uint32(13)) & np.uint32(1)
+    r = (u + (np.uint32(0xFFF) + lsb)) & np.uint32(0xFFFFE000)
+    return np.float64(np.array([r]).view(np.float32)[0])
 
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    x = np.where(np.isfinite(x), x, np.float32(0.0))  # non-finite inputs count as 0
-    big = round_to_tf32(x)
-    ovf = np.isinf(big) & np.isfinite(x)
-    big = np.where(ovf, x, big)
-    small = round_to_tf32(x - big)
-    return big.astype(np.float64), small.astype(np.float64)
+
+@numba.njit(cache=True, nogil=True)
+def _tf32_parts(raw, rows, k0: int, k1: int):
+    """The tf32x3 split of ``raw[rows, k0:k1]`` (float32 values): big = RN_tf32(x),
+    small = RN_tf32(x - big); non-finite inputs count as 0, and an element whose big
+    part overflows is kept whole (big = x, small = 0)."""
+    big = np.zeros((rows.shape[0], k1 - k0))
+    small = np.zeros((rows.shape[0], k1 - k0))
+    for u in range(rows.shape[0]):
+        for k in range(k0, k1):
+            x = raw[rows[u], k]
+            if not math.isfinite(x):
+                continue
+            hi = _tf32(x)
+            if math.isinf(hi):
+                hi = x
+            big[u, k - k0] = hi
+            small[u, k - k0] = _tf32(np.float64(np.float32(x - hi)))
+    return big, small
 
 
 @numba.njit(cache=True, nogil=True)
@@ -301,139 +380,302 @@ def _add_fallback(parts, counts, abig, asmall, bbig, bsmall, fa, fb, inv_a, inv_
                         counts[i, j] = add_piece(parts[i, j], counts[i, j], v * sc)
 
 
-class _Problem:
-    """One GEMM in row form: ``C = A_rowform @ B_rowformᵀ``, with the derived scales."""
+@numba.njit(cache=True, nogil=True)
+def _fast(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool):
+    """The fast path: one dgemm per block over the whole K, rounded once."""
+    segments = params[W_SEGMENTS]
+    digits = params[W_DIGITS]
+    tk = params[W_TK]
+    K = aq.shape[1]
+    rows_a = np.arange(aq.shape[0])
+    rows_b = np.arange(bq.shape[0])
+    nb = blocks.shape[0]
 
-    def __init__(self, pa: Prepared, pb: Prepared, pairs: tuple[tuple[int, int], ...]):
-        lay = pa.layout
-        self.pa, self.pb, self.lay = pa, pb, lay
-        self.K = pa.q.shape[1]
-        self.blocks: tuple[Block, ...] = plan_blocks(pairs, lay.segments, lay.seg0_bits, self.K, lay.digit_code)
-        w1 = lay.width - 1
-        # value = (sum of block products * 2^shift) * 2^(ref_a - w1) * 2^(ref_b - w1)
-        self.ea = pa.ref - w1
-        self.eb = pb.ref - w1
+    def dot(b):
+        x = _operand(aq, ascale, rows_a, 0, K, blocks[b, BLOCK_I0], blocks[b, BLOCK_I1], segments, digits, tk)
+        y = _operand(bq, bscale, rows_b, 0, K, blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], segments, digits, tk)
+        return np.dot(x, y.T)
 
-    def operand(self, side: str, i0: int, i1: int) -> np.ndarray:
-        return (self.pa if side == "A" else self.pb).operand(i0, i1)
-
-    def transposed(self) -> "_Problem":
-        """The same GEMM with the roles of A and B swapped (Cᵀ = Bᵀ Aᵀ)."""
-        t = object.__new__(_Problem)
-        t.pa, t.pb, t.lay, t.K = self.pb, self.pa, self.lay, self.K
-        t.blocks = tuple(Block(b.j0, b.j1, b.i0, b.i1, b.shift, b.bits) for b in self.blocks)
-        t.ea, t.eb = self.eb, self.ea
-        return t
-
-
-def _fast(pr: _Problem, out: np.ndarray, to32: bool) -> None:
-    dots = [pr.operand("A", b.i0, b.i1) @ pr.operand("B", b.j0, b.j1).T for b in pr.blocks]
-    if len(dots) <= 2:
-        fa = np.ldexp(1.0, pr.ea)
-        fb = np.ldexp(1.0, pr.eb)
-        d2 = dots[1] if len(dots) == 2 else dots[0]
-        w2 = 2.0 ** pr.blocks[1].shift if len(dots) == 2 else 0.0
-        _epilogue(dots[0], 2.0 ** pr.blocks[0].shift, d2, w2, len(dots) == 2, fa, fb, pr.ea, pr.eb, out, to32)
+    if nb <= 2:
+        d1 = dot(0)
+        d2 = dot(1) if nb == 2 else d1
+        w2 = 2.0 ** blocks[1, BLOCK_SHIFT] if nb == 2 else 0.0
+        _epilogue(d1, 2.0 ** blocks[0, BLOCK_SHIFT], d2, w2, nb == 2, ea, eb, out, to32)
         return
     m, n = out.shape
     parts = np.zeros((m, n, MAX_PARTIALS))
     counts = np.zeros((m, n), dtype=np.int64)
     ones_n = np.ones(n)
-    for b, d in zip(pr.blocks, dots):
-        add_pieces(parts, counts, d, np.full(m, 2.0**b.shift), ones_n)
-    finish_all(parts, counts, pr.ea, pr.eb, out, to32)
+    for b in range(nb):
+        add_pieces(parts, counts, dot(b), np.full(m, 2.0 ** blocks[b, BLOCK_SHIFT]), ones_n)
+    finish_all(parts, counts, ea, eb, out, to32)
 
 
-def _exact_rows(pr: _Problem, rows: np.ndarray, out: np.ndarray, to32: bool) -> None:
-    """Recompute ``out[rows, :]`` k-tile by k-tile with an exact sum (wide spans and
-    fallback tiles)."""
-    tk = pr.lay.tile[1]
-    n = pr.pb.q.shape[0]
-    nkt = pr.pa.gexp.shape[1]
+@numba.njit(cache=True, nogil=True)
+def _exact_rows(pa, pb, blocks, ea, eb, params, rows, out, transposed: bool, to32: bool):
+    """Recompute the outputs of ``rows`` of ``pa`` (rows of A; columns of B when
+    ``transposed``, with ``pa``/``pb`` and the blocks' sides swapped) k-tile by
+    k-tile with an exact sum (wide spans and fallback tiles)."""
+    araw, _, aq, agexp, afb, _, _, ascale, _ = pa
+    braw, _, bq, _, bfb, _, _, bscale, _ = pb
+    segments = params[W_SEGMENTS]
+    digits = params[W_DIGITS]
+    tk = params[W_TK]
+    K = aq.shape[1]
+    n = bq.shape[0]
+    nkt = agexp.shape[1]
     ones_n = np.ones(n)
-    for c0 in range(0, len(rows), _EXACT_CHUNK):
+    all_b = np.arange(n)
+    ia0, ia1, jb0, jb1 = (BLOCK_J0, BLOCK_J1, BLOCK_I0, BLOCK_I1) if transposed else (BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1)
+    for c0 in range(0, rows.shape[0], _EXACT_CHUNK):
         rs = rows[c0 : c0 + _EXACT_CHUNK]
-        r = len(rs)
+        r = rs.shape[0]
         parts = np.zeros((r, n, MAX_PARTIALS))
         counts = np.zeros((r, n), dtype=np.int64)
         for t in range(nkt):
-            ks = slice(t * tk, min((t + 1) * tk, pr.K))
-            for b in pr.blocks:
-                d = pr.operand("A", b.i0, b.i1)[rs, ks] @ pr.operand("B", b.j0, b.j1)[:, ks].T
-                add_pieces(parts, counts, d, np.full(r, 2.0**b.shift), ones_n)
-            fa = pr.pa.fb[rs, t]
-            fbb = pr.pb.fb[:, t]
+            k0 = t * tk
+            k1 = min(k0 + tk, K)
+            for b in range(blocks.shape[0]):
+                x = _operand(aq, ascale, rs, k0, k1, blocks[b, ia0], blocks[b, ia1], segments, digits, tk)
+                y = _operand(bq, bscale, all_b, k0, k1, blocks[b, jb0], blocks[b, jb1], segments, digits, tk)
+                add_pieces(parts, counts, np.dot(x, y.T), np.full(r, 2.0 ** blocks[b, BLOCK_SHIFT]), ones_n)
+            fa = np.empty(r, dtype=np.bool_)
+            for u in range(r):
+                fa[u] = afb[rs[u], t]
+            fbb = bfb[:, t].copy()
             if fa.any() or fbb.any():
-                abig, asmall = tf32_parts(pr.pa.raw[rs, ks])
-                bbig, bsmall = tf32_parts(pr.pb.raw[:, ks])
+                abig, asmall = _tf32_parts(araw, rs, k0, k1)
+                bbig, bsmall = _tf32_parts(braw, all_b, k0, k1)
                 # fallback exists only in the float32 domain: these factors are in range
-                inv_a, inv_b = np.ldexp(1.0, -pr.ea[rs]), np.ldexp(1.0, -pr.eb)
+                inv_a = np.empty(r)
+                for u in range(r):
+                    inv_a[u] = math.ldexp(1.0, -ea[rs[u]])
+                inv_b = np.empty(n)
+                for j in range(n):
+                    inv_b[j] = math.ldexp(1.0, -eb[j])
                 _add_fallback(parts, counts, abig, asmall, bbig, bsmall, fa, fbb, inv_a, inv_b)
-        sub = np.empty((r, n), dtype=out.dtype)
-        finish_all(parts, counts, pr.ea[rs], pr.eb, sub, to32)
-        out[rs, :] = sub
+        sub = np.empty((r, n))
+        ea_rs = np.empty(r, dtype=np.int64)
+        for u in range(r):
+            ea_rs[u] = ea[rs[u]]
+        finish_all(parts, counts, ea_rs, eb, sub, to32)
+        for u in range(r):
+            for j in range(n):
+                if transposed:
+                    out[j, rs[u]] = sub[u, j]
+                else:
+                    out[rs[u], j] = sub[u, j]
 
 
-def _exact_sets(pr: _Problem) -> tuple[np.ndarray, np.ndarray]:
+@numba.njit(cache=True, nogil=True)
+def _exact_sets(sa, sb, fa, fb, limit: int):
     """Rows and columns that must take the exact path: touching a fallback tile, or
-    with ``span_a[i] + span_b[j]`` above the fast path's exactness bound."""
-    limit = 53 - k_bits(pr.K) - max(b.bits for b in pr.blocks)
-    sa, sb = pr.pa.span, pr.pb.span
-    bad_a = pr.pa.fb.any(axis=1)
-    bad_b = pr.pb.fb.any(axis=1)
-    if len(sa) and len(sb) and sa.max() + sb.max() > limit:
-        m, n = len(sa), len(sb)
-        best = None
+    with ``span_a[i] + span_b[j]`` above the fast path's exactness bound ``limit``
+    (the split between rows and columns that recomputes the fewest outputs)."""
+    m = sa.shape[0]
+    n = sb.shape[0]
+    bad_a = np.zeros(m, dtype=np.bool_)
+    bad_b = np.zeros(n, dtype=np.bool_)
+    for i in range(m):
+        bad_a[i] = fa[i].any()
+    for j in range(n):
+        bad_b[j] = fb[j].any()
+    if m and n and sa.max() + sb.max() > limit:
+        best = -1
+        best_ta = 0
         for ta in range(limit + 1):
-            ra, rb = sa > ta, sb > limit - ta
-            cost = int(ra.sum()) * n + int(rb.sum()) * m
-            if best is None or cost < best[0]:
-                best = (cost, ra, rb)
-        bad_a = bad_a | best[1]
-        bad_b = bad_b | best[2]
+            cost = int((sa > ta).sum()) * n + int((sb > limit - ta).sum()) * m
+            if best < 0 or cost < best:
+                best = cost
+                best_ta = ta
+        bad_a |= sa > best_ta
+        bad_b |= sb > limit - best_ta
     return np.flatnonzero(bad_a), np.flatnonzero(bad_b)
 
 
-def run_mixpert(
-    pa: Prepared, pb: Prepared, pairs: tuple[tuple[int, int], ...]
-) -> tuple[np.ndarray, ExecStats]:
-    """C = A @ B under the MixPert semantics for prepared operands; returns C in the
-    domain's dtype (float32 or float64) and what was done."""
-    if pa.layout != pb.layout:
-        raise ValueError("mixpert: A and B were prepared under different configs; prepare both with one config")
-    if pa.q.shape[1] != pb.q.shape[1]:
-        raise ValueError(
-            f"mixpert: inner dimensions differ: A is {pa.shape[0]}x{pa.shape[1]}, B is {pb.shape[0]}x{pb.shape[1]}"
-        )
-    lay = pa.layout
-    to32 = lay.domain == "fp32"
-    m, n = pa.q.shape[0], pb.q.shape[0]
-    out = np.empty((m, n), dtype=np.float32 if to32 else np.float64)
-    tiles = pa.fb.shape[1] * (-(-m // lay.tile[0]) + -(-n // lay.tile[2]))
+@numba.njit(cache=True, nogil=True)
+def _product(pa, pb, params, out, stats) -> int:
+    """``out = RN(X)`` (float64 array holding the float32/float64 result) for split
+    operands; fills ``stats``; returns a status."""
+    araw, abad, aq, agexp, afb, aref, aspan, ascale, afb_tiles = pa
+    braw, bbad, bq, bgexp, bfb, bref, bspan, bscale, bfb_tiles = pb
+    to32 = params[W_DOMAIN] == DOMAIN_FP32
+    m, K = aq.shape
+    n = bq.shape[0]
+    if bq.shape[1] != K:
+        return ERR_SHAPE
+    nkt = agexp.shape[1]
+    stats[:] = 0
+    stats[STAT_TILES] = nkt * (-(-m // params[W_TM]) + -(-n // params[W_TN]))
     if m == 0 or n == 0:
-        return out, ExecStats(0, tiles, 0, 0, 0)
-    if pa.q.shape[1] == 0:
+        return OK
+    if K == 0:
         out[:] = 0.0
-        return out, ExecStats(0, tiles, 0, 0, 0)
-    pr = _Problem(pa, pb, pairs)
-    widest = int(pa.span.max(initial=0) + pb.span.max(initial=0))
+        return OK
+    segments = params[W_SEGMENTS]
+    blocks, ok = plan_block_array(_pairs(params), segments, params[W_SEG0_BITS], K, params[W_DIGITS])
+    if not ok:
+        return ERR_K_TOO_LONG
+    widest = aspan.max() + bspan.max()
+    stats[STAT_WIDEST_SPAN] = widest
     if widest > _MAX_SPAN:
+        return ERR_SPAN
+    # value = (sum of block products * 2^shift) * 2^(ref_a - w1) * 2^(ref_b - w1)
+    w1 = width(segments, params[W_SEG0_BITS], params[W_DIGITS]) - 1
+    ea = aref - w1
+    eb = bref - w1
+    limit = 53 - k_bits(K) - blocks[:, BLOCK_BITS].max()
+    rows, cols = _exact_sets(aspan, bspan, afb, bfb, limit)
+    _fast(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32)
+    if rows.shape[0]:
+        _exact_rows(pa, pb, blocks, ea, eb, params, rows, out, False, to32)
+    if cols.shape[0]:
+        _exact_rows(pb, pa, blocks, eb, ea, params, cols, out, True, to32)
+    if abad.any() or bbad.any():
+        stats[STAT_NONFINITE] = _special(araw, braw, abad, bbad, out)
+    stats[STAT_FALLBACK_TILES] = afb_tiles + bfb_tiles
+    stats[STAT_EXACT_ROWS] = rows.shape[0]
+    stats[STAT_EXACT_COLS] = cols.shape[0]
+    return OK
+
+
+@numba.njit(cache=True, nogil=True)
+def multiply_into(pa, pb, params, c, stats) -> int:
+    """``C = A @ B`` under the MixPert semantics for split operands (from
+    :func:`prepare_operand`) into ``c`` (m x n, float32/float64, any strides;
+    float32 only for the FP32 domain, where the result is exact in it). Fills
+    ``stats``; returns 0 or an ``ERR_*`` status (``c`` is then unspecified)."""
+    if not _params_ok(params, c.itemsize):
+        return ERR_PARAMS
+    m = pa[2].shape[0]
+    n = pb[2].shape[0]
+    if c.shape[0] != m or c.shape[1] != n:
+        return ERR_SHAPE
+    out = np.empty((m, n))
+    status = _product(pa, pb, params, out, stats)
+    if status == OK:
+        for i in range(m):
+            for j in range(n):
+                c[i, j] = out[i, j]
+    return status
+
+
+@numba.njit(cache=True, nogil=True)
+def mixpert_gemm(a, b, c, params, stats) -> int:
+    """``C = A @ B`` under the MixPert semantics: ``a`` (m x k), ``b`` (k x n), ``c``
+    (m x n), float32/float64 with any strides; ``params`` the config words
+    (``MixPertConfig.words()``); ``stats`` an int64 array of ``N_STATS``. Returns 0
+    or an ``ERR_*`` status (``STATUS_MESSAGES``). Compiled, GIL-free, thread-safe
+    (all scratch is allocated per call)."""
+    if not _params_ok(params, c.itemsize):
+        return ERR_PARAMS
+    if a.shape[1] != b.shape[0]:
+        return ERR_SHAPE
+    pa = prepare_operand(a, False, params)
+    pb = prepare_operand(b, True, params)
+    return multiply_into(pa, pb, params, c, stats)
+
+
+# ------------------------------------------------------------ Python face
+
+
+@dataclass
+class Prepared:
+    """One operand split and aligned under a config, ready for several GEMMs.
+
+    Stored in *row form*: A as m×K, B as Bᵀ (n×K), so both sides use one code path.
+    ``arrays`` is the tuple the compiled :func:`multiply_into` takes."""
+
+    side: str  # "A" | "B"
+    params: np.ndarray  # the config words it was split under
+    shape: tuple[int, int]  # the operand's own shape (A: m×K, B: K×n)
+    dtype: np.dtype  # the caller's dtype (C is returned in it)
+    arrays: tuple  # (raw, bad, q, gexp, fb, ref, span, scale, fb_tiles)
+
+    @property
+    def q(self) -> np.ndarray:
+        """Aligned signed mantissas (row form, int64)."""
+        return self.arrays[2]
+
+    @property
+    def gexp(self) -> np.ndarray:
+        """Group exponent per row (of the row form) and k-tile."""
+        return self.arrays[3]
+
+    def same_layout(self, params: np.ndarray) -> bool:
+        """Was it split as config words ``params`` split an operand?"""
+        return bool(np.array_equal(self.params[:N_LAYOUT_WORDS], params[:N_LAYOUT_WORDS]))
+
+
+@dataclass
+class ExecStats:
+    """What the executor did (the scheme turns it into RunStats)."""
+
+    fallback_tiles: int
+    tiles: int
+    nonfinite_elements: int
+    exact_path_rows: int
+    exact_path_cols: int
+
+
+def _words(params: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(params, dtype=np.int64)
+
+
+def prepare(x: np.ndarray, side: str, params: np.ndarray) -> Prepared:
+    """Split and align operand ``x`` (A if ``side == "A"``, else B) under the config
+    words ``params``."""
+    if side not in ("A", "B"):
+        raise ValueError(f"side must be 'A' or 'B', got {side!r}")
+    x = np.asarray(x)
+    if x.ndim != 2:
+        raise ValueError(f"mixpert: operand {side} must be 2-D, got shape {x.shape}")
+    params = _words(params)
+    return Prepared(side, params, x.shape, x.dtype, prepare_operand(x, side == "B", params))
+
+
+def _raise(status: int, stats: np.ndarray, a_shape: tuple, b_shape: tuple) -> None:
+    if status == ERR_SPAN:
         raise ValueError(
-            f"mixpert: a row of A and a column of B span {widest} binades along K; the executor "
-            f"supports at most {_MAX_SPAN}. Scale the operands or use the native scheme for this GEMM"
+            f"mixpert: a row of A and a column of B span {int(stats[STAT_WIDEST_SPAN])} binades along K; "
+            f"the executor supports at most {_MAX_SPAN}. Scale the operands or use the native scheme "
+            "for this GEMM"
         )
-    _fast(pr, out, to32)
-    rows, cols = _exact_sets(pr)
-    if len(rows):
-        _exact_rows(pr, rows, out, to32)
-    if len(cols):
-        out_t = np.ascontiguousarray(out.T)
-        _exact_rows(pr.transposed(), cols, out_t, to32)
-        out[:, cols] = out_t.T[:, cols]
-    n_special = 0
-    if pa.bad.any() or pb.bad.any():
-        mask = pa.bad[:, None] | pb.bad[None, :]
-        ri, ci = np.nonzero(mask)
-        _special(pa.raw, pb.raw, ri, ci, out)
-        n_special = len(ri)
-    return out, ExecStats(pa.fb_tiles + pb.fb_tiles, tiles, n_special, len(rows), len(cols))
+    if status == ERR_SHAPE:
+        raise ValueError(
+            f"mixpert: inner dimensions differ: A is {a_shape[0]}x{a_shape[1]}, B is {b_shape[0]}x{b_shape[1]}"
+        )
+    raise ValueError(f"mixpert: {STATUS_MESSAGES[status]}")
+
+
+def run_mixpert(
+    a: np.ndarray | Prepared, b: np.ndarray | Prepared, params: np.ndarray
+) -> tuple[np.ndarray, ExecStats]:
+    """C = A @ B under the MixPert semantics (arrays, or operands from :func:`prepare`
+    under the same config); C has A's dtype. Raises ValueError for what the
+    compiled executor refuses."""
+    params = _words(params)
+    dtype = a.dtype if isinstance(a, Prepared) else np.asarray(a).dtype
+    a_shape = a.shape if isinstance(a, Prepared) else np.shape(a)
+    b_shape = b.shape if isinstance(b, Prepared) else np.shape(b)
+    if len(a_shape) != 2 or len(b_shape) != 2:
+        raise ValueError(f"mixpert: A and B must be 2-D, got shapes {a_shape} and {b_shape}")
+    c = np.empty((a_shape[0], b_shape[1]), dtype=dtype)
+    stats = np.zeros(N_STATS, dtype=np.int64)
+    if isinstance(a, Prepared) or isinstance(b, Prepared):
+        if a_shape[1] != b_shape[0]:
+            _raise(ERR_SHAPE, stats, a_shape, b_shape)
+        pa = a if isinstance(a, Prepared) else prepare(a, "A", params)
+        pb = b if isinstance(b, Prepared) else prepare(b, "B", params)
+        status = multiply_into(pa.arrays, pb.arrays, params, c, stats)
+    else:
+        status = mixpert_gemm(np.asarray(a), np.asarray(b), c, params, stats)
+    if status != OK:
+        _raise(status, stats, a_shape, b_shape)
+    return c, ExecStats(
+        int(stats[STAT_FALLBACK_TILES]),
+        int(stats[STAT_TILES]),
+        int(stats[STAT_NONFINITE]),
+        int(stats[STAT_EXACT_ROWS]),
+        int(stats[STAT_EXACT_COLS]),
+    )

@@ -13,18 +13,28 @@ The planner covers the kept pairs with disjoint rectangles and splits a rectangl
 while ``bits(A range) + bits(B range)`` exceeds the budget, so that the dgemms stay
 exact on data whose exponents span up to ``SPAN_RESERVE`` binades along K (wider
 data goes through the exact path; see runtime/executor_mixpert.py).
+
+The planner is compiled (:func:`plan_block_array`, called by the compiled executor
+for each GEMM's K); :func:`plan_blocks` is its Python face.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
+import numpy as np
+from numba.extending import register_jitable
+
 from mixjit.runtime.segments import BALANCED, MAGNITUDE, digit_bits
 
-__all__ = ["Block", "SPAN_RESERVE", "range_bits", "plan_blocks", "k_bits"]
+__all__ = ["Block", "SPAN_RESERVE", "range_bits", "plan_blocks", "plan_block_array", "k_bits", "pair_matrix"]
 
 #: binades of exponent span along K (row of A + column of B) the plan keeps free
 SPAN_RESERVE = 7
+
+#: columns of a row of :func:`plan_block_array`'s result
+BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, BLOCK_BITS = range(6)
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,7 @@ class Block:
     bits: int
 
 
+@register_jitable
 def range_bits(i0: int, i1: int, seg0_bits: int, digits: int = MAGNITUDE) -> int:
     """Bits bounding the magnitude of the combined integer of segments ``i0..i1``
     (balanced digits: ``|sum| <= 128*(256^n - 1)/255 < 2^(8n)``; the top range adds
@@ -55,57 +66,111 @@ def range_bits(i0: int, i1: int, seg0_bits: int, digits: int = MAGNITUDE) -> int
     return (top if i0 == 0 else b) + b * (i1 - i0)
 
 
+@register_jitable
 def k_bits(k: int) -> int:
     """``ceil(log2(k))``: bits a sum of ``k`` terms can add."""
-    return max(0, (k - 1).bit_length())
+    bits = 0
+    while (1 << bits) < k:
+        bits += 1
+    return bits
+
+
+@register_jitable
+def _put(rows, r: int, i0: int, i1: int, j0: int, j1: int) -> None:
+    rows[r, 0] = i0
+    rows[r, 1] = i1
+    rows[r, 2] = j0
+    rows[r, 3] = j1
+
+
+@numba.njit(cache=True, nogil=True)
+def plan_block_array(pairs, segments: int, seg0_bits: int, k: int, digits: int):
+    """Disjoint rectangles covering the kept pairs (``pairs[i, j]`` true) whose
+    dgemms over ``k`` terms are exact with ``SPAN_RESERVE`` binades to spare.
+
+    Returns ``(blocks, ok)``: an int64 array, one row per block (columns
+    ``BLOCK_I0`` .. ``BLOCK_BITS``), and False when ``k`` is too long for exact
+    float64 accumulation (blocks is then empty)."""
+    budget = 53 - k_bits(k) - SPAN_RESERVE
+    s = pairs.shape[0]
+    if budget < 2 * 7:
+        return np.zeros((0, 6), np.int64), False
+    # rectangles: runs of consecutive rows with one set of j, cut into runs of j
+    rects = np.zeros((s * s, 4), np.int64)
+    nr = 0
+    i = 0
+    while i < s:
+        if not pairs[i].any():
+            i += 1
+            continue
+        end = i
+        while end + 1 < s and (pairs[end + 1] == pairs[i]).all():
+            end += 1
+        j = 0
+        while j < s:
+            if pairs[i, j]:
+                j0 = j
+                while j + 1 < s and pairs[i, j + 1]:
+                    j += 1
+                _put(rects, nr, i, end, j0, j)
+                nr += 1
+            j += 1
+        i = end + 1
+    # split depth first, first half before second (a stack, children pushed reversed)
+    stack = np.zeros((4 * s * s + 4, 4), np.int64)
+    top = 0
+    for r in range(nr - 1, -1, -1):
+        stack[top] = rects[r]
+        top += 1
+    out = np.zeros((s * s, 6), np.int64)
+    nb = 0
+    b = digit_bits(digits)
+    while top > 0:
+        top -= 1
+        i0, i1, j0, j1 = stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3]
+        bits = range_bits(i0, i1, seg0_bits, digits) + range_bits(j0, j1, seg0_bits, digits)
+        if bits <= budget or (i0 == i1 and j0 == j1):
+            out[nb, BLOCK_I0] = i0
+            out[nb, BLOCK_I1] = i1
+            out[nb, BLOCK_J0] = j0
+            out[nb, BLOCK_J1] = j1
+            out[nb, BLOCK_SHIFT] = b * (segments - 1 - i1) + b * (segments - 1 - j1)
+            out[nb, BLOCK_BITS] = bits
+            nb += 1
+        elif i1 - i0 >= j1 - j0:
+            mid = (i0 + i1) // 2
+            _put(stack, top, mid + 1, i1, j0, j1)
+            _put(stack, top + 1, i0, mid, j0, j1)
+            top += 2
+        else:
+            mid = (j0 + j1) // 2
+            _put(stack, top, i0, i1, mid + 1, j1)
+            _put(stack, top + 1, i0, i1, j0, mid)
+            top += 2
+    return out[:nb].copy(), True
+
+
+def pair_matrix(pairs: tuple[tuple[int, int], ...], segments: int) -> np.ndarray:
+    """The kept pairs as a boolean ``segments x segments`` matrix."""
+    m = np.zeros((segments, segments), dtype=np.bool_)
+    for i, j in pairs:
+        m[i, j] = True
+    return m
 
 
 def plan_blocks(
     pairs: tuple[tuple[int, int], ...], segments: int, seg0_bits: int, k: int, digits: int = MAGNITUDE
 ) -> tuple[Block, ...]:
     """Disjoint rectangles covering ``pairs`` whose dgemms over ``k`` terms are exact
-    with ``SPAN_RESERVE`` binades to spare."""
-    budget = 53 - k_bits(k) - SPAN_RESERVE
-    if budget < 2 * 7:
-        raise ValueError(
-            f"mixpert: K={k} is too long for exact float64 accumulation of INT8 products; "
-            "split the GEMM along K into chunks of at most 2^30"
-        )
-    rows: dict[int, tuple[int, ...]] = {}
-    for i, j in sorted(set(pairs)):
-        rows[i] = rows.get(i, ()) + (j,)
-    rects: list[tuple[int, int, int, int]] = []
-    i_sorted = sorted(rows)
-    start = 0
-    while start < len(i_sorted):
-        end = start
-        while (
-            end + 1 < len(i_sorted)
-            and i_sorted[end + 1] == i_sorted[end] + 1
-            and rows[i_sorted[end + 1]] == rows[i_sorted[start]]
-        ):
-            end += 1
-        js = rows[i_sorted[start]]
-        run0 = js[0]
-        for a, b in zip(js, js[1:] + (None,)):
-            if b != a + 1:
-                rects.append((i_sorted[start], i_sorted[end], run0, a))
-                if b is not None:
-                    run0 = b
-        start = end + 1
-    blocks: list[Block] = []
-    todo = list(rects)
-    while todo:
-        i0, i1, j0, j1 = todo.pop(0)
-        bits = range_bits(i0, i1, seg0_bits, digits) + range_bits(j0, j1, seg0_bits, digits)
-        if bits <= budget or (i0 == i1 and j0 == j1):
-            b = digit_bits(digits)
-            shift = b * (segments - 1 - i1) + b * (segments - 1 - j1)
-            blocks.append(Block(i0, i1, j0, j1, shift, bits))
-        elif i1 - i0 >= j1 - j0:
-            mid = (i0 + i1) // 2
-            todo[:0] = [(i0, mid, j0, j1), (mid + 1, i1, j0, j1)]
-        else:
-            mid = (j0 + j1) // 2
-            todo[:0] = [(i0, i1, j0, mid), (i0, i1, mid + 1, j1)]
-    return tuple(blocks)
+    with ``SPAN_RESERVE`` binades to spare (:func:`plan_block_array`)."""
+    blocks, ok = plan_block_array(pair_matrix(pairs, segments), segments, seg0_bits, k, digits)
+    if not ok:
+        raise ValueError(K_TOO_LONG)
+    return tuple(Block(*(int(v) for v in row)) for row in blocks)
+
+
+K_TOO_LONG = (
+    "mixpert: K is too long for exact float64 accumulation of INT8 products; "
+    "split the GEMM along K into chunks of at most 2^30"
+)
+"""Why a GEMM whose K leaves the planner no exact block is refused."""

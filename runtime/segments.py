@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba.extending import register_jitable
 
 __all__ = [
     "ZERO_EXP",
@@ -65,11 +66,13 @@ MAGNITUDE = 0
 BALANCED = 1
 
 
+@register_jitable
 def digit_bits(digits: int) -> int:
     """Bits per segment below segment 0: 7 (sign-magnitude) or 8 (balanced)."""
     return 8 if digits == BALANCED else 7
 
 
+@register_jitable
 def width(segments: int, seg0_bits: int, digits: int = MAGNITUDE) -> int:
     """Mantissa bits kept by a layout: ``seg0_bits + b*(segments-1)``."""
     return seg0_bits + digit_bits(digits) * (segments - 1)
@@ -82,6 +85,7 @@ def _balanced_offset(n: int) -> int:
     return 128 * (((np.int64(1) << (8 * n)) - 1) // 255)
 
 
+@register_jitable
 def max_aligned(segments: int, digits: int) -> int:
     """Largest aligned value the segments can hold (``127*R`` for balanced digits;
     no limit below 2^62 for sign-magnitude, whose width already bounds |q|)."""
@@ -146,6 +150,27 @@ def shift_magnitude(m: int, d: int, mode: int) -> int:
     return -q if neg else q
 
 
+#: per-element exponent of a zero or non-finite element in the packer's scratch
+_NO_EXP = -32768
+
+
+@numba.njit(cache=True, nogil=True)
+def _shift_branchless(m: int, d: int, mode: int) -> int:
+    """:func:`shift_magnitude` for ``|m| < 2^62``, ``d >= 0``, written with selects
+    so that the packer's inner loop vectorises."""
+    neg = m < 0
+    a = -m if neg else m
+    dd = min(d, 62)
+    q = a >> dd
+    if mode == ROUND_NEAREST:
+        rem = a - (q << dd)
+        half = (np.int64(1) << dd) >> 1
+        up = (dd > 0) & ((rem > half) | ((rem == half) & ((q & 1) == 1)))
+        q += np.int64(up)
+    q = np.int64(0) if d >= 63 else q
+    return -q if neg else q
+
+
 @numba.njit(cache=True, nogil=True)
 def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: int):
     """Split and align the rows of ``x`` (r×K, float32/float64) in groups of
@@ -160,36 +185,46 @@ def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: 
     ``nonzero`` and of those shifted by more than ``far`` bits ``shifted`` (the
     fallback trigger), and per row whether it holds an inf/NaN (``bad``).
     B is packed as ``pack_groups(B.T, ...)``.
+
+    Two passes over ``x``: split every element once (``q`` holds ``M`` and a 16-bit
+    scratch its exponent), then align each to its group exponent.
     """
     r, K = x.shape
     nkt = (K + tk - 1) // tk
-    q = np.zeros((r, K), dtype=np.int64)
+    q = np.empty((r, K), dtype=np.int64)
+    ex = np.empty((r, K), dtype=np.int16)
     gexp = np.empty((r, nkt), dtype=np.int64)
     nonzero = np.zeros((r, nkt), dtype=np.int64)
     shifted = np.zeros((r, nkt), dtype=np.int64)
     bad = np.zeros(r, dtype=np.bool_)
-    xb = np.ascontiguousarray(x).astype(np.float64).view(np.uint64)
     expmask = np.uint64(0x7FF0000000000000)
-    # pass 1: element exponents (after rounding) -> each row's max per k-tile
-    rowmax = np.full((r, nkt), ZERO_EXP, dtype=np.int64)
+    rowmax = np.empty((r, nkt), dtype=np.int64)
     over = np.zeros((r, nkt), dtype=np.bool_)  # an element at rowmax has M > qmax
+    check_over = qmax < (np.int64(1) << 62) - 1  # sign-magnitude digits never overflow
+    # pass 1: split every element; each row's max exponent per k-tile
     for i in range(r):
+        nonfinite = 0
         for kt in range(nkt):
-            mx = ZERO_EXP
+            k0 = kt * tk
+            k1 = min(k0 + tk, K)
+            mx = np.int64(_NO_EXP)
+            for k in range(k0, k1):
+                u = np.float64(x[i, k]).view(np.uint64)
+                fin = (u & expmask) != expmask
+                use = fin & ((u << np.uint64(1)) != 0)
+                m, e = split_element(u, w)
+                q[i, k] = m if use else 0
+                e = e if use else np.int64(_NO_EXP)
+                ex[i, k] = e
+                mx = max(mx, e)
+                nonfinite += np.int64(not fin)
             ov = False
-            for k in range(kt * tk, min(kt * tk + tk, K)):
-                u = xb[i, k]
-                if (u & expmask) == expmask:
-                    bad[i] = True
-                elif (u << np.uint64(1)) != 0:
-                    m, e = split_element(u, w)
-                    if e > mx:
-                        mx = e
-                        ov = False
-                    if e == mx and m > qmax:
-                        ov = True
-            rowmax[i, kt] = mx
-            over[i, kt] = ov
+            if check_over:
+                for k in range(k0, k1):
+                    ov |= (ex[i, k] == mx) & (q[i, k] > qmax)
+            rowmax[i, kt] = mx if mx != _NO_EXP else ZERO_EXP
+            over[i, kt] = ov and mx != _NO_EXP
+        bad[i] = nonfinite > 0
     for g0 in range(0, r, group_rows):
         g1 = min(g0 + group_rows, r)
         for kt in range(nkt):
@@ -201,20 +236,19 @@ def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: 
                 bump |= rowmax[i, kt] == emax and over[i, kt]
             for i in range(g0, g1):
                 gexp[i, kt] = emax + 1 if bump else emax
-    # pass 2: split again and align to the group exponent
+    # pass 2: align to the group exponent
     for i in range(r):
         for kt in range(nkt):
             g = gexp[i, kt]
             nz = 0
             sh = 0
             for k in range(kt * tk, min(kt * tk + tk, K)):
-                u = xb[i, k]
-                if (u & expmask) != expmask and (u << np.uint64(1)) != 0:
-                    m, e = split_element(u, w)
-                    d = g - e
-                    q[i, k] = shift_magnitude(m, d, mode) if d > 0 else m
-                    nz += 1
-                    sh += d > far
+                e = np.int64(ex[i, k])
+                use = e != _NO_EXP
+                d = g - e if use else np.int64(0)
+                q[i, k] = _shift_branchless(q[i, k], d, mode)
+                nz += np.int64(use)
+                sh += np.int64(use & (d > far))
             nonzero[i, kt] = nz
             shifted[i, kt] = sh
     return q, gexp, nonzero, shifted, bad

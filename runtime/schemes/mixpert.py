@@ -21,12 +21,21 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from mixjit.runtime.executor_mixpert import Layout, Prepared, prepare, run_mixpert
+from mixjit.runtime import executor_mixpert as ex
+from mixjit.runtime.executor_mixpert import Prepared, prepare, run_mixpert
 from mixjit.runtime.pair_blocks import plan_blocks
 from mixjit.runtime.schemes.base import Config, RunStats, Scheme, Work, register
-from mixjit.runtime.segments import BALANCED, MAGNITUDE, width
+from mixjit.runtime.segments import BALANCED, MAGNITUDE, ROUND_NEAREST, ROUND_TRUNC, width
 
-__all__ = ["MixPertConfig", "MixPertFP64Config", "LEVELS", "significance_pairs", "MixPert", "MixPertFP64"]
+__all__ = [
+    "MixPertConfig",
+    "MixPertFP64Config",
+    "LEVELS",
+    "significance_pairs",
+    "config_from_words",
+    "MixPert",
+    "MixPertFP64",
+]
 
 Pairs = tuple[tuple[int, int], ...]
 
@@ -114,10 +123,23 @@ class MixPertConfig(Config):
     def _digit_code(self) -> int:
         return BALANCED if self.digits == "balanced" else MAGNITUDE
 
-    @property
-    def layout(self) -> Layout:
-        """The operand-packing part of the config (what prepared operands fix)."""
-        return Layout(self.segments, self.seg0_bits, self.digits, self.align, self.rounding, self.tile, self.fallback, self.domain)
+    def words(self) -> tuple[int, ...]:
+        """The config as int64 words for the compiled executor (and the @mixjit plan
+        table): layout ``W_*`` in runtime/executor_mixpert.py; :func:`config_from_words`
+        inverts it. Words ``0..N_LAYOUT_WORDS-1`` fix how an operand is split."""
+        w = [0] * ex.N_WORDS
+        w[ex.W_SEGMENTS] = self.segments
+        w[ex.W_SEG0_BITS] = self.seg0_bits
+        w[ex.W_DIGITS] = self._digit_code
+        w[ex.W_ALIGN] = ex.ALIGN_ROW if self.align == "row" else ex.ALIGN_TILE
+        w[ex.W_ROUNDING] = ROUND_NEAREST if self.rounding == "round" else ROUND_TRUNC
+        w[ex.W_TM], w[ex.W_TK], w[ex.W_TN] = self.tile
+        w[ex.W_FALLBACK] = self.fallback
+        w[ex.W_DOMAIN] = ex.DOMAIN_FP32 if self.domain == "fp32" else ex.DOMAIN_FP64
+        bits = sum(1 << (ex.PAIR_STRIDE * i + j) for i, j in self.pairs)
+        w[ex.W_PAIRS0] = bits & ((1 << 63) - 1)
+        w[ex.W_PAIRS1] = bits >> 63
+        return tuple(w)
 
     @property
     def label(self) -> str:
@@ -158,6 +180,28 @@ class MixPertFP64Config(MixPertConfig):
         super().__post_init__()
         if self.fallback != -1:
             raise ValueError("mixpert-fp64: tile fallback is not offered (fallback=off); use align=row for wide data")
+
+
+def config_from_words(words: Sequence[int]) -> MixPertConfig:
+    """The config whose :meth:`MixPertConfig.words` are ``words`` (a
+    ``MixPertFP64Config`` when the domain word says float64)."""
+    w = [int(v) for v in words]
+    if len(w) < ex.N_WORDS:
+        raise ValueError(f"mixpert: {len(w)} config words, expected {ex.N_WORDS}")
+    bits = w[ex.W_PAIRS0] | (w[ex.W_PAIRS1] << 63)
+    segments = w[ex.W_SEGMENTS]
+    pairs = tuple((i, j) for i in range(segments) for j in range(segments) if bits >> (ex.PAIR_STRIDE * i + j) & 1)
+    cls = MixPertFP64Config if w[ex.W_DOMAIN] == ex.DOMAIN_FP64 else MixPertConfig
+    return cls(
+        segments=segments,
+        pairs=pairs,
+        seg0_bits=w[ex.W_SEG0_BITS],
+        digits="balanced" if w[ex.W_DIGITS] == BALANCED else "magnitude",
+        align="row" if w[ex.W_ALIGN] == ex.ALIGN_ROW else "tile",
+        rounding="round" if w[ex.W_ROUNDING] == ROUND_NEAREST else "trunc",
+        tile=(w[ex.W_TM], w[ex.W_TK], w[ex.W_TN]),
+        fallback=w[ex.W_FALLBACK],
+    )
 
 
 def _pairs_text(segments: int, pairs: Pairs) -> str:
@@ -243,24 +287,25 @@ class _MixPertBase(Scheme):
 
     def prepare_a(self, a: np.ndarray, config: Config) -> Prepared:
         """Split and align A once, for several GEMMs under ``config``."""
-        return prepare(a, "A", self._check(config).layout)
+        return prepare(a, "A", np.array(self._check(config).words()))
 
     def prepare_b(self, b: np.ndarray, config: Config) -> Prepared:
         """Split and align B once, for several GEMMs under ``config``."""
-        return prepare(b, "B", self._check(config).layout)
+        return prepare(b, "B", np.array(self._check(config).words()))
 
     def run_with_stats(self, a, b, config: Config) -> tuple[np.ndarray, RunStats]:
-        """C = A @ B; ``a`` / ``b`` may be arrays or operands from prepare_a / prepare_b."""
+        """C = A @ B; ``a`` / ``b`` may be arrays or operands from prepare_a / prepare_b.
+        Runs the compiled executor (the same code the @mixjit entry calls)."""
         cfg = self._check(config)
-        lay = cfg.layout
-        pa = a if isinstance(a, Prepared) else prepare(a, "A", lay)
-        pb = b if isinstance(b, Prepared) else prepare(b, "B", lay)
-        for p, want in ((pa, "A"), (pb, "B")):
+        words = np.array(cfg.words(), dtype=np.int64)
+        for p, want in ((a, "A"), (b, "B")):
+            if not isinstance(p, Prepared):
+                continue
             if p.side != want:
                 raise ValueError(f"{self.name}: operand {want} was prepared as {p.side}; use prepare_{want.lower()}")
-            if p.layout != lay:
+            if not p.same_layout(words):
                 raise ValueError(f"{self.name}: operand {want} was prepared under another config; prepare it with {cfg.label!r}")
-        c, st = run_mixpert(pa, pb, cfg.pairs)
+        c, st = run_mixpert(a, b, words)
         reasons = []
         if st.fallback_tiles:
             reasons.append(f"exponent spread above {cfg.fallback} bits: tile product computed by tf32x3")
@@ -275,7 +320,7 @@ class _MixPertBase(Scheme):
                 "exact_path_cols": st.exact_path_cols,
             },
         )
-        return c.astype(pa.dtype, copy=False), stats
+        return c, stats
 
     def products(self, config: Config) -> int:
         return len(self._check(config).pairs)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from numba import errors, njit, prange
 
-from mixjit import entry, mixjit, mixopt
+from mixjit import entry, gemm, mixjit, mixopt
 from mixjit.decorator import MixjitDispatcher, MixjitWarning
 
 NATIVE = dict(schemes=["native"])
@@ -162,12 +162,56 @@ def test_default_plan_is_the_most_precise_level_and_says_what_runs():
     def f(a):
         return a @ a
 
-    with pytest.warns(MixjitWarning, match="'mixpert-fp64' has no compiled executor"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixjitWarning)  # mixpert-fp64 has an executor: no note
         f(np.eye(2))
     (site,) = f.sites
     assert (site.plan.scheme, site.plan.config, site.plan.executor) == (
-        "mixpert-fp64", "segments=9,pairs=sig8", "native")
+        "mixpert-fp64", "segments=9,pairs=sig8", "mixpert-fp64")
+    assert site.plan.label == "mixpert-fp64[segments=9,pairs=sig8]"
     assert site.calls == 1
+
+    @mixjit(schemes=["tf32x3"])
+    def g(a):
+        return a @ a
+
+    with pytest.warns(MixjitWarning, match="'tf32x3' has no compiled executor"):
+        g(np.eye(2, dtype=np.float32))
+    assert g.sites[0].plan.label == "tf32x3[products=3] (runs native)"
+
+
+def _emulated(a, b, s):
+    p = a @ b                               # site: A @ B
+    q = np.dot(b.T, a.T)                    # site: transposed operands
+    s[2:, 2:] -= s[2:, :2] @ s[2:, :2].T    # site: Cholesky's fused trailing update
+    return p, q, s
+
+
+emulated = mixjit(_emulated)  # default schemes: mixpert (float32), mixpert-fp64 (float64)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_default_schemes_run_mixpert_bit_for_bit(dtype):
+    a = RNG.standard_normal((6, 40)).astype(dtype)
+    b = RNG.standard_normal((40, 5)).astype(dtype)
+    s = RNG.standard_normal((7, 7)).astype(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixjitWarning)
+        p, q, s_got = emulated(a, b, s.copy())
+    name = np.dtype(dtype).name
+    taken = [x for x in emulated.sites if x.taken and x.dtype == name]
+    scheme = "mixpert" if dtype == np.float32 else "mixpert-fp64"
+    assert len(taken) == 3 and all(x.plan.scheme == x.plan.executor == scheme for x in taken)
+    cfg = taken[0].plan.config
+    np.testing.assert_array_equal(p, gemm(a, b, scheme, cfg))
+    np.testing.assert_array_equal(q, gemm(b.T, a.T, scheme, cfg))
+    want = s.copy()
+    want[2:, 2:] -= gemm(want[2:, :2], want[2:, :2].T, scheme, cfg)  # C = C - P in the dtype
+    np.testing.assert_array_equal(s_got, want)
+    assert [x.calls for x in taken] == [1, 1, 1]
+    sig = next(k for k in emulated.signatures if str(k[0].dtype) == name)
+    llvm_ir = emulated.inspect_llvm(sig)
+    assert "mixjit_gemm_entry" in llvm_ir and "numba_xxgemm" not in llvm_ir
 
 
 def test_function_numba_cannot_compile_gets_a_mixjit_note():

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from numba import njit, prange
 
-from mixjit import entry
-from mixjit.plan import initial_plan, set_plan
+from mixjit import entry, gemm
+from mixjit.plan import SitePlan, initial_plan, set_plan
+from mixjit.runtime import executor_mixpert as ex
 from mixjit.linking import (
     LinkError,
     ensure_entry_linked,
@@ -425,7 +426,8 @@ def test_entry_error_codes():
     assert _call_c(unknown, a, a, c) == entry.ENTRY_BAD_EXECUTOR
     assert (c == 0).all()
     assert set(entry.ENTRY_ERRORS) == {entry.ENTRY_BAD_SITE, entry.ENTRY_BAD_DTYPE, entry.ENTRY_TOO_LARGE,
-                                       entry.ENTRY_BLAS_FAILED, entry.ENTRY_NO_PLAN, entry.ENTRY_BAD_EXECUTOR}
+                                       entry.ENTRY_BLAS_FAILED, entry.ENTRY_NO_PLAN, entry.ENTRY_BAD_EXECUTOR,
+                                       *(entry.ENTRY_EXECUTOR_FAILED + s for s in ex.STATUS_MESSAGES)}
 
 
 def test_counter_increment_is_an_atomic_rmw_on_the_counter_symbol():
@@ -482,3 +484,55 @@ def test_reset_call_counts():
     assert entry.call_count(site) == 1
     entry.reset_call_counts()
     assert entry.call_count(site) == 0
+
+
+# --- emulated executors behind the entry --------------------------------------
+
+_EMULATED = [(np.float32, "mixpert", "level=IV,tile=4x8x4"), (np.float64, "mixpert-fp64", "segments=7,pairs=sig6,tile=4x8x4")]
+
+
+@pytest.mark.parametrize("dtype,scheme,label", _EMULATED)
+def test_entry_runs_mixpert_bit_for_bit_for_all_layouts(dtype, scheme, label):
+    site = entry.new_site()
+    set_plan(site, SitePlan(scheme, label, scheme))
+    cases = _operand_cases(dtype)
+    for name, a, b in cases:
+        want = gemm(a, b, scheme, label)
+        c = np.full(want.shape, np.nan, dtype)
+        assert _call_c(site, a, b, c) == entry.ENTRY_OK
+        np.testing.assert_array_equal(c, want, err_msg=name)
+    _, a, b = cases[4]
+    p = gemm(a, b, scheme, label)
+    c0 = RNG.standard_normal(p.shape).astype(dtype)
+    for alpha, beta in [(-1.0, 1.0), (2.0, 0.5)]:  # C = alpha*P + beta*C in C's dtype
+        c = c0.copy()
+        assert _call_c(site, a, b, c, alpha=alpha, beta=beta) == entry.ENTRY_OK
+        np.testing.assert_array_equal(c, dtype(alpha) * p + dtype(beta) * c0)
+    assert entry.call_count(site) == len(cases) + 2
+
+
+def test_entry_reports_what_the_mixpert_executor_refuses():
+    site = entry.new_site()
+    set_plan(site, SitePlan("mixpert-fp64", "tile=1x1x1", "mixpert-fp64"))
+    a, b, c = np.array([[1.0, 2.0**-1000]]), np.ones((2, 1)), np.zeros((1, 1))
+    status = _call_c(site, a, b, c)
+    assert status == entry.ENTRY_EXECUTOR_FAILED + ex.ERR_SPAN and "binades" in entry.ENTRY_ERRORS[status]
+    f32 = np.ones((1, 2), np.float32)  # a float64-domain plan on a float32 site
+    assert _call_c(site, f32, f32.T.copy(), np.zeros((1, 1), np.float32)) == entry.ENTRY_EXECUTOR_FAILED + ex.ERR_PARAMS
+
+
+def test_prange_runs_mixpert_sites_bit_for_bit():
+    x = RNG.standard_normal((48, 4, 40))
+    y = RNG.standard_normal((48, 40, 3))
+    _batched(x, y)
+    (site,) = sites(_batched, x, y)
+    label = "segments=7,pairs=sig6"
+    set_plan(site, SitePlan("mixpert-fp64", label, "mixpert-fp64"))
+    try:
+        before = entry.call_count(site)
+        got = _batched(x, y)
+        assert entry.call_count(site) == before + 48
+    finally:
+        set_plan(site, NATIVE)
+    for i in range(48):
+        np.testing.assert_array_equal(got[i], gemm(x[i], y[i], "mixpert-fp64", label))

@@ -183,3 +183,27 @@ def test_span_beyond_float64_range_is_refused():
     b = np.array([[1.0], [1.0]])
     with pytest.raises(ValueError, match="binades along K"):
         MP64.run(a, b, MP64.parse_config("tile=1x1x1"))
+
+
+
+def test_round32_is_rn32_of_hi_plus_its_residual():
+    # round32's shortcut (hi not on a float32 midpoint: RN32(hi) is final) and its
+    # midpoint repair, against exact rational rounding, from subnormals to overflow
+    from fractions import Fraction
+
+    from mixjit.runtime.exactsum import round32
+    from reference_mixpert import rn
+
+    rng = np.random.default_rng(13)
+    cs = [np.float32(rng.uniform(0.5, 1.0) * 2.0 ** int(e)) for e in rng.integers(-150, 129, 200)]
+    cs += [np.float32(2.0**-149), np.float32(2.0**-126), np.float32(1.0), np.finfo(np.float32).max]
+    for c in cs:
+        ulp = float(np.spacing(c)) if c < np.finfo(np.float32).max else 2.0**104
+        for off in (0.0, 0.25, 0.5, 0.75, 0.5 + 2.0**-20, -0.25, -0.5):
+            for sign in (1.0, -1.0):
+                hi = sign * (float(c) + off * ulp)
+                for lo in (-1e-300, 0.0, 1e-300):
+                    exact = Fraction(hi) + (Fraction(1, 2**1100) if lo > 0 else -Fraction(1, 2**1100) if lo < 0 else 0)
+                    want = np.float32(rn(exact, "fp32"))
+                    got = np.float32(round32(hi, lo))
+                    assert got.view(np.uint32) == want.view(np.uint32), (hi, lo)

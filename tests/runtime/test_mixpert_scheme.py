@@ -9,7 +9,14 @@ import pytest
 
 from mixjit import gemm
 from mixjit.runtime.schemes import get_scheme
-from mixjit.runtime.schemes.mixpert import LEVELS, MixPertConfig, MixPertFP64Config, significance_pairs
+from mixjit.runtime import executor_mixpert as ex
+from mixjit.runtime.schemes.mixpert import (
+    LEVELS,
+    MixPertConfig,
+    MixPertFP64Config,
+    config_from_words,
+    significance_pairs,
+)
 
 MP = get_scheme("mixpert")
 MP64 = get_scheme("mixpert-fp64")
@@ -154,3 +161,42 @@ def test_fp64_emulation_against_exact_products():
     assert e9 <= 1.01 * best + 1e-18
     assert e8 < 4e-15 and e7 < 1e-12
     assert e9 < e8 < e7
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        *MP.configs(),
+        *MP64.configs(),  # segments=9: pairs beyond bit 63 use the second pair word
+        MixPertConfig(pairs=LEVELS["IV"], digits="balanced", align="row", rounding="trunc", tile=(8, 16, 4), fallback=-1),
+        MixPertConfig(segments=2, pairs=((0, 1), (1, 1)), seg0_bits=3, fallback=12),
+        MixPertFP64Config(segments=7, pairs=((0, 0), (6, 6)), align="tile"),
+    ],
+    ids=lambda c: c.label,
+)
+def test_config_words_round_trip(cfg):
+    words = cfg.words()
+    assert len(words) <= 15 and all(isinstance(w, int) and -(2**63) <= w < 2**63 for w in words)
+    back = config_from_words(np.array(words, dtype=np.int64))
+    assert back == cfg and type(back) is type(cfg)
+
+
+def test_compiled_executor_reads_any_strides_and_reports_bad_calls():
+    rng = np.random.default_rng(9)
+    big = rng.standard_normal((30, 40)).astype(np.float32)
+    a = big[::2, 1::3]  # 15 x 13, non-contiguous
+    b = big[::-3, :15].T[2:]  # 13 x 10, transposed view with a negative stride
+    cfg = MP.parse_config("level=IV,align=row,tile=4x8x4")
+    words = np.array(cfg.words(), dtype=np.int64)
+    want = MP.run(np.ascontiguousarray(a), np.ascontiguousarray(b), cfg)
+    out = np.full((30, 20), np.float32(7.0))
+    c = out[::2, ::2]  # strided output: the gaps stay untouched
+    stats = np.zeros(ex.N_STATS, dtype=np.int64)
+    assert ex.mixpert_gemm(a, b, c, words, stats) == 0
+    np.testing.assert_array_equal(c, want)
+    assert (out[1::2] == 7.0).all() and (out[:, 1::2] == 7.0).all()
+    assert stats[ex.STAT_TILES] == 2 * (4 + 3)
+    assert ex.mixpert_gemm(a, b[:5], c, words, stats) == ex.ERR_SHAPE
+    fp64 = np.array(MixPertFP64Config().words(), dtype=np.int64)
+    assert ex.mixpert_gemm(a, b, c, fp64, stats) == ex.ERR_PARAMS  # float64 domain, float32 C
+    assert ex.mixpert_gemm(a, b, c, words[:5], stats) == ex.ERR_PARAMS
