@@ -2,17 +2,25 @@
 
 Every value that can hold an array reference (anything but scalars and tuples of scalars) has
 a set of *roots*: the values that created the memory it may point into. A function argument,
-a constant or global, a fresh result (``np.zeros``, ``A + B``, ``mix.gemm``) is its own root;
-a view (``x[i:j]``, ``x.T``, ``np.transpose(x)``, ``x.reshape(...)``, a tuple holding ``x``,
-an in-place ``x -= y``) has the roots of what it views; a block argument has the roots of
-every value passed to it. Calls the analysis does not know (``@njit`` helpers, ...) may write
-every array they are given and may return any of them. Distinct function arguments are assumed
-not to alias each other. Subscripts are not analysed: a view aliases its whole root.
+a constant or global, a fresh result (``np.zeros``, ``A + B``, ``mix.gemm``, a call in
+:data:`FRESH_CALLEES` or a NumPy ufunc) is its own root; a view (``x[i:j]``, ``x.T``,
+``np.transpose(x)``, ``x.reshape(...)``, a tuple holding ``x``, an in-place ``x -= y``) has the
+roots of what it views; a block argument has the roots of every value passed to it.
+
+Calls are conservative by default: a call not known to return fresh memory (``np.flipud``,
+``np.split``, ``np.broadcast_to``, ``as_strided``, ... and any callee not listed) may return
+views of every array it is given, and elements of a list or tuple it returns too (subscripting
+the list is a view of it). Calls the analysis does not know to be read-only (``@njit`` helpers,
+:data:`WRITING_CALLEES`, ``out=``) may also write every array they are given. Distinct function
+arguments are assumed not to alias each other. Subscripts are not analysed: a view aliases its
+whole root, so two disjoint slices of one array are not told apart.
 """
 
 from __future__ import annotations
 
 import enum
+
+import numpy as np
 
 from mixjit.ir.core import Operation, Region, Value
 from mixjit.ir.dialects import cf, func, py
@@ -22,8 +30,8 @@ from mixjit.ir.types import ComplexType, FloatType, IndexType, IntegerType, None
 from mixjit.passes.py_attrs import callee_of
 
 __all__ = [
-    "Kind", "op_kind", "viewed_operands", "written_values", "holds_references", "alias_roots", "successor_values",
-    "function_bodies",
+    "Kind", "op_kind", "returns_fresh", "viewed_operands", "written_values", "holds_references", "alias_roots",
+    "successor_values", "function_bodies", "FRESH_CALLEES", "ALLOC_CALLEES",
 ]
 
 METADATA_ATTRS = frozenset({"shape", "size", "ndim", "dtype", "strides", "itemsize", "nbytes"})
@@ -41,6 +49,35 @@ WRITING_CALLEES = frozenset({
 """Known callees that write an argument (every other ``numpy.*``, ``array.*`` and ``builtins.*``
 callee only reads them)."""
 READ_ONLY_PREFIXES = ("numpy.", "array.", "builtins.", "numba.misc.special.")
+ALLOC_CALLEES = frozenset({
+    "numpy.empty", "numpy.zeros", "numpy.ones", "numpy.empty_like", "numpy.zeros_like", "numpy.ones_like",
+})
+"""Allocations whose contents depend on no argument's contents (only on shapes and dtypes)."""
+FRESH_CALLEES = ALLOC_CALLEES | frozenset({
+    "numpy.full", "numpy.full_like", "numpy.eye", "numpy.identity", "numpy.arange", "numpy.linspace",
+    # copies and new arrays computed from the arguments
+    "numpy.copy", "numpy.array", "numpy.concatenate", "numpy.stack", "numpy.hstack", "numpy.vstack",
+    "numpy.column_stack", "numpy.where", "numpy.outer", "numpy.kron", "numpy.dot", "numpy.matmul", "numpy.vdot",
+    "numpy.inner", "numpy.cumsum", "numpy.cumprod", "numpy.sort", "numpy.argsort", "numpy.argwhere",
+    "numpy.nonzero", "numpy.unique", "numpy.tril", "numpy.triu", "numpy.round", "numpy.clip",
+    # reductions
+    "numpy.sum", "numpy.prod", "numpy.mean", "numpy.std", "numpy.var", "numpy.median", "numpy.min", "numpy.max",
+    "numpy.amin", "numpy.amax", "numpy.argmin", "numpy.argmax", "numpy.all", "numpy.any", "numpy.trace",
+    "numpy.linalg.norm", "numpy.linalg.det",
+    # linear algebra: always new arrays
+    "numpy.linalg.inv", "numpy.linalg.solve", "numpy.linalg.cholesky", "numpy.linalg.qr", "numpy.linalg.svd",
+    "numpy.linalg.eig", "numpy.linalg.eigh", "numpy.linalg.eigvals", "numpy.linalg.eigvalsh", "numpy.linalg.lstsq",
+    "numpy.linalg.pinv", "numpy.linalg.matrix_power",
+    # array methods that copy or reduce
+    "array.copy", "array.astype", "array.flatten", "array.sum", "array.prod", "array.mean", "array.std",
+    "array.var", "array.min", "array.max", "array.argmin", "array.argmax", "array.all", "array.any",
+    "array.cumsum", "array.cumprod", "array.dot", "array.argsort", "array.nonzero", "array.take", "array.repeat",
+    # builtins and number classes: scalars, ranges, new containers
+    "builtins.range", "builtins.len", "builtins.abs", "builtins.min", "builtins.max", "builtins.float",
+    "builtins.int", "builtins.bool", "builtins.round", "builtins.list", "numba.misc.special.prange",
+})
+"""Callees whose array results are new memory (when they write nothing: no ``out=``). Every
+other call may return views of its arguments."""
 
 
 class Kind(enum.Enum):
@@ -49,6 +86,7 @@ class Kind(enum.Enum):
     VIEW = "view"  # refers to (part of) its operands' memory; its contents are read later
     METADATA = "metadata"  # shape/size/...: depends on no array contents
     COMPUTE = "compute"  # a new value computed from the operands' contents (new memory)
+    ALLOC = "alloc"  # new memory whose contents depend on no operand's contents (np.zeros)
     SOURCE = "source"  # a new value that depends on nothing (constants, globals, arguments)
     UNKNOWN = "unknown"  # may alias and may read any operand
 
@@ -66,12 +104,32 @@ def _callee(op: Operation) -> str:
     return callee_of(op) or ""
 
 
+def _ufunc(callee: str) -> np.ufunc | None:
+    """The NumPy ufunc that ``callee`` (``"numpy.sqrt"``) names, if any."""
+    if not callee.startswith("numpy.") or callee.count(".") != 1:
+        return None
+    found = getattr(np, callee[len("numpy."):], None)
+    return found if isinstance(found, np.ufunc) else None
+
+
 def _call_writes(op: py.CallOp) -> bool:
     callee = _callee(op)
     if callee in WRITING_CALLEES or not callee.startswith(READ_ONLY_PREFIXES):
         return True
     kwnames = [k.value for k in op.kwnames] if op.kwnames else []
-    return "out" in kwnames or (callee in ("numpy.dot", "numpy.matmul") and len(op.args) > 2)
+    ufunc = _ufunc(callee)
+    positional = len(op.args) - len(kwnames)
+    return (
+        "out" in kwnames
+        or (callee in ("numpy.dot", "numpy.matmul") and len(op.args) > 2)
+        or (ufunc is not None and positional > ufunc.nin)  # np.add(a, b, out)
+    )
+
+
+def returns_fresh(callee: str) -> bool:
+    """Whether a (non-writing) call of ``callee`` returns new memory, never a view of an argument:
+    a callee in :data:`FRESH_CALLEES` or a NumPy ufunc."""
+    return callee in FRESH_CALLEES or _ufunc(callee) is not None
 
 
 def op_kind(op: Operation) -> Kind:
@@ -92,7 +150,11 @@ def op_kind(op: Operation) -> Kind:
     if isinstance(op, py.CallOp):
         if _call_writes(op):
             return Kind.UNKNOWN
-        return Kind.VIEW if _callee(op) in VIEW_CALLEES else Kind.COMPUTE
+        if _callee(op) in VIEW_CALLEES:
+            return Kind.VIEW
+        if _callee(op) in ALLOC_CALLEES:
+            return Kind.ALLOC
+        return Kind.COMPUTE if returns_fresh(_callee(op)) else Kind.UNKNOWN
     return Kind.UNKNOWN
 
 
