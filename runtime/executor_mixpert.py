@@ -12,11 +12,15 @@ bits:
   two blocks one TwoSum gives ``RN64(X)`` and its residual, and ``round32``
   finishes; with more blocks the block results are summed exactly
   (runtime/exactsum.py);
-* exact path: rows of A / columns of B whose exponent span along K is too wide for
-  the fast path's bound, or that touch a fallback tile, are recomputed k-tile by
-  k-tile (each k-tile dgemm is exact) and summed exactly;
-* fallback tiles: a tile product whose A or B tile has an exponent spread above
-  ``fallback`` bits contributes its exact tf32x3 products instead.
+* certified path (float32 domain): rows of A / columns of B whose exponent span
+  along K is too wide for the fast path's bound, or that touch a fallback tile
+  (whose tile products contribute their exact tf32x3 products instead), get ``S'``
+  from one float64 GEMM over exactly representable columns (INT8 block values and
+  tf32 parts) with a rigorous error bound; Ziv's rounding test accepts
+  ``RN32(S')`` or sends the output to an exact k-tile-by-k-tile sum
+  (:func:`_certified`);
+* exact path (float64 domain, wide spans): those rows / columns are recomputed
+  k-tile by k-tile (each k-tile dgemm is exact) and summed exactly.
 
 Non-finite inputs: those elements count as 0 for the computation and the
 affected outputs are set by the non-finite rule (Common conventions).
@@ -43,7 +47,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from mixjit.runtime.exactsum import MAX_PARTIALS, add_piece, add_pieces, finish_all, round32, round64_scaled
+from mixjit.runtime.exactsum import MAX_PARTIALS, add_piece, add_pieces, finish, finish_all, round32, round64_scaled
 from mixjit.runtime.pair_blocks import (
     BLOCK_BITS,
     BLOCK_I0,
@@ -100,7 +104,9 @@ STAT_NONFINITE = 2
 STAT_EXACT_ROWS = 3
 STAT_EXACT_COLS = 4
 STAT_WIDEST_SPAN = 5
-N_STATS = 6
+STAT_CERTIFIED = 6  # outputs computed by the certified path (float64 GEMM + Ziv's test)
+STAT_SLOW_ELEMENTS = 7  # of those, outputs Ziv's test left in doubt: summed exactly
+N_STATS = 8
 
 # ---- status codes ----------------------------------------------------------
 OK = 0
@@ -113,7 +119,8 @@ STATUS_MESSAGES: dict[int, str] = {
     "scale the operands or use the native scheme for this GEMM",
     ERR_K_TOO_LONG: K_TOO_LONG,
     ERR_PARAMS: "the config words are invalid, or a float64-domain config was given float32 "
-    "operands (encode configs with MixPertConfig.words(); mixpert-fp64 takes float64 only)",
+    "operands or a tile fallback (encode configs with MixPertConfig.words(); mixpert-fp64 "
+    "takes float64 only and has no fallback)",
     ERR_SHAPE: "shapes do not match: A is m x k, B must be k x n and C m x n",
 }
 """What each non-zero status of the compiled executor means."""
@@ -122,6 +129,7 @@ STATUS_MESSAGES: dict[int, str] = {
 _EXACT_CHUNK = 32
 #: widest exponent span (row of A + column of B) whose pieces stay in float64's range
 _MAX_SPAN = 900
+_F32MAX = float(np.finfo(np.float32).max)
 
 
 # ------------------------------------------------------------------ parameters
@@ -141,7 +149,7 @@ def _params_ok(params, out_itemsize: int) -> bool:
         and min(params[W_TM], params[W_TK], params[W_TN]) >= 1
         and params[W_FALLBACK] >= -1
         and 0 <= params[W_DOMAIN] <= 1
-        and not (params[W_DOMAIN] == DOMAIN_FP64 and out_itemsize == 4)
+        and not (params[W_DOMAIN] == DOMAIN_FP64 and (out_itemsize == 4 or params[W_FALLBACK] != -1))
         and width(s, params[W_SEG0_BITS], params[W_DIGITS]) <= 62
     )
 
@@ -337,47 +345,264 @@ def _special(araw, braw, abad, bbad, out) -> int:
 def _tf32(v: float) -> float:
     """RN_tf32 of the float32 value ``v`` (given as float64; finite), ties to even,
     on the bit pattern (docs/numerics.md, tf32x3); overflow gives inf."""
-    u = np.array([np.float32(v)]).view(np.uint32)[0]
+    u = np.float32(v).view(np.uint32)
     lsb = (u >> np.uint32(13)) & np.uint32(1)
-    r = (u + (np.uint32(0xFFF) + lsb)) & np.uint32(0xFFFFE000)
-    return np.float64(np.array([r]).view(np.float32)[0])
+    r = np.uint32((u + (np.uint32(0xFFF) + lsb)) & np.uint32(0xFFFFE000))
+    return np.float64(r.view(np.float32))
 
 
 @numba.njit(cache=True, nogil=True)
-def _tf32_parts(raw, rows, k0: int, k1: int):
-    """The tf32x3 split of ``raw[rows, k0:k1]`` (float32 values): big = RN_tf32(x),
-    small = RN_tf32(x - big); non-finite inputs count as 0, and an element whose big
-    part overflows is kept whole (big = x, small = 0)."""
-    big = np.zeros((rows.shape[0], k1 - k0))
-    small = np.zeros((rows.shape[0], k1 - k0))
-    for u in range(rows.shape[0]):
-        for k in range(k0, k1):
-            x = raw[rows[u], k]
+def _tf32_split(raw):
+    """The tf32x3 split of a row-form operand (float32 values): ``big = RN_tf32(x)``,
+    ``small = RN_tf32(x - big)``; non-finite inputs count as 0, and an element whose
+    big part overflows is kept whole (big = x, small = 0)."""
+    r, kk = raw.shape
+    big = np.zeros((r, kk))
+    small = np.zeros((r, kk))
+    for i in range(r):
+        for k in range(kk):
+            x = raw[i, k]
             if not math.isfinite(x):
                 continue
             hi = _tf32(x)
             if math.isinf(hi):
                 hi = x
-            big[u, k - k0] = hi
-            small[u, k - k0] = _tf32(np.float64(np.float32(x - hi)))
+            big[i, k] = hi
+            small[i, k] = _tf32(np.float64(np.float32(x - hi)))
     return big, small
 
 
+# kinds of a column run of the certified path's float64 GEMM (besides block b = 0..nb-1)
+_KIND_TF_A = -1  # tf32 parts of A's fallback tiles times all of B
+_KIND_TF_B = -2  # tf32 parts of A's other tiles times B's fallback tiles
+#: inner size of one float64 GEMM of the certified path (the error bound's n)
+_CHUNK = 256
+_U = 2.0**-53
+
+
 @numba.njit(cache=True, nogil=True)
-def _add_fallback(parts, counts, abig, asmall, bbig, bsmall, fa, fb, inv_a, inv_b):
-    """Add the exact tf32x3 products of the fallback tile products: element (i, j)
-    gets big·big + big·small + small·big over the k-tile where ``fa[i] or fb[j]``."""
-    r, kk = abig.shape
-    n = bbig.shape[0]
-    for i in range(r):
-        for j in range(n):
-            if not (fa[i] or fb[j]):
+def _runs(afb, ascale, bfb, bscale, rows, others, nb: int, tk: int, K: int):
+    """The column runs of the certified path's GEMM, as rows ``(kind, k-tile)``:
+    for each k-tile, the blocks where some listed row and some other row have a
+    non-fallback group, and the tf32 runs where some fallback tile product occurs
+    (``X[i,j] = Σ_κ INT8·[no fallback] + Σ_κ TF·(fa + (1-fa)·fb)``)."""
+    nkt = afb.shape[1]
+    out = np.empty((nkt * (nb + 2), 2), dtype=np.int64)
+    count = 0
+    for t in range(nkt):
+        a_int = False
+        a_fb = False
+        a_nfb = False
+        for u in range(rows.shape[0]):
+            i = rows[u]
+            a_int |= ascale[i, t] != 0.0
+            a_fb |= afb[i, t]
+            a_nfb |= not afb[i, t]
+        b_int = False
+        b_fb = False
+        for v in range(others.shape[0]):
+            j = others[v]
+            b_int |= bscale[j, t] != 0.0
+            b_fb |= bfb[j, t]
+        if a_int and b_int:
+            for b in range(nb):
+                out[count, 0] = b
+                out[count, 1] = t
+                count += 1
+        if a_fb:
+            out[count, 0] = _KIND_TF_A
+            out[count, 1] = t
+            count += 1
+        if a_nfb and b_fb:
+            out[count, 0] = _KIND_TF_B
+            out[count, 1] = t
+            count += 1
+    return out[:count]
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill(dst, sel, q, scale, fb, big, small, inv, runs, r0: int, r1: int, s0: int, s1: int,
+          blocks, segments: int, digits: int, tk: int, K: int, side_b: bool):
+    """Columns of runs ``r0..r1`` for the rows ``sel`` of one side (A: ``side_b``
+    false, digits ``s0..s1`` of each block; B: true) into ``dst`` (len(sel) × width).
+    Every value is exact in float64: an integer times powers of two, or a tf32 part
+    (B's side holds big + small, exact: both parts of one float32) times one."""
+    for u in range(sel.shape[0]):
+        i = sel[u]
+        c = 0
+        for r in range(r0, r1):
+            kind = runs[r, 0]
+            t = runs[r, 1]
+            k0 = t * tk
+            k1 = min(k0 + tk, K)
+            if kind >= 0:
+                sc = scale[i, t]
+                if side_b:
+                    w = sc
+                else:
+                    w = sc * 2.0 ** blocks[kind, BLOCK_SHIFT]
+                for k in range(k0, k1):
+                    dst[u, c] = digit_range(q[i, k], blocks[kind, s0], blocks[kind, s1], segments, digits) * w
+                    c += 1
                 continue
-            sc = inv_a[i] * inv_b[j]
-            for k in range(kk):
-                for v in (abig[i, k] * bbig[j, k], abig[i, k] * bsmall[j, k], asmall[i, k] * bbig[j, k]):
+            # tf32 runs: A side [big | small], B side [big + small | big]
+            if side_b:
+                on = kind == _KIND_TF_A or fb[i, t]
+            else:
+                on = fb[i, t] if kind == _KIND_TF_A else not fb[i, t]
+            sc = inv[i] if on else 0.0
+            for k in range(k0, k1):
+                if side_b:
+                    dst[u, c] = (big[i, k] + small[i, k]) * sc
+                    dst[u, c + k1 - k0] = big[i, k] * sc
+                else:
+                    dst[u, c] = big[i, k] * sc
+                    dst[u, c + k1 - k0] = small[i, k] * sc
+                c += 1
+            c += k1 - k0
+
+
+@numba.njit(cache=True, nogil=True)
+def _certain32(s: float, err: float) -> bool:
+    """Ziv's rounding test: does every value within ``err`` of ``s`` round to the
+    float32 ``RN32(s)``? Half an ulp on each side (a quarter at a power of two);
+    never at ``FLT_MAX`` or beyond (the exact path rounds those)."""
+    c = np.float32(s)
+    ac = abs(np.float64(c))
+    if not ac < _F32MAX:
+        return False
+    bits = np.float32(ac).view(np.uint32)
+    ulp = np.float64(np.uint32(bits + np.uint32(1)).view(np.float32)) - ac
+    half = ulp * (0.25 if (bits & np.uint32(0x7FFFFF)) == 0 else 0.5)
+    return abs(s - np.float64(c)) + err < half
+
+
+@numba.njit(cache=True, nogil=True)
+def _exact_element(pa, pb, parts_a, parts_b, blocks, i: int, j: int, e: int, ia0: int, ia1: int,
+                   jb0: int, jb1: int, params, p) -> float:
+    """RN32 of the exact ``X[i, j]`` (row ``i`` of ``pa`` times row ``j`` of ``pb``,
+    result scale ``2^e``), k-tile by k-tile as step 5 defines it: tile products
+    with a fallback tile add their tf32x3 products, the others their INT8 block
+    sums (each exact in int64). ``p`` is partials scratch."""
+    _, _, aq, _, afb, _, _, ascale, _ = pa
+    _, _, bq, _, bfb, _, _, bscale, _ = pb
+    abig, asmall = parts_a
+    bbig, bsmall = parts_b
+    segments = params[W_SEGMENTS]
+    digits = params[W_DIGITS]
+    tk = params[W_TK]
+    K = aq.shape[1]
+    inv = math.ldexp(1.0, -e)
+    n = 0
+    for t in range(afb.shape[1]):
+        k0 = t * tk
+        k1 = min(k0 + tk, K)
+        if afb[i, t] or bfb[j, t]:
+            for k in range(k0, k1):
+                ab = abig[i, k]
+                bb = bbig[j, k]
+                for v in (ab * bb, ab * bsmall[j, k], asmall[i, k] * bb):
                     if v != 0.0:
-                        counts[i, j] = add_piece(parts[i, j], counts[i, j], v * sc)
+                        n = add_piece(p, n, v * inv)
+            continue
+        sc = ascale[i, t] * bscale[j, t]
+        if sc == 0.0:
+            continue
+        for b in range(blocks.shape[0]):
+            acc = np.int64(0)
+            for k in range(k0, k1):
+                acc += digit_range(aq[i, k], blocks[b, ia0], blocks[b, ia1], segments, digits) * digit_range(
+                    bq[j, k], blocks[b, jb0], blocks[b, jb1], segments, digits
+                )
+            if acc != 0:
+                n = add_piece(p, n, np.float64(acc) * 2.0 ** blocks[b, BLOCK_SHIFT] * sc)
+    hi, lo = finish(p, n)
+    return round32(math.ldexp(hi, e), lo)
+
+
+@numba.njit(cache=True, nogil=True)
+def _certified(pa, pb, parts_a, parts_b, blocks, ea, eb, params, rows, others, out, transposed: bool) -> int:
+    """The outputs ``rows × others`` of ``pa`` times ``pb`` (rows of A times
+    columns of B; columns of B times rows of A when ``transposed``, the blocks'
+    sides swapped), float32 domain, for rows and columns the fast path cannot take
+    (fallback tiles, wide spans). One float64 GEMM over runs of exactly
+    representable columns (INT8 block values of the tile products without
+    fallback, tf32 parts of those with) gives ``S'`` within
+    ``2(w + c + 2)·u·‖x_i‖‖y_j‖ + 2u|S'|`` of ``X`` (w: chunk size, c: chunks);
+    where Ziv's test certifies ``RN32(S')`` it is the result, the rest is summed
+    exactly (:func:`_exact_element`). Returns the number of exact sums."""
+    araw, _, aq, _, afb, _, _, ascale, _ = pa
+    _, _, bq, _, bfb, _, _, bscale, _ = pb
+    abig, asmall = parts_a
+    bbig, bsmall = parts_b
+    segments = params[W_SEGMENTS]
+    digits = params[W_DIGITS]
+    tk = params[W_TK]
+    K = aq.shape[1]
+    nb = blocks.shape[0]
+    ia0, ia1, jb0, jb1 = (BLOCK_J0, BLOCK_J1, BLOCK_I0, BLOCK_I1) if transposed else (BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1)
+    r = rows.shape[0]
+    n = others.shape[0]
+    if r == 0 or n == 0:
+        return 0
+    inv_a = np.empty(araw.shape[0])
+    for i in range(inv_a.shape[0]):
+        inv_a[i] = math.ldexp(1.0, -ea[i])
+    inv_b = np.empty(bq.shape[0])
+    for j in range(inv_b.shape[0]):
+        inv_b[j] = math.ldexp(1.0, -eb[j])
+    runs = _runs(afb, ascale, bfb, bscale, rows, others, nb, tk, K)
+    s = np.zeros((r, n))
+    nx = np.zeros(r)
+    ny = np.zeros(n)
+    chunks = 0
+    widest = 0
+    r0 = 0
+    while r0 < runs.shape[0]:
+        # a chunk: consecutive runs up to _CHUNK columns (at least one run)
+        wd = 0
+        r1 = r0
+        while r1 < runs.shape[0]:
+            t = runs[r1, 1]
+            wr = (min(t * tk + tk, K) - t * tk) * (1 if runs[r1, 0] >= 0 else 2)
+            if r1 > r0 and wd + wr > _CHUNK:
+                break
+            wd += wr
+            r1 += 1
+        x = np.empty((r, wd))
+        y = np.empty((n, wd))
+        _fill(x, rows, aq, ascale, afb, abig, asmall, inv_a, runs, r0, r1, ia0, ia1, blocks, segments, digits, tk, K, False)
+        _fill(y, others, bq, bscale, bfb, bbig, bsmall, inv_b, runs, r0, r1, jb0, jb1, blocks, segments, digits, tk, K, True)
+        s += np.dot(x, y.T)
+        for u in range(r):
+            nx[u] += np.dot(x[u], x[u])
+        for v in range(n):
+            ny[v] += np.dot(y[v], y[v])
+        chunks += 1
+        widest = max(widest, wd)
+        r0 = r1
+    g = 2.0 * (widest + chunks + 2) * _U
+    p = np.empty(MAX_PARTIALS)
+    slow = 0
+    for u in range(r):
+        i = rows[u]
+        xa = math.sqrt(nx[u])
+        for v in range(n):
+            j = others[v]
+            e = ea[i] + eb[j]
+            sv = s[u, v]
+            err = g * xa * math.sqrt(ny[v]) + 2.0 * _U * abs(sv)
+            val = math.ldexp(sv, e)
+            if _certain32(val, math.ldexp(err, e)):
+                res = np.float64(np.float32(val)) + 0.0
+            else:
+                res = _exact_element(pa, pb, parts_a, parts_b, blocks, i, j, e, ia0, ia1, jb0, jb1, params, p)
+                slow += 1
+            if transposed:
+                out[j, i] = res
+            else:
+                out[i, j] = res
+    return slow
 
 
 @numba.njit(cache=True, nogil=True)
@@ -415,9 +640,10 @@ def _fast(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool):
 def _exact_rows(pa, pb, blocks, ea, eb, params, rows, out, transposed: bool, to32: bool):
     """Recompute the outputs of ``rows`` of ``pa`` (rows of A; columns of B when
     ``transposed``, with ``pa``/``pb`` and the blocks' sides swapped) k-tile by
-    k-tile with an exact sum (wide spans and fallback tiles)."""
-    araw, _, aq, agexp, afb, _, _, ascale, _ = pa
-    braw, _, bq, _, bfb, _, _, bscale, _ = pb
+    k-tile with an exact sum: the wide spans of the float64 domain, which has no
+    fallback tiles (the float32 domain takes :func:`_certified`)."""
+    _, _, aq, agexp, _, _, _, ascale, _ = pa
+    _, _, bq, _, _, _, _, bscale, _ = pb
     segments = params[W_SEGMENTS]
     digits = params[W_DIGITS]
     tk = params[W_TK]
@@ -439,21 +665,6 @@ def _exact_rows(pa, pb, blocks, ea, eb, params, rows, out, transposed: bool, to3
                 x = _operand(aq, ascale, rs, k0, k1, blocks[b, ia0], blocks[b, ia1], segments, digits, tk)
                 y = _operand(bq, bscale, all_b, k0, k1, blocks[b, jb0], blocks[b, jb1], segments, digits, tk)
                 add_pieces(parts, counts, np.dot(x, y.T), np.full(r, 2.0 ** blocks[b, BLOCK_SHIFT]), ones_n)
-            fa = np.empty(r, dtype=np.bool_)
-            for u in range(r):
-                fa[u] = afb[rs[u], t]
-            fbb = bfb[:, t].copy()
-            if fa.any() or fbb.any():
-                abig, asmall = _tf32_parts(araw, rs, k0, k1)
-                bbig, bsmall = _tf32_parts(braw, all_b, k0, k1)
-                # fallback exists only in the float32 domain: these factors are in range
-                inv_a = np.empty(r)
-                for u in range(r):
-                    inv_a[u] = math.ldexp(1.0, -ea[rs[u]])
-                inv_b = np.empty(n)
-                for j in range(n):
-                    inv_b[j] = math.ldexp(1.0, -eb[j])
-                _add_fallback(parts, counts, abig, asmall, bbig, bsmall, fa, fbb, inv_a, inv_b)
         sub = np.empty((r, n))
         ea_rs = np.empty(r, dtype=np.int64)
         for u in range(r):
@@ -526,11 +737,28 @@ def _product(pa, pb, params, out, stats) -> int:
     eb = bref - w1
     limit = 53 - k_bits(K) - blocks[:, BLOCK_BITS].max()
     rows, cols = _exact_sets(aspan, bspan, afb, bfb, limit)
-    _fast(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32)
-    if rows.shape[0]:
-        _exact_rows(pa, pb, blocks, ea, eb, params, rows, out, False, to32)
-    if cols.shape[0]:
-        _exact_rows(pb, pa, blocks, eb, ea, params, cols, out, True, to32)
+    if rows.shape[0] < m and cols.shape[0] < n:
+        _fast(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32)
+    if to32:
+        if afb_tiles + bfb_tiles:
+            parts_a = _tf32_split(araw)
+            parts_b = _tf32_split(braw)
+        else:
+            parts_a = (np.zeros((0, 0)), np.zeros((0, 0)))
+            parts_b = parts_a
+        # the columns' pass skips the rows the rows' pass computed
+        in_rows = np.zeros(m, dtype=np.bool_)
+        in_rows[rows] = True
+        rest = np.flatnonzero(~in_rows)
+        slow = _certified(pa, pb, parts_a, parts_b, blocks, ea, eb, params, rows, np.arange(n), out, False)
+        slow += _certified(pb, pa, parts_b, parts_a, blocks, eb, ea, params, cols, rest, out, True)
+        stats[STAT_CERTIFIED] = rows.shape[0] * n + cols.shape[0] * rest.shape[0]
+        stats[STAT_SLOW_ELEMENTS] = slow
+    else:
+        if rows.shape[0]:
+            _exact_rows(pa, pb, blocks, ea, eb, params, rows, out, False, to32)
+        if cols.shape[0]:
+            _exact_rows(pb, pa, blocks, eb, ea, params, cols, out, True, to32)
     if abad.any() or bbad.any():
         stats[STAT_NONFINITE] = _special(araw, braw, abad, bbad, out)
     stats[STAT_FALLBACK_TILES] = afb_tiles + bfb_tiles
@@ -616,6 +844,8 @@ class ExecStats:
     nonfinite_elements: int
     exact_path_rows: int
     exact_path_cols: int
+    certified_elements: int  # outputs of those rows/columns from the float64 GEMM + Ziv's test
+    slow_path_elements: int  # of those, the ones summed exactly (the test left them in doubt)
 
 
 def _words(params: np.ndarray) -> np.ndarray:
@@ -678,4 +908,6 @@ def run_mixpert(
         int(stats[STAT_NONFINITE]),
         int(stats[STAT_EXACT_ROWS]),
         int(stats[STAT_EXACT_COLS]),
+        int(stats[STAT_CERTIFIED]),
+        int(stats[STAT_SLOW_ELEMENTS]),
     )

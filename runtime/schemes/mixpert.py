@@ -318,6 +318,8 @@ class _MixPertBase(Scheme):
                 "nonfinite_elements": st.nonfinite_elements,
                 "exact_path_rows": st.exact_path_rows,
                 "exact_path_cols": st.exact_path_cols,
+                "certified_elements": st.certified_elements,
+                "slow_path_elements": st.slow_path_elements,
             },
         )
         return c, stats

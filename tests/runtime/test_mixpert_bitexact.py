@@ -207,3 +207,32 @@ def test_round32_is_rn32_of_hi_plus_its_residual():
                     want = np.float32(rn(exact, "fp32"))
                     got = np.float32(round32(hi, lo))
                     assert got.view(np.uint32) == want.view(np.uint32), (hi, lo)
+
+
+def _wide32(rng, shape):
+    """Entries ±2^U(-20, 20): every tile of such data falls back (its spread is wide)."""
+    return (rng.choice([-1.0, 1.0], shape) * 2.0 ** rng.uniform(-20, 20, shape)).astype(np.float32)
+
+
+@pytest.mark.parametrize("label,k", [("level=IV", 64), ("level=IV,align=row,tile=4x8x4", 80)])
+def test_wide_range_data_is_certified_and_bit_exact(label, k):
+    # wide-range data with some tiles that do not fall back (mixed rows and columns:
+    # INT8 tile products and tf32x3 ones in one output), and one column of B whose
+    # outputs cancel to exactly 0: Ziv's test cannot certify those, they must be
+    # summed exactly. tile=4x8x4 makes the float64 GEMM more than one 256-chunk.
+    rng = np.random.default_rng(21)
+    m, n = 24, 12
+    a = _wide32(rng, (m, k))
+    b = _wide32(rng, (k, n))
+    a[:16, :32] = rng.uniform(-1, 1, (16, 32))
+    b[:, :8] = rng.uniform(-1, 1, (k, 8))
+    a[:, 1::2] = -a[:, 0::2]
+    b[1::2, 8] = b[0::2, 8]
+    cfg = MP.parse_config(label)
+    c, stats = MP.run_with_stats(a, b, cfg)
+    assert 0 < stats.fallbacks < stats.units
+    assert stats.extra["certified_elements"] == m * n  # every row of A touches a fallback tile
+    slow = stats.extra["slow_path_elements"]
+    assert m <= slow <= m + m * n // 10  # column 8, and few others
+    assert (c[:, 8].view(np.uint32) == 0).all()  # +0
+    np.testing.assert_array_equal(c.view(np.uint32), reference(a, b, cfg).view(np.uint32))
