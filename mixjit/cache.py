@@ -8,9 +8,12 @@ way round. ``MixjitCache`` keeps them apart twice over:
 * its files are named ``mixjit-<module>.<qualname>-...`` (Numba's are
   ``<module>.<qualname>-...``), so neither reads the other's index;
 * its index key adds ``("mixjit", tag)``, where the tag hashes the mixjit
-  version and the options that decide the plans (schemes, error budget,
-  target), so code compiled under other plans or by another mixjit version is
-  not reused.
+  version, the options that decide the plans (schemes, error budget,
+  target) and the sources of the entry ABI (``ABI_SOURCES``: the wrappers
+  that cached code calls, the entry's C prototype), so code compiled under
+  other plans, by another mixjit version or against another entry prototype
+  is not reused (old code calling a new entry with the old arguments would
+  corrupt memory).
 
 Cached code names the GEMM entry and its site blocks by symbol only. What
 registers them in a new process is the ``SiteBlock`` (``mixjit.plan``) that the
@@ -23,17 +26,33 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 from numba.core.caching import CompileResultCacheImpl, FunctionCache
 
 import mixjit
 
 
+ABI_SOURCES: tuple[Path, ...] = (Path(__file__).with_name("linking.py"), Path(__file__).with_name("entry.py"))
+"""The modules that define how compiled user code calls the run-time entry: ``linking.py``
+(the ``gemm_alloc`` / ``gemm_update`` wrappers and the call it emits) and ``entry.py`` (the
+entry's C prototype and the tables it reads)."""
+
+
+def sources_hash(paths: Sequence[Path]) -> str:
+    """A hash of the names and contents of ``paths``."""
+    h = hashlib.sha256()
+    for path in paths:
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def cache_tag(options: dict[str, Any]) -> str:
-    """The tag of a mixjit cache entry: a hash of the mixjit version and the
-    plan-deciding ``options`` (JSON-serialisable values)."""
-    text = json.dumps({"mixjit": mixjit.__version__, **options}, sort_keys=True, default=str)
+    """The tag of a mixjit cache entry: a hash of the mixjit version, the entry ABI
+    (``sources_hash(ABI_SOURCES)``) and the plan-deciding ``options`` (JSON-serialisable values)."""
+    text = json.dumps({"mixjit": mixjit.__version__, "entry_abi": sources_hash(ABI_SOURCES), **options},
+                      sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 

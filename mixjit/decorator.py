@@ -17,26 +17,28 @@ The dispatcher adds: ``ir(*args)`` (mix IR text), ``dump(path, *args)`` (a
 
 from __future__ import annotations
 
-import hashlib
 import inspect
-import itertools
-import os
+import operator
+import secrets
 import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import llvmlite.binding as llvm
 import numpy as np
 from numba.core import compiler, errors, ir, types
+from numba.core.dispatcher import ObjModeLiftedWith
 from numba.core.registry import CPUDispatcher
 from numba.core.typing.typeof import Purpose, typeof
 
 from mixjit import entry
 from mixjit.cache import MixjitCache, cache_tag
 from mixjit.importer import FrontendError
-from mixjit.linking import GemmCall, find_sites, link_gemm_call
-from mixjit.numba_pipeline import make_pipeline
+from mixjit.linking import FoundSites, GemmCall, find_sites, link_gemm_call
+from mixjit.numba_pipeline import make_pipeline, matmul_targets
+from mixjit.numba_types import callee_name
 from mixjit.plan import SiteBlock, SitePlan, SiteRecord, candidate_schemes, get_plan, initial_plan
 
 __all__ = ["mixjit", "MixjitDispatcher", "Site", "MixjitWarning"]
@@ -89,22 +91,98 @@ class Site:
 
 
 _PERF_WARNING = r".* is faster on contiguous arrays"
-_serial = itertools.count()
 _callee_lock = threading.Lock()
 _callee_versions: dict[tuple[int, Options], "MixjitDispatcher"] = {}
+_provisional_cells: list[np.ndarray] = []
+"""Cells of site-block symbols registered during a compilation (see ``MixjitDispatcher.compile``);
+kept for the life of the process, since llvmlite's symbol table and the compiled code point at them."""
 
 
-def _block_symbol(qualname: str, args: tuple) -> str:
-    """A site-block symbol unique to this compilation (process id, serial number)."""
-    key = f"{os.getpid()}:{next(_serial)}:{qualname}:{args}"
-    return "mixjit_sites_" + hashlib.sha256(key.encode()).hexdigest()[:24]
+def _block_symbol() -> str:
+    """A site-block symbol unique to this compilation in every process: random, since cached code
+    from another process (in a container, often with the same process id) names its own blocks."""
+    return "mixjit_sites_" + secrets.token_hex(16)
 
 
-def _form(call: GemmCall) -> str:
-    product = "a @ b" if call.expr.op == "binop" else "np.dot(a, b)"
+def _operand_text(name: str, transpose: ir.Stmt | None, typemap: dict) -> str:
+    """How the source wrote a GEMM operand: ``a``, or its transpose as ``a.T``,
+    ``np.transpose(a)`` or ``a.transpose()``."""
+    expr = transpose.value if isinstance(transpose, ir.Assign) else None
+    if not isinstance(expr, ir.Expr):
+        return name
+    if expr.op == "getattr":
+        return f"{name}.{expr.attr}"
+    callee = callee_name(typemap.get(expr.func.name)) if expr.op == "call" else None
+    if callee == "numpy.transpose":
+        return f"np.transpose({name})"
+    if callee == "array.transpose":
+        return f"{name}.transpose()"
+    return name
+
+
+def _form(call: GemmCall, roles: dict[str, str], stmts: dict[str, ir.Stmt], state: Any) -> str:
+    """The site's statement as the source wrote it, with operands ``a``, ``b`` (and ``c``)."""
+    a, b = (_operand_text(n, stmts.get(roles.get(f"trans_{n}", "")), state.typemap) for n in "ab")
+    if call.expr.op != "binop":
+        product = f"np.dot({a}, {b})"
+    elif call.stmt.target.name in matmul_targets(state):
+        product = f"np.matmul({a}, {b})"
+    else:
+        product = f"{a} @ {b}"
     if call.update is not None:
         return f"c {'-=' if call.alpha < 0 else '+='} {product}"
     return product
+
+
+def _objmode_products(qualname: str, func_ir: ir.FunctionIR) -> list[SiteRecord]:
+    """The matrix products inside ``with objmode`` blocks of ``func_ir``: Numba lifts each block
+    into object-mode code, which mixjit does not link; they are reported as not taken."""
+    out = []
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            value = stmt.value if isinstance(stmt, ir.Assign) else None
+            if isinstance(value, (ir.Const, ir.Global, ir.FreeVar)) and isinstance(value.value, ObjModeLiftedWith):
+                out += _products_in(qualname, value.value.func_ir)
+    return out
+
+
+def _products_in(qualname: str, func_ir: ir.FunctionIR) -> list[SiteRecord]:
+    found = []
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            expr = stmt.value if isinstance(stmt, ir.Assign) else None
+            if not isinstance(expr, ir.Expr):
+                continue
+            if expr.op == "binop" and expr.fn is operator.matmul:
+                form = "a @ b"
+            elif expr.op == "call":
+                try:
+                    fn = func_ir.infer_constant(expr.func)
+                except errors.ConstantInferenceError:
+                    continue
+                if fn is not np.dot and fn is not np.matmul:
+                    continue
+                form = f"np.{fn.__name__}(a, b)"
+            else:
+                continue
+            found.append(SiteRecord(
+                qualname, _loc(stmt.loc), "", form,
+                reason="object-mode: inside a `with objmode` block, which Numba runs as Python code"))
+    return sorted(found, key=lambda r: (r.loc, r.form))
+
+
+def _forms(found: FoundSites, state: Any) -> list[str]:
+    stmts = found.imported.stmts
+    return [_form(call, site.stmts, stmts, state) for call, site in zip(found.calls, found.report.sites)]
+
+
+def _provisional_cell(symbol: str) -> np.ndarray:
+    """Register ``symbol`` with llvmlite at a new cell, so the code being compiled links; the cell
+    receives the block's base id once the compilation succeeds."""
+    cell = np.full(1, -1, dtype=np.int64)
+    _provisional_cells.append(cell)
+    llvm.add_symbol(symbol, cell.ctypes.data)
+    return cell
 
 
 def _signature_text(key: tuple) -> str:
@@ -122,6 +200,8 @@ class MixjitDispatcher(CPUDispatcher):
                  is_callee: bool = False) -> None:
         self.mixjit_options = options
         self._is_callee = is_callee
+        self._pending: list[list[tuple[SiteBlock, np.ndarray]]] = []  # one list per compile() in progress
+        self._not_imported: set[tuple] = set()  # signatures whose IR the importer refused
         pipeline = make_pipeline(self._link_sites, self._swap_callees)
         super().__init__(py_func, targetoptions={**targetoptions, "nopython": True}, pipeline_class=pipeline)
         if options.cache:
@@ -132,9 +212,25 @@ class MixjitDispatcher(CPUDispatcher):
     def enable_caching(self) -> None:
         self._cache = MixjitCache(self.py_func, self.mixjit_options.tag(self.targetoptions))
 
+    def compile(self, sig: Any) -> Any:
+        """Numba's ``compile``, plus: the site blocks this compilation's typed hook made are
+        registered (fresh site ids, plans) only when it succeeds. Until then their symbols point at
+        provisional cells, so a compilation that fails later (in lowering) uses up no site id and
+        writes no plan."""
+        pending: list[tuple[SiteBlock, np.ndarray]] = []
+        self._pending.append(pending)
+        try:
+            result = super().compile(sig)
+        finally:
+            self._pending.pop()
+        for block, cell in pending:
+            cell[0] = block()
+        return result
+
     def _compile_for_args(self, *args: Any, **kws: Any) -> Any:
-        self._check_arguments(args, kws)
+        names = self._check_arguments(args, kws)
         before = set(self.overloads)
+        qualname = self.py_func.__qualname__
         try:
             with warnings.catch_warnings():
                 # The entry reads strided operands in place; Numba's advice is moot.
@@ -142,43 +238,53 @@ class MixjitDispatcher(CPUDispatcher):
                 result = super()._compile_for_args(*args, **kws)
         except errors.NumbaError as e:
             e.add_note(
-                f"mixjit: Numba could not compile {self.py_func.__qualname__} (see above); "
+                f"mixjit: Numba could not compile {qualname} (see above); "
                 "@mixjit compiles what @numba.njit compiles, so make it compile under @njit first"
             )
             raise
+        except NotImplementedError as e:  # Numba's code generator lacks a type (float16 arrays)
+            named = [f"{n!r} ({t})" for n, t in names.items() if str(e) and str(e) in str(t)]
+            what = ", ".join(named) if named else ", ".join(f"{n!r} ({t})" for n, t in names.items())
+            e.add_note(
+                f"mixjit: Numba cannot generate code for {qualname} with argument {what}: it does not "
+                f"implement {e or 'a type used'}; convert that argument (e.g. float16 to float32)")
+            raise
         for key in set(self.overloads) - before:
             blocks = self._blocks(key)
-            if not any(b.records for b in blocks) and not self._is_callee:
+            if not any(b.records for b in blocks) and not self._is_callee and key not in self._not_imported:
                 warnings.warn(
-                    f"mixjit: no GEMM found in {self.py_func.__qualname__}({_signature_text(key)}); "
+                    f"mixjit: no GEMM found in {qualname}({_signature_text(key)}); "
                     "it runs as plain Numba code", MixjitWarning, stacklevel=2)
             for note in sorted({p.note for b in blocks for p in b.plans if p.note}):
                 warnings.warn(f"mixjit: {note}", MixjitWarning, stacklevel=2)
         return result
 
-    def _check_arguments(self, args: tuple, kws: dict) -> None:
+    def _check_arguments(self, args: tuple, kws: dict) -> dict[str, types.Type]:
+        """Raise TypeError naming an argument Numba cannot compile; warn about function
+        arguments. Returns the Numba type of each argument, by name."""
         try:
-            bound = self._pysig().bind(*args, **kws)
+            bound = inspect.signature(self.py_func).bind(*args, **kws)
         except TypeError:
-            return  # Numba reports the arity error itself
+            return {}  # Numba reports the arity error itself
+        out = {}
         for name, value in bound.arguments.items():
             try:
                 ty = typeof(value, Purpose.argument)
             except ValueError:
                 ty = None
-            if ty is None or isinstance(ty, types.PyObject):
+            if ty is None or isinstance(ty, types.PyObject) or not ty.is_precise():
+                what = f"NumPy array of dtype {value.dtype}" if isinstance(value, np.ndarray) else type(value).__name__
+                article = "an" if what[0] in "aeiouAEIOU" else "a"
                 raise TypeError(
-                    f"mixjit: argument {name!r} of {self.py_func.__qualname__} is a "
-                    f"{type(value).__name__}, which Numba cannot compile; pass NumPy arrays, "
-                    "scalars or tuples of them")
+                    f"mixjit: argument {name!r} of {self.py_func.__qualname__} is {article} {what}, "
+                    "which Numba cannot compile; pass NumPy arrays of numbers, scalars or tuples of them")
             if isinstance(ty, (types.Dispatcher, types.FunctionType)):
                 warnings.warn(
                     f"mixjit: argument {name!r} of {self.py_func.__qualname__} is a function; "
                     "GEMMs inside functions passed as arguments are not linked (call it as a "
                     "global @njit function instead)", MixjitWarning, stacklevel=3)
-
-    def _pysig(self) -> inspect.Signature:
-        return inspect.signature(self.py_func)
+            out[name] = ty
+        return out
 
     # -- pipeline hooks ------------------------------------------------------
 
@@ -216,29 +322,35 @@ class MixjitDispatcher(CPUDispatcher):
             return version
 
     def _link_sites(self, state: Any) -> bool:
-        """Typed hook: find the GEMM sites (importer + detect-gemm), register
-        their block and plans, link them. The block is recorded in Numba's
-        ``reload_init`` even with no site taken, so ``sites`` can list the
-        candidates left to Numba."""
+        """Typed hook: find the GEMM sites (importer + detect-gemm), make their
+        block and plans, link them. The block is registered when the compilation
+        succeeds (``compile``), and recorded in Numba's ``reload_init`` even with
+        no site taken, so ``sites`` can list the candidates left to Numba."""
         qualname = state.func_id.func_qualname
         try:
             found = find_sites(state)
         except FrontendError as e:
-            warnings.warn(f"mixjit: cannot import {qualname} into mix IR ({e}); its GEMMs run "
-                          "under plain Numba", MixjitWarning, stacklevel=2)
+            self._not_imported.add(tuple(state.args))
+            warnings.warn_explicit(
+                f"mixjit: cannot import {qualname} into mix IR ({e}); its GEMMs run under plain Numba",
+                MixjitWarning, state.func_id.filename, state.func_id.firstlineno, state.func_id.modname)
             return False
         calls = found.calls
         records = tuple(
-            SiteRecord(qualname, _loc(c.loc), str(c.dtype), _form(c), c.alpha, c.beta) for c in calls
+            SiteRecord(qualname, _loc(c.loc), str(c.dtype), form, c.alpha, c.beta)
+            for c, form in zip(calls, _forms(found, state))
         )
         rejected = tuple(
             SiteRecord(qualname, f"{r.loc.file}:{r.loc.line}", "", r.op.name, reason=f"{r.reason}: {r.detail}")
             for r in found.report.rejected
-        )
+        ) + tuple(_objmode_products(qualname, state.func_ir))
         schemes = self.mixjit_options.schemes
         plans = tuple(initial_plan(schemes, np.dtype(str(c.dtype))) for c in calls)
-        block = SiteBlock(_block_symbol(qualname, state.args), records, plans, rejected)
-        block()
+        block = SiteBlock(_block_symbol(), records, plans, rejected)
+        if self._pending:
+            self._pending[-1].append((block, _provisional_cell(block.symbol)))
+        else:  # not under compile(): nothing to wait for
+            block()
         for local, call in enumerate(calls):
             link_gemm_call(state, call, block.symbol, local)
         state.reload_init.append(block)
@@ -278,23 +390,31 @@ class MixjitDispatcher(CPUDispatcher):
     def ir(self, *spec: Any) -> str:
         """The mix IR text of this function (and its @njit callees) for the
         argument types of ``spec``: example arguments, Numba types or one
-        signature (``"float64[:, :](float64[:, :])"``)."""
+        signature (``"float64[:, :](float64[:, :])"``). Callees are typed as
+        their mixjit versions, as when the function compiles."""
         from mixjit.importer import ir_text
 
-        return ir_text(self, *spec)
+        return ir_text(self, *spec, untyped_hook=self._swap_callees)
 
     def dag_for(self, *spec: Any) -> Any:
         """The networkx DAG of the GEMM sites (build-dag) of this function and
-        its callees for the argument types of ``spec`` (as for ``ir``). Nodes
-        are the module's site numbers, with ``loop_depth``; edges carry ``via``
-        and ``carried``."""
-        from mixjit.importer import import_function
+        its callees for the argument types of ``spec`` (as for ``ir``; compiled
+        first if needed). Nodes are the site ids of ``sites`` and
+        ``call_counts()``, with ``loop_depth``; edges carry ``via`` and ``carried``."""
+        import networkx as nx
+
+        from mixjit.importer import import_function, resolve_argtypes
         from mixjit.passes.build_dag import gemm_dag
         from mixjit.passes.detect_gemm import detect_gemms
 
-        module = import_function(self, *spec).module
-        detect_gemms(module)
-        return gemm_dag(module)
+        argtypes, _ = resolve_argtypes(spec)
+        self.compile(argtypes)
+        imported = import_function(self, *argtypes, untyped_hook=self._swap_callees)
+        detect_gemms(imported.module)
+        mapping = {}
+        for function in imported.functions:
+            mapping.update(_process_site_ids(function))
+        return nx.relabel_nodes(gemm_dag(imported.module), mapping)
 
     @property
     def dag(self) -> Any:
@@ -309,7 +429,27 @@ class MixjitDispatcher(CPUDispatcher):
         """Write ``ir(*spec)`` to ``path``, a ``.mix`` file ``mixopt`` reads."""
         from mixjit.importer import dump_ir
 
-        return dump_ir(self, path, *spec)
+        return dump_ir(self, path, *spec, untyped_hook=self._swap_callees)
+
+
+def _process_site_ids(function: Any) -> dict[int, int]:
+    """Module site id -> process site id for the ``mix.gemm`` ops of one imported function: the
+    k-th site of the function is the k-th record of the site block its compilation made (both
+    number the sites in source order)."""
+    from mixjit.ir.dialects.mix import GemmOp
+
+    module_ids = sorted(op.site.value for op in function.func.walk() if isinstance(op, GemmOp))
+    if not module_ids:
+        return {}
+    disp = function.source
+    cres = disp.overloads.get(tuple(function.argtypes)) if isinstance(disp, MixjitDispatcher) else None
+    own = next((b for b in (cres.reload_init or ()) if isinstance(b, SiteBlock)), None) if cres else None
+    if own is None or len(own.records) != len(module_ids) or any(
+            r.function != function.qualname for r in own.records):
+        raise RuntimeError(
+            f"mixjit: the GEMM sites of {function.qualname}({_signature_text(function.argtypes)}) in the "
+            "DAG do not match those of its compiled code (a mixjit bug; report it with the function)")
+    return dict(zip(module_ids, own.site_ids()))
 
 
 def _referenced_dispatcher(func_ir: ir.FunctionIR, value: Any) -> CPUDispatcher | None:

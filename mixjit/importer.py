@@ -24,11 +24,12 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, NoReturn, Sequence
+from typing import Any, Callable, Sequence
 
 from numba import typeof
 from numba.core import compiler, ir, sigutils, types
 from numba.core.compiler import Flags, StateDict, _EarlyPipelineCompletion
+from numba.core.dispatcher import LiftedCode
 from numba.core.registry import cpu_target
 from numba.core.typing import Signature
 from numba.core.typing.typeof import Purpose
@@ -39,10 +40,10 @@ from mixjit.ir.dialects import cf, func, py
 from mixjit.ir.dialects.builtin import ModuleOp
 from mixjit.ir.location import Location, UnknownLoc
 from mixjit.ir.printer import print_op
-from mixjit.ir.types import Type
+from mixjit.ir.types import OpaqueType, Type
 from mixjit.numba_pipeline import make_pipeline
 from mixjit.passes.py_attrs import CALLEE_ATTR, STMT_ATTR, TARGET_ATTR, UNDEFINED_ATTR
-from mixjit.numba_types import callee_name, const_attr, qualified_name, static_index_attr, to_ir_type
+from mixjit.numba_types import callee_name, const_attr, qualified_name, stable_text, static_index_attr, to_ir_type
 
 __all__ = [
     "FrontendError",
@@ -99,6 +100,8 @@ class ImportedFunction:
     """The Numba IR it was imported from (the compiler state's, not a copy)."""
     qualname: str
     argtypes: tuple[types.Type, ...]
+    source: Any = None
+    """What it was imported from (the function or dispatcher ``import_function`` was given or found)."""
 
 
 @dataclass
@@ -311,9 +314,7 @@ class _FunctionImporter:
             emit(py.SetAttrOp, target=v(stmt.target), value=v(stmt.value), attr=StringAttr(stmt.attr))
         elif isinstance(stmt, ir.Del):
             emit(py.DelOp, value=self.use(stmt.value, stmt.loc))
-        elif isinstance(stmt, ir.Print):
-            if stmt.vararg is not None:
-                self.unsupported(stmt, "print(*args)")
+        elif isinstance(stmt, ir.Print) and stmt.vararg is None:
             emit(py.PrintOp, args=[v(a) for a in stmt.args])
         elif isinstance(stmt, ir.Jump):
             args = self.successor_args(label, stmt.target, block, loc, sid)
@@ -342,15 +343,24 @@ class _FunctionImporter:
             emit(py.RaiseOp, exception=None, **props)
         elif isinstance(stmt, ir.Raise):
             emit(py.RaiseOp, exception=v(stmt.exception) if stmt.exception is not None else None)
+        elif isinstance(stmt, ir.DynamicRaise):
+            # The exception is built from run-time values: an opaque op makes it, py.raise ends the block.
+            exc = self.unknown(stmt, OpaqueType("exception"), emit)
+            emit(py.RaiseOp, exception=exc)
+        elif stmt.is_terminator:
+            raise FrontendError(
+                f"{stmt.loc.short()}: the mix IR has no terminator for `{stmt}` "
+                f"({type(stmt).__name__}); add one to mixjit.ir.dialects and map it in mixjit.importer"
+            )
         else:
-            self.unsupported(stmt, type(stmt).__name__)
+            self.unknown(stmt, None, emit)
 
     def import_value(self, value: Any, ty: Type, emit: Callable[..., Operation], v: Callable[[ir.Var], Value],
                      stmt: ir.Assign) -> Value:
         if isinstance(value, ir.Const):
             attr = const_attr(value.value, ty)
             if attr is None:
-                self.unsupported(stmt, f"constant {value.value!r} of type {type(value.value).__name__}")
+                return self.unknown(stmt, ty, emit)
             return emit(py.ConstOp, value=attr, out=ty).result
         if isinstance(value, ir.Global):
             name, simple = StringAttr(value.name), _simple_value(value.value)
@@ -359,18 +369,18 @@ class _FunctionImporter:
             name, simple = StringAttr(value.name), _simple_value(value.value)
             return emit(py.FreeVarOp, var_name=name, value=simple, out=ty).result
         if not isinstance(value, ir.Expr):
-            self.unsupported(stmt, type(value).__name__)
+            return self.unknown(stmt, ty, emit)
         op = value.op
         if op == "binop":
             symbol = _BINOPS.get(value.fn)
             if symbol is None:
-                self.unsupported(stmt, f"binary operator {value.fn}")
+                return self.unknown(stmt, ty, emit)
             lhs, rhs = (value.rhs, value.lhs) if symbol == "in" else (value.lhs, value.rhs)
             return emit(py.BinOp, lhs=v(lhs), rhs=v(rhs), op=StringAttr(symbol), out=ty).result
         if op == "inplace_binop":
             symbol = _INPLACE.get(value.fn)
             if symbol is None:
-                self.unsupported(stmt, f"in-place operator {value.fn}")
+                return self.unknown(stmt, ty, emit)
             return emit(py.InplaceBinOp, lhs=v(value.lhs), rhs=v(value.rhs), op=StringAttr(symbol), out=ty).result
         if op == "unary":
             return emit(py.UnaryOp, value=v(value.value), op=StringAttr(value.fn), out=ty).result
@@ -385,7 +395,7 @@ class _FunctionImporter:
             if index is not None:
                 return emit(py.StaticGetItemOp, obj=v(value.value), index=index, out=ty).result
             if value.index_var is None:
-                self.unsupported(stmt, f"static subscript {value.index!r}")
+                return self.unknown(stmt, ty, emit)
             return emit(py.GetItemOp, obj=v(value.value), index=v(value.index_var), out=ty).result
         if op == "typed_getitem":
             return emit(py.TypedGetItemOp, obj=v(value.value), index=v(value.index),
@@ -403,12 +413,12 @@ class _FunctionImporter:
             return emit(cls, pair=v(value.value), out=ty).result
         if op == "exhaust_iter":
             return emit(py.ExhaustIterOp, value=v(value.value), count=value.count, out=ty).result
-        self.unsupported(stmt, f"expression '{op}'")
+        return self.unknown(stmt, ty, emit)
 
     def import_call(self, value: ir.Expr, ty: Type, emit: Callable[..., Operation],
                     v: Callable[[ir.Var], Value], stmt: ir.Assign) -> Value:
         if value.vararg is not None or getattr(value, "varkwarg", None) is not None:
-            self.unsupported(stmt, "a call with *args or **kwargs")
+            return self.unknown(stmt, ty, emit)
         kws = list(value.kws)
         args = [v(a) for a in value.args] + [v(val) for _, val in kws]
         attrs: dict[str, Attribute] = {}
@@ -421,11 +431,15 @@ class _FunctionImporter:
         kwnames = ArrayAttr(StringAttr(k) for k, _ in kws) if kws else None
         return emit(py.CallOp, func=v(value.func), args=args, kwnames=kwnames, out=ty, attributes=attrs).result
 
-    def unsupported(self, stmt: ir.Stmt, what: str) -> NoReturn:
-        raise FrontendError(
-            f"{stmt.loc.short()}: the mix IR has no op for {what} (in `{stmt}`); rewrite that line, "
-            "or add an op to mixjit.ir.dialects.py and map it in mixjit.importer"
-        )
+    def unknown(self, stmt: ir.Stmt, ty: Type | None, emit: Callable[..., Operation]) -> Value | None:
+        """Import ``stmt``, which has no op of its own, as ``py.unknown``: its text, every variable
+        it reads, and a result of type ``ty`` (None: no result). Analyses treat it as reading and
+        writing everything it is given, so the rest of the function is still imported."""
+        value = stmt.value if isinstance(stmt, ir.Assign) else stmt
+        names = list(dict.fromkeys(var.name for var in value.list_vars())) if hasattr(value, "list_vars") else []
+        args = [self.use(name, stmt.loc) for name in names]
+        op = emit(py.UnknownOp, args=args, text=StringAttr(stable_text(stmt)), outs=[ty] if ty is not None else [])
+        return op.results[0] if ty is not None else None
 
 
 def _simple_value(value: Any) -> Attribute | None:
@@ -453,12 +467,14 @@ def import_typed_ir(
 
 
 def typed_state(py_func: Callable, argtypes: Sequence[types.Type], return_type: types.Type | None = None,
-                targetoptions: dict[str, Any] | None = None, locals: dict[str, Any] | None = None) -> StateDict:
+                targetoptions: dict[str, Any] | None = None, locals: dict[str, Any] | None = None,
+                untyped_hook: Callable[[StateDict], bool] | None = None) -> StateDict:
     """Run Numba's front end and type inference on ``py_func`` for ``argtypes`` (no lowering) and
     return the compiler state as the mixjit typed-IR hook sees it.
 
     ``targetoptions`` are ``@njit`` options (``{"parallel": True}``); ``nopython`` is implied.
-    Raises Numba's TypingError when the function does not type."""
+    ``untyped_hook`` runs right before typing, as in ``make_pipeline`` (the ``@mixjit`` frontend
+    swaps callees there). Raises Numba's TypingError when the function does not type."""
 
     def stop(state: StateDict) -> bool:
         raise _EarlyPipelineCompletion(state)
@@ -467,7 +483,7 @@ def typed_state(py_func: Callable, argtypes: Sequence[types.Type], return_type: 
     cpu_target.options.parse_as_flags(flags, {**(targetoptions or {}), "nopython": True})
     return compiler.compile_extra(
         cpu_target.typing_context, cpu_target.target_context, py_func, tuple(argtypes), return_type,
-        flags, dict(locals or {}), pipeline_class=make_pipeline(stop),
+        flags, dict(locals or {}), pipeline_class=make_pipeline(stop, untyped_hook),
     )
 
 
@@ -489,13 +505,15 @@ def _py_func_and_options(fn: Any) -> tuple[Callable, dict[str, Any], dict[str, A
     return py_func, options, dict(getattr(fn, "locals", {}) or {})
 
 
-def import_function(fn: Any, *spec: Any, callees: bool = True) -> ImportedModule:
+def import_function(fn: Any, *spec: Any, callees: bool = True,
+                    untyped_hook: Callable[[StateDict], bool] | None = None) -> ImportedModule:
     """Compile ``fn`` (a Python function or an ``@njit`` dispatcher, whose options such as
     ``parallel`` are kept) for the argument types given by ``spec`` (see
     :func:`resolve_argtypes`) up to type inference, and import it into a new module.
 
     With ``callees``, every ``@njit`` function it calls is imported as well (recursively, once
-    per signature), and its ``py.call`` ops get ``py.target = @helper``."""
+    per signature), and its ``py.call`` ops get ``py.target = @helper``. ``untyped_hook`` runs
+    before each function is typed (see :func:`typed_state`)."""
     argtypes, return_type = resolve_argtypes(spec)
     module = ModuleOp.from_ops([])
     imported = ImportedModule(module)
@@ -516,15 +534,16 @@ def import_function(fn: Any, *spec: Any, callees: bool = True) -> ImportedModule
 
     def run(target: Any, args: tuple, ret: types.Type | None, name: str | None) -> None:
         py_func, options, local_types = _py_func_and_options(target)
-        state = typed_state(py_func, args, ret, options, local_types)
+        state = typed_state(py_func, args, ret, options, local_types, untyped_hook)
 
         def helper(expr: ir.Expr) -> str | None:
             fnty = state.typemap.get(expr.func.name)
-            if not callees or not isinstance(fnty, types.Dispatcher):
-                return None
+            if not callees or not isinstance(fnty, types.Dispatcher) or isinstance(fnty.dispatcher, LiftedCode):
+                return None  # a `with objmode` block is lifted into object-mode code: not imported
             return symbol_for(fnty.dispatcher, tuple(state.calltypes[expr].args))
 
         result = import_typed_ir(state, name, helper)
+        result.source = target
         module.block.add_op(result.func)
         imported.functions.append(result)
 
@@ -537,13 +556,13 @@ def import_function(fn: Any, *spec: Any, callees: bool = True) -> ImportedModule
     return imported
 
 
-def ir_text(fn: Any, *spec: Any) -> str:
+def ir_text(fn: Any, *spec: Any, untyped_hook: Callable[[StateDict], bool] | None = None) -> str:
     """The ``.mix`` text of ``fn`` imported for ``spec`` (what ``f.ir(*args)`` returns)."""
-    return import_function(fn, *spec).text()
+    return import_function(fn, *spec, untyped_hook=untyped_hook).text()
 
 
-def dump_ir(fn: Any, path: str | Path, *spec: Any) -> Path:
+def dump_ir(fn: Any, path: str | Path, *spec: Any, untyped_hook: Callable[[StateDict], bool] | None = None) -> Path:
     """Write ``fn``'s imported IR to ``path`` (a ``.mix`` file ``mixopt`` reads); returns the path."""
     path = Path(path)
-    path.write_text(ir_text(fn, *spec), encoding="utf-8")
+    path.write_text(ir_text(fn, *spec, untyped_hook=untyped_hook), encoding="utf-8")
     return path

@@ -55,8 +55,9 @@ Why this shape, and what not to repeat:
   for each operand layout (C, F, strided) took 6-7 s to compile (one ``np.dot``
   instantiation per layout and dtype), and Numba's slice assignment
   (``c[:, :] = t``) alone cost ~3 s; the entry uses element loops instead.
-  Compiled from scratch the entry takes a few seconds; it is cached to disk
-  (``cfunc(cache=True)``) and loads in well under a second afterwards.
+  Compiled from scratch the entry takes about a minute (the MixPert executor
+  included); it is cached to disk (``cfunc(cache=True)``) and loads in under a
+  second afterwards.
 * No process address may be baked into cached code. The user function only
   names symbols (entry, site block); the entry reaches counters and plans
   through ``COUNTERS_SYMBOL`` / ``PLANS_SYMBOL``. Anything that loads cached

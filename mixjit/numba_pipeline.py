@@ -7,7 +7,8 @@ three passes:
 * ``CanonicalizeMatmul`` (untyped, right before type inference) rewrites
   ``np.matmul(a, b)`` into the binop ``a @ b``: Numba 0.68 has no typing for
   ``np.matmul`` and would reject the function, while ``@`` on 2-D arrays is
-  typed like ``np.dot``.
+  typed like ``np.dot``. ``matmul_targets(state)`` names the variables it
+  rewrote, so reports can still say ``np.matmul``.
 * ``UntypedIRHook`` (next, right before type inference, after Numba's own
   inlining) calls the pipeline's untyped hook with the compiler state; the
   frontend uses it to swap the ``@njit`` callees of a function for their mixjit
@@ -42,13 +43,15 @@ UntypedHook = Callable[[StateDict], bool]
 when it changed the IR."""
 
 _HOOK_KEY = "mixjit_typed_hook"
+_MATMUL_KEY = "mixjit_matmul_targets"
 _UNTYPED_HOOK_KEY = "mixjit_untyped_hook"
 
 
-def canonicalize_matmul(func_ir: ir.FunctionIR) -> int:
+def canonicalize_matmul(func_ir: ir.FunctionIR, targets: set[str] | None = None) -> int:
     """Rewrite every ``np.matmul(a, b)`` call in untyped IR into ``a @ b``.
 
-    Returns the number of calls rewritten. A definition of ``np.matmul`` left
+    Returns the number of calls rewritten; ``targets`` receives the names of the variables they
+    assign (so reports can still say ``np.matmul``). A definition of ``np.matmul`` left
     without uses is removed, since Numba cannot type it. Calls with keyword
     arguments (``out=``, ``axes=`` …) are left alone and still fail to type.
     """
@@ -70,6 +73,8 @@ def canonicalize_matmul(func_ir: ir.FunctionIR) -> int:
             _replace_definition(func_ir, stmt.target.name, expr, new)
             stmt.value = new
             rewritten += 1
+            if targets is not None:
+                targets.add(stmt.target.name)
     if rewritten:
         _remove_unused_matmul_defs(func_ir)
     return rewritten
@@ -119,7 +124,16 @@ class CanonicalizeMatmul(FunctionPass):
         FunctionPass.__init__(self)
 
     def run_pass(self, state: StateDict) -> bool:
-        return canonicalize_matmul(state.func_ir) > 0
+        targets: set[str] = set()
+        rewritten = canonicalize_matmul(state.func_ir, targets)
+        state[_MATMUL_KEY] = frozenset(targets)
+        return rewritten > 0
+
+
+def matmul_targets(state: StateDict) -> frozenset[str]:
+    """The variables of ``state``'s IR assigned from ``np.matmul`` calls that CanonicalizeMatmul
+    rewrote to ``@``."""
+    return state.get(_MATMUL_KEY) or frozenset()
 
 
 def _run_hook(state: StateDict, key: str) -> bool:

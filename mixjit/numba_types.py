@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 from numba.core import types
+from numba.core.dispatcher import LiftedCode
 
 from mixjit.ir.attributes import (
     ArrayAttr,
@@ -47,17 +48,24 @@ from mixjit.ir.types import (
     none,
 )
 
-__all__ = ["to_ir_type", "opaque_text", "qualified_name", "callee_name", "const_attr", "static_index_attr"]
+__all__ = [
+    "to_ir_type", "opaque_text", "stable_text", "qualified_name", "callee_name", "const_attr", "static_index_attr",
+]
 
 _FLOATS = {16: FloatType("f16"), 32: FloatType("f32"), 64: FloatType("f64")}
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def stable_text(obj: Any) -> str:
+    """``str(obj)`` without object addresses (`` at 0x...``): the same on every compile."""
+    return _ADDRESS.sub("", str(obj))
 
 
 def opaque_text(numba_type: Any) -> str:
     """The text of ``!py.opaque<...>`` for a Numba type: its ``str`` without object addresses."""
     if isinstance(numba_type, types.Module):
         return f"Module({numba_type.pymod.__name__})"
-    return _ADDRESS.sub("", str(numba_type))
+    return stable_text(numba_type)
 
 
 def _scalar(numba_type: Any) -> Type | None:
@@ -107,9 +115,12 @@ def callee_name(numba_type: Any) -> str | None:
     """What a value of this Numba type calls, by name, or None if it is not a known callable.
 
     ``Function`` types give their typing key's qualified name (``numpy.dot``); bound methods their
-    typing key (``array.transpose``); ``@njit`` dispatchers the Python function's qualified name;
+    typing key (``array.transpose``); ``@njit`` dispatchers the Python function's qualified name
+    (a lifted ``with objmode`` block: ``numba.objmode``);
     number classes ``numpy.<type>`` (``numpy.float32``)."""
     if isinstance(numba_type, types.Dispatcher):
+        if isinstance(numba_type.dispatcher, LiftedCode):
+            return "numba.objmode"  # a `with objmode` block, lifted into object-mode code
         return qualified_name(numba_type.dispatcher.py_func)
     if isinstance(numba_type, types.NumberClass):
         return f"numpy.{numba_type.instance_type}"

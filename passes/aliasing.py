@@ -176,6 +176,8 @@ def written_values(op: Operation) -> list[Value]:
         return [op.lhs] if holds_references(op.lhs.type) else []
     if isinstance(op, py.CallOp):
         return [v for v in op.operands if holds_references(v.type)] if _call_writes(op) else []
+    if isinstance(op, py.UnknownOp):  # a statement the importer could not model: may write anything
+        return [v for v in op.operands if holds_references(v.type)]
     if op.has_trait(Pure) or op.name.startswith(("py.", "cf.", "func.", "mix.")):
         return []
     return [v for v in op.operands if holds_references(v.type)]

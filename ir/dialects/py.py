@@ -25,7 +25,7 @@ from typing import Callable, TypeVar
 from mixjit.ir.attributes import ArrayAttr, Attribute, IntegerAttr, StringAttr, TypeAttr
 from mixjit.ir.core import IRError, Operation, Value
 from mixjit.ir.location import Location
-from mixjit.ir.opdef import operand, opt_operand, opt_prop, prop, result, var_operand
+from mixjit.ir.opdef import operand, opt_operand, opt_prop, prop, result, var_operand, var_result
 from mixjit.ir.rewriting import register_constant_materializer
 from mixjit.ir.traits import ConstantLike, IsTerminator, MemAlloc, MemoryEffects, Pure
 from mixjit.ir.types import (
@@ -413,3 +413,20 @@ class RaiseOp(Operation):
     exc_class = opt_prop(StringAttr)
     exc_args = opt_prop(ArrayAttr)
     traits = (IsTerminator,)
+
+
+class UnknownOp(Operation):
+    """A Numba statement the frontend has no op for (a dict literal, ``f(*args)``, a dynamic
+    raise's exception, ``with objmode``): ``text`` is Numba's text of the statement, ``args``
+    every variable it reads, and its result (none or one) the variable it assigns. It may read
+    and write the memory of every operand and return anything (``UNKNOWN``), so analyses stay
+    sound around it."""
+
+    name = "py.unknown"
+    args = var_operand()
+    text = prop(StringAttr)
+    outs = var_result()
+
+    def verify_(self) -> None:
+        if len(self.results) > 1:
+            raise VerifyError(f"has {len(self.results)} results; a Numba statement assigns at most one")

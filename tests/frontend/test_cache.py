@@ -11,6 +11,7 @@ import textwrap
 
 from numba.core.caching import FunctionCache
 
+from mixjit import cache
 from mixjit.cache import MixjitCache, cache_tag
 
 MODULE = textwrap.dedent(
@@ -83,6 +84,25 @@ def test_index_key_is_tagged_with_version_and_options():
     key = MixjitCache(g, tag)._index_key("sig", _Codegen())
     plain = FunctionCache(g)._index_key("sig", _Codegen())
     assert key[:-1] == plain and key[-1] == ("mixjit", tag)
+
+
+def test_tag_changes_with_the_entry_abi(tmp_path, monkeypatch):
+    """Cached user code calls the entry with the prototype it was compiled against: a changed
+    prototype (or wrapper) must not load old code."""
+    copies = []
+    for src in cache.ABI_SOURCES:
+        copy = tmp_path / src.name
+        copy.write_bytes(src.read_bytes())
+        copies.append(copy)
+    options = {"schemes": ("native",)}
+    before = cache_tag(options)
+    monkeypatch.setattr(cache, "ABI_SOURCES", tuple(copies))
+    assert cache_tag(options) == before  # the same sources, the same tag
+    entry_src = tmp_path / "entry.py"
+    text = entry_src.read_text()
+    assert "_ENTRY_SIG" in text
+    entry_src.write_text(text.replace("_ENTRY_SIG", "_ENTRY_SIG_V2", 1))
+    assert cache_tag(options) != before
 
 
 class _Codegen:

@@ -24,6 +24,7 @@ from mixjit.importer import (
     import_typed_ir,
     ir_text,
     resolve_argtypes,
+    typed_state,
 )
 from mixjit.ir.dialects import cf, func, py
 from mixjit.ir.parser import parse_module
@@ -198,14 +199,25 @@ def test_import_from_the_typed_ir_hook_of_a_real_compile():
     assert isinstance(result.func.entry_block.ops[-1], (cf.BranchOp, func.ReturnOp))
 
 
-def test_unrepresentable_code_is_a_frontend_error():
-    def raises(x):
-        if x > 0:
-            raise ValueError("bad", x)  # a raise with run-time arguments: no py op for it
+def test_unknown_terminator_is_a_frontend_error():
+    """Statements without an op become py.unknown (test_importer_robustness.py); a block
+    terminator the IR cannot express is refused, naming it and its line."""
+
+    class Goto(ir.Stmt):
+        is_terminator = True
+
+        def __str__(self):
+            return "goto somewhere"
+
+    def straight(x):
         return x
 
-    with pytest.raises(FrontendError, match=r"test_importer.py:\d+: the mix IR has no op for DynamicRaise"):
-        import_function(raises, types.float64)
+    state = typed_state(straight, (types.float64,))
+    (block,) = state.func_ir.blocks.values()
+    block.body[-1] = Goto()
+    block.body[-1].loc = block.loc
+    with pytest.raises(FrontendError, match=r"test_importer.py:\d+: the mix IR has no terminator for `goto somewhere`"):
+        import_typed_ir(state)
 
 
 def test_fresh_module_is_an_independent_copy():

@@ -90,7 +90,7 @@ def test_memory_effects_follow_the_documented_rule() -> None:
     unknown = set(py_ops) - by_trait - typed - {"py.build_list", "py.build_set", "py.getiter"}
     assert unknown == {
         "py.call", "py.setattr", "py.setitem", "py.static_setitem", "py.inplace_binop", "py.iternext",
-        "py.del", "py.print", "py.raise",
+        "py.del", "py.print", "py.raise", "py.unknown",
     }
     assert not any(py_ops[n].has_trait(MemRead) for n in unknown)  # so their default is UNKNOWN
     assert Operation("x.y").memory_effects() == MemoryEffects.UNKNOWN
@@ -141,3 +141,15 @@ def test_malformed_ops_from_unverified_input_are_assumed_to_do_anything() -> Non
     module = parse_module('%a = "py.getitem"() : () -> f64\n%b = "py.exhaust_iter"() <{count = 2}> : () -> f64\n', verify=False)
     ops = [op for op in module.walk() if op is not module]
     assert [op.memory_effects() for op in ops] == [MemoryEffects.UNKNOWN] * 2
+
+
+def test_unknown_op_holds_a_statement_it_cannot_model() -> None:
+    """py.unknown: any operands, at most one result, the statement's text; effects UNKNOWN."""
+    block = Block(arg_types=[ArrayType(f64, 2, "C"), i64])
+    op = py.UnknownOp.build(args=list(block.args), text="d = build_map(...)", outs=[OpaqueType("dict")])
+    assert op.memory_effects() == MemoryEffects.UNKNOWN and op.text.value == "d = build_map(...)"
+    one = py.UnknownOp.build(args=[], text="d = build_map(...)", outs=[OpaqueType("dict")])
+    assert verify_diagnostics(one) == []
+    two = py.UnknownOp.build(args=[], text="x", outs=[i64, i64])
+    assert [d.message for d in verify_diagnostics(two)] == [
+        "'py.unknown' op has 2 results; a Numba statement assigns at most one"]

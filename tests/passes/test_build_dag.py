@@ -406,3 +406,21 @@ def test_repeated_helper_calls_close_cycles_that_are_marked_carried():
         (0, 1): (True, ("memory",)), (1, 0): (True, ("memory",)), (0, 0): (True, ("memory",)),
     }
     assert not forward_dag(graph).edges
+
+
+UNKNOWN_WRITE = f'''
+"func.func"() <{{sym_name = "f", function_type = ({ARR}, {ARR}) -> {ARR}}}> ({{
+^bb0(%a: {ARR}, %x: {ARR}):
+  %p = "mix.gemm"(%a, %a) <{{dtype = f64, site = 0 : i64}}> : ({ARR}, {ARR}) -> {ARR}
+  "py.unknown"(%x, %p) <{{text = "copy_into(x, p)"}}> : ({ARR}, {ARR}) -> ()
+  %q = "mix.gemm"(%x, %a) <{{dtype = f64, site = 1 : i64}}> : ({ARR}, {ARR}) -> {ARR}
+  "func.return"(%q) : ({ARR}) -> ()
+}}) : () -> ()
+'''
+
+
+def test_an_unknown_statement_may_write_its_array_operands():
+    # py.unknown stands for a Numba statement the importer has no op for: it may write the
+    # memory of every operand, so site 0's result may reach site 1 through x.
+    graph = gemm_dag(parse_module(UNKNOWN_WRITE))
+    assert edges(graph) == {(0, 1): (False, ("memory",))}
