@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from mixjit import mixjit
+from mixjit.report import dag_report, sites_report
 
 
 @mixjit
@@ -72,15 +73,8 @@ def main(n: int = 96, block: int = 32, seed: int = 0) -> dict[str, float]:
         L = cholesky(a.astype(dtype), block)
         errors[np.dtype(dtype).name] = rel_frobenius(L, ref)
     print(f"blocked Cholesky, n={n}, block={block}")
-    print("sites:")
-    for s in cholesky.sites:
-        where = f"site {s.id}" if s.taken else "not taken"
-        print(f"  {where}: {s.form} at {s.loc} [{s.dtype}] {s.plan.label if s.plan else s.reason}"
-              f" calls={s.calls}")
-    dag = cholesky.dag
-    print(f"DAG: {dag.number_of_nodes()} node(s), edges {sorted((u, v, d.get('carried', False)) for u, v, d in dag.edges(data=True))}")
-    for node, data in sorted(dag.nodes(data=True)):
-        print(f"  node {node}: loop depth {data.get('loop_depth')}")
+    print(sites_report(cholesky))
+    print(dag_report(cholesky))
     for name, err in errors.items():
         print(f"error vs float64 reference ({name}): {err:.3e}")
     return errors

@@ -15,6 +15,7 @@ import argparse
 import numpy as np
 
 from mixjit import mixjit
+from mixjit.report import dag_report, sites_report
 
 
 @mixjit
@@ -85,15 +86,8 @@ def main(n: int = 512, d: int = 16, k: int = 8, iters: int = 10, seed: int = 0) 
         agree = float((labels == ref_labels).mean())
         print(f"{np.dtype(dtype).name}: labels agree with the reference on {agree:.1%} of points")
     print(f"k-means, n={n}, d={d}, k={k}, iters={iters}")
-    print("sites:")
-    for s in kmeans.sites:
-        where = f"site {s.id}" if s.taken else "not taken"
-        print(f"  {where}: {s.form} at {s.loc} [{s.dtype}] {s.plan.label if s.plan else s.reason}"
-              f" calls={s.calls}")
-    dag = kmeans.dag
-    print(f"DAG: {dag.number_of_nodes()} node(s), edges {sorted((u, v) for u, v in dag.edges())}")
-    for node, data in sorted(dag.nodes(data=True)):
-        print(f"  node {node}: loop depth {data.get('loop_depth')}")
+    print(sites_report(kmeans))
+    print(dag_report(kmeans))
     for name, err in errors.items():
         print(f"centroid error vs float64 reference ({name}): {err:.3e}")
     return errors
