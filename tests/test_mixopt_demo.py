@@ -15,7 +15,7 @@ def test_demo_runs_the_example_and_shows_every_pass(capsys):
     assert re.search(r"site \d+: c -= a @ b\.T at \S+cholesky.py:\d+ \[float32\] .* calls=3", out)
     errors = {m[0]: float(m[1]) for m in re.findall(r"reference \((float\d\d)\): (\S+)", out)}
     assert errors["float64"] < 1e-14 and 1e-9 < errors["float32"] < 1e-6
-    assert re.search(r"node 0: loop depth 1", out)
+    assert re.search(r"node \d+: loop depth 1", out)  # site ids are process-wide
     # Part 2: mixopt after each pass of the pipeline, with timing.
     headers = re.findall(r"^// -----// IR Dump After \w+ \(([\w-]+)\) //----- //$", out, re.M)
     assert headers == demo.PIPELINE.split(",")
