@@ -59,6 +59,20 @@ class _Binary(Operation):
     traits: tuple = (Pure,)
     _types: tuple[type, ...] = ()
     _compute: Callable[[object, object], object] = staticmethod(operator.add)
+    #: integer identity element: ``x op identity`` folds to ``x`` (and ``identity op x``
+    #: too when the op is Commutative); None for no identity fold
+    _identity: int | None = None
+
+    def fold(self) -> list[Attribute | Value] | None:
+        folded = self._fold_constants()
+        if folded is not None:
+            return [folded]
+        if self._identity is not None:
+            if _is_int_constant(self.rhs, self._identity):
+                return [self.lhs]
+            if self.has_trait(Commutative) and _is_int_constant(self.lhs, self._identity):
+                return [self.rhs]
+        return None
 
     def verify_(self) -> None:
         t = self.out.type
@@ -92,30 +106,14 @@ class AddIOp(_Binary):
     traits = (Pure, Commutative)
     _types = (IntegerType, IndexType)
     _compute = staticmethod(operator.add)
-
-    def fold(self) -> list[Attribute | Value] | None:
-        folded = self._fold_constants()
-        if folded is not None:
-            return [folded]
-        if _is_int_constant(self.rhs, 0):
-            return [self.lhs]
-        if _is_int_constant(self.lhs, 0):
-            return [self.rhs]
-        return None
+    _identity = 0
 
 
 class SubIOp(_Binary):
     name = "arith.subi"
     _types = (IntegerType, IndexType)
     _compute = staticmethod(operator.sub)
-
-    def fold(self) -> list[Attribute | Value] | None:
-        folded = self._fold_constants()
-        if folded is not None:
-            return [folded]
-        if _is_int_constant(self.rhs, 0):
-            return [self.lhs]
-        return None
+    _identity = 0
 
 
 class MulIOp(_Binary):
@@ -123,24 +121,13 @@ class MulIOp(_Binary):
     traits = (Pure, Commutative)
     _types = (IntegerType, IndexType)
     _compute = staticmethod(operator.mul)
-
-    def fold(self) -> list[Attribute | Value] | None:
-        folded = self._fold_constants()
-        if folded is not None:
-            return [folded]
-        if _is_int_constant(self.rhs, 1):
-            return [self.lhs]
-        if _is_int_constant(self.lhs, 1):
-            return [self.rhs]
-        return None
+    _identity = 1
 
 
 class _BinaryF(_Binary):
+    # No identity folds for floats: x + 0.0 is not x for x = -0.0, and x * 1.0 quiets a
+    # signalling NaN.
     _types = (FloatType,)
-
-    def fold(self) -> list[Attribute | Value] | None:
-        folded = self._fold_constants()
-        return [folded] if folded is not None else None
 
 
 class AddFOp(_BinaryF):

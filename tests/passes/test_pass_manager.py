@@ -184,3 +184,31 @@ def test_passes_cannot_emit_errors_they_raise_them():
     with pytest.raises(ValueError, match="only remarks and warnings"):
         context.emit(Diagnostic.note("n"))
     assert sink == []
+
+
+IDENTITY_FOLDS = """
+"func.func"() <{sym_name = "f", function_type = (i64) -> (i64, i64, i64, i64)}> ({
+^bb0(%x: i64):
+  %zero = "arith.constant"() <{value = 0 : i64}> : () -> i64
+  %one = "arith.constant"() <{value = 1 : i64}> : () -> i64
+  %xm0 = "arith.subi"(%x, %zero) : (i64, i64) -> i64
+  %zmx = "arith.subi"(%zero, %x) : (i64, i64) -> i64
+  %omx = "arith.muli"(%one, %x) : (i64, i64) -> i64
+  %zpx = "arith.addi"(%zero, %x) : (i64, i64) -> i64
+  "func.return"(%xm0, %zmx, %omx, %zpx) : (i64, i64, i64, i64) -> ()
+}) : () -> ()
+"""
+
+
+def test_identity_folds_respect_commutativity():
+    # x - 0 -> x, 1 * x -> x, 0 + x -> x; but 0 - x is not x (subi is not commutative).
+    from mixjit.ir.parser import parse_module
+    from mixjit.passes.pipeline import build_pipeline
+
+    module = parse_module(IDENTITY_FOLDS)
+    PassManager(build_pipeline("canonicalize"), []).run(module)
+    ret = next(op for op in module.walk() if op.name == "func.return")
+    x = next(op for op in module.walk() if op.name == "func.func").body.entry.args[0]
+    results = list(ret.operands)
+    assert results[0] is x and results[2] is x and results[3] is x
+    assert results[1] is not x and results[1].owner.name == "arith.subi"
