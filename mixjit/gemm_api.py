@@ -7,20 +7,31 @@ import numpy as np
 from mixjit.runtime.schemes.base import Config, resolve_scheme
 
 
+#: the scheme ``gemm`` uses when none is given, by input dtype (as @mixjit's default plans)
+DEFAULT_SCHEMES = {np.dtype(np.float32): "mixpert", np.dtype(np.float64): "mixpert-fp64"}
+
+
 def gemm(
     a: np.ndarray,
     b: np.ndarray,
-    scheme: str = "mixpert",
+    scheme: str | None = None,
     config: Config | str | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Compute ``a @ b`` with ``scheme`` under ``config`` on the CPU executor.
 
     ``a`` (m×k) and ``b`` (k×n) are 2-D float32 or float64 arrays of the same
-    dtype; transposed and non-contiguous views are accepted. ``config`` is a
-    Config of the scheme, its text label (``"level=IV"``), or None for the most
-    precise config. ``out``, if given, must be a writable m×n array of that dtype.
+    dtype; transposed, non-contiguous and byte-swapped views are accepted.
+    ``scheme`` defaults to ``mixpert`` for float32 and ``mixpert-fp64`` for float64
+    inputs, so a float64 GEMM keeps FP64-level accuracy unless asked otherwise.
+    ``config`` is a Config of the scheme, its text label (``"level=IV"``), or None
+    for the most precise config. ``out``, if given, must be a writable m×n ndarray
+    of that dtype.
     """
+    a = _native_order(np.asarray(a))
+    b = _native_order(np.asarray(b))
+    if scheme is None:
+        scheme = DEFAULT_SCHEMES.get(a.dtype, "mixpert")
     s, fixed = resolve_scheme(scheme)
     if fixed is not None:
         if config is not None:
@@ -29,8 +40,6 @@ def gemm(
                 f"pass scheme={s.name!r} to choose another config"
             )
         config = fixed
-    a = np.asarray(a)
-    b = np.asarray(b)
     for name, x in (("A", a), ("B", b)):
         if x.ndim != 2:
             raise ValueError(
@@ -39,9 +48,10 @@ def gemm(
             )
         if x.dtype not in s.dtypes:
             ok = ", ".join(str(d) for d in s.dtypes)
+            fix = " or ".join(f"{name}.astype(np.{d})" for d in s.dtypes)
             raise TypeError(
                 f"mixjit.gemm: {name} has dtype {x.dtype}; scheme {s.name!r} accepts {ok}. "
-                f"Convert with {name}.astype(np.float32) or np.float64"
+                f"Convert with {fix}"
             )
     if a.dtype != b.dtype:
         raise TypeError(
@@ -60,6 +70,8 @@ def gemm(
         cfg = config
     m, n = a.shape[0], b.shape[1]
     if out is not None:
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"mixjit.gemm: out must be a numpy ndarray, got {type(out).__name__}")
         if out.shape != (m, n) or out.dtype != a.dtype:
             raise ValueError(
                 f"mixjit.gemm: out must be a {m}x{n} {a.dtype} array, got "
@@ -75,3 +87,10 @@ def gemm(
         out[...] = c
         return out
     return c
+
+
+def _native_order(x: np.ndarray) -> np.ndarray:
+    """``x`` in the machine's byte order (a byte-swapped float array is converted)."""
+    if x.dtype.kind == "f" and not x.dtype.isnative:
+        return x.astype(x.dtype.newbyteorder("="))
+    return x

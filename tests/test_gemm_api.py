@@ -132,3 +132,36 @@ def test_get_scheme_on_alias_points_to_resolve_scheme() -> None:
 def test_unknown_scheme_lists_aliases() -> None:
     with pytest.raises(ValueError, match="bf16x6"):
         gemm(np.ones((2, 2)), np.ones((2, 2)), scheme="nope")
+
+
+# ------------------------------------------------------- defaults and odd inputs
+
+
+def test_default_scheme_follows_the_dtype() -> None:
+    # float64 inputs default to the FP64 emulation, not the FP32-domain mixpert.
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((12, 40)), rng.standard_normal((40, 7))
+    assert np.array_equal(gemm(a, b), gemm(a, b, scheme="mixpert-fp64"))
+    ref = a @ b
+    assert np.linalg.norm(gemm(a, b) - ref) / np.linalg.norm(ref) < 1e-14
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    assert np.array_equal(gemm(a32, b32), gemm(a32, b32, scheme="mixpert"))
+
+
+def test_dtype_error_suggests_only_accepted_dtypes() -> None:
+    a = np.ones((2, 2), np.float32)
+    with pytest.raises(TypeError, match=r"Convert with A\.astype\(np\.float64\)$"):
+        gemm(a, a, scheme="mixpert-fp64")
+
+
+def test_byte_swapped_inputs_are_accepted() -> None:
+    rng = np.random.default_rng(6)
+    a = rng.uniform(-1, 1, (5, 9)).astype(np.float32)
+    b = rng.uniform(-1, 1, (9, 4)).astype(np.float32)
+    assert np.array_equal(gemm(a.astype(">f4"), b.astype(">f4")), gemm(a, b))
+
+
+def test_out_must_be_an_ndarray() -> None:
+    a = np.ones((2, 2), np.float32)
+    with pytest.raises(TypeError, match="out must be a numpy ndarray, got list"):
+        gemm(a, a, out=[[0.0, 0.0], [0.0, 0.0]])
