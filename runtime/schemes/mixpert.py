@@ -227,8 +227,21 @@ def parse_mixpert_config(text: str, cls: type[MixPertConfig]) -> MixPertConfig:
     defaults = {f.name: f.default for f in dataclasses.fields(cls)}
     values: dict[str, object] = {}
     level = pairs = None
-    for item in filter(None, (s.strip() for s in text.split(","))):
+    seen: set[str] = set()
+    for item in (s.strip() for s in text.split(",")) if text.strip() else ():
+        if not item:
+            raise ValueError(f"mixpert: empty part in config {text!r}; e.g. 'level=IV,align=row'")
         key, sep, val = (s.strip() for s in item.partition("="))
+        if key in seen:
+            raise ValueError(f"mixpert: field {key!r} is given twice in {text!r}")
+        seen.add(key)
+        if key == "fallback" and val.lstrip().startswith("-"):
+            raise ValueError(
+                f"mixpert: fallback={val} in {text!r}: give a bit count >= 0 (0 = every tile falls "
+                "back) or 'off'"
+            )
+        if key == "level" and sep and val not in LEVELS:
+            raise ValueError(f"mixpert: unknown level {val!r} in {text!r}; levels are {', '.join(LEVELS)}")
         try:
             if not sep:
                 raise ValueError

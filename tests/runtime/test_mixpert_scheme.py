@@ -59,7 +59,7 @@ def test_labels_and_level_shorthand():
 @pytest.mark.parametrize(
     "text,msg",
     [
-        ("level=V", "bad config part"),
+        ("level=V", "unknown level .V. in .level=V.; levels are"),
         ("levle=IV", "unknown config field"),
         ("segments=4,level=IV", "needs 3 segments"),
         ("pairs=00.3", "bad pair"),
@@ -200,3 +200,17 @@ def test_compiled_executor_reads_any_strides_and_reports_bad_calls():
     fp64 = np.array(MixPertFP64Config().words(), dtype=np.int64)
     assert ex.mixpert_gemm(a, b, c, fp64, stats) == ex.ERR_PARAMS  # float64 domain, float32 C
     assert ex.mixpert_gemm(a, b, c, words[:5], stats) == ex.ERR_PARAMS
+
+
+@pytest.mark.parametrize(
+    ("label", "message"),
+    [
+        ("level=IV,level=I", "field 'level' is given twice"),
+        ("level=IV,,", "empty part"),
+        ("level=V", "levels are full, IV, III, II, I"),
+        ("fallback=-1", r"bit count >= 0 \(0 = every tile falls back\) or 'off'"),
+    ],
+)
+def test_config_labels_are_parsed_strictly(label: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        get_scheme("mixpert").parse_config(label)
