@@ -246,8 +246,9 @@ def _split_rows(raw, side_b: bool, params):
     threshold = params[W_FALLBACK]
     far = threshold if threshold >= 0 else 1 << 20
     w = width(segments, params[W_SEG0_BITS], digits)
+    emax = 127 if params[W_DOMAIN] == DOMAIN_FP32 else 1023  # raw holds float32 values in FP32
     q, gexp, nonzero, shifted, bad = pack_groups(
-        raw, group_rows, params[W_TK], w, params[W_ROUNDING], far, max_aligned(segments, digits)
+        raw, group_rows, params[W_TK], w, params[W_ROUNDING], far, max_aligned(segments, digits), emax
     )
     fb, fb_tiles = _fallback_flags(nonzero, shifted, tile_rows, threshold)
     ref, span, scale = _scales(gexp, fb)

@@ -8,12 +8,16 @@ others (width ``W = seg0_bits + 7*(segments-1)``):
 
 1. *element split*: a finite nonzero ``x`` becomes ``x ≈ M * 2^(e - W + 1)`` with
    ``M`` in ``[2^(W-1), 2^W)`` (the implied one explicit), ``M`` rounded to nearest,
-   ties to even, at bit ``W + 1``; a carry to ``2^W`` gives ``M = 2^(W-1)``, ``e+1``.
+   ties to even, at bit ``W + 1``; a carry to ``2^W`` gives ``M = 2^(W-1)``, ``e+1``,
+   except at the format's largest exponent ``emax`` (127 / 1023), where ``M`` is
+   truncated instead (``2^W - 1``), so a finite input never reaches ``2^(emax+1)``.
    Subnormal inputs are normalised the same way (handled exactly, never flushed).
 2. *alignment*: each alignment group (a tile, or one row of a tile) shares
    ``E = max e`` over its nonzero elements; each element's ``M`` is shifted right
    by ``d = E - e`` bits, truncated (``trunc``) or rounded to nearest, ties to even
    (``round``). The sign is applied afterwards: ``q = ±shift(M, d)``, ``|q| < 2^W``.
+   Where the balanced digits' bump (below) gives ``E = emax + 1``, a shift that
+   would round up to ``2^(emax+1)`` truncates instead, as in step 1.
 3. *segments*, two digit systems (``digits`` config field):
 
    * ``magnitude`` (the paper's): ``|q| = sum_i s_i * 2^(7*(segments-1-i))`` with
@@ -95,10 +99,12 @@ def max_aligned(segments: int, digits: int) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
-def split_element(u, w: int) -> tuple[int, int]:
+def split_element(u, w: int, emax: int) -> tuple[int, int]:
     """Element split of a finite nonzero value given as the bits ``u`` (uint64) of its
     float64 value: signed ``M`` (|M| in [2^(w-1), 2^w)) and exponent ``e`` with
-    ``x ≈ M * 2^(e - w + 1)``; RNE at bit w+1, carry renormalised. Integer
+    ``x ≈ M * 2^(e - w + 1)``; RNE at bit w+1, carry renormalised, except that a
+    carry past ``emax`` (the input format's largest finite exponent: 127 for float32,
+    1023 for float64) truncates instead, so the split stays finite. Integer
     operations only (float32 inputs are widened to float64 exactly first).
     """
     be = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF))
@@ -124,8 +130,11 @@ def split_element(u, w: int) -> tuple[int, int]:
         if rem > half or (rem == half and (m & 1) == 1):
             m += 1
         if m == (np.int64(1) << w):
-            m = np.int64(1) << (w - 1)
-            e += 1
+            if e >= emax:  # 2^(emax+1) would overflow the format: truncate
+                m -= 1
+            else:
+                m = np.int64(1) << (w - 1)
+                e += 1
     if u >> np.uint64(63):
         m = -m
     return m, e
@@ -172,9 +181,11 @@ def _shift_branchless(m: int, d: int, mode: int) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
-def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: int):
+def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: int, emax: int):
     """Split and align the rows of ``x`` (r×K, float32/float64) in groups of
-    ``group_rows`` consecutive rows × ``tk`` consecutive columns. A group holding an
+    ``group_rows`` consecutive rows × ``tk`` consecutive columns; ``emax`` is the
+    largest finite exponent of the domain's format (:func:`split_element`: 127 when
+    the values are float32 values, also if widened to float64). A group holding an
     element at its exponent with ``M > qmax`` takes exponent ``E + 1``
     (:func:`max_aligned`).
 
@@ -212,7 +223,7 @@ def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: 
                 u = np.float64(x[i, k]).view(np.uint64)
                 fin = (u & expmask) != expmask
                 use = fin & ((u << np.uint64(1)) != 0)
-                m, e = split_element(u, w)
+                m, e = split_element(u, w, emax)
                 q[i, k] = m if use else 0
                 e = e if use else np.int64(_NO_EXP)
                 ex[i, k] = e
@@ -228,25 +239,27 @@ def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: 
     for g0 in range(0, r, group_rows):
         g1 = min(g0 + group_rows, r)
         for kt in range(nkt):
-            emax = ZERO_EXP
+            top = ZERO_EXP
             for i in range(g0, g1):
-                emax = max(emax, rowmax[i, kt])
+                top = max(top, rowmax[i, kt])
             bump = False
             for i in range(g0, g1):
-                bump |= rowmax[i, kt] == emax and over[i, kt]
+                bump |= rowmax[i, kt] == top and over[i, kt]
             for i in range(g0, g1):
-                gexp[i, kt] = emax + 1 if bump else emax
-    # pass 2: align to the group exponent
+                gexp[i, kt] = top + 1 if bump else top
+    # pass 2: align to the group exponent; at a bumped E = emax + 1 a shift that
+    # rounds up to 2^(w-1) (the value 2^(emax+1)) truncates instead: 2^(w-1) - 1
     for i in range(r):
         for kt in range(nkt):
             g = gexp[i, kt]
+            lim = (np.int64(1) << (w - 1)) - 1 if g > emax else (np.int64(1) << 62)
             nz = 0
             sh = 0
             for k in range(kt * tk, min(kt * tk + tk, K)):
                 e = np.int64(ex[i, k])
                 use = e != _NO_EXP
                 d = g - e if use else np.int64(0)
-                q[i, k] = _shift_branchless(q[i, k], d, mode)
+                q[i, k] = min(max(_shift_branchless(q[i, k], d, mode), -lim), lim)
                 nz += np.int64(use)
                 sh += np.int64(use & (d > far))
             nonzero[i, kt] = nz

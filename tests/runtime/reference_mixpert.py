@@ -51,14 +51,17 @@ def rn(x: Fraction, fmt: str) -> float:
     return v if x > 0 else -v
 
 
-def element_split(x: float, w: int) -> tuple[int, int] | None:
-    """Step 1: (signed M, e) with |x| ~ |M| 2^(e-w+1); None for zero."""
+def element_split(x: float, w: int, emax: int) -> tuple[int, int] | None:
+    """Step 1: (signed M, e) with |x| ~ |M| 2^(e-w+1); None for zero. A carry past
+    the format's largest exponent ``emax`` truncates instead."""
     if x == 0:
         return None
     f, e0 = math.frexp(abs(x))
     m = rn_int(Fraction(f) * 2**w)
     e = e0 - 1
-    if m == 2**w:
+    if m == 2**w and e == emax:
+        m = math.floor(Fraction(f) * 2**w)
+    elif m == 2**w:
         m, e = 2 ** (w - 1), e + 1
     return (m if x > 0 else -m), e
 
@@ -111,7 +114,8 @@ def _pack(x: list[list[float]], group_rows: int, tile_rows: int, tk: int, cfg) -
     r = len(x)
     K = len(x[0]) if r else 0
     nkt = -(-K // tk)
-    split = [[element_split(v, w) for v in row] for row in x]
+    emax = _FMT[cfg.domain][2]
+    split = [[element_split(v, w, emax) for v in row] for row in x]
     seg = [[None] * K for _ in range(r)]
     gexp = [[None] * nkt for _ in range(r)]
     far = [[0] * nkt for _ in range(r)]  # nonzero elements shifted by more than F bits
@@ -131,6 +135,8 @@ def _pack(x: list[list[float]], group_rows: int, tile_rows: int, tk: int, cfg) -
                 for k in ks:
                     sp = split[i][k]
                     q = 0 if sp is None else shift(sp[0], E - sp[1], cfg.rounding)
+                    if sp is not None and E > emax and abs(q) >= 2 ** (w - 1):  # would reach 2^(emax+1): truncate
+                        q = shift(sp[0], E - sp[1], "trunc")
                     if sp is not None:
                         nonzero[i][t] += 1
                         far[i][t] += E - sp[1] > cfg.fallback

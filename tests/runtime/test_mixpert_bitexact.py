@@ -236,3 +236,35 @@ def test_wide_range_data_is_certified_and_bit_exact(label, k):
     assert m <= slow <= m + m * n // 10  # column 8, and few others
     assert (c[:, 8].view(np.uint32) == 0).all()  # +0
     np.testing.assert_array_equal(c.view(np.uint32), reference(a, b, cfg).view(np.uint32))
+
+
+_F32MAX = np.finfo(np.float32).max
+# the largest float32 whose split at W = 21 still rounds up without overflow: the top
+# of 2^126's binade carries to 2^127
+_F32_CARRY_OK = _bits32(0x7EFFFFFF)
+
+
+@pytest.mark.parametrize("x", [_F32MAX, -_F32MAX, _F32_CARRY_OK])
+@pytest.mark.parametrize("label", ["", "level=IV", "level=IV,digits=balanced", "level=full,align=row"])
+def test_largest_finite_values_stay_finite(x, label):
+    # RN of FLT_MAX's significand at the kept bit would carry to 2^128 (inf); the
+    # split truncates there instead (docs/numerics.md, mixpert step 1)
+    a = np.array([[x]], dtype=np.float32)
+    b = np.array([[1.0]], dtype=np.float32)
+    got = MP.run(a, b, MP.parse_config(label))
+    assert np.isfinite(got).all()
+    _check(MP, a, b, label)
+    big = np.full((16, 64), _F32MAX, dtype=np.float32)
+    got = MP.run(big, np.full((64, 1), 1 / 64, dtype=np.float32), MP.parse_config(label))
+    assert np.isfinite(got).all()
+    _check(MP, big, np.full((64, 1), 1 / 64, dtype=np.float32), label)
+
+
+@pytest.mark.parametrize("label", ["segments=7,pairs=sig6", "segments=7,pairs=sig6,digits=balanced"])
+def test_fp64_largest_finite_value_stays_finite(label):
+    dmax = np.finfo(np.float64).max
+    a = np.array([[dmax], [-dmax]])
+    b = np.array([[1.0]])
+    got = MP64.run(a, b, MP64.parse_config(label))
+    assert np.isfinite(got).all()
+    _check(MP64, a, b, label)

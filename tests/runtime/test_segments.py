@@ -29,8 +29,8 @@ def _bits(x: float) -> np.uint64:
     return np.array([x], dtype=np.float64).view(np.uint64)[0]
 
 
-def _split(x: float, w: int = 20) -> tuple[int, int]:
-    return split_element(_bits(x), w)
+def _split(x: float, w: int = 20, emax: int = 1023) -> tuple[int, int]:
+    return split_element(_bits(x), w, emax)
 
 
 @settings(max_examples=300, deadline=None)
@@ -42,7 +42,9 @@ def test_split_is_round_to_nearest_even_with_carry(x, w):
     approx = Fraction(m) * Fraction(2) ** (e - w + 1)
     ulp = Fraction(2) ** (e - w + 1)
     err = abs(approx - Fraction(x))
-    assert err <= ulp / 2
+    if err > ulp / 2:  # only a carry past float64's largest exponent truncates instead
+        assert e == 1023 and abs(m) == 2**w - 1 and abs(approx) < abs(Fraction(x)) < abs(approx) + ulp
+        return
     if err == ulp / 2 and err != 0:  # a tie: the kept mantissa is even
         assert m % 2 == 0 or abs(m) == 2 ** (w - 1)
 
@@ -54,6 +56,17 @@ def test_split_carry_out_of_top_segment():
     assert _split(1.0) == (2**19, 0)
     assert _split(2.0**-149) == (2**19, -149)  # float32 subnormal, normalised exactly
     assert _split(5e-324, 55) == (2**54, -1074)  # float64 subnormal
+
+
+def test_split_carry_past_the_largest_exponent_truncates():
+    f32max = float(np.finfo(np.float32).max)  # (2 - 2^-23) * 2^127: RN at 21 bits carries
+    assert _split(f32max, 21, 127) == (2**21 - 1, 127)
+    assert _split(-f32max, 21, 127) == (-(2**21 - 1), 127)
+    assert _split(f32max, 21, 1023) == (2**20, 128)  # in float64's range the carry stays
+    below = float(np.array([0x7EFFFFFF], dtype=np.uint32).view(np.float32)[0])  # top of 2^126's binade
+    assert _split(below, 21, 127) == (2**20, 127)  # still carries: 2^127 is finite
+    assert _split(np.finfo(np.float64).max, 49, 1023) == (2**49 - 1, 1023)
+    assert _split(np.finfo(np.float64).max, 55, 1023) == ((2**53 - 1) << 2, 1023)  # w >= 53: exact
 
 
 def test_shift_rounds_ties_to_even_on_the_magnitude():
@@ -96,7 +109,7 @@ def test_balanced_digits_are_int8_and_reconstruct(q, edge):
 
 def test_pack_groups_shares_the_group_max_exponent():
     x = np.array([[1.0, 0.25, 0.0, -3.0], [0.5, np.inf, 2.0**-30, 0.0]], dtype=np.float32)
-    q, gexp, nonzero, shifted, bad = pack_groups(x, 2, 2, 20, ROUND_NEAREST, 8, 2**62 - 1)
+    q, gexp, nonzero, shifted, bad = pack_groups(x, 2, 2, 20, ROUND_NEAREST, 8, 2**62 - 1, 127)
     # k-tile 0 (cols 0-1): exponents 0, -2, -1 -> E = 0 (inf counts as 0)
     # k-tile 1 (cols 2-3): exponents of -3.0 (1) and 2^-30 (-30) -> E = 1
     assert gexp.tolist() == [[0, 1], [0, 1]]
@@ -105,7 +118,7 @@ def test_pack_groups_shares_the_group_max_exponent():
     assert nonzero.tolist() == [[2, 1], [1, 1]]
     assert shifted.tolist() == [[0, 0], [0, 1]]
     assert bad.tolist() == [False, True]
-    _, g, _, _, _ = pack_groups(np.zeros((1, 3), np.float32), 1, 2, 20, ROUND_NEAREST, 8, 2**62 - 1)
+    _, g, _, _, _ = pack_groups(np.zeros((1, 3), np.float32), 1, 2, 20, ROUND_NEAREST, 8, 2**62 - 1, 127)
     assert (g == ZERO_EXP).all()
 
 
