@@ -47,7 +47,6 @@ entry must not outlive a change of the executor it calls.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from pathlib import Path
 
@@ -61,6 +60,7 @@ from numba.core.ccallback import CFunc
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
+from mixjit.cache import sources_hash
 from mixjit.runtime import executor_mixpert as _mixpert_ex
 from mixjit.runtime.executor_mixpert import N_STATS as _MIXPERT_STATS
 from mixjit.runtime.executor_mixpert import N_WORDS as _MIXPERT_WORDS
@@ -487,11 +487,7 @@ def _entry(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, 
 def _runtime_sources_hash() -> str:
     """Hash of the runtime modules compiled into the entry (the executors and
     their helpers): part of the entry's cache key."""
-    h = hashlib.sha256()
-    for path in sorted(Path(_mixpert_ex.__file__).parent.glob("*.py")):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()
+    return sources_hash(sorted(Path(_mixpert_ex.__file__).parent.glob("*.py")))
 
 
 class _EntryCache(FunctionCache):
