@@ -51,7 +51,7 @@ __all__ = [
 #: measurement (``Hardware.efficiency`` overrides it per class). The mean of the
 #: measured values in the hardware table, by unit: tools/calibrate_costmodel.py
 #: recomputes it and reports any drift from these constants.
-DEFAULT_EFFICIENCY: Mapping[str, float] = {"simt": 0.76, "tensor": 0.69}
+DEFAULT_EFFICIENCY: Mapping[str, float] = {"simt": 0.76, "tensor": 0.75}
 
 #: Fraction of the DRAM bandwidth a streaming pass sustains (modeling assumption:
 #: STREAM-like copies reach 80-90% of the datasheet bandwidth on HBM parts).
@@ -139,8 +139,18 @@ def _peak(hw: Hardware, cls: str, who: str) -> float:
     return peak
 
 
-def _kernel_seconds(hw: Hardware, cls: str, m: int, n: int, k_eff: float) -> float:
-    """Math time of one GEMM kernel of ``cls``: m×n output, effective inner size ``k_eff``."""
+def _padded_inner(k: int, k_eff: float, gran: int) -> float:
+    """``k_eff`` with the inner size of each product padded to the MMA k: a kernel of p
+    whole products pads each one; a partial share of k (the split scheme) pads once."""
+    p = round(k_eff / k) if k else 0
+    if p >= 1 and abs(p * k - k_eff) <= 1e-9 * k_eff:
+        return p * math.ceil(k / gran) * gran
+    return math.ceil(k_eff / gran) * gran
+
+
+def _kernel_seconds(hw: Hardware, cls: str, m: int, n: int, k: int, k_eff: float) -> float:
+    """Math time of one GEMM kernel of ``cls``: m×n output, inner size ``k``, and
+    ``k_eff = ops / (2·m·n)`` (several products in one kernel add up their k)."""
     if m == 0 or n == 0 or k_eff <= 0:
         return 0.0
     unit = _unit(cls)
@@ -148,7 +158,7 @@ def _kernel_seconds(hw: Hardware, cls: str, m: int, n: int, k_eff: float) -> flo
     per_sm = _peak(hw, cls, "this GEMM") * 1e12 * class_efficiency(hw, cls) / hw.sm_count
     mma = hw.mma.get(rc)
     gran = mma.k if mma is not None and unit == "tensor" else 1
-    k_pad = math.ceil(k_eff / gran) * gran
+    k_pad = _padded_inner(k, k_eff, gran)
     sat = REUSE_SAT["tensor-wgmma" if unit == "tensor" and rc in hw.wgmma else unit]
     fill = K_FILL[unit]
     bw = hw.mem_bw_gbs * 1e9 * MEMORY_EFFICIENCY
@@ -157,7 +167,9 @@ def _kernel_seconds(hw: Hardware, cls: str, m: int, n: int, k_eff: float) -> flo
         tiles = math.ceil(m / tm) * math.ceil(n / tn)
         reuse = min(1.0, (tm * tn / (tm + tn)) / sat)
         for split in SPLIT_K:
-            if split > 1 and (tiles >= hw.sm_count or k_pad / split < 128):
+            # split-K only while the output tiles leave SMs idle; each split pays its
+            # own pipeline fill, which keeps small inner sizes from splitting
+            if split > 1 and tiles * split > 2 * hw.sm_count:
                 break
             waves = math.ceil(tiles * split / hw.sm_count)
             t = waves * 2.0 * tm * tn * (k_pad / split + fill) / (per_sm * reuse)
@@ -181,7 +193,7 @@ def work_time(work: Work, m: int, n: int, k: int, dtype: np.dtype | type, hw: Ha
         if ops <= 0:
             continue
         k_eff = ops / (2.0 * m * n) if m and n else 0.0
-        math_t = _kernel_seconds(hw, cls, m, n, k_eff)
+        math_t = _kernel_seconds(hw, cls, m, n, k, k_eff)
         # roofline: the kernel streams its share of the operands and writes C once
         k_share = k * ops / total_ops
         stream_t = ((m + n) * k_share * itemsize + m * n * itemsize) / bw

@@ -346,8 +346,9 @@ class _MixPertBase(Scheme):
         tm, tk, tn = cfg.tile
         # packing reads each operand and writes its INT8 segments plus one exponent
         # byte per alignment group; the k-tile conversion happens in registers
-        groups_a = m * (-(-k // tk)) // (1 if cfg.align == "row" else tm)
-        groups_b = n * (-(-k // tk)) // (1 if cfg.align == "row" else tn)
+        k_tiles = -(-k // tk)
+        groups_a = k_tiles * (m if cfg.align == "row" else -(-m // tm))
+        groups_b = k_tiles * (n if cfg.align == "row" else -(-n // tn))
         packing = (in_bytes + cfg.segments) * (m * k + k * n) + groups_a + groups_b
         return Work(ops={"int8": 2.0 * m * n * k * len(cfg.pairs)}, bytes_moved=float(packing))
 
