@@ -57,16 +57,23 @@ DEFAULT_EFFICIENCY: Mapping[str, float] = {"simt": 0.76, "tensor": 0.75}
 #: STREAM-like copies reach 80-90% of the datasheet bandwidth on HBM parts).
 MEMORY_EFFICIENCY = 0.85
 
-#: Candidate CTA output tiles (tm, tn): the CUTLASS/cuBLAS tensor-op and SIMT families.
-TILES: tuple[tuple[int, int], ...] = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64), (32, 32))
+#: Candidate CTA output tiles (tm, tn): the CUTLASS/cuBLAS tensor-op and SIMT families,
+#: with the thin tiles their skinny-GEMM kernels use.
+TILES: tuple[tuple[int, int], ...] = (
+    (256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64),
+    (128, 32), (32, 128), (32, 32), (128, 16), (16, 128),
+)
 #: Split-K factors tried when the output has fewer tiles than the part has SMs.
 SPLIT_K = (1, 2, 4, 8, 16)
 #: Pipeline fill + epilogue of one tile, in units of inner size (modeling assumption).
 K_FILL = {"simt": 16, "tensor": 64}
-#: Operand reuse ``tm·tn/(tm+tn)`` at which a tile reaches the class's sustained rate
-#: (128×128 for warp-level MMA, 128×256 with warpgroup MMA, 64×64 for SIMT); smaller
-#: tiles run proportionally slower (modeling assumption, shared-memory bandwidth bound).
-REUSE_SAT = {"simt": 32.0, "tensor": 64.0, "tensor-wgmma": 85.0}
+#: Operand reuse ``tm·tn/(tm+tn)`` (multiply-adds per operand element loaded) at which
+#: a tile reaches the class's sustained rate; tiles with less reuse run proportionally
+#: slower, fed by L2 (modeling assumption: an A100 SM draws about 47 B/clk of L2
+#: bandwidth and issues 2048 INT8 or 64 FP32 multiply-adds per clock, so tensor tiles
+#: need reuse of about 43 (128×128 has 64; 128×256 with warpgroup MMA, 85) and SIMT
+#: tiles about 6).
+REUSE_SAT = {"simt": 8.0, "tensor": 64.0, "tensor-wgmma": 85.0}
 
 _SIMT_CLASSES = ("fp32", "fp64")
 
