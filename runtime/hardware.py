@@ -174,7 +174,8 @@ HARDWARE: dict[str, Hardware] = {
         peak_tops=_A100_PEAKS,  # [A100-DS]: the PCIe part has the SXM part's peaks
         mem_bw_gbs=1555.0,  # [A100-DS] A100 40GB PCIe
         # fitted by tools/calibrate_costmodel.py to MixPert (seed 003) Table 1 measured
-        # rates (FP32 17.7, 3xTF32 32.0, 6xBF16 35.6 TFLOPS) and §4.2's 2.71x at n = 24576
+        # rates (FP32 17.7, 3xTF32 32.0, 6xBF16 35.6 TFLOPS) and §4.2's 2.71x at n = 24576;
+        # fp16 is not measured there and takes bf16's value (one tensor-core datapath on sm_80)
         efficiency={"fp32": 0.91, "tf32": 0.62, "bf16": 0.69, "fp16": 0.69, "int8": 0.62},
         source="A100-WP Table 1, A100-DS (PCIe 40GB); efficiency: MixPert Table 1 / §4.2",
     ),
@@ -257,7 +258,7 @@ HARDWARE: dict[str, Hardware] = {
         # fitted by tools/calibrate_costmodel.py to MixPert (seed 003) Table 1's measured
         # SGEMM (21.7 TFLOPS) and §4.6's MixPert speedup on larger matrices (1.30x)
         efficiency={"fp32": 0.61, "int8": 0.81},
-        source="GA102-WP Table 9; efficiency: MixPert Table 1",
+        source="GA102-WP Table 9; efficiency: MixPert Table 1 / §4.6",
     ),
     "rtx4090": Hardware(
         name="rtx4090",

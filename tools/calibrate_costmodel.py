@@ -284,6 +284,25 @@ def run() -> dict:
             "checks": checks, "overview": overview()}
 
 
+def hardware_table() -> list[str]:
+    """The hardware table as Markdown (published figures, from runtime/hardware.py)."""
+    def rate(hw: Hardware, cls: str) -> str:
+        v = hw.peak_tops.get(cls)
+        return "-" if v is None else f"{v:g}"
+
+    rows = []
+    for name, hw in HARDWARE.items():
+        if not hw.real:
+            continue
+        eff = ", ".join(f"{c} {e:.2f}" for c, e in hw.efficiency.items()) or "defaults"
+        rows.append((name, hw.arch, hw.sm_count, rate(hw, "fp64"), rate(hw, "fp64_tensor"), rate(hw, "fp32"),
+                     rate(hw, "tf32"), rate(hw, "fp16"), rate(hw, "fp8"), rate(hw, "int8"), f"{hw.mem_bw_gbs:g}",
+                     f"{hw.launch_us:g}", eff, hw.source))
+    return markdown_table(
+        ["name", "arch", "SMs", "FP64", "FP64 TC", "FP32", "TF32", "FP16/BF16", "FP8", "INT8", "GB/s", "launch µs",
+         "sustained efficiency (fitted)", "sources"], rows)
+
+
 def render(res: dict) -> dict[str, str]:
     """The generated Markdown sections, by name."""
     fit_rows = [
@@ -311,6 +330,8 @@ def render(res: dict) -> dict[str, str]:
     ov = markdown_table(["target", "scheme", *(f"n = {n}" for n in OVERVIEW_SIZES)], ov_rows)
     prov = provenance(["python", "tools/calibrate_costmodel.py", "--write-docs"], None)
     return {
+        "costmodel-hardware": "\n".join(["Dense peaks in TFLOPS / TOPS (published, see runtime/hardware.py for the "
+                                          "source of each figure).", "", *hardware_table()]),
         "costmodel-fit": "\n".join(["All model figures are **modeled** (no GPU run).", "", *fits, "", *prov]),
         "costmodel-checks": "\n".join(["Modeled values, with the efficiencies as they are in the code.", "", *checks]),
         "costmodel-overview": "\n".join(["Modeled speedup over native SGEMM (cuBLAS FP32 on SIMT), square n³ GEMMs.",
@@ -326,8 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     progress("calibrate_costmodel: fitting (all figures modeled)")
     res = run()
     sections = render(res)
-    for name in ("costmodel-fit", "costmodel-checks", "costmodel-overview"):
-        print(f"## {name} (modeled)\n{sections[name]}\n")
+    for name in ("costmodel-hardware", "costmodel-fit", "costmodel-checks", "costmodel-overview"):
+        print(f"## {name}\n{sections[name]}\n")
     if args.json:
         write_json(args.json, {**res, "label": "modeled"})
     if args.write_docs:
