@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -41,6 +41,7 @@ __all__ = [
     "ModeledTime",
     "modeled_time",
     "modeled_speedup",
+    "modeled_calls_time",
     "work_time",
     "class_efficiency",
     "DEFAULT_EFFICIENCY",
@@ -261,3 +262,16 @@ def modeled_speedup(scheme: str, config: str | Config | None, m: int, n: int, k:
     """Modeled speedup of ``scheme[config]`` over native BLAS in ``dtype`` on ``target``."""
     base = modeled_time("native", None, m, n, k, dtype, target)
     return base.seconds / modeled_time(scheme, config, m, n, k, dtype, target).seconds
+
+
+def modeled_calls_time(scheme: str, config: str | Config | None, shapes: Iterable[tuple[int, int, int, int]],
+                       dtype: np.dtype | type, target: str | Hardware) -> float:
+    """Modeled seconds of a site's profiled calls: ``shapes`` lists ``(m, n, k, calls)``
+    (the ``mix.profile`` form); the sum of ``calls × modeled_time(...)``."""
+    total = 0.0
+    for m, n, k, calls in shapes:
+        if calls < 0:
+            raise ValueError(f"a call count must be non-negative, got {calls} for {m}x{n}x{k}")
+        if calls:
+            total += calls * modeled_time(scheme, config, m, n, k, dtype, target).seconds
+    return total

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from mixjit.runtime.costmodel import ModeledTime, modeled_speedup, modeled_time
+from mixjit.runtime.costmodel import ModeledTime, modeled_calls_time, modeled_speedup, modeled_time
 from mixjit.runtime.hardware import HARDWARE, Hardware, MmaShape, get_hardware
 from mixjit.runtime.schemes import all_schemes, scheme_aliases
 
@@ -57,6 +57,15 @@ def test_scheme_aliases_labels_and_configs_agree():
     assert by_alias.scheme == "bf16xn" and by_alias.config == "products=6"
     # no config: the scheme's most precise one
     assert modeled_time("bf16xn", None, 64, 64, 64, F32, "h100").config == s.default_config().label
+
+
+def test_profiled_calls_add_up():
+    one = modeled_time("int8", None, 300, 200, 100, F32, "l40s").seconds
+    two = modeled_time("int8", None, 30, 20, 10, F32, "l40s").seconds
+    assert modeled_calls_time("int8", None, [(300, 200, 100, 3), (30, 20, 10, 2), (5, 5, 5, 0)], F32, "l40s") \
+        == pytest.approx(3 * one + 2 * two)
+    with pytest.raises(ValueError, match="call count must be non-negative"):
+        modeled_calls_time("int8", None, [(3, 2, 1, -1)], F32, "l40s")
 
 
 def _every_scheme_config():
