@@ -72,9 +72,9 @@ K_FILL = {"simt": 16, "tensor": 64}
 #: a tile reaches the class's sustained rate; tiles with less reuse run proportionally
 #: slower, fed by L2 (modeling assumption: an A100 SM draws about 47 B/clk of L2
 #: bandwidth and issues 2048 INT8 or 64 FP32 multiply-adds per clock, so tensor tiles
-#: need reuse of about 43 (128×128 has 64; 128×256 with warpgroup MMA, 85) and SIMT
-#: tiles about 6).
-REUSE_SAT = {"simt": 8.0, "tensor": 64.0, "tensor-wgmma": 85.0}
+#: need reuse of about 43 (128×128 has 64; 128×256 with warpgroup MMA, 85), SIMT tiles
+#: about 6, and FP64 tensor tiles (64 multiply-adds of 8-byte operands) about 11).
+REUSE_SAT = {"simt": 8.0, "fp64_tensor": 16.0, "tensor": 64.0, "tensor-wgmma": 85.0}
 
 _SIMT_CLASSES = ("fp32", "fp64")
 
@@ -111,13 +111,14 @@ class ModeledTime:
         )
 
 
-def _unit(cls: str) -> str:
-    return "simt" if cls in _SIMT_CLASSES else "tensor"
-
-
 def _rate_class(hw: Hardware, cls: str) -> str:
     """The hardware class that executes a ``Work.ops`` class (``fp64`` -> DGEMM's)."""
     return hw.dgemm_class() if cls == "fp64" else cls
+
+
+def _unit(rate_class: str) -> str:
+    """``simt`` or ``tensor``: which units run a hardware class."""
+    return "simt" if rate_class in _SIMT_CLASSES else "tensor"
 
 
 def class_efficiency(hw: Hardware, cls: str) -> float:
@@ -125,7 +126,7 @@ def class_efficiency(hw: Hardware, cls: str) -> float:
     rc = _rate_class(hw, cls)
     if rc in hw.efficiency:
         return hw.efficiency[rc]
-    return DEFAULT_EFFICIENCY["simt" if rc in _SIMT_CLASSES else "tensor"]
+    return DEFAULT_EFFICIENCY[_unit(rc)]
 
 
 def _resolve_target(target: str | Hardware) -> Hardware:
@@ -161,13 +162,18 @@ def _kernel_seconds(hw: Hardware, cls: str, m: int, n: int, k: int, k_eff: float
     ``k_eff = ops / (2·m·n)`` (several products in one kernel add up their k)."""
     if m == 0 or n == 0 or k_eff <= 0:
         return 0.0
-    unit = _unit(cls)
     rc = _rate_class(hw, cls)
+    unit = _unit(rc)
     per_sm = _peak(hw, cls, "this GEMM") * 1e12 * class_efficiency(hw, cls) / hw.sm_count
     mma = hw.mma.get(rc)
     gran = mma.k if mma is not None and unit == "tensor" else 1
     k_pad = _padded_inner(k, k_eff, gran)
-    sat = REUSE_SAT["tensor-wgmma" if unit == "tensor" and rc in hw.wgmma else unit]
+    if unit == "simt":
+        sat = REUSE_SAT["simt"]
+    elif rc in REUSE_SAT:
+        sat = REUSE_SAT[rc]
+    else:
+        sat = REUSE_SAT["tensor-wgmma" if rc in hw.wgmma else "tensor"]
     fill = K_FILL[unit]
     bw = hw.mem_bw_gbs * 1e9 * MEMORY_EFFICIENCY
     best = math.inf
@@ -175,8 +181,9 @@ def _kernel_seconds(hw: Hardware, cls: str, m: int, n: int, k: int, k_eff: float
         tiles = math.ceil(m / tm) * math.ceil(n / tn)
         reuse = min(1.0, (tm * tn / (tm + tn)) / sat)
         for split in SPLIT_K:
-            # split-K only while the output tiles leave SMs idle; each split pays its
-            # own pipeline fill, which keeps small inner sizes from splitting
+            # split-K only while the split tiles fit in two waves (the output alone
+            # leaves SMs idle); each split pays its own pipeline fill, which keeps
+            # small inner sizes from splitting
             if split > 1 and tiles * split > 2 * hw.sm_count:
                 break
             waves = math.ceil(tiles * split / hw.sm_count)
