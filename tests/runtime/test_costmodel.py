@@ -203,6 +203,14 @@ def test_code_efficiencies_match_the_fit(calibration):
         assert calibration["defaults_in_code"][unit] == pytest.approx(e, abs=0.0051), unit
 
 
+def test_fig8_curve_rises_with_size(calibration):
+    # MixPert §4.2: MixPert wins at every size and its speedup grows with n
+    mix = calibration["fig8"]["mixpert[level=IV]"]
+    sizes = sorted(mix)
+    assert all(mix[n] > 1.0 for n in sizes)
+    assert all(mix[a] < mix[b] for a, b in zip(sizes, sizes[1:]))
+
+
 def test_checks_keep_their_relations_and_stated_tolerances(calibration):
     for r in calibration["checks"]:
         assert r["relation_holds"], r
