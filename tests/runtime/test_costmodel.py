@@ -153,6 +153,23 @@ def test_more_sms_and_bandwidth_never_hurt():
         assert modeled_time("mixpert", None, *shape, F32, bigger).seconds <= modeled_time("mixpert", None, *shape, F32, base).seconds
 
 
+@pytest.mark.parametrize("target", REAL)
+def test_less_precise_configs_are_never_slower(target):
+    # the tuner lowers a site one config at a time to get faster: along a scheme's
+    # configs (most precise first, fewer products each step) the modeled time of a
+    # large GEMM must not grow. Not split: its configs all cost one product, and a
+    # small FP16 share runs as a memory-bound kernel of its own, so less FP16 is not
+    # always faster (the tuner's Pareto pruning drops such configs).
+    for name, s in all_schemes().items():
+        if name == "split":
+            continue
+        for dt in s.dtypes:
+            cfgs = s.configs(dt)
+            assert [s.products(c) for c in cfgs] == sorted((s.products(c) for c in cfgs), reverse=True)
+            times = [modeled_time(name, c, 4096, 4096, 4096, dt, target).seconds for c in cfgs]
+            assert times == sorted(times, reverse=True), (name, [c.label for c in cfgs])
+
+
 # ------------------------------------------------------- who wins where (paper)
 
 
