@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from mixjit import mixopt
+from mixjit.decorator import MixjitWarning
 from mixjit.report import aligned, dag_report, short_path, sites_report
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -144,8 +145,8 @@ def run_case(case: Case, repeats: int) -> CaseResult:
 
     plain = njit(case.fn.py_func)
     before = case.fn.call_counts()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with warnings.catch_warnings(record=True) as caught:  # printed with the example
+        warnings.simplefilter("always", MixjitWarning)
         runs, first_mixjit, first_njit = {}, 0.0, 0.0
         for dtype in DTYPES:
             args = cast(case.args, dtype)
@@ -247,8 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("mixjit demo: the GEMMs of two Numba programs under @mixjit, next to the same programs under @njit")
     print(METRIC)
     print(f"time: wall, best of {args.repeats} calls after a warm-up call, measured on this CPU")
-    print("note: mixjit's sites run its CPU executor, a bit-exact simulator of the GPU kernels' "
-          "arithmetic, not a GPU kernel")
+    print("note: mixjit's sites run its CPU executor, a bit-exact simulator of each scheme's GPU arithmetic "
+          "(docs/numerics.md), not a GPU kernel: its times are no GPU figures")
     print(entry_line())
     status = 0
     for number, case in enumerate(examples, 1):

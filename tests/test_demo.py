@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from mixjit import demo
+from mixjit import demo, mixjit
 from mixjit.report import dag_line, sites_report
 
 EXPECTED_CALLS = {"cholesky": 3, "kmeans": 3}  # --quick: n=40 in blocks of 16; 3 Lloyd iterations
@@ -44,7 +44,7 @@ def test_fits_one_screen_and_names_metric_time_and_executor(screen):
     assert len(out.splitlines()) <= 60
     assert "relative Frobenius error" in out and "y_ref = the same program under @njit in float64" in out
     assert re.search(r"^time: wall, best of 2 calls .*measured on this CPU$", out, re.M)
-    assert "bit-exact simulator" in out and "not a GPU kernel" in out
+    assert re.search(r"^note: .*CPU executor, a bit-exact simulator .*, not a GPU kernel", out, re.M)
     assert re.search(r"^run-time entry .*: (loaded from its disk cache|compiled) in [\d.]+ s", out, re.M)
     # the full IR is in files, not on the terminal
     assert '"func.func"' not in out and '"mix.gemm"' not in out
@@ -101,6 +101,19 @@ def test_mixopt_summary_points_at_its_full_output(screen, name):
     assert Path(path).resolve() == (out_dir / f"{name}.mixopt.txt").resolve()
     text = Path(path).read_text()
     assert "IR Dump After BuildDag (build-dag)" in text and "Total Execution Time" in text
+
+
+def test_run_case_reports_a_function_without_gemms_and_its_warning():
+    @mixjit
+    def twice(a):
+        return a * 2.0
+
+    case = demo.Case("twice", "twice", twice, (np.arange(6.0).reshape(2, 3),), lambda y: y, "y")
+    result = demo.run_case(case, repeats=1)
+    assert result.sites == "sites: none found (the function runs as plain Numba code)"
+    assert any(w.startswith("MixjitWarning: mixjit: no GEMM found in") for w in result.warnings)
+    assert [(r.dtype, r.err_mixjit, r.err_njit) for r in result.rows] == [("float64", 0.0, 0.0),
+                                                                         ("float32", 0.0, 0.0)]
 
 
 def test_sites_report_rows_for_helpers_rejections_and_given_calls():
