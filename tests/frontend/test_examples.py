@@ -27,7 +27,7 @@ def test_cholesky_equals_plain_numba_and_is_accurate(capsys):
     taken = [s for s in chol.cholesky.sites if s.taken]
     assert sorted(s.dtype for s in taken) == ["float32", "float64"]
     assert all(s.form == "c -= a @ b.T" and s.calls > 0 for s in taken)
-    assert "sites:" in capsys.readouterr().out
+    assert "sites (id, source line, form, dtype, what it ran, calls):" in capsys.readouterr().out
 
 
 @pytest.mark.slow
