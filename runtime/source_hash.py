@@ -10,7 +10,8 @@ The dependency set is the *import closure* of a module within one package:
 every module of the package that the module imports (at module level or inside
 a function, absolutely or relatively), transitively. Compiled code can only
 reach globals of modules its module imports, so the closure is a superset of
-what Numba compiles in. A leaf module: the standard library only (imported by
+what Numba compiles in (less ``CACHE_MACHINERY``, imported by every cached kernel
+but compiled into none). A leaf module: the standard library only (imported by
 the entry, the frontend's cache and the runtime kernels alike, without cycles).
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-import sys
+import importlib
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -78,30 +79,47 @@ def _imported_names(path: Path, module: str) -> Iterable[str]:
             yield from (f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
 
 
-def import_closure(module: str, path: Path, package: str, root: Path) -> tuple[Path, ...]:
+def import_closure(module: str, path: Path, package: str, root: Path,
+                   exclude: frozenset[str] = frozenset()) -> tuple[Path, ...]:
     """``path`` (the source of ``module``) and the sources of every module of ``package``
-    (rooted at ``root``) that it imports, transitively; ordered by module name, without duplicates."""
+    (rooted at ``root``) that it or its packages import, transitively, with their
+    packages, but the modules named in ``exclude`` (not followed either); ordered by
+    module name, without duplicates."""
     seen: dict[Path, str] = {path.resolve(): module}
     todo = [(path, module)]
+
+    def visit(name: str) -> None:
+        if name in exclude:
+            return
+        found = _module_file(name, package, root)
+        if found is not None and found.resolve() not in seen:
+            seen[found.resolve()] = name
+            todo.append((found, name))
+
+    for parent in _with_parents(module)[:-1]:  # importing a module runs its packages
+        visit(parent)
     while todo:
         current, name = todo.pop()
         for imported in _imported_names(current, name):
-            found = _module_file(imported, package, root)
-            if found is not None and found.resolve() not in seen:
-                seen[found.resolve()] = imported
-                todo.append((found, imported))
+            visit(imported)
     return tuple(sorted(seen, key=seen.__getitem__))
+
+
+CACHE_MACHINERY: frozenset[str] = frozenset({f"{RUNTIME_PACKAGE}.source_hash", f"{RUNTIME_PACKAGE}.jit_cache"})
+"""Runtime modules every cached kernel imports that compile nothing in (this module and
+the cache classes): left out of ``runtime_sources``, so editing them keeps the caches."""
 
 
 @functools.cache
 def runtime_sources(module: str) -> tuple[Path, ...]:
-    """The source of the (imported) ``module`` and of every runtime module it imports,
-    transitively: what compiled code defined in ``module`` may compile in."""
-    source = getattr(sys.modules[module], "__file__", None)
+    """The source of ``module`` and of every runtime module it imports,
+    transitively, but ``CACHE_MACHINERY``: what compiled code defined in ``module`` may
+    compile in."""
+    source = getattr(importlib.import_module(module), "__file__", None)
     if source is None:
         raise ValueError(f"mixjit: module {module!r} has no source file, so its compiled code cannot be "
                          "cached with a key over its sources; define the function in a .py file")
-    return import_closure(module, Path(source), RUNTIME_PACKAGE, RUNTIME_ROOT)
+    return import_closure(module, Path(source), RUNTIME_PACKAGE, RUNTIME_ROOT, exclude=CACHE_MACHINERY)
 
 
 @functools.cache
