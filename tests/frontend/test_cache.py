@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,11 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from numba.core.caching import FunctionCache
+from numba.core.caching import FunctionCache, UserProvidedCacheLocator
 
-from mixjit import cache, mixjit
+from mixjit import cache, entry, mixjit
 from mixjit.cache import CacheFileWarning, MixjitCache, cache_tag
 from mixjit.entry import entry_cfunc
+from mixjit.runtime.jit_cache import RuntimeCache
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
 from cache_files import CORRUPTIONS, corrupt, load_module  # noqa: E402
@@ -159,6 +161,56 @@ def test_unreadable_cache_file_is_a_miss(tmp_path, how, suffix):
         warnings.simplefilter("error", CacheFileWarning)
         assert np.array_equal(third(a, a.T), a @ a.T)
     assert sum(third.stats.cache_hits.values()) == 1
+
+
+def test_the_entry_uses_the_runtime_cache():
+    """The entry's disk cache is the runtime kernels' (tests/runtime/test_runtime_cache.py):
+    keyed on the executor sources it compiles in, unreadable files are misses."""
+    assert type(entry_cfunc()._cache) is RuntimeCache
+
+
+ENTRY_RUN = textwrap.dedent(
+    """
+    import json, warnings
+    import numpy as np
+    from mixjit import mixjit
+    from mixjit.entry import entry_cfunc
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        entry = entry_cfunc()
+    f = mixjit(schemes=["native"])(lambda a, b: a @ b)
+    a = np.arange(6.0).reshape(2, 3)
+    print(json.dumps({"hits": entry._cache_hits, "right": bool(np.array_equal(f(a, a.T), a @ a.T)),
+                      "warnings": [str(w.message) for w in caught if "cache file" in str(w.message)]}))
+    """
+)
+
+
+@pytest.mark.slow  # compiles the entry once (a minute or more of CPU)
+@pytest.mark.parametrize("suffix", ["nbi"])
+@pytest.mark.parametrize("how", ["truncated"])
+def test_unreadable_entry_cache_is_a_miss(tmp_path, how, suffix):
+    """The warm entry's cache files, copied where a subprocess with NUMBA_CACHE_DIR looks,
+    then damaged: the subprocess warns once, compiles the entry, runs; the next one loads it."""
+    source = Path(entry_cfunc()._cache.cache_path)
+    target = tmp_path / "cache" / UserProvidedCacheLocator.get_suitable_cache_subpath(entry.__file__)
+    target.mkdir(parents=True)
+    for path in source.glob("entry._entry-*"):
+        shutil.copy2(path, target)
+    damaged = corrupt(target, suffix, how)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+
+    def run():
+        proc = subprocess.run([sys.executable, "-c", ENTRY_RUN], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=1200)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    first = run()
+    assert first["hits"] == 0 and first["right"]
+    assert len(first["warnings"]) == 1 and damaged.name in first["warnings"][0]
+    assert run() == {"hits": 1, "right": True, "warnings": []}
 
 
 class _Codegen:
