@@ -32,8 +32,9 @@ __all__ = ["CacheFileWarning", "TolerantFunctionCache", "RuntimeCache", "cached_
 
 
 class CacheFileWarning(UserWarning):
-    """A Numba cache file of a mixjit function could not be read; it was deleted and
-    the function recompiled."""
+    """A Numba cache file of a mixjit-compiled function (a runtime kernel, the run-time
+    entry, an ``@mixjit(cache=True)`` function) could not be read; it was deleted and
+    the function compiled again."""
 
 
 class _TolerantCacheFile(IndexDataCacheFile):
@@ -46,8 +47,8 @@ class _TolerantCacheFile(IndexDataCacheFile):
     def _load_index(self) -> dict:
         try:
             overloads = super()._load_index()
-            if not isinstance(overloads, dict):
-                raise TypeError(f"the index holds a {type(overloads).__name__}, not a dict")
+            if not isinstance(overloads, dict) or not all(isinstance(v, str) for v in overloads.values()):
+                raise TypeError(f"the index holds a {type(overloads).__name__}, not a dict of file names")
             return overloads
         except OSError:  # missing is handled by Numba; unreadable for the OS is not corruption
             raise
