@@ -169,6 +169,16 @@ def test_the_entry_uses_the_runtime_cache():
     assert type(entry_cfunc()._cache) is RuntimeCache
 
 
+def test_entry_imports_no_other_frontend_module():
+    """The entry hashes sources with the leaf runtime/source_hash.py, not mixjit.cache: no
+    cycle cache -> linking -> entry -> cache."""
+    code = ("import sys, mixjit.entry; print(sorted(m for m in sys.modules "
+            "if m.startswith('mixjit.') and not m.startswith('mixjit.runtime')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "['mixjit.entry']"
+
+
 ENTRY_RUN = textwrap.dedent(
     """
     import json, warnings

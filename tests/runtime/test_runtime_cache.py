@@ -64,6 +64,15 @@ def test_import_closure_follows_every_import_form(tmp_path):
     assert [p.name for p in import_closure("pkg.f", tmp_path / "f.py", "pkg", tmp_path)] == ["__init__.py", "f.py"]
 
 
+def test_source_hashing_is_a_leaf():
+    """Imported by the entry, the frontend cache and every kernel: the standard library only."""
+    tree = ast.parse((RUNTIME_ROOT / "source_hash.py").read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported and imported <= set(sys.stdlib_module_names), imported - set(sys.stdlib_module_names)
+
+
 def test_executor_and_entry_depend_on_their_helpers_only():
     def names(module):
         return {str(p.relative_to(RUNTIME_ROOT)) for p in runtime_sources(module) if p.is_relative_to(RUNTIME_ROOT)}
