@@ -22,6 +22,7 @@ from mixjit.ir.attributes import ArrayAttr, BoolAttr, DictAttr, IntegerAttr, to_
 from mixjit.ir.core import Operation
 from mixjit.ir.diagnostics import Diagnostic, DiagnosticError
 from mixjit.ir.dialects.mix import GemmOp
+from mixjit.ir.location import Location
 from mixjit.passes.build_dag import DEPS_ATTR
 from mixjit.passes.pass_base import ModulePass, OptionError, PassContext, option
 from mixjit.passes.registry import register_pass
@@ -29,7 +30,7 @@ from mixjit.passes.tuning.attrs import TuningAttrError
 from mixjit.passes.tuning.candidates import prune_space
 from mixjit.passes.tuning.error_model import ErrorModel, measured_space
 from mixjit.passes.tuning.exhaustive import DEFAULT_MAX_PLANS, SearchTooLarge, exhaustive
-from mixjit.passes.tuning.greedy import greedy
+from mixjit.passes.tuning.greedy import ORDERS, greedy
 from mixjit.passes.tuning.plan_attr import PLAN_ATTR, TUNING_ATTR, SitePlan
 from mixjit.passes.tuning.profile import PROFILE_ATTR, SiteProfile
 from mixjit.passes.tuning.report import format_seconds
@@ -91,6 +92,8 @@ class Tune(ModulePass):
     budget: float = option(1e-6, "error budget: the largest modeled program error (relative Frobenius) allowed")
     target: str = option("", "hardware to tune for (empty: the target the profiles were recorded on)")
     search: str = option("greedy", "greedy (MixPert §3.4) or exhaustive (small programs; the optimum)")
+    order: str = option("dynamic", "greedy: lower the site with the largest current modeled time (dynamic), "
+                                   "or visit each site once by its most precise modeled time (static)")
     max_evals: int = option(0, "the most plans the search may judge (0: no limit)")
     max_plans: int = option(DEFAULT_MAX_PLANS, "exhaustive search: refuse programs with more plans than this")
     margin: float = option(0.0, "fraction of the budget kept in reserve: plans must meet budget * (1 - margin)")
@@ -102,6 +105,9 @@ class Tune(ModulePass):
         if self.search not in SEARCHES:
             raise OptionError(f"option 'search' of pass 'tune' must be {' or '.join(SEARCHES)}, got '{self.search}'",
                               "search", 0)
+        if self.order not in ORDERS:
+            raise OptionError(f"option 'order' of pass 'tune' must be {' or '.join(ORDERS)}, got '{self.order}'",
+                              "order", 0)
         if self.max_evals < 0:
             raise OptionError(f"option 'max-evals' of pass 'tune' must be at least 0 (0: no limit), got {self.max_evals}",
                               "max-evals", 0)
@@ -119,8 +125,7 @@ class Tune(ModulePass):
         dag = read_deps(ops)
         spaces = self._spaces(ops, profiles, context)
         result = self._search(spaces, dag, ops)
-        first = site_loc(ops[min(ops)])
-        for site, op in sorted(ops.items()):
+        for site, op in ops.items():
             if site in remodeled:  # the times are now the target's: keep the dump consistent
                 op.attributes[PROFILE_ATTR] = profiles[site].to_attr()
             chosen = spaces[site].candidates[result.plan[site]]
@@ -130,24 +135,31 @@ class Tune(ModulePass):
             context.remark(
                 f"site {site}: {chosen.label}, error alone {error}, modeled {format_seconds(chosen.time)} "
                 f"(most precise: {top.label}, modeled {format_seconds(top.time)})", site_loc(op))
+        self._summarize(module, self._target(profiles), spaces, result, context, site_loc(ops[min(ops)]))
+
+    def _summarize(self, module: Operation, target: str, spaces: dict[int, SiteSpace], result: SearchResult,
+                   context: PassContext, loc: Location) -> None:
+        """Write ``mix.tuning`` on the module; a summary remark, or a warning when the plan is not
+        within budget or the search stopped early."""
         precise_time = plan_time(spaces, {s: 0 for s in spaces})
         module.attributes[TUNING_ATTR] = to_attr({
-            "budget": float(self.budget), "margin": float(self.margin), "target": self._target(profiles),
+            "budget": float(self.budget), "margin": float(self.margin), "target": target,
             "search": self.search, "model": "additive", "error": float(result.error),
             "modeled_time": float(result.time), "precise_modeled_time": float(precise_time),
             "evaluations": result.evaluation_count, "within_budget": result.within_budget,
-            "stopped": result.stopped,
+            "stopped": result.stopped, **({"order": self.order} if self.search == "greedy" else {}),
         })
-        summary = (f"{self.search} search, {result.evaluation_count} evaluations: modeled program error "
+        search = f"greedy search ({self.order} order)" if self.search == "greedy" else "exhaustive search"
+        summary = (f"{search}, {result.evaluation_count} evaluations: modeled program error "
                    f"{result.error:.3g} (budget {self.budget:g}, margin {self.margin:g}), modeled time "
                    f"{format_seconds(result.time)} against {format_seconds(precise_time)} for the most precise plan")
         if not result.within_budget:
             context.warning(f"budget {self.budget:g} is unreachable offline: even the most precise plan has "
-                            f"modeled error {result.error:.3g}; kept the most precise plan ({summary})", first)
+                            f"modeled error {result.error:.3g}; kept the most precise plan ({summary})", loc)
         elif result.stopped != "complete":
-            context.warning(f"search stopped early ({result.stopped}): best plan so far ({summary})", first)
+            context.warning(f"search stopped early ({result.stopped}): best plan so far ({summary})", loc)
         else:
-            context.remark(summary, first)
+            context.remark(summary, loc)
 
     def _target(self, profiles: dict[int, SiteProfile]) -> str:
         return self.target or profiles[min(profiles)].target
@@ -211,7 +223,8 @@ class Tune(ModulePass):
         model = ErrorModel(spaces)
         max_evals = self.max_evals or None
         if self.search == "greedy":
-            return greedy(spaces, model, self.budget, dag=dag, max_evals=max_evals, margin=self.margin)
+            return greedy(spaces, model, self.budget, dag=dag, max_evals=max_evals, margin=self.margin,
+                          order=self.order)
         try:
             return exhaustive(spaces, model, self.budget, max_plans=self.max_plans, max_evals=max_evals,
                               margin=self.margin)

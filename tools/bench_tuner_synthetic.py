@@ -8,8 +8,9 @@ program-error evaluators: *additive* (site errors add up: the offline model's as
 *propagating* (each site's output error is its own plus 3x its predecessors': errors amplify
 along the DAG, non-additive). For budgets 1e-7 .. 1e-4, the table gives, over the problems whose
 budget is reachable: greedy's modeled speedup (most precise plan's modeled time / the plan's)
-as a fraction of the exhaustive optimum's (mean and worst), how often greedy finds the optimum,
-the same for greedy without the predecessor-raising rule, and the evaluations each search needed.
+as a fraction of the exhaustive optimum's (mean and worst) and how often greedy finds the
+optimum, for three greedy variants (dynamic order, static order, dynamic order without the
+predecessor-raising rule), and the evaluations each search needed.
 Everything is modeled on synthetic numbers: it measures the search, not any hardware.
 ``--write`` replaces the generated section of docs/tuning.md.
 """
@@ -25,7 +26,6 @@ import common
 
 from mixjit.passes.tuning.exhaustive import exhaustive
 from mixjit.passes.tuning.greedy import greedy
-from mixjit.passes.tuning.space import plan_time
 from mixjit.passes.tuning.synthetic import AdditiveEvaluator, PropagatingEvaluator, random_problem
 
 BUDGETS = (1e-7, 1e-6, 1e-5, 1e-4)
@@ -38,37 +38,48 @@ def evaluator(kind, problem):
     return PropagatingEvaluator(problem.spaces, problem.dag)
 
 
+VARIANTS = {  # name -> greedy keyword arguments (the DAG is added where "dag" is True)
+    "dynamic": {"order": "dynamic", "dag": True},
+    "static": {"order": "static", "dag": True},
+    "dynamic, no raise": {"order": "dynamic", "dag": False},
+}
+
+
 def one_row(sites: int, kind: str, budget: float, seeds: int) -> list[str] | None:
-    quality, quality_nodag, hits, hits_nodag, evals_g, evals_x = [], [], 0, 0, [], []
+    quality: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    hits = dict.fromkeys(VARIANTS, 0)
+    evals: dict[str, list[int]] = {v: [] for v in VARIANTS}
+    exhaustive_evals = []
     for seed in range(seeds):
         problem = random_problem(1000 * sites + seed, sites)
         spaces = problem.spaces
-        precise = plan_time(spaces, {s: 0 for s in spaces})
         x = exhaustive(spaces, evaluator(kind, problem), budget)
         if not x.within_budget:
             continue
-        g = greedy(spaces, evaluator(kind, problem), budget, dag=problem.dag)
-        n = greedy(spaces, evaluator(kind, problem), budget)
-        assert g.within_budget and n.within_budget and g.time >= x.time and n.time >= x.time
-        quality.append((precise / g.time) / (precise / x.time))
-        quality_nodag.append((precise / n.time) / (precise / x.time))
-        hits += g.time == x.time
-        hits_nodag += n.time == x.time
-        evals_g.append(g.evaluation_count)
-        evals_x.append(x.evaluation_count)
-    if not quality:
+        exhaustive_evals.append(x.evaluation_count)
+        for name, opts in VARIANTS.items():
+            g = greedy(spaces, evaluator(kind, problem), budget, order=opts["order"],
+                       dag=problem.dag if opts["dag"] else None)
+            assert g.within_budget and g.time >= x.time
+            quality[name].append(x.time / g.time)  # = greedy's modeled speedup / the optimum's
+            hits[name] += g.time == x.time
+            evals[name].append(g.evaluation_count)
+    if not exhaustive_evals:
         return None
-    k = len(quality)
-    return [str(sites), kind, f"{budget:.0e}", str(k),
-            f"{statistics.mean(quality):.3f}", f"{min(quality):.3f}", f"{hits}/{k}",
-            f"{statistics.mean(quality_nodag):.3f}", f"{min(quality_nodag):.3f}", f"{hits_nodag}/{k}",
-            f"{statistics.mean(evals_g):.1f}", f"{statistics.mean(evals_x):.0f}",
-            f"{100 * statistics.mean(evals_g) / statistics.mean(evals_x):.1f}%"]
+    k = len(exhaustive_evals)
+    row = [str(sites), kind, f"{budget:.0e}", str(k)]
+    for name in VARIANTS:
+        row += [f"{statistics.mean(quality[name]):.3f}", f"{min(quality[name]):.3f}", f"{hits[name]}/{k}"]
+    mean_x = statistics.mean(exhaustive_evals)
+    row += [f"{statistics.mean(evals['dynamic']):.1f}", f"{statistics.mean(evals['static']):.1f}", f"{mean_x:.0f}",
+            f"{100 * statistics.mean(evals['dynamic']) / mean_x:.1f}%"]
+    return row
 
 
-HEADER = ["sites", "evaluator", "budget", "problems", "greedy/optimum speedup (mean)", "(worst)", "optimum found",
-          "no-raise greedy/optimum (mean)", "(worst)", "optimum found", "greedy evals", "exhaustive evals",
-          "greedy / exhaustive evals"]
+HEADER = ["sites", "evaluator", "budget", "problems"]
+for _name in VARIANTS:
+    HEADER += [f"{_name}: speedup / optimum (mean)", "(worst)", "optimum found"]
+HEADER += ["dynamic evals", "static evals", "exhaustive evals", "dynamic / exhaustive evals"]
 
 
 def main(argv: list[str] | None = None) -> int:

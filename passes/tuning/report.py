@@ -64,8 +64,9 @@ def _title(module: Operation) -> str:
         return "tuning report (not tuned: no mix.tuning on the module)"
     t = {k: _plain(v) for k, v in attr.as_dict().items()}
     fits = "within budget" if t.get("within_budget") == "true" else "NOT within budget"
+    order = f" ({t['order']} order)" if "order" in t else ""
     return (f"tuning report: target {t.get('target', '?')}, budget {t.get('budget', '?')}, "
-            f"{t.get('search', '?')} search, {t.get('evaluations', '?')} evaluations, "
+            f"{t.get('search', '?')} search{order}, {t.get('evaluations', '?')} evaluations, "
             f"modeled program error {t.get('error', '?')} ({fits}, search {t.get('stopped', '?')})")
 
 

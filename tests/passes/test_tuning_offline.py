@@ -283,8 +283,8 @@ def test_tune_refuses_a_malformed_deps_entry():
 
 def test_tune_raises_a_predecessor_along_mix_deps():
     # The trade of test_tuning_search.trade_problem, through the pass: site 0 feeds site 1.
-    p0 = profile(0, (Candidate("s", "a", 20, 1, 0.0), Candidate("s", "b", 1, 1, 4e-6), Candidate("s", "c", 0.5, 1, 5e-6)))
-    p1 = profile(1, (Candidate("s", "a", 10, 1, 0.0), Candidate("s", "b", 3, 1, 5.5e-6), Candidate("s", "c", 1, 1, 6.5e-6)))
+    p0 = profile(0, (Candidate("s", "a", 20, 1, 0.0), Candidate("s", "b", 11, 1, 4e-6), Candidate("s", "c", 5, 1, 5e-6)))
+    p1 = profile(1, (Candidate("s", "a", 10, 1, 0.0), Candidate("s", "b", 1, 1, 5.5e-6), Candidate("s", "c", 0.5, 1, 9e-6)))
     chained, _ = run_tune(module_text([p0, p1]), budget=1e-5)
     unlinked, _ = run_tune(module_text([p0, p1], deps=[[], []]), budget=1e-5)
     assert {s: p.config for s, p in plans(chained).items()} == {0: "b", 1: "b"}
