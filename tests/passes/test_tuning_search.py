@@ -311,3 +311,16 @@ def test_judge_raises_search_stopped_at_max_evals():
         judge.error({0: 1})
     assert stop.value.reason == "max-evals"
     assert judge.error({0: 0}) == 1e-7  # memoized plans cost nothing
+
+
+def test_the_tuner_library_imports_neither_numba_nor_numpy():
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "passes"
+    for path in [root / "tune.py", *sorted((root / "tuning").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                assert name.split(".")[0] not in ("numba", "numpy", "llvmlite"), f"{path.name} imports {name}"
