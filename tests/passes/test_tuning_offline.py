@@ -35,7 +35,7 @@ def cands(scale=1.0, native=True):
            Candidate("mixpert", "level=III", 2.6e-4 * scale, 6, 3e-7),
            Candidate("mixpert", "level=II", 1.5e-4 * scale, 3, 6e-6)]
     if native:
-        out.insert(1, Candidate("native", "fp32", 5.5e-4 * scale, 1, 1e-7))
+        out.insert(1, Candidate("native", "accumulate=blas", 5.5e-4 * scale, 1, 1e-7))
     return tuple(out)
 
 
@@ -99,11 +99,11 @@ def test_error_model_refuses_what_it_cannot_judge():
         ErrorModel(spaces).error({0: 9})
     with pytest.raises(ValueError, match="unknown combine rule 'max'"):
         ErrorModel(spaces, "max")
-    unmeasured = SiteSpace(0, (Candidate("native", "fp32", 1.0),))
-    with pytest.raises(ValueError, match=r"native\[fp32\] has no measured error"):
+    unmeasured = SiteSpace(0, (Candidate("native", "accumulate=blas", 1.0),))
+    with pytest.raises(ValueError, match=r"native\[accumulate=blas\] has no measured error"):
         ErrorModel({0: unmeasured})
     with pytest.raises(ValueError, match="has error nan"):
-        ErrorModel({0: SiteSpace(0, (Candidate("native", "fp32", 1.0, error=math.nan),))})
+        ErrorModel({0: SiteSpace(0, (Candidate("native", "accumulate=blas", 1.0, error=math.nan),))})
 
 
 def test_measured_space_leaves_out_unmeasured_candidates():
@@ -158,19 +158,19 @@ def test_profile_refuses_bad_fields_by_name(edit, message):
 def test_site_plan_round_trips_and_names_bad_fields():
     plan = SitePlan("mixpert", "level=II", 1.5e-4, 6e-6)
     assert SitePlan.from_attr(0, plan.to_attr()) == plan
-    assert SitePlan.from_attr(0, SitePlan("native", "fp32", 1.0).to_attr()).error is None
+    assert SitePlan.from_attr(0, SitePlan("native", "accumulate=blas", 1.0).to_attr()).error is None
     with pytest.raises(ValueError, match="mix.plan of site 3: missing 'scheme'"):
         SitePlan.from_attr(3, to_attr({"config": "x", "modeled_time": 1.0}))
 
 
 # --- re-modeling for another target ------------------------------------------------------------
 
-def fake_cost_model(scheme, config, m, n, k, dtype, target):
-    """Seconds per call: 2mnk flops at a rate per scheme (not a real part)."""
+def fake_cost_model(scheme, config, shapes, dtype, target):
+    """Seconds of the shapes' calls: 2mnk flops a call at a rate per scheme (not a real part)."""
     if target == "unknown":
         raise KeyError(f"no hardware named '{target}'")
     rate = {"native": 1e12, "mixpert": 4e12}[scheme]
-    return 2 * m * n * k / rate
+    return sum(calls * 2 * m * n * k / rate for m, n, k, calls in shapes)
 
 
 def test_retarget_re_models_every_candidate_over_the_shapes():
@@ -186,7 +186,7 @@ def test_retarget_re_models_every_candidate_over_the_shapes():
 
 def test_retarget_without_a_cost_model_names_the_mismatch():
     with pytest.raises(TargetMismatch, match="site 0's profile was recorded for target 'a100', not 'h100': "
-                                              "re-modeling its times needs mixjit.runtime.costmodel"):
+                                              "re-modeling its times needs mixjit.runtime.costmodel.modeled_calls_time"):
         retarget(profile(0), "h100", None)
     with pytest.raises(TargetMismatch, match=r"cannot re-model mixpert\[level=full\]: .*no hardware named"):
         retarget(profile(0), "unknown", fake_cost_model)
@@ -355,3 +355,18 @@ def test_mixopt_report_flag_prints_the_table_to_stderr(tmp_path):
     err = io.StringIO()
     assert mixopt.main([str(bad), "--report"], io.StringIO(), err) == 1
     assert "prog.py:10:5: error: mix.plan of site 0: expected a dictionary attribute, got 3 : i64" in err.getvalue()
+
+
+def test_tune_re_models_with_the_real_cost_model():
+    pytest.importorskip("mixjit.runtime.costmodel")
+    from mixjit.runtime.costmodel import modeled_calls_time
+
+    module, _ = run_tune(module_text([profile(0), profile(1)]), budget=1e-5, target="h100")
+    for op in (o for o in module.walk() if isinstance(o, GemmOp)):
+        written = SiteProfile.from_attr(op.site.value, op.attributes["mix.profile"])
+        assert written.target == "h100"
+        for c in written.candidates:
+            assert c.time == modeled_calls_time(c.scheme, c.config, [(256, 256, 256, 2)], "float32", "h100")
+        chosen = SitePlan.from_attr(op.site.value, op.attributes[PLAN_ATTR])
+        assert chosen.modeled_time in [c.time for c in written.candidates]
+    assert module.attributes[TUNING_ATTR]["within_budget"].value
