@@ -324,3 +324,11 @@ def test_the_tuner_library_imports_neither_numba_nor_numpy():
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             for name in names:
                 assert name.split(".")[0] not in ("numba", "numpy", "llvmlite"), f"{path.name} imports {name}"
+
+
+def test_exhaustive_returns_the_best_plan_so_far_on_ctrl_c():
+    spaces, _ = trade_problem()
+    result = exhaustive(spaces, Interrupting(AdditiveEvaluator(spaces), at=5), 1e-5)
+    assert result.stopped == "interrupted" and result.evaluation_count == 4
+    # plans judged: (0,0) (0,1) (0,2) (1,0); the fastest within budget among them
+    assert result.plan == {0: 0, 1: 2} and result.time == 20.5
