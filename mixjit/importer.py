@@ -464,8 +464,13 @@ class _FunctionImporter:
 
 
 def _simple_value(value: Any) -> Attribute | None:
+    """The ``value`` attribute of a global or free variable: simple constants only (None for
+    anything else, e.g. an int too large for any Numba type)."""
     if isinstance(value, (bool, int, float, str)):
-        return const_attr(value, to_ir_type(typeof(value)))
+        try:
+            return const_attr(value, to_ir_type(typeof(value)))
+        except ValueError:
+            return None
     return None
 
 
