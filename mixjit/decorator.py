@@ -360,7 +360,9 @@ class MixjitDispatcher(CPUDispatcher):
             warnings.warn_explicit(
                 f"mixjit: no GEMM found in {self.py_func.__qualname__}({_signature_text(key)}); "
                 "it runs as plain Numba code", MixjitWarning, *where)
-        for note in sorted({p.note for b in blocks for p in b.plans if p.note}):
+        own = [b for b in blocks if b.signature == f"({_signature_text(key)})"
+               and any(r.function == self.py_func.__qualname__ for r in b.records)]
+        for note in sorted({p.note for b in own for p in b.plans if p.note}):  # helpers warn at their own compile
             warnings.warn_explicit(f"mixjit: {note}", MixjitWarning, *where)
 
     def _compile_for_args(self, *args: Any, **kws: Any) -> Any:
