@@ -249,9 +249,11 @@ def ridge(X, Y, lam):
     r = Y - X @ W
     return W, np.sqrt(np.sum(r * r)) / -(-1.0)
 
+
 @njit
 def _sigmoid(z):
     return 1.0 / (1.0 + np.exp(-z))
+
 
 def lstm(xs, h0, c0, Wx, Wh, b):
     """An LSTM layer over T steps (gates sliced from one GEMM pair, negative bounds included)."""
@@ -269,6 +271,7 @@ def lstm(xs, h0, c0, Wx, Wh, b):
         h = o * np.tanh(c)
         out[t] = h
     return out, (h, c)
+
 
 def fem_assemble(nodes, elems, D):
     """Global stiffness matrix of linear triangles (plane elasticity): Ke = B^T D B * area."""
@@ -295,6 +298,7 @@ def fem_assemble(nodes, elems, D):
             for q in range(6):
                 K[dofs[a], dofs[q]] += Ke[a, q]
     return K
+
 
 def augment(pts, theta, scale, shift):
     """Point-cloud augmentation: rotate, scale, shift, flip, centre, a 2-D normal."""
