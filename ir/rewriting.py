@@ -56,7 +56,12 @@ class PatternRewriter:
 
     def __init__(self) -> None:
         self.changed = False
+        #: ops that were inserted or changed: the driver revisits them and their users
         self.touched: list[Operation] = []
+        #: producers of an erased op's operands (they may have become dead): revisited alone,
+        #: not with their users, so erasing each of a shared constant's thousand users does
+        #: not requeue the other users every time
+        self.revisit: list[Operation] = []
         self.erased: list[Operation] = []
 
     def _touch(self, op: Operation) -> None:
@@ -64,8 +69,8 @@ class PatternRewriter:
         self.touched.append(op)
 
     def _touch_users(self, value: Value) -> None:
-        for user in value.users:
-            self._touch(user)
+        self.changed = True
+        self.touched.extend(use.operation for use in value._uses)
 
     def insert_op_before(self, new_op: Operation, anchor: Operation) -> Operation:
         if anchor.parent is None:
@@ -101,7 +106,7 @@ class PatternRewriter:
         op.erase()
         self.changed = True
         self.erased.append(op)
-        self.touched.extend(p for p in producers if p is not None)
+        self.revisit.extend(p for p in producers if p is not None)
 
     def modify_op(self, op: Operation, change: Callable[[], None]) -> None:
         """Run ``change`` (which edits ``op`` in place: operands, properties) and revisit ``op``."""
@@ -195,10 +200,14 @@ def apply_patterns_greedily(
             if budget < 0:
                 raise IRError("pattern application did not settle (rewrite budget exhausted); patterns undo each other")
             for touched in rewriter.touched:
-                for candidate in (touched, *[u for r in touched.results for u in r.users]):
+                for candidate in (touched, *[use.operation for r in touched.results for use in r._uses]):
                     if not candidate.erased and id(candidate) not in queued:
                         worklist.append(candidate)
                         queued.add(id(candidate))
+            for candidate in rewriter.revisit:
+                if not candidate.erased and id(candidate) not in queued:
+                    worklist.append(candidate)
+                    queued.add(id(candidate))
         changed_any |= changed
         if not changed:
             return changed_any

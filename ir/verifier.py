@@ -146,7 +146,7 @@ class _Verifier:
             assert def_op is not None
             if def_op is anchor:
                 return "is a result of the op itself (or of its enclosing op)"
-            if def_block.index_of(def_op) > def_block.index_of(anchor):
+            if anchor.is_before_in_block(def_op):
                 return "does not dominate this use (it is defined later in the block)"
             return None
         assert anchor.parent is not None
