@@ -367,7 +367,15 @@ class Operation:
     # -- traits and hooks -------------------------------------------------------------------------
     @classmethod
     def has_trait(cls, trait: type[Trait]) -> bool:
-        return any(issubclass(t, trait) for t in cls.traits)
+        # Asked for every op by every pass: answered once per (class, trait) from a per-class cache.
+        cache = cls.__dict__.get("_trait_cache")
+        if cache is None:
+            cache = {}
+            cls._trait_cache = cache
+        found = cache.get(trait)
+        if found is None:
+            found = cache[trait] = any(issubclass(t, trait) for t in cls.traits)
+        return found
 
     def memory_effects(self) -> MemoryEffects:
         """What this op may do to memory (see ``traits.MemoryEffects``). The default reads the

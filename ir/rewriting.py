@@ -119,10 +119,10 @@ def is_trivially_dead(op: Operation) -> bool:
     and ALLOC, see ``traits.MemoryEffects``) and whose results have no uses: erasing it changes
     nothing observable."""
     return (
-        op.parent is not None
+        not any(r._uses for r in op.results)  # cheapest and most often decisive: first
+        and op.parent is not None
         and not op.has_trait(IsTerminator)
         and MemoryEffects.WRITE not in op.memory_effects()
-        and not any(r.has_uses for r in op.results)
     )
 
 
@@ -168,7 +168,8 @@ def apply_patterns_greedily(
     by_name: dict[str | None, list[RewritePattern]] = {}
     for p in ordered:
         by_name.setdefault(p.root_name, []).append(p)
-    class_patterns: dict[type, list[RewritePattern]] = {}
+    # the patterns offered to an op, by (class, name): benefit order, computed once per kind
+    offered: dict[tuple[type, str], list[RewritePattern]] = {}
     changed_any = False
     for _ in range(max_iterations):
         worklist = [op for op in root.walk(post_order=True) if op is not root]
@@ -185,10 +186,12 @@ def apply_patterns_greedily(
             if erase_dead and is_trivially_dead(op):
                 rewriter.erase_op(op)
             elif not (fold and _try_fold(op, rewriter)):
-                if type(op) not in class_patterns:
-                    class_patterns[type(op)] = sorted(type(op).canonicalization_patterns(), key=lambda p: -p.benefit)
-                candidates = [*by_name.get(op.name, []), *by_name.get(None, []), *class_patterns[type(op)]]
-                for pattern in sorted(candidates, key=lambda p: -p.benefit):
+                kind = (type(op), op.name)
+                candidates = offered.get(kind)
+                if candidates is None:
+                    mine = [*by_name.get(op.name, []), *by_name.get(None, []), *type(op).canonicalization_patterns()]
+                    candidates = offered[kind] = sorted(mine, key=lambda p: -p.benefit)
+                for pattern in candidates:
                     if pattern.match_and_rewrite(op, rewriter):
                         if not rewriter.changed:
                             raise IRError(f"{type(pattern).__name__} reported a change but made none through the rewriter")
