@@ -83,18 +83,16 @@ class Lexer:
 
     def next(self) -> Token:
         m = _FAST_TOKEN.match(self.text, self.pos)
-        group = m.lastgroup if m is not None else None
-        if group is None:
+        if m is None:
             return self._next_general()
-        start, end = m.span(group)
-        tok_text = m.group(group)
+        group = m.lastgroup
+        start, end = m.start(group), m.end()  # the token group ends the match
+        tok_text = m[group]
         self.pos = end
-        if group == "punct":
-            return Token(Kind.PUNCT, tok_text, tok_text, start, end)
+        if group == "punct" or group == "bare":
+            return Token(Kind.PUNCT if group == "punct" else Kind.BARE_ID, tok_text, tok_text, start, end)
         if group == "sigil":
             return Token(_SIGIL_KINDS[tok_text[0]], tok_text, tok_text[1:], start, end)
-        if group == "bare":
-            return Token(Kind.BARE_ID, tok_text, tok_text, start, end)
         if group == "number":
             kind = Kind.FLOAT if "." in tok_text and not tok_text.startswith("0x") else Kind.INTEGER
             return Token(kind, tok_text, tok_text, start, end)
