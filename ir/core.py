@@ -450,7 +450,7 @@ class Operation:
                 yield op
             else:
                 stack.append((op, True))
-            children = [child for region in op._regions for block in region._blocks for child in block._iter_ops()]
+            children = [child for region in op._regions for block in region._iter_blocks() for child in block._iter_ops()]
             stack.extend((child, False) for child in reversed(children))
 
     # -- copying ----------------------------------------------------------------------------------
@@ -464,7 +464,7 @@ class Operation:
         for op in self.walk():
             defined.update(op.results)
             for region in op._regions:
-                for block in region._blocks:
+                for block in region._iter_blocks():
                     defined.update(block._args)
         fixups: list[tuple[Operation, int, Value]] = []
         new = self._clone_one(mapping, block_map, defined, fixups)
@@ -482,7 +482,7 @@ class Operation:
         regions = []
         for region in self._regions:
             new_region = Region()
-            for block in region._blocks:
+            for block in region._iter_blocks():
                 new_block = Block(arg_types=[a.type for a in block._args], arg_names=[a.name_hint for a in block._args])
                 block_map[block] = new_block
                 mapping.update(zip(block._args, new_block._args))
@@ -513,7 +513,7 @@ class Operation:
         fixups.extend((new, i, v) for i, v in pending)
         mapping.update(zip(self.results, new.results))
         for region, new_region in zip(self._regions, regions):
-            for block in region._blocks:
+            for block in region._iter_blocks():
                 target = block_map[block]
                 for op in block._iter_ops():
                     target.add_op(op._clone_one(mapping, block_map, defined, fixups))
@@ -559,6 +559,9 @@ class Block:
         arg_names: Iterable[str | None] | None = None,
     ) -> None:
         self.parent: Region | None = None
+        # neighbours in the parent region's doubly linked block list (kept by Region)
+        self._prev_block: Block | None = None
+        self._next_block: Block | None = None
         self._args: list[BlockArgument] = []
         # A doubly linked list (Operation._prev_op/_next_op), so inserting and erasing are O(1)
         # however long the block. Positions (Operation._order) are numbered lazily: _ordered
@@ -769,64 +772,110 @@ class Block:
         for o in subtree:
             o._erased = True
         if self.parent is not None:
-            self.parent._blocks.remove(self)
-            self.parent = None
+            self.parent._unlink(self)
 
     def __repr__(self) -> str:
         return f"<Block with {len(self._args)} args, {self._len} ops at {id(self):#x}>"
 
 
 class Region:
-    """A list of blocks owned by an operation (a function body, a loop body...)."""
+    """A list of blocks owned by an operation (a function body, a loop body...).
+
+    The blocks form a doubly linked list (like a block's ops), so erasing one of a function's
+    thousands of blocks is O(1)."""
 
     def __init__(self, blocks: Iterable[Block] = ()) -> None:
         self.parent: Operation | None = None
-        self._blocks: list[Block] = []
+        self._first_block: Block | None = None
+        self._last_block: Block | None = None
+        self._nblocks = 0
         for b in blocks:
             self.add_block(b)
 
+    def _iter_blocks(self) -> Iterator[Block]:
+        """The blocks in order, lazily; tolerates erasing the block just yielded."""
+        block = self._first_block
+        while block is not None:
+            following = block._next_block
+            yield block
+            block = following
+
     @property
     def blocks(self) -> tuple[Block, ...]:
-        return tuple(self._blocks)
+        return tuple(self._iter_blocks())
 
     @property
     def block(self) -> Block:
         """The single block (IRError if the region has zero or several)."""
-        if len(self._blocks) != 1:
-            raise IRError(f"region has {len(self._blocks)} blocks, expected exactly one")
-        return self._blocks[0]
+        if self._nblocks != 1:
+            raise IRError(f"region has {self._nblocks} blocks, expected exactly one")
+        assert self._first_block is not None
+        return self._first_block
 
     @property
     def entry(self) -> Block | None:
-        return self._blocks[0] if self._blocks else None
+        return self._first_block
 
     def add_block(self, block: Block) -> Block:
-        return self.insert_block(len(self._blocks), block)
+        return self._link(block, None)
 
     def insert_block(self, index: int, block: Block) -> Block:
+        """Insert ``block`` at position ``index`` (O(index); ``add_block`` appends in O(1))."""
+        before = self._first_block
+        for _ in range(max(0, min(index, self._nblocks))):
+            assert before is not None
+            before = before._next_block
+        return self._link(block, before)
+
+    def _link(self, block: Block, before: Block | None) -> Block:
         if block.parent is not None:
             raise IRError("block already belongs to a region")
-        self._blocks.insert(index, block)
+        after = self._last_block if before is None else before._prev_block
+        block._prev_block, block._next_block = after, before
+        if after is None:
+            self._first_block = block
+        else:
+            after._next_block = block
+        if before is None:
+            self._last_block = block
+        else:
+            before._prev_block = block
         block.parent = self
+        self._nblocks += 1
         return block
 
+    def _unlink(self, block: Block) -> None:
+        before, after = block._prev_block, block._next_block
+        if before is None:
+            self._first_block = after
+        else:
+            before._next_block = after
+        if after is None:
+            self._last_block = before
+        else:
+            after._prev_block = before
+        block._prev_block = block._next_block = None
+        block.parent = None
+        self._nblocks -= 1
+
     def index_of(self, block: Block) -> int:
-        for i, b in enumerate(self._blocks):
+        """Position of ``block`` (O(blocks): for messages, not for loops)."""
+        for i, b in enumerate(self._iter_blocks()):
             if b is block:
                 return i
         raise IRError("block is not in this region")
 
     def walk(self, post_order: bool = False) -> Iterator[Operation]:
-        for block in tuple(self._blocks):
+        for block in tuple(self._iter_blocks()):
             yield from block.walk(post_order)
 
     def drop_all_references(self) -> None:
         """``Block.drop_all_references`` for every block of the region."""
-        for block in self._blocks:
+        for block in self._iter_blocks():
             block.drop_all_references()
 
     def __repr__(self) -> str:
-        return f"<Region with {len(self._blocks)} blocks at {id(self):#x}>"
+        return f"<Region with {self._nblocks} blocks at {id(self):#x}>"
 
 
 def constant_value(value: Value) -> Attribute | None:
