@@ -149,8 +149,15 @@ def register_op(cls: type["Operation"]) -> None:
     _OP_REGISTRY[cls.name] = cls
 
 
+_dialects_loaded = False
+
+
 def _load_dialects() -> None:
-    import mixjit.ir.dialects  # noqa: F401  (importing registers every dialect's ops)
+    global _dialects_loaded
+    if not _dialects_loaded:  # asked once per parsed op: skip the import statement after the first
+        import mixjit.ir.dialects  # noqa: F401  (importing registers every dialect's ops)
+
+        _dialects_loaded = True
 
 
 def get_op_class(name: str) -> type["Operation"] | None:
@@ -416,7 +423,7 @@ class Operation:
         outside the op; uses the op makes of other values are dropped."""
         if self._erased:
             raise IRError(f"'{self.name}' was already erased")
-        subtree = list(self.walk())
+        subtree = list(self.walk()) if self._regions else [self]
         inside = {id(o) for o in subtree}
         for o in subtree:
             for r in o.results:
@@ -443,7 +450,7 @@ class Operation:
         stack: list[tuple[Operation, bool]] = [(self, False)]
         while stack:
             op, expanded = stack.pop()
-            if expanded:
+            if expanded or not op._regions:  # most ops have no regions: nothing to expand
                 yield op
                 continue
             if not post_order:

@@ -62,6 +62,9 @@ _SEPARATOR = re.compile(r"[ \t]*// -----[ \t\r]*\Z")
 _SIG_ATOM = r"[A-Za-z0-9_.!]+(?:<[^<>()\n\"/]*>)?"
 _SIG_LIST = rf"\((?:{_SIG_ATOM}(?:, {_SIG_ATOM})*)?\)"
 _SIMPLE_SIGNATURE = re.compile(rf"{_SIG_LIST} -> (?:{_SIG_ATOM}|{_SIG_LIST})")
+_VALUE_NAME = r"%(?:[0-9]+|[A-Za-z_$.\-][A-Za-z0-9_$.\-]*)"  # the lexer's PERCENT_ID
+_SIMPLE_OPERANDS = re.compile(rf"\((?:{_VALUE_NAME}(?:, {_VALUE_NAME})*)?\)")
+_VALUE_NAME_RE = re.compile(_VALUE_NAME)
 _SIMPLE_LOCATION = re.compile(r'loc\("([^"\\\n]*)":([0-9]{1,18}):([0-9]{1,18})\)')
 #: extra nesting levels a signature matching _SIMPLE_SIGNATURE can take (function, <...>)
 _SIGNATURE_NESTING = 2
@@ -124,6 +127,7 @@ class Parser:
         self.depth = 0
         self.scope = _Scope(None, isolated=True)
         self._signatures: dict[str, Type] = {}  # see parse_signature
+        self._op_classes: dict[str, type[Operation] | None] = {}  # op names already checked
 
     # -- token helpers ----------------------------------------------------------------------------
     def loc(self, tok: Token) -> Location:
@@ -233,13 +237,16 @@ class Parser:
             )
         name_tok = self.expect_kind(Kind.STRING, "an operation name in quotes")
         name = name_tok.value
-        if not _OP_NAME.match(name):
-            raise self.error(f"invalid operation name '{name}' (expected \"dialect.op\")", name_tok)
-        cls = get_op_class(name)
-        if cls is None and not self.allow_unregistered:
-            raise self.error(f"unknown operation '{name}'", name_tok)
-        self.expect("(", "to start the operand list")
-        operand_toks = self.comma_list(")", lambda: self.expect_kind(Kind.PERCENT_ID, "an operand"), "in operand list")
+        if name in self._op_classes:
+            cls = self._op_classes[name]
+        else:
+            if not _OP_NAME.match(name):
+                raise self.error(f"invalid operation name '{name}' (expected \"dialect.op\")", name_tok)
+            cls = get_op_class(name)
+            if cls is None and not self.allow_unregistered:
+                raise self.error(f"unknown operation '{name}'", name_tok)
+            self._op_classes[name] = cls
+        operand_toks = self.parse_operand_list()
         successors: list[Block] = []
         if self.accept("["):
             successors = self.comma_list("]", self.parse_successor, "in successor list")
@@ -286,6 +293,19 @@ class Parser:
         for tok, value in zip(result_toks, op.results):
             self.define_value(tok, value)
         return op
+
+    def parse_operand_list(self) -> list[Token]:
+        """``(%a, %b)``: the operand name tokens. The printer's spelling is read in one match."""
+        m = _SIMPLE_OPERANDS.match(self.lexer.text, self.tok.start) if self.at("(") else None
+        if m is None:
+            self.expect("(", "to start the operand list")
+            return self.comma_list(")", lambda: self.expect_kind(Kind.PERCENT_ID, "an operand"), "in operand list")
+        toks = [
+            Token(Kind.PERCENT_ID, v.group(), v.group()[1:], v.start(), v.end())
+            for v in _VALUE_NAME_RE.finditer(self.lexer.text, m.start(), m.end())
+        ]
+        self.skip_to(m.end())
+        return toks
 
     def parse_signature(self) -> Type:
         """The type after an op's ``:``. Dumps repeat a few signatures thousands of times, so a
