@@ -9,7 +9,6 @@ exception; nesting (regions, attributes, types) deeper than :data:`MAX_NESTING` 
 
 from __future__ import annotations
 
-import gc
 import re
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, TypeVar
@@ -27,6 +26,7 @@ from mixjit.ir.attributes import (
     TypeAttr,
     UnitAttr,
 )
+from mixjit.ir.collector import paused_collector
 from mixjit.ir.core import Block, Operation, Region, Value, get_op_class
 from mixjit.ir.diagnostics import Diagnostic, DiagnosticError
 from mixjit.ir.lexer import Kind, Lexer, Token
@@ -657,18 +657,11 @@ def parse_module(
     unknown dialects are an error unless ``allow_unregistered``; ``verify`` runs the verifier on the
     result. Raises DiagnosticError only."""
     parser = Parser(text, filename, first_line, allow_unregistered)
-    # Everything the parser allocates stays alive in the module, so the cyclic collector's
-    # passes over the growing heap find nothing to free; pausing it makes large inputs parse
-    # about a third faster (see docs/ir_scale.md). It is restored however parsing ends.
-    collecting = gc.isenabled()
-    gc.disable()
     try:
-        module = parser.parse_module()
+        with paused_collector():  # everything the parser allocates stays alive (ir/collector.py)
+            module = parser.parse_module()
     except RecursionError:  # last resort; MAX_NESTING should make this unreachable
         raise parser.error("nesting too deep for the parser") from None
-    finally:
-        if collecting:
-            gc.enable()
     if verify:
         from mixjit.ir.verifier import verify as run_verifier
 
