@@ -68,6 +68,10 @@ _VALUE_NAME_RE = re.compile(_VALUE_NAME)
 _SIMPLE_LOCATION = re.compile(r'loc\("([^"\\\n]*)":([0-9]{1,18}):([0-9]{1,18})\)')
 #: extra nesting levels a signature matching _SIMPLE_SIGNATURE can take (function, <...>)
 _SIGNATURE_NESTING = 2
+# No strings, brackets, parentheses or comments, and <...> only one level deep (array<i32: 1, 0>)
+_SIMPLE_PROPERTIES = re.compile(r'<\{[^{}<>()\[\]"\n/]*(?:<[^{}<>()\[\]"\n/]*>[^{}<>()\[\]"\n/]*)*\}>')
+#: extra nesting levels such properties can take (the dictionary, one <...> type)
+_PROPERTIES_NESTING = 2
 #: bare-word types (i64, f32, index...) by spelling; types are immutable, so one object serves
 _WORD_TYPES: dict[str, Type] = {}
 T = TypeVar("T")
@@ -128,6 +132,7 @@ class Parser:
         self.scope = _Scope(None, isolated=True)
         self._signatures: dict[str, Type] = {}  # see parse_signature
         self._op_classes: dict[str, type[Operation] | None] = {}  # op names already checked
+        self._properties: dict[str, dict[str, Attribute]] = {}  # see parse_properties
 
     # -- token helpers ----------------------------------------------------------------------------
     def loc(self, tok: Token) -> Location:
@@ -252,11 +257,7 @@ class Parser:
             successors = self.comma_list("]", self.parse_successor, "in successor list")
         properties: dict[str, Attribute] = {}
         if self.at("<"):
-            self.advance()
-            self.expect("{", "to start the properties (<{...}>)")
-            with self.nested():
-                properties = self.parse_dict_body()
-            self.expect(">", "to close the properties (<{...}>)")
+            properties = self.parse_properties()
         regions: list[Region] = []
         if self.accept("("):
             isolated = cls is not None and cls.has_trait(IsolatedFromAbove)
@@ -306,6 +307,25 @@ class Parser:
         ]
         self.skip_to(m.end())
         return toks
+
+    def parse_properties(self) -> dict[str, Attribute]:
+        """``<{k = v, ...}>``. Like signatures, property texts repeat (``value = 0 : i64``,
+        segment sizes), so one already parsed in this input is looked up (and copied: each op
+        owns its dictionary; the attributes themselves are immutable)."""
+        m = _SIMPLE_PROPERTIES.match(self.lexer.text, self.tok.start)
+        if m is not None:
+            cached = self._properties.get(m.group())
+            if cached is not None and self.depth + _PROPERTIES_NESTING <= MAX_NESTING:
+                self.skip_to(m.end())
+                return dict(cached)
+        self.advance()
+        self.expect("{", "to start the properties (<{...}>)")
+        with self.nested():
+            properties = self.parse_dict_body()
+        self.expect(">", "to close the properties (<{...}>)")
+        if m is not None and self.prev is not None and self.prev.end == m.end():
+            self._properties[m.group()] = dict(properties)
+        return properties
 
     def parse_signature(self) -> Type:
         """The type after an op's ``:``. Dumps repeat a few signatures thousands of times, so a

@@ -23,7 +23,7 @@ from test_ir_fuzz import SAMPLES, mutate
 from test_ir_scale import bench
 
 NEVER = re.compile(r"(?!)")
-FAST_PATHS = [(lexer_module, "_FAST_TOKEN"), *((parser_module, n) for n in ("_SIMPLE_SIGNATURE", "_SIMPLE_OPERANDS", "_SIMPLE_LOCATION"))]
+FAST_PATHS = [(lexer_module, "_FAST_TOKEN"), *((parser_module, n) for n in ("_SIMPLE_SIGNATURE", "_SIMPLE_OPERANDS", "_SIMPLE_LOCATION", "_SIMPLE_PROPERTIES"))]
 ALPHABET = '%^@!"()[]{}<>,:=-+*?/\\ \n\tabcxyzi0123456789._$'
 
 
@@ -88,6 +88,11 @@ def test_samples_and_their_mutations_parse_the_same_without_fast_paths(monkeypat
         '"test.op"() : () -> () loc("f.py":1234567890123456789:2)',
         '"test.op"() : (i64 -> ()',
         '"test.op"() : (tuple<i64, f32>) -> (i64, i64)',
+        '"test.op"() <{a = 1 : i64, b = array<i32: 1, 0>}> : () -> ()\n"test.op"() <{a = 1 : i64, b = array<i32: 1, 0>}> : () -> ()',
+        '"test.op"() <{a = 1 : i64, a = 2 : i64}> : () -> ()',
+        '"test.op"() <{a = 300 : i8}> : () -> ()',
+        '"test.op"() <{a = 1 : i64 b = 2}> : () -> ()',
+        '"test.op"() <{t = tuple<i64, complex<f64>>}> : () -> ()',
         '%x = "test.op"() : () -> !py.array<f64, 1, C>\n"test.op"(%x) : (!py.array<f64, 1, Q>) -> ()',
     ]
     for text in texts:
