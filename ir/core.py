@@ -45,7 +45,9 @@ class Value:
         self.type = type
         #: Preferred printed name (``%a``); the printer falls back to numbers and uniquifies clashes.
         self.name_hint = name_hint
-        self._uses: list[Use] = []
+        # An insertion-ordered dict used as a set: adding and removing a use are O(1), so values
+        # with thousands of uses (a function argument, a shared constant) stay cheap to edit.
+        self._uses: dict[Use, None] = {}
 
     @property
     def uses(self) -> list[Use]:
@@ -147,8 +149,15 @@ def register_op(cls: type["Operation"]) -> None:
     _OP_REGISTRY[cls.name] = cls
 
 
+_dialects_loaded = False
+
+
 def _load_dialects() -> None:
-    import mixjit.ir.dialects  # noqa: F401  (importing registers every dialect's ops)
+    global _dialects_loaded
+    if not _dialects_loaded:  # asked once per parsed op: skip the import statement after the first
+        import mixjit.ir.dialects  # noqa: F401  (importing registers every dialect's ops)
+
+        _dialects_loaded = True
 
 
 def get_op_class(name: str) -> type["Operation"] | None:
@@ -207,6 +216,11 @@ class Operation:
             raise IRError(f"{type(self).__name__} is '{type(self).name}', cannot be created as '{name}'")
         self.name = name
         self.parent: Block | None = None
+        # Neighbours in the parent block's doubly linked op list, and the position number that
+        # orders ops within it (see Block); kept by Block, never set elsewhere.
+        self._prev_op: Operation | None = None
+        self._next_op: Operation | None = None
+        self._order = 0
         self.loc = loc
         self.text_loc: Location | None = None
         self._erased = False
@@ -250,7 +264,7 @@ class Operation:
         self._drop_operand_uses()
         self._operands = values
         for i, v in enumerate(values):
-            v._uses.append(Use(self, i))
+            v._uses[Use(self, i)] = None
 
     def set_operand(self, index: int, value: Value) -> None:
         """Make operand ``index`` refer to ``value`` (updating both values' uses)."""
@@ -258,13 +272,13 @@ class Operation:
             raise TypeError(f"operands of '{self.name}' must be Values, got {value!r}")
         old = self._operands[index]
         index = index % len(self._operands)
-        old._uses.remove(Use(self, index))
+        del old._uses[Use(self, index)]
         self._operands[index] = value
-        value._uses.append(Use(self, index))
+        value._uses[Use(self, index)] = None
 
     def _drop_operand_uses(self) -> None:
         for i, v in enumerate(self._operands):
-            v._uses.remove(Use(self, i))
+            del v._uses[Use(self, i)]
         self._operands = []
 
     # -- results ----------------------------------------------------------------------------------
@@ -331,17 +345,22 @@ class Operation:
 
     @property
     def next_op(self) -> "Operation | None":
-        if self.parent is None:
-            return None
-        ops, i = self.parent._ops, self.parent.index_of(self)
-        return ops[i + 1] if i + 1 < len(ops) else None
+        """The op after this one in its block (None at the end or outside a block); O(1)."""
+        return self._next_op
 
     @property
     def prev_op(self) -> "Operation | None":
-        if self.parent is None:
-            return None
-        i = self.parent.index_of(self)
-        return self.parent._ops[i - 1] if i > 0 else None
+        """The op before this one in its block (None at the start or outside a block); O(1)."""
+        return self._prev_op
+
+    def is_before_in_block(self, other: "Operation") -> bool:
+        """Whether this op comes before ``other``, both in the same block (IRError otherwise).
+        Amortized O(1): positions are renumbered only after an insertion into the block."""
+        block = self.parent
+        if block is None or other.parent is not block:
+            raise IRError(f"is_before_in_block: '{self.name}' and '{other.name}' are not in one block")
+        block._ensure_order()
+        return self._order < other._order
 
     def is_ancestor_of(self, other: "Operation") -> bool:
         """True if ``other`` is this op or nested (at any depth) in its regions."""
@@ -355,7 +374,15 @@ class Operation:
     # -- traits and hooks -------------------------------------------------------------------------
     @classmethod
     def has_trait(cls, trait: type[Trait]) -> bool:
-        return any(issubclass(t, trait) for t in cls.traits)
+        # Asked for every op by every pass: answered once per (class, trait) from a per-class cache.
+        cache = cls.__dict__.get("_trait_cache")
+        if cache is None:
+            cache = {}
+            cls._trait_cache = cache
+        found = cache.get(trait)
+        if found is None:
+            found = cache[trait] = any(issubclass(t, trait) for t in cls.traits)
+        return found
 
     def memory_effects(self) -> MemoryEffects:
         """What this op may do to memory (see ``traits.MemoryEffects``). The default reads the
@@ -396,7 +423,7 @@ class Operation:
         outside the op; uses the op makes of other values are dropped."""
         if self._erased:
             raise IRError(f"'{self.name}' was already erased")
-        subtree = list(self.walk())
+        subtree = list(self.walk()) if self._regions else [self]
         inside = {id(o) for o in subtree}
         for o in subtree:
             for r in o.results:
@@ -423,14 +450,14 @@ class Operation:
         stack: list[tuple[Operation, bool]] = [(self, False)]
         while stack:
             op, expanded = stack.pop()
-            if expanded:
+            if expanded or not op._regions:  # most ops have no regions: nothing to expand
                 yield op
                 continue
             if not post_order:
                 yield op
             else:
                 stack.append((op, True))
-            children = [child for region in op._regions for block in region._blocks for child in block._ops]
+            children = [child for region in op._regions for block in region._iter_blocks() for child in block._iter_ops()]
             stack.extend((child, False) for child in reversed(children))
 
     # -- copying ----------------------------------------------------------------------------------
@@ -444,7 +471,7 @@ class Operation:
         for op in self.walk():
             defined.update(op.results)
             for region in op._regions:
-                for block in region._blocks:
+                for block in region._iter_blocks():
                     defined.update(block._args)
         fixups: list[tuple[Operation, int, Value]] = []
         new = self._clone_one(mapping, block_map, defined, fixups)
@@ -462,7 +489,7 @@ class Operation:
         regions = []
         for region in self._regions:
             new_region = Region()
-            for block in region._blocks:
+            for block in region._iter_blocks():
                 new_block = Block(arg_types=[a.type for a in block._args], arg_names=[a.name_hint for a in block._args])
                 block_map[block] = new_block
                 mapping.update(zip(block._args, new_block._args))
@@ -493,9 +520,9 @@ class Operation:
         fixups.extend((new, i, v) for i, v in pending)
         mapping.update(zip(self.results, new.results))
         for region, new_region in zip(self._regions, regions):
-            for block in region._blocks:
+            for block in region._iter_blocks():
                 target = block_map[block]
-                for op in block._ops:
+                for op in block._iter_ops():
                     target.add_op(op._clone_one(mapping, block_map, defined, fixups))
         return new
 
@@ -539,9 +566,19 @@ class Block:
         arg_names: Iterable[str | None] | None = None,
     ) -> None:
         self.parent: Region | None = None
+        # neighbours in the parent region's doubly linked block list (kept by Region)
+        self._prev_block: Block | None = None
+        self._next_block: Block | None = None
         self._args: list[BlockArgument] = []
-        self._ops: list[Operation] = []
-        self._index: dict[int, int] | None = None
+        # A doubly linked list (Operation._prev_op/_next_op), so inserting and erasing are O(1)
+        # however long the block. Positions (Operation._order) are numbered lazily: _ordered
+        # says they increase along the list (kept by removals, lost by insertions), _numbered
+        # that they are exactly 0, 1, 2, ... (lost by both).
+        self._first: Operation | None = None
+        self._last: Operation | None = None
+        self._len = 0
+        self._ordered = True
+        self._numbered = True
         self._pred_uses: list[tuple[Operation, int]] = []
         arg_types = list(arg_types)
         names = list(arg_names) if arg_names is not None else [None] * len(arg_types)
@@ -575,7 +612,7 @@ class Block:
         if target._uses:
             raise IRError(
                 f"cannot erase block argument #{index}: it still has {len(target._uses)} use(s), "
-                f"first by '{target._uses[0].operation.name}'"
+                f"first by '{next(iter(target._uses)).operation.name}'"
             )
         del self._args[index]
         self._renumber_args()
@@ -585,66 +622,109 @@ class Block:
             a.index = i
 
     # -- operations -------------------------------------------------------------------------------
+    def _iter_ops(self) -> Iterator[Operation]:
+        """The ops in order, lazily; tolerates erasing the op just yielded (not its successor)."""
+        op = self._first
+        while op is not None:
+            following = op._next_op
+            yield op
+            op = following
+
     @property
     def ops(self) -> tuple[Operation, ...]:
         """A snapshot of the operations, in order."""
-        return tuple(self._ops)
+        return tuple(self._iter_ops())
 
     def __iter__(self) -> Iterator[Operation]:
-        return iter(tuple(self._ops))
+        return iter(tuple(self._iter_ops()))
 
     def __len__(self) -> int:
-        return len(self._ops)
+        return self._len
 
     @property
     def first_op(self) -> Operation | None:
-        return self._ops[0] if self._ops else None
+        return self._first
 
     @property
     def last_op(self) -> Operation | None:
-        return self._ops[-1] if self._ops else None
+        return self._last
+
+    def _ensure_order(self) -> None:
+        if not self._ordered or not self._numbered:
+            for i, o in enumerate(self._iter_ops()):
+                o._order = i
+            self._ordered = self._numbered = True
 
     def index_of(self, op: Operation) -> int:
-        """Position of ``op`` in this block (cached; O(1) between mutations)."""
+        """Position of ``op`` in this block (amortized O(1) between mutations)."""
         if op.parent is not self:
             raise IRError(f"'{op.name}' is not in this block")
-        if self._index is None:
-            self._index = {id(o): i for i, o in enumerate(self._ops)}
-        return self._index[id(op)]
+        if not self._numbered:
+            self._ensure_order()
+        return op._order
 
-    def _insert(self, index: int, op: Operation) -> Operation:
+    def _insert(self, op: Operation, before: Operation | None) -> Operation:
+        """Link ``op`` in front of ``before`` (at the end when None)."""
         if not isinstance(op, Operation):
             raise TypeError(f"blocks hold Operations, got {op!r}")
         if op.parent is not None:
             raise IRError(f"'{op.name}' is already in a block; detach() it first")
         if op._erased:
             raise IRError(f"'{op.name}' was erased and cannot be inserted")
-        self._ops.insert(index, op)
+        after = self._last if before is None else before._prev_op
+        op._prev_op, op._next_op = after, before
+        if after is None:
+            self._first = op
+        else:
+            after._next_op = op
+        if before is None:
+            self._last = op
+            # appending after a numbered last op keeps the numbering exact (the parser's case)
+            op._order = after._order + 1 if after is not None else 0
+        else:
+            before._prev_op = op
+            self._ordered = self._numbered = False
         op.parent = self
-        self._index = None
+        self._len += 1
         return op
 
     def _remove(self, op: Operation) -> None:
-        del self._ops[self.index_of(op)]
+        if op.parent is not self:
+            raise IRError(f"'{op.name}' is not in this block")
+        before, after = op._prev_op, op._next_op
+        if before is None:
+            self._first = after
+        else:
+            before._next_op = after
+        if after is None:
+            self._last = before
+        else:
+            after._prev_op = before
+            self._numbered = False
+        op._prev_op = op._next_op = None
         op.parent = None
-        self._index = None
+        self._len -= 1
 
     def add_op(self, op: Operation) -> Operation:
         """Append ``op`` (which must not be in a block yet)."""
-        return self._insert(len(self._ops), op)
+        return self._insert(op, None)
 
     def add_ops(self, ops: Iterable[Operation]) -> None:
         for op in ops:
             self.add_op(op)
 
     def insert_op_before(self, new_op: Operation, existing: Operation) -> Operation:
-        return self._insert(self.index_of(existing), new_op)
+        if existing.parent is not self:
+            raise IRError(f"'{existing.name}' is not in this block")
+        return self._insert(new_op, existing)
 
     def insert_op_after(self, new_op: Operation, existing: Operation) -> Operation:
-        return self._insert(self.index_of(existing) + 1, new_op)
+        if existing.parent is not self:
+            raise IRError(f"'{existing.name}' is not in this block")
+        return self._insert(new_op, existing._next_op)
 
     def insert_op_at_start(self, op: Operation) -> Operation:
-        return self._insert(0, op)
+        return self._insert(op, self._first)
 
     @property
     def terminator(self) -> Operation | None:
@@ -673,7 +753,7 @@ class Block:
 
     def walk(self, post_order: bool = False) -> Iterator[Operation]:
         """Every op in this block and nested in it."""
-        for op in tuple(self._ops):
+        for op in tuple(self._iter_ops()):
             yield from op.walk(post_order)
 
     def drop_all_references(self) -> None:
@@ -699,64 +779,110 @@ class Block:
         for o in subtree:
             o._erased = True
         if self.parent is not None:
-            self.parent._blocks.remove(self)
-            self.parent = None
+            self.parent._unlink(self)
 
     def __repr__(self) -> str:
-        return f"<Block with {len(self._args)} args, {len(self._ops)} ops at {id(self):#x}>"
+        return f"<Block with {len(self._args)} args, {self._len} ops at {id(self):#x}>"
 
 
 class Region:
-    """A list of blocks owned by an operation (a function body, a loop body...)."""
+    """A list of blocks owned by an operation (a function body, a loop body...).
+
+    The blocks form a doubly linked list (like a block's ops), so erasing one of a function's
+    thousands of blocks is O(1)."""
 
     def __init__(self, blocks: Iterable[Block] = ()) -> None:
         self.parent: Operation | None = None
-        self._blocks: list[Block] = []
+        self._first_block: Block | None = None
+        self._last_block: Block | None = None
+        self._nblocks = 0
         for b in blocks:
             self.add_block(b)
 
+    def _iter_blocks(self) -> Iterator[Block]:
+        """The blocks in order, lazily; tolerates erasing the block just yielded."""
+        block = self._first_block
+        while block is not None:
+            following = block._next_block
+            yield block
+            block = following
+
     @property
     def blocks(self) -> tuple[Block, ...]:
-        return tuple(self._blocks)
+        return tuple(self._iter_blocks())
 
     @property
     def block(self) -> Block:
         """The single block (IRError if the region has zero or several)."""
-        if len(self._blocks) != 1:
-            raise IRError(f"region has {len(self._blocks)} blocks, expected exactly one")
-        return self._blocks[0]
+        if self._nblocks != 1:
+            raise IRError(f"region has {self._nblocks} blocks, expected exactly one")
+        assert self._first_block is not None
+        return self._first_block
 
     @property
     def entry(self) -> Block | None:
-        return self._blocks[0] if self._blocks else None
+        return self._first_block
 
     def add_block(self, block: Block) -> Block:
-        return self.insert_block(len(self._blocks), block)
+        return self._link(block, None)
 
     def insert_block(self, index: int, block: Block) -> Block:
+        """Insert ``block`` at position ``index`` (O(index); ``add_block`` appends in O(1))."""
+        before = self._first_block
+        for _ in range(max(0, min(index, self._nblocks))):
+            assert before is not None
+            before = before._next_block
+        return self._link(block, before)
+
+    def _link(self, block: Block, before: Block | None) -> Block:
         if block.parent is not None:
             raise IRError("block already belongs to a region")
-        self._blocks.insert(index, block)
+        after = self._last_block if before is None else before._prev_block
+        block._prev_block, block._next_block = after, before
+        if after is None:
+            self._first_block = block
+        else:
+            after._next_block = block
+        if before is None:
+            self._last_block = block
+        else:
+            before._prev_block = block
         block.parent = self
+        self._nblocks += 1
         return block
 
+    def _unlink(self, block: Block) -> None:
+        before, after = block._prev_block, block._next_block
+        if before is None:
+            self._first_block = after
+        else:
+            before._next_block = after
+        if after is None:
+            self._last_block = before
+        else:
+            after._prev_block = before
+        block._prev_block = block._next_block = None
+        block.parent = None
+        self._nblocks -= 1
+
     def index_of(self, block: Block) -> int:
-        for i, b in enumerate(self._blocks):
+        """Position of ``block`` (O(blocks): for messages, not for loops)."""
+        for i, b in enumerate(self._iter_blocks()):
             if b is block:
                 return i
         raise IRError("block is not in this region")
 
     def walk(self, post_order: bool = False) -> Iterator[Operation]:
-        for block in tuple(self._blocks):
+        for block in tuple(self._iter_blocks()):
             yield from block.walk(post_order)
 
     def drop_all_references(self) -> None:
         """``Block.drop_all_references`` for every block of the region."""
-        for block in self._blocks:
+        for block in self._iter_blocks():
             block.drop_all_references()
 
     def __repr__(self) -> str:
-        return f"<Region with {len(self._blocks)} blocks at {id(self):#x}>"
+        return f"<Region with {self._nblocks} blocks at {id(self):#x}>"
 
 
 def constant_value(value: Value) -> Attribute | None:

@@ -90,42 +90,47 @@ def render(diag: Diagnostic, source_text: str | None = None) -> str:
 class SourceManager:
     """Maps file names to their text, so diagnostics render with source lines and carets.
 
-    With ``read_files=True`` a diagnostic in a file it was not given (the Python source that
-    an op's ``loc`` names) is rendered with that file's text, read once from disk: the path as
-    written, or for a relative path also under each of ``search_dirs``. A file that cannot be
-    read as UTF-8 text renders without source line and caret.
+    A diagnostic in a file it was not given (the Python source that an op's ``loc`` names) is
+    rendered with that file's text only when the file lies under one of ``source_dirs`` (after
+    resolving symbolic links and ``..``): a relative name is looked up under each of them, an
+    absolute one must point inside one. Locations in a dump are untrusted input, so any other
+    file (``/etc/passwd``, a private key) is never opened, and its diagnostics render without
+    source line. A file that cannot be read as UTF-8 text renders without them too.
     """
 
-    def __init__(
-        self,
-        files: Mapping[str, str] | None = None,
-        read_files: bool = False,
-        search_dirs: Iterable[str] = (),
-    ) -> None:
+    def __init__(self, files: Mapping[str, str] | None = None, source_dirs: Iterable[str] = ()) -> None:
         self.files: dict[str, str] = dict(files or {})
-        self.read_files = read_files
-        self.search_dirs = tuple(search_dirs)
+        self.source_dirs = tuple(os.path.realpath(d) for d in source_dirs)
         self._unreadable: set[str] = set()
 
     def add(self, filename: str, text: str) -> None:
         self.files[filename] = text
 
+    def _allowed(self, path: str) -> bool:
+        """Whether ``path`` (already resolved) is a regular file under one of ``source_dirs``."""
+        if not os.path.isfile(path):
+            return False
+        return any(os.path.commonpath([path, d]) == d for d in self.source_dirs)
+
     def text(self, filename: str) -> str | None:
-        """The text of ``filename``: given, or (with ``read_files``) read from disk; else None."""
+        """The text of ``filename``: given, or read from under ``source_dirs``; else None."""
         if filename in self.files:
             return self.files[filename]
-        if not self.read_files or not filename or filename in self._unreadable:
+        if not self.source_dirs or not filename or filename in self._unreadable:
             return None
-        candidates = [filename]
-        if not os.path.isabs(filename):
-            candidates += [os.path.join(d, filename) for d in self.search_dirs]
-        for path in candidates:
-            try:
-                with open(path, encoding="utf-8") as handle:
-                    self.files[filename] = handle.read()
-                return self.files[filename]
-            except (OSError, UnicodeDecodeError, ValueError):
-                continue
+        try:
+            candidates = [filename] if os.path.isabs(filename) else [os.path.join(d, filename) for d in self.source_dirs]
+            for path in (os.path.realpath(c) for c in candidates):
+                if not self._allowed(path):
+                    continue
+                try:
+                    with open(path, encoding="utf-8") as handle:
+                        self.files[filename] = handle.read()
+                    return self.files[filename]
+                except (OSError, UnicodeDecodeError):
+                    continue
+        except ValueError:  # a name with a NUL byte, or paths on different drives
+            pass
         self._unreadable.add(filename)
         return None
 

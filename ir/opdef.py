@@ -78,6 +78,9 @@ class _Def:
         if op is None:
             return self
         items = getattr(op, self.group)
+        definition = type(op).op_def
+        if definition is not None and self.group in definition.all_single and len(items) == definition.counts[self.group]:
+            return items[self.index]  # the common case: every definition of the group is one item
         segment = items[_segments(op, self.group)[self.index]]
         if self.kind == SINGLE:
             return segment[0]
@@ -203,6 +206,18 @@ class OpDefinition:
     regions: list[_Def] = field(default_factory=list)
     successors: list[_Def] = field(default_factory=list)
     props: list[PropDef] = field(default_factory=list)
+    #: filled by finish(): the groups whose definitions are all SINGLE (no segment arithmetic
+    #: needed), the number of definitions per group, and the inherent property names
+    all_single: frozenset[str] = frozenset()
+    counts: dict[str, int] = field(default_factory=dict)
+    inherent: frozenset[str] = frozenset()
+
+    def finish(self) -> None:
+        """Precompute what every access and verification of the op's instances asks."""
+        groups = ("operands", "results", "regions", "successors")
+        self.all_single = frozenset(g for g in groups if all(d.kind == SINGLE for d in self.group(g)))
+        self.counts = {g: len(self.group(g)) for g in groups}
+        self.inherent = frozenset(self.inherent_names)
 
     def group(self, group: str) -> list[_Def]:
         return getattr(self, group)
@@ -239,6 +254,8 @@ def _segment_sizes(op: Operation, group: str) -> list[int] | str:
     assert definition is not None
     defs = definition.group(group)
     n = len(getattr(op, group))
+    if group in definition.all_single and n == len(defs):
+        return [1] * n
     what = group[:-1]
     if definition.needs_segments(defs):
         prop_name = _SEGMENT_PROP.get(group)
@@ -297,6 +314,7 @@ def declare_op(cls: type[Operation]) -> None:
     for t in cls.traits:
         if not (isinstance(t, type) and issubclass(t, Trait)):
             raise TypeError(f"{cls.__name__}.traits must hold Trait subclasses, got {t!r}")
+    definition.finish()
     cls.op_def = definition
     register_op(cls)
 
@@ -391,7 +409,7 @@ def structural_errors(op: Operation) -> list[str]:
                 t = items[i].type
                 if not satisfies(d.constraint, t):
                     errors.append(f"{group[:-1]} #{i} ('{d.name}') must be {describe(d.constraint)}, got '{t}'")
-    inherent = definition.inherent_names
+    inherent = definition.inherent
     for p in definition.props:
         where = op.attributes if p.discardable else op.properties
         if p.name not in where:

@@ -26,6 +26,7 @@ from mixjit.ir.attributes import (
     TypeAttr,
     UnitAttr,
 )
+from mixjit.ir.collector import paused_collector
 from mixjit.ir.core import Block, Operation, Region, Value, get_op_class
 from mixjit.ir.diagnostics import Diagnostic, DiagnosticError
 from mixjit.ir.lexer import Kind, Lexer, Token
@@ -55,6 +56,24 @@ _OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z0-9_$.]+\Z")
 _INT_TYPE = re.compile(r"(si|ui|i)([0-9]+)\Z")
 _FLOAT_KINDS = ("f16", "bf16", "f32", "f64")
 _SEPARATOR = re.compile(r"[ \t]*// -----[ \t\r]*\Z")
+# Fast paths for the two most token-heavy parts of an op as the printer writes them. A match
+# is only a shortcut: the signature cache holds texts the full parser has parsed to exactly
+# that extent, and the location pattern accepts only what parse_location reads the same way.
+_SIG_ATOM = r"[A-Za-z0-9_.!]+(?:<[^<>()\n\"/]*>)?"
+_SIG_LIST = rf"\((?:{_SIG_ATOM}(?:, {_SIG_ATOM})*)?\)"
+_SIMPLE_SIGNATURE = re.compile(rf"{_SIG_LIST} -> (?:{_SIG_ATOM}|{_SIG_LIST})")
+_VALUE_NAME = r"%(?:[0-9]+|[A-Za-z_$.\-][A-Za-z0-9_$.\-]*)"  # the lexer's PERCENT_ID
+_SIMPLE_OPERANDS = re.compile(rf"\((?:{_VALUE_NAME}(?:, {_VALUE_NAME})*)?\)")
+_VALUE_NAME_RE = re.compile(_VALUE_NAME)
+_SIMPLE_LOCATION = re.compile(r'loc\("([^"\\\n]*)":([0-9]{1,18}):([0-9]{1,18})\)')
+#: extra nesting levels a signature matching _SIMPLE_SIGNATURE can take (function, <...>)
+_SIGNATURE_NESTING = 2
+# No strings, brackets, parentheses or comments, and <...> only one level deep (array<i32: 1, 0>)
+_SIMPLE_PROPERTIES = re.compile(r'<\{[^{}<>()\[\]"\n/]*(?:<[^{}<>()\[\]"\n/]*>[^{}<>()\[\]"\n/]*)*\}>')
+#: extra nesting levels such properties can take (the dictionary, one <...> type)
+_PROPERTIES_NESTING = 2
+#: bare-word types (i64, f32, index...) by spelling; types are immutable, so one object serves
+_WORD_TYPES: dict[str, Type] = {}
 T = TypeVar("T")
 
 
@@ -111,6 +130,9 @@ class Parser:
         self.tok = self.lexer.next()
         self.depth = 0
         self.scope = _Scope(None, isolated=True)
+        self._signatures: dict[str, Type] = {}  # see parse_signature
+        self._op_classes: dict[str, type[Operation] | None] = {}  # op names already checked
+        self._properties: dict[str, dict[str, Attribute]] = {}  # see parse_properties
 
     # -- token helpers ----------------------------------------------------------------------------
     def loc(self, tok: Token) -> Location:
@@ -132,8 +154,17 @@ class Parser:
         self.tok = self.lexer.next()
         return tok
 
+    def skip_to(self, end: int) -> None:
+        """Continue after offset ``end``: the text from the current token up to there was read
+        by a fast path instead of token by token."""
+        start = self.tok.start
+        self.prev = Token(Kind.PUNCT, self.lexer.text[start:end], "", start, end)
+        self.lexer.pos = end
+        self.tok = self.lexer.next()
+
     def at(self, symbol: str) -> bool:
-        return self.tok.is_punct(symbol)
+        # only a punctuation token's text is punctuation (strings keep their quotes, ids their sigil)
+        return self.tok.text == symbol
 
     def accept(self, symbol: str) -> bool:
         if self.at(symbol):
@@ -211,23 +242,22 @@ class Parser:
             )
         name_tok = self.expect_kind(Kind.STRING, "an operation name in quotes")
         name = name_tok.value
-        if not _OP_NAME.match(name):
-            raise self.error(f"invalid operation name '{name}' (expected \"dialect.op\")", name_tok)
-        cls = get_op_class(name)
-        if cls is None and not self.allow_unregistered:
-            raise self.error(f"unknown operation '{name}'", name_tok)
-        self.expect("(", "to start the operand list")
-        operand_toks = self.comma_list(")", lambda: self.expect_kind(Kind.PERCENT_ID, "an operand"), "in operand list")
+        if name in self._op_classes:
+            cls = self._op_classes[name]
+        else:
+            if not _OP_NAME.match(name):
+                raise self.error(f"invalid operation name '{name}' (expected \"dialect.op\")", name_tok)
+            cls = get_op_class(name)
+            if cls is None and not self.allow_unregistered:
+                raise self.error(f"unknown operation '{name}'", name_tok)
+            self._op_classes[name] = cls
+        operand_toks = self.parse_operand_list()
         successors: list[Block] = []
         if self.accept("["):
             successors = self.comma_list("]", self.parse_successor, "in successor list")
         properties: dict[str, Attribute] = {}
         if self.at("<"):
-            self.advance()
-            self.expect("{", "to start the properties (<{...}>)")
-            with self.nested():
-                properties = self.parse_dict_body()
-            self.expect(">", "to close the properties (<{...}>)")
+            properties = self.parse_properties()
         regions: list[Region] = []
         if self.accept("("):
             isolated = cls is not None and cls.has_trait(IsolatedFromAbove)
@@ -238,7 +268,7 @@ class Parser:
                 attributes = self.parse_dict_body()
         self.expect(":", "before the operation's type signature")
         sig_tok = self.tok
-        signature = self.parse_type()
+        signature = self.parse_signature()
         if not isinstance(signature, FunctionType):
             raise self.error(f"expected a function type (inputs) -> results, got '{signature}'", sig_tok)
         loc = self.parse_location() if self.tok.kind is Kind.BARE_ID and self.tok.value == "loc" else UnknownLoc
@@ -265,7 +295,58 @@ class Parser:
             self.define_value(tok, value)
         return op
 
+    def parse_operand_list(self) -> list[Token]:
+        """``(%a, %b)``: the operand name tokens. The printer's spelling is read in one match."""
+        m = _SIMPLE_OPERANDS.match(self.lexer.text, self.tok.start) if self.at("(") else None
+        if m is None:
+            self.expect("(", "to start the operand list")
+            return self.comma_list(")", lambda: self.expect_kind(Kind.PERCENT_ID, "an operand"), "in operand list")
+        toks = [
+            Token(Kind.PERCENT_ID, v.group(), v.group()[1:], v.start(), v.end())
+            for v in _VALUE_NAME_RE.finditer(self.lexer.text, m.start(), m.end())
+        ]
+        self.skip_to(m.end())
+        return toks
+
+    def parse_properties(self) -> dict[str, Attribute]:
+        """``<{k = v, ...}>``. Like signatures, property texts repeat (``value = 0 : i64``,
+        segment sizes), so one already parsed in this input is looked up (and copied: each op
+        owns its dictionary; the attributes themselves are immutable)."""
+        m = _SIMPLE_PROPERTIES.match(self.lexer.text, self.tok.start)
+        if m is not None:
+            cached = self._properties.get(m.group())
+            if cached is not None and self.depth + _PROPERTIES_NESTING <= MAX_NESTING:
+                self.skip_to(m.end())
+                return dict(cached)
+        self.advance()
+        self.expect("{", "to start the properties (<{...}>)")
+        with self.nested():
+            properties = self.parse_dict_body()
+        self.expect(">", "to close the properties (<{...}>)")
+        if m is not None and self.prev is not None and self.prev.end == m.end():
+            self._properties[m.group()] = dict(properties)
+        return properties
+
+    def parse_signature(self) -> Type:
+        """The type after an op's ``:``. Dumps repeat a few signatures thousands of times, so a
+        signature text already parsed in this input is looked up instead of parsed again."""
+        m = _SIMPLE_SIGNATURE.match(self.lexer.text, self.tok.start) if self.at("(") else None
+        if m is None:
+            return self.parse_type()
+        cached = self._signatures.get(m.group())
+        if cached is not None and self.depth + _SIGNATURE_NESTING <= MAX_NESTING:
+            self.skip_to(m.end())
+            return cached
+        signature = self.parse_type()
+        if self.prev is not None and self.prev.end == m.end():
+            self._signatures[m.group()] = signature
+        return signature
+
     def parse_location(self) -> Location:
+        m = _SIMPLE_LOCATION.match(self.lexer.text, self.tok.start)
+        if m is not None:
+            self.skip_to(m.end())
+            return Location(m.group(1), int(m.group(2)), int(m.group(3)))
         self.advance()  # 'loc'
         self.expect("(", "after 'loc'")
         if self.tok.kind is Kind.BARE_ID and self.tok.value == "unknown":
@@ -409,18 +490,21 @@ class Parser:
             raise self.error(f"expected a type, got {tok.describe()}")
         self.advance()
         word = tok.value
+        known = _WORD_TYPES.get(word)
+        if known is not None:
+            return known
         m = _INT_TYPE.match(word)
         if m:
             if len(m.group(2)) > 6:
                 raise self.error(f"integer type width too large in '{word}'", tok)
             signedness = {"i": "signless", "si": "signed", "ui": "unsigned"}[m.group(1)]
-            return self.build(tok, IntegerType, int(m.group(2)), signedness)
+            return _WORD_TYPES.setdefault(word, self.build(tok, IntegerType, int(m.group(2)), signedness))
         if word in _FLOAT_KINDS:
-            return FloatType(word)
+            return _WORD_TYPES.setdefault(word, FloatType(word))
         if word == "index":
-            return IndexType()
+            return _WORD_TYPES.setdefault(word, IndexType())
         if word == "none":
-            return NoneType()
+            return _WORD_TYPES.setdefault(word, NoneType())
         if word in ("tuple", "complex"):
             self.expect("<", f"after '{word}'")
             with self.nested():
@@ -594,7 +678,8 @@ def parse_module(
     result. Raises DiagnosticError only."""
     parser = Parser(text, filename, first_line, allow_unregistered)
     try:
-        module = parser.parse_module()
+        with paused_collector():  # everything the parser allocates stays alive (ir/collector.py)
+            module = parser.parse_module()
     except RecursionError:  # last resort; MAX_NESTING should make this unreachable
         raise parser.error("nesting too deep for the parser") from None
     if verify:

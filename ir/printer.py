@@ -52,6 +52,9 @@ class _Namespace:
         self.names: dict[Value, str] = {}
         self.used: set[str] = set()
         self.next_number = 0
+        #: per hint, the suffix to try next: names are never freed, so every smaller suffix is
+        #: taken, and thousands of values hinted ``%x`` cost one probe each, not one per earlier ``%x``
+        self.next_suffix: dict[str, int] = {}
 
     def assign(self, value: Value) -> str:
         name = self.names.get(value)
@@ -64,10 +67,13 @@ class _Namespace:
             name = str(self.next_number)
             self.next_number += 1
         else:
-            name, k = base, 1
-            while name in self.used:
+            name, k = base, self.next_suffix.get(base, 1)
+            if name in self.used:
                 name = f"{base}_{k}"
-                k += 1
+                while name in self.used:
+                    k += 1
+                    name = f"{base}_{k}"
+                self.next_suffix[base] = k + 1
         self.used.add(name)
         self.names[value] = name
         return name

@@ -56,7 +56,12 @@ class PatternRewriter:
 
     def __init__(self) -> None:
         self.changed = False
+        #: ops that were inserted or changed: the driver revisits them and their users
         self.touched: list[Operation] = []
+        #: producers of an erased op's operands (they may have become dead): revisited alone,
+        #: not with their users, so erasing each of a shared constant's thousand users does
+        #: not requeue the other users every time
+        self.revisit: list[Operation] = []
         self.erased: list[Operation] = []
 
     def _touch(self, op: Operation) -> None:
@@ -64,8 +69,8 @@ class PatternRewriter:
         self.touched.append(op)
 
     def _touch_users(self, value: Value) -> None:
-        for user in value.users:
-            self._touch(user)
+        self.changed = True
+        self.touched.extend(use.operation for use in value._uses)
 
     def insert_op_before(self, new_op: Operation, anchor: Operation) -> Operation:
         if anchor.parent is None:
@@ -101,7 +106,7 @@ class PatternRewriter:
         op.erase()
         self.changed = True
         self.erased.append(op)
-        self.touched.extend(p for p in producers if p is not None)
+        self.revisit.extend(p for p in producers if p is not None)
 
     def modify_op(self, op: Operation, change: Callable[[], None]) -> None:
         """Run ``change`` (which edits ``op`` in place: operands, properties) and revisit ``op``."""
@@ -114,10 +119,10 @@ def is_trivially_dead(op: Operation) -> bool:
     and ALLOC, see ``traits.MemoryEffects``) and whose results have no uses: erasing it changes
     nothing observable."""
     return (
-        op.parent is not None
+        not any(r._uses for r in op.results)  # cheapest and most often decisive: first
+        and op.parent is not None
         and not op.has_trait(IsTerminator)
         and MemoryEffects.WRITE not in op.memory_effects()
-        and not any(r.has_uses for r in op.results)
     )
 
 
@@ -163,7 +168,8 @@ def apply_patterns_greedily(
     by_name: dict[str | None, list[RewritePattern]] = {}
     for p in ordered:
         by_name.setdefault(p.root_name, []).append(p)
-    class_patterns: dict[type, list[RewritePattern]] = {}
+    # the patterns offered to an op, by (class, name): benefit order, computed once per kind
+    offered: dict[tuple[type, str], list[RewritePattern]] = {}
     changed_any = False
     for _ in range(max_iterations):
         worklist = [op for op in root.walk(post_order=True) if op is not root]
@@ -180,10 +186,12 @@ def apply_patterns_greedily(
             if erase_dead and is_trivially_dead(op):
                 rewriter.erase_op(op)
             elif not (fold and _try_fold(op, rewriter)):
-                if type(op) not in class_patterns:
-                    class_patterns[type(op)] = sorted(type(op).canonicalization_patterns(), key=lambda p: -p.benefit)
-                candidates = [*by_name.get(op.name, []), *by_name.get(None, []), *class_patterns[type(op)]]
-                for pattern in sorted(candidates, key=lambda p: -p.benefit):
+                kind = (type(op), op.name)
+                candidates = offered.get(kind)
+                if candidates is None:
+                    mine = [*by_name.get(op.name, []), *by_name.get(None, []), *type(op).canonicalization_patterns()]
+                    candidates = offered[kind] = sorted(mine, key=lambda p: -p.benefit)
+                for pattern in candidates:
                     if pattern.match_and_rewrite(op, rewriter):
                         if not rewriter.changed:
                             raise IRError(f"{type(pattern).__name__} reported a change but made none through the rewriter")
@@ -195,10 +203,14 @@ def apply_patterns_greedily(
             if budget < 0:
                 raise IRError("pattern application did not settle (rewrite budget exhausted); patterns undo each other")
             for touched in rewriter.touched:
-                for candidate in (touched, *[u for r in touched.results for u in r.users]):
+                for candidate in (touched, *[use.operation for r in touched.results for use in r._uses]):
                     if not candidate.erased and id(candidate) not in queued:
                         worklist.append(candidate)
                         queued.add(id(candidate))
+            for candidate in rewriter.revisit:
+                if not candidate.erased and id(candidate) not in queued:
+                    worklist.append(candidate)
+                    queued.add(id(candidate))
         changed_any |= changed
         if not changed:
             return changed_any

@@ -48,6 +48,12 @@ class IntegerType(Type):
             return 0, (1 << self.width) - 1
         return -(1 << (self.width - 1)), (1 << (self.width - 1)) - 1
 
+    def wrap(self, value: int) -> int:
+        """``value`` reduced modulo 2**width into :meth:`value_range` (two's-complement wrap-around,
+        as hardware integer arithmetic of this width and signedness gives)."""
+        lo, _ = self.value_range()
+        return (value - lo) % (1 << self.width) + lo
+
     def __str__(self) -> str:
         return f"{_SIGNEDNESS_PREFIX[self.signedness]}{self.width}"
 

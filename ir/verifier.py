@@ -93,8 +93,8 @@ class _Verifier:
             passed = op.successor_operands(i) if check_operands else None
             if passed is None:
                 continue
-            label = block_label(block)
             if len(passed) != len(block.args):
+                label = block_label(block)  # O(blocks): only when reporting
                 self.report(
                     op, f"branch to {label} passes {len(passed)} operand(s) but the block has {len(block.args)} argument(s)"
                 )
@@ -102,7 +102,7 @@ class _Verifier:
             for k, (value, arg) in enumerate(zip(passed, block.args)):
                 if value.type != arg.type:
                     self.report(
-                        op, f"branch operand #{k} to {label} has type '{value.type}' but the block argument has '{arg.type}'"
+                        op, f"branch operand #{k} to {block_label(block)} has type '{value.type}' but the block argument has '{arg.type}'"
                     )
 
     def verify_region(self, op: Operation, index: int, region: Region, registered: bool) -> None:
@@ -146,7 +146,7 @@ class _Verifier:
             assert def_op is not None
             if def_op is anchor:
                 return "is a result of the op itself (or of its enclosing op)"
-            if def_block.index_of(def_op) > def_block.index_of(anchor):
+            if anchor.is_before_in_block(def_op):
                 return "does not dominate this use (it is defined later in the block)"
             return None
         assert anchor.parent is not None

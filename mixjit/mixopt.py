@@ -9,14 +9,14 @@ invalid IR, a bad pipeline, a failing pass, mismatched ``--verify-diagnostics``)
 2 for a command-line usage error. Errors are printed to stderr as
 ``file:line:col: error: message`` with the source line and a caret; never a traceback.
 Remarks and warnings that passes emit (detect-gemm's "left to numba") are printed the
-same way, with the line of the Python source they point at when that file is readable;
-they do not change the exit status.
+same way, with the line of the Python source they point at when that file lies under a
+``--source-dir`` (a ``loc()`` in a dump is untrusted: no other file is ever read); they
+do not change the exit status.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -73,6 +73,11 @@ def build_arg_parser() -> argparse.ArgumentParser:
         "--verify-diagnostics", action="store_true",
         help="check the diagnostics (errors, warnings, remarks, notes) against '// expected-<severity> {{...}}' "
         "annotations in the input; exit 0 iff they match",
+    )
+    parser.add_argument(
+        "--source-dir", dest="source_dirs", action="append", default=[], metavar="DIR",
+        help="show source lines for diagnostics located in files under DIR (repeatable); "
+        "without it only lines of the input itself are shown, never of other files a loc() names",
     )
     parser.add_argument("--allow-unregistered-dialect", action="store_true", help="accept ops that no dialect declares (as generic ops)")
     parser.add_argument(
@@ -263,9 +268,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return 1
 
     driver = _Driver(args, passes, filename, stderr)
-    # remarks point into the Python sources (op.loc): read them when they are there
-    input_dir = os.path.dirname(os.path.abspath(args.input)) if args.input != "-" else os.getcwd()
-    sources = SourceManager({filename: text}, read_files=True, search_dirs=[input_dir])
+    # loc()s in the input are untrusted: other files are read only under the --source-dir dirs
+    sources = SourceManager({filename: text}, source_dirs=args.source_dirs)
     ok = True
     outputs = []
     pieces = split_input_file(text) if args.split_input_file else [(text, 1)]

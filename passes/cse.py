@@ -14,7 +14,6 @@ allocate or write are never merged. Scopes do not cross ops that are IsolatedFro
 
 from __future__ import annotations
 
-from collections import ChainMap
 from dataclasses import dataclass
 from typing import Hashable
 
@@ -26,7 +25,37 @@ from mixjit.passes.registry import register_pass
 
 __all__ = ["CommonSubexpressionElimination", "eliminate_common_subexpressions"]
 
-_Scope = ChainMap  # op key -> the first op with that key visible here
+_ABSENT = object()
+
+
+class _ScopedTable:
+    """Op key -> the first op with that key visible here, with scopes that end by undoing
+    the entries made since they began (like MLIR's ScopedHashTable): lookups are O(1) however
+    deep the dominator tree, where a chain of dicts would search every enclosing scope."""
+
+    def __init__(self) -> None:
+        self.entries: dict[Hashable, Operation] = {}
+        self._undo: list[tuple[Hashable, object]] = []
+
+    def get(self, key: Hashable) -> Operation | None:
+        return self.entries.get(key)
+
+    def __setitem__(self, key: Hashable, op: Operation) -> None:
+        self._undo.append((key, self.entries.get(key, _ABSENT)))
+        self.entries[key] = op
+
+    def mark(self) -> int:
+        """The current scope depth, to :meth:`undo_to` when the scope ends."""
+        return len(self._undo)
+
+    def undo_to(self, mark: int) -> None:
+        """Forget every entry made since ``mark``."""
+        while len(self._undo) > mark:
+            key, previous = self._undo.pop()
+            if previous is _ABSENT:
+                del self.entries[key]
+            else:
+                self.entries[key] = previous  # type: ignore[assignment]
 
 
 def _key(op: Operation) -> Hashable | None:
@@ -47,15 +76,29 @@ class _CSE:
         self.dominance = DominanceInfo()
         self.changed = False
 
-    def region(self, region: Region, scope: _Scope) -> None:
+    def region(self, region: Region, table: _ScopedTable) -> None:
+        """Visit the blocks in a depth-first walk of the dominator tree, each block seeing the
+        entries of the blocks that dominate it (and of the enclosing regions)."""
         idoms = self.dominance.idoms(region)
+        entry = region.entry
+        if entry is None or entry not in idoms:
+            return
         children: dict[Block, list[Block]] = {}
         for block in region.blocks:  # region order keeps the walk deterministic
             parent = idoms.get(block)
             if parent is not None and parent is not block:
                 children.setdefault(parent, []).append(block)
-        if region.entry is not None and region.entry in idoms:
-            self.block_tree(region.entry, children, scope)
+        stack: list[tuple[Block, bool]] = [(entry, False)]
+        marks: list[int] = []
+        while stack:
+            block, leaving = stack.pop()
+            if leaving:
+                table.undo_to(marks.pop())
+                continue
+            marks.append(table.mark())
+            self.block(block, table)
+            stack.append((block, True))
+            stack.extend((child, False) for child in reversed(children.get(block, [])))
 
     def replace(self, op: Operation, existing: Operation) -> None:
         for old, new in zip(op.results, existing.results):
@@ -63,21 +106,13 @@ class _CSE:
         op.erase()
         self.changed = True
 
-    def block_tree(self, root: Block, children: dict[Block, list[Block]], scope: _Scope) -> None:
-        stack = [(root, scope)]
-        while stack:
-            block, outer = stack.pop()
-            inner = outer.new_child()
-            self.block(block, inner)
-            stack.extend((child, inner) for child in reversed(children.get(block, [])))
-
-    def block(self, block: Block, scope: _Scope) -> None:
+    def block(self, block: Block, table: _ScopedTable) -> None:
         loads: dict[Hashable, Operation] = {}  # READ-only ops since the last op that may write
         for op in block.ops:
             effects = op.memory_effects()
             key = _key(op) if effects in (MemoryEffects.NONE, MemoryEffects.READ) else None
             if key is not None:
-                visible = scope if effects == MemoryEffects.NONE else loads
+                visible = table if effects == MemoryEffects.NONE else loads
                 existing = visible.get(key)
                 if existing is not None:
                     self.replace(op, existing)
@@ -85,13 +120,19 @@ class _CSE:
                 visible[key] = op
             elif _may_write(op):
                 loads.clear()
-            nested = _Scope() if op.has_trait(IsolatedFromAbove) else scope  # loads stay per block
+            if not op.regions:
+                continue
+            inner = _ScopedTable() if op.has_trait(IsolatedFromAbove) else table  # loads stay per block
             for region in op.regions:
-                self.region(region, nested.new_child())
+                mark = inner.mark()
+                self.region(region, inner)
+                inner.undo_to(mark)
 
 
 def _may_write(op: Operation) -> bool:
     """``op``, or an op nested in it, may write memory."""
+    if not op.regions:
+        return MemoryEffects.WRITE in op.memory_effects()
     return any(MemoryEffects.WRITE in o.memory_effects() for o in op.walk())
 
 
@@ -99,7 +140,7 @@ def eliminate_common_subexpressions(root: Operation) -> bool:
     """Run CSE on everything nested in ``root``; True if any op was replaced."""
     cse = _CSE()
     for region in root.regions:
-        cse.region(region, _Scope())
+        cse.region(region, _ScopedTable())
     return cse.changed
 
 

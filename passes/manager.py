@@ -6,6 +6,10 @@ manager knows nothing else. As in MLIR, ``before_pass`` hooks run in registratio
 order and ``after_pass`` / ``after_failure`` hooks in reverse order, so an
 instrumentation added last (timing) wraps the pass most tightly.
 
+Each pass runs with Python's cyclic garbage collector paused (``mixjit.ir.collector``):
+on large IR its scans of the live op graph cost a third of a pass's time; the ops a pass
+erased are collected once it resumes.
+
 A pass that raises, or whose ``after_pass`` hooks raise (e.g. the verifier), stops
 the pipeline with a ``PassFailure`` naming the pass and the passes that ran before it.
 
@@ -19,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from mixjit.ir.collector import paused_collector
 from mixjit.ir.diagnostics import Diagnostic
 from mixjit.passes.pass_base import ModulePass, PassContext
 
@@ -91,7 +96,8 @@ class PassManager:
             for inst in self.instrumentations:
                 inst.before_pass(pass_, module)
             try:
-                pass_.run(module, context)
+                with paused_collector():  # see mixjit.ir.collector: a third faster on large IR
+                    pass_.run(module, context)
                 for inst in reversed(self.instrumentations):
                     inst.after_pass(pass_, module)
             except Exception as error:  # any failure becomes a located diagnostic

@@ -205,22 +205,34 @@ class Remarks(ModulePass):
         context.remark("not there", Location("gone.py", 9, 1))
 
 
+@dataclass(frozen=True)
+class LocRemarks(ModulePass):
+    """Test only: a remark at the ``loc(...)`` of every op that has one (as detect-gemm does)."""
+
+    name = "loc-remarks"
+
+    def run(self, module, context: PassContext) -> None:
+        for op in module.walk():
+            if op.loc.is_known:
+                context.remark(f"at {op.name}", op.loc)
+
+
 @pytest.fixture
 def test_passes(monkeypatch):
     all_passes()  # load the real passes first
-    for cls in (BreakIR, Crash, Remarks):
+    for cls in (BreakIR, Crash, Remarks, LocRemarks):
         monkeypatch.setitem(registry._REGISTRY, cls.name, cls)
 
 
 def test_remarks_and_warnings_are_printed_with_source_lines_and_do_not_fail(program, test_passes):
     (program.parent / "helper.py").write_text("def f(a):\n    x = a @ a\n")
-    code, out, err = run([str(program), "-p", "remarks,dce"])
+    code, out, err = run([str(program), "-p", "remarks,dce", "--source-dir", str(program.parent)])
     assert code == 0 and "func.func" in out
     assert err.splitlines() == [
         f"{program}:1:1: warning: look here",
         PROGRAM.splitlines()[0],
         "^",
-        "helper.py:2:7: remark: in the source",  # found next to the input file
+        "helper.py:2:7: remark: in the source",  # found under --source-dir
         "    x = a @ a",
         "      ^",
         "helper.py:1:1: note: why",
@@ -228,6 +240,66 @@ def test_remarks_and_warnings_are_printed_with_source_lines_and_do_not_fail(prog
         "^",
         "gone.py:9:1: remark: not there",  # unreadable source: no source line, no caret
     ]
+
+
+SECRET = "the-secret-line-that-must-not-leak"
+
+
+def dump_pointing_at(*files: str) -> str:
+    """A dump whose ops carry ``loc()``s naming ``files`` (as an attacker's dump may)."""
+    ops = "".join(f'"test.op"() : () -> () loc("{f}":1:1)\n' for f in files)
+    return ops
+
+
+@pytest.fixture
+def secret_layout(tmp_path: Path) -> tuple[Path, Path]:
+    """``tmp/secret.txt`` (outside) and ``tmp/src/`` holding ``dump.mix`` and ``ok.py``."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET + "\n")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "ok.py").write_text("visible_source_line\n")
+    (src / "link.py").symlink_to(secret)
+    return secret, src
+
+
+def test_a_loc_naming_a_file_outside_the_input_never_shows_its_content(secret_layout, test_passes):
+    secret, src = secret_layout
+    dump = src / "dump.mix"
+    names = [str(secret), "../secret.txt", "secret.txt", "src/../secret.txt", "link.py", "ok.py", "/etc/passwd"]
+    dump.write_text(dump_pointing_at(*names))
+    code, _, err = run([str(dump), "-p", "loc-remarks"])
+    assert code == 0
+    assert SECRET not in err and "visible_source_line" not in err and "root:" not in err
+    assert [line for line in err.splitlines() if "remark" not in line] == []  # no source line at all
+    # with --source-dir, files under it are shown, and still nothing outside it
+    code, _, err = run([str(dump), "-p", "loc-remarks", "--source-dir", str(src)])
+    assert code == 0
+    assert SECRET not in err and "root:" not in err
+    assert err.count("visible_source_line") == 1 and "ok.py:1:1: remark: at test.op\nvisible_source_line\n^" in err
+
+
+def test_source_dir_shows_files_by_absolute_path_and_is_repeatable(secret_layout, test_passes):
+    secret, src = secret_layout
+    dump = src / "dump.mix"
+    dump.write_text(dump_pointing_at(str(src / "ok.py"), str(secret)))
+    code, _, err = run([str(dump), "-p", "loc-remarks", "--source-dir", str(src)])
+    assert code == 0 and "visible_source_line" in err and SECRET not in err
+    code, _, err = run([str(dump), "-p", "loc-remarks", "--source-dir", str(src), "--source-dir", str(secret.parent)])
+    assert code == 0 and "visible_source_line" in err and SECRET in err
+
+
+def test_the_input_itself_is_shown_without_source_dir(tmp_path, test_passes):
+    dump = tmp_path / "self.mix"
+    dump.write_text(dump_pointing_at(str(dump)))
+    code, _, err = run([str(dump), "-p", "loc-remarks"])
+    assert code == 0 and err.splitlines()[1] == dump.read_text().splitlines()[0]
+
+
+def test_help_documents_source_dir():
+    from mixjit.mixopt import build_arg_parser
+
+    assert "--source-dir DIR" in build_arg_parser().format_help()
 
 
 def test_remarks_before_a_failing_pass_are_printed(program, test_passes):

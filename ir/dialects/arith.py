@@ -85,9 +85,9 @@ class _Binary(Operation):
         a, b = constant_value(self.lhs), constant_value(self.rhs)
         t = self.out.type
         if isinstance(a, IntegerAttr) and isinstance(b, IntegerAttr) and a.type == b.type == t:
-            bits = 64 if isinstance(t, IndexType) else t.width
-            mask = (1 << bits) - 1
-            return IntegerAttr(self._compute(a.value, b.value) & mask, t) if isinstance(t, IntegerType) else None
+            # Wrap modulo 2**width into the type's range (si8: -3 + -3 -> -6, 100 + 100 -> -56;
+            # ui8: 3 - 5 -> 254). Index folds are left to run time: its width is the target's.
+            return IntegerAttr(t.wrap(self._compute(a.value, b.value)), t) if isinstance(t, IntegerType) else None
         if isinstance(a, FloatAttr) and isinstance(b, FloatAttr) and a.type == b.type == t:
             try:
                 return FloatAttr(self._compute(a.value, b.value), t)

@@ -212,3 +212,46 @@ def test_identity_folds_respect_commutativity():
     results = list(ret.operands)
     assert results[0] is x and results[2] is x and results[3] is x
     assert results[1] is not x and results[1].owner.name == "arith.subi"
+
+
+class GcProbe(PassInstrumentation):
+    """Records whether the cyclic collector runs while the pass itself runs."""
+
+    def __init__(self) -> None:
+        self.seen: list[bool] = []
+
+    def before_pass(self, pass_, module):
+        import gc
+
+        self.seen.append(gc.isenabled())
+
+
+def test_passes_run_with_the_collector_paused_and_it_is_restored_even_on_failure():
+    import gc
+
+    from dataclasses import dataclass
+
+    from mixjit.passes.pass_base import ModulePass
+
+    @dataclass(frozen=True)
+    class Probe(ModulePass):
+        name = "probe"
+
+        def apply(self, module) -> None:
+            module.log.append(gc.isenabled())
+
+    assert gc.isenabled()
+    module = FakeModule()
+    probe = GcProbe()
+    PassManager([Probe(), Probe()], [probe]).run(module)
+    assert module.log == [False, False]  # paused inside each pass
+    assert probe.seen == [True, True] and gc.isenabled()  # not around the hooks, and back on after
+    with pytest.raises(PassFailure):
+        PassManager([Boom()]).run(FakeModule())
+    assert gc.isenabled()
+    gc.disable()
+    try:  # a caller that turned it off keeps it off
+        PassManager([Probe()]).run(module)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
