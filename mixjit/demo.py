@@ -192,7 +192,7 @@ def mixopt_step(case: Case, out_dir: Path) -> tuple[int, str, Path]:
     from mixjit.ir.parser import parse_module
 
     dump = case.fn.dump(out_dir / f"{case.name}.mix", *case.fn.signatures[0], raw=True)  # mixopt detects
-    argv = [str(dump), "-p", PIPELINE, "--print-ir-after-all", "--timing"]
+    argv = [str(dump), "-p", PIPELINE, "--print-ir-after-all", "--timing", "--source-dir", str(EXAMPLES)]
     result, log = io.StringIO(), io.StringIO()
     status = mixopt.main(argv, stdout=result, stderr=log)
     path = out_dir / f"{case.name}.mixopt.txt"
