@@ -116,3 +116,26 @@ def test_error_shrinks_with_moduli_and_reaches_the_native_level(dtype, native_to
     errs = [np.linalg.norm(OZ.run(a, b, Ozaki2Config(n)) - exact) / np.linalg.norm(exact) for n in (*family, top)]
     assert all(e2 < e1 / 4 for e1, e2 in zip(errs[:-1], errs[1:-1])), errs
     assert errs[-1] <= native and errs[-1] < 8 * native_tol, (errs, native)
+
+
+def test_compiled_callers_can_call_the_executor():
+    # what the @mixjit run-time entry will do: call ozaki2_gemm from compiled code on
+    # strided views, with the config words read from an int64 table
+    import numba
+
+    @numba.njit(nogil=True)
+    def site(a, b, c, table):
+        params = np.empty(ex.N_WORDS, np.int64)
+        for w in range(ex.N_WORDS):
+            params[w] = table[w]
+        stats = np.empty(ex.N_STATS, np.int64)
+        return ex.ozaki2_gemm(a[::2, :], b[:, 1:], c, params, stats)
+
+    rng = np.random.default_rng(8)
+    for dtype in (np.float32, np.float64):
+        a = rng.standard_normal((10, 17)).astype(dtype)
+        b = rng.standard_normal((17, 6)).astype(dtype)
+        c = np.empty((5, 5), dtype=dtype)
+        cfg = OZ.parse_config("moduli=9,kblock=5")
+        assert site(a, b, c, np.array(cfg.words(), dtype=np.int64)) == 0
+        np.testing.assert_array_equal(c, OZ.run(np.ascontiguousarray(a[::2]), np.ascontiguousarray(b[:, 1:]), cfg))
