@@ -7,10 +7,11 @@ Semantics: docs/numerics.md, section "ozaki2". In short, with N moduli
 or at 256) and ``P = p_1 ... p_N``:
 
 1. every row i of A gets a power-of-two scale ``2^s_i`` and every column j of B a
-   scale ``2^t_j``, chosen from the row's/column's exponents (GEMMul8's "fast
-   mode": a Cauchy-Schwarz bound on the 2-norm) so that the integer vectors
-   ``a'_i = trunc(a_i * 2^s_i)`` and ``b'_j = trunc(b_j * 2^t_j)`` satisfy
-   ``||a'_i|| * ||b'_j|| < 2^G <= P/2`` with ``G = floor(log2 P) - 1``;
+   scale ``2^t_j`` so that the integer vectors ``a'_i = trunc(a_i * 2^s_i)`` and
+   ``b'_j = trunc(b_j * 2^t_j)`` have ``|a'_i . b'_j| < 2^G <= P/2`` with
+   ``G = floor(log2 P) - 1``: GEMMul8's fast mode (a Cauchy-Schwarz bound from the
+   row's exponents) or its accurate mode (one more exact GEMM, of 6-bit upper
+   bounds of |A| and |B|, bounds sum_k |a_ik||b_kj| for every pair);
 2. the residues of ``a'`` and ``b'`` modulo each ``p_l`` (symmetric, in
    [-128, 127]: INT8) are multiplied exactly: on the CPU as float64 GEMMs (every
    partial sum is an integer of magnitude <= K_block * 128^2 <= 2^53, so any
@@ -74,13 +75,17 @@ MAX_K = 1 << 30
 # ---- the config as int64 words (written by Ozaki2Config.words) -----------------
 W_MODULI = 0  # number of moduli N, 1..MAX_MODULI
 W_KBLOCK = 1  # K block of the exact residue GEMMs, 1..MAX_KBLOCK
-N_WORDS = 2
+W_MODE = 2  # MODE_FAST | MODE_ACCURATE: how the scaling bounds the integer products
+N_WORDS = 3
+MODE_FAST = 0
+MODE_ACCURATE = 1
 
 # ---- what a call did (the stats array) ---------------------------------------
 STAT_NONFINITE = 0  # outputs set by the non-finite rule
 STAT_KBLOCKS = 1  # K blocks of the residue GEMMs
 STAT_RESIDUE_GEMMS = 2  # float64 residue GEMMs run (moduli x K blocks)
-N_STATS = 3
+STAT_BOUND_GEMMS = 3  # accurate mode's bound GEMM of the leading bits (0 or 1)
+N_STATS = 4
 
 # ---- status codes ----------------------------------------------------------
 OK = 0
@@ -88,7 +93,8 @@ ERR_PARAMS = 1
 ERR_SHAPE = 2
 ERR_K_TOO_LONG = 3
 STATUS_MESSAGES: dict[int, str] = {
-    ERR_PARAMS: f"the config words are invalid (moduli must be 1..{MAX_MODULI}, the K block 1..2^39); "
+    ERR_PARAMS: f"the config words are invalid (moduli must be 1..{MAX_MODULI}, the K block 1..2^39, "
+    "the mode 0 (fast) or 1 (accurate)); "
     "encode configs with Ozaki2Config.words()",
     ERR_SHAPE: "shapes or dtypes do not match: A is m x k, B must be k x n and C m x n, all of one dtype",
     ERR_K_TOO_LONG: f"K is longer than {MAX_K} (the scaling's fixed-point norm bound would overflow int64); "
@@ -127,6 +133,10 @@ _POW2_LEN = 64  # t in 2^t of a scaled integer's mantissa (|a'| < 2^78: t < 26)
 _G, _INV, _POW2, _HALF, _P = _tables()
 #: fixed point of the norm bound: each |x|^2 < 4^(e+1) counts 2^(32 - 2d) units (d = E - e)
 _FIX = 32
+#: accurate mode: bits of the leading upper bounds u = ceil(|x| 2^(5-E)) <= 64 (GEMMul8's "6-bit")
+_LEAD_BITS = 6
+#: E of a row without finite nonzero elements
+NO_TOP = -(1 << 20)
 
 
 def scale_bits(n_moduli: int) -> int:
@@ -142,7 +152,11 @@ def scale_bits(n_moduli: int) -> int:
 def _params_ok(params) -> bool:
     if params.shape[0] < N_WORDS:
         return False
-    return 1 <= params[W_MODULI] <= MAX_MODULI and 1 <= params[W_KBLOCK] <= MAX_KBLOCK
+    return (
+        1 <= params[W_MODULI] <= MAX_MODULI
+        and 1 <= params[W_KBLOCK] <= MAX_KBLOCK
+        and 0 <= params[W_MODE] <= MODE_ACCURATE
+    )
 
 
 # ------------------------------------------------------------------- step 1
@@ -155,41 +169,119 @@ def _exponent(x: float) -> int:
 
 
 @cached_njit(nogil=True)
-def _scale(x, transpose: bool, g: int):
-    """Scale of each row of ``x`` (each column when ``transpose``): the shift s with
-    ||trunc(x_row * 2^s)||^2 < 2^g, and the scaled integers (row form, float64,
-    exact), plus a per-row flag for inf/NaN. Non-finite elements count as 0."""
+def _get(x, i: int, k: int, transpose: bool) -> float:
+    """Element k of row i of the row form of ``x`` (``x.T`` when ``transpose``)."""
+    return np.float64(x[k, i] if transpose else x[i, k])
+
+
+@cached_njit(nogil=True)
+def _row_tops(x, transpose: bool):
+    """Per row (column when ``transpose``): E = max e over its finite nonzero elements
+    (NO_TOP when there is none) and whether it holds an inf/NaN."""
     r = x.shape[1] if transpose else x.shape[0]
     kk = x.shape[0] if transpose else x.shape[1]
-    shift = np.zeros(r, dtype=np.int64)
+    top = np.full(r, NO_TOP, dtype=np.int64)
     bad = np.zeros(r, dtype=np.bool_)
-    out = np.zeros((r, kk))
     for i in range(r):
-        top = -(1 << 20)
         for k in range(kk):
-            v = np.float64(x[k, i] if transpose else x[i, k])
+            v = _get(x, i, k, transpose)
             if not math.isfinite(v):
                 bad[i] = True
             elif v != 0.0:
-                top = max(top, _exponent(v))
-        if top == -(1 << 20):
-            continue  # no finite nonzero element: the row's integers are all 0
-        w_units = np.int64(0)  # sum of 4^(e+1-(top+1)) in units of 2^-_FIX, rounded up
+                top[i] = max(top[i], _exponent(v))
+    return top, bad
+
+
+@cached_njit(nogil=True)
+def _bit_length(v: int) -> int:
+    """The smallest w >= 0 with v < 2^w (v >= 0)."""
+    w = 0
+    while w < 63 and (np.int64(1) << w) <= v:
+        w += 1
+    return w
+
+
+@cached_njit(nogil=True)
+def _fast_shifts(x, transpose: bool, top, g: int):
+    """Fast mode: s = floor((g + 32 - w)/2) - E - 1, w the smallest integer with
+    W <= 2^w, W = sum over finite nonzeros of 2^(32 - 2d) (1 when 2d > 32), d = E - e:
+    then ||trunc(x_row * 2^s)||^2 < 2^g."""
+    r = top.shape[0]
+    kk = x.shape[0] if transpose else x.shape[1]
+    shift = np.zeros(r, dtype=np.int64)
+    for i in range(r):
+        if top[i] == NO_TOP:
+            continue
+        units = np.int64(0)
         for k in range(kk):
-            v = np.float64(x[k, i] if transpose else x[i, k])
+            v = _get(x, i, k, transpose)
             if v != 0.0 and math.isfinite(v):
-                d = top - _exponent(v)
-                w_units += np.int64(1) << (_FIX - 2 * d) if 2 * d <= _FIX else np.int64(1)
-        w = 0  # smallest w with w_units <= 2^w
-        while (np.int64(1) << w) < w_units:
-            w += 1
-        s = (g + _FIX - w) // 2 - top - 1
-        shift[i] = s
+                d = top[i] - _exponent(v)
+                units += np.int64(1) << (_FIX - 2 * d) if 2 * d <= _FIX else np.int64(1)
+        shift[i] = (g + _FIX - _bit_length(units - 1)) // 2 - top[i] - 1
+    return shift
+
+
+@cached_njit(nogil=True)
+def _leading(x, transpose: bool, top):
+    """Accurate mode, first pass: u = ceil(|x| * 2^(5 - E)) in [1, 64] for finite
+    nonzero x (0 otherwise), as a row-form float64 matrix (transposed to K x rows
+    when ``transpose``, ready for the bound GEMM)."""
+    r = top.shape[0]
+    kk = x.shape[0] if transpose else x.shape[1]
+    out = np.zeros((kk, r)) if transpose else np.zeros((r, kk))
+    for i in range(r):
+        if top[i] == NO_TOP:
+            continue
         for k in range(kk):
-            v = np.float64(x[k, i] if transpose else x[i, k])
+            v = _get(x, i, k, transpose)
             if v != 0.0 and math.isfinite(v):
-                out[i, k] = np.trunc(math.ldexp(v, s)) + 0.0
-    return shift, bad, out
+                u = max(1.0, math.ceil(math.ldexp(abs(v), _LEAD_BITS - 1 - top[i])))
+                if transpose:
+                    out[k, i] = u
+                else:
+                    out[i, k] = u
+    return out
+
+
+@cached_njit(nogil=True)
+def _accurate_shifts(a, b, atop, btop, g: int, stats):
+    """Accurate mode (GEMMul8's): V = U_A U_B (one more exact GEMM, of the leading
+    6-bit upper bounds) bounds sum_k |a_ik||b_kj| * 2^(5-E_i) * 2^(5-E'_j) by V_ij;
+    with R_i = max_j V_ij, Q_j = max_i V_ij and r = bit_length(R), the shifts
+    s_i = 5 - E_i + floor((g - r_i)/2) (likewise t_j) give sum |a'||b'| < 2^g."""
+    v = np.dot(_leading(a, False, atop), _leading(b, True, btop))  # exact: K * 64^2 < 2^53
+    stats[STAT_BOUND_GEMMS] += 1
+    m, n = v.shape
+    sa = np.zeros(m, dtype=np.int64)
+    sb = np.zeros(n, dtype=np.int64)
+    for i in range(m):
+        if atop[i] != NO_TOP:
+            big = 0.0
+            for j in range(n):
+                big = max(big, v[i, j])
+            sa[i] = _LEAD_BITS - 1 - atop[i] + (g - _bit_length(np.int64(big))) // 2
+    for j in range(n):
+        if btop[j] != NO_TOP:
+            big = 0.0
+            for i in range(m):
+                big = max(big, v[i, j])
+            sb[j] = _LEAD_BITS - 1 - btop[j] + (g - _bit_length(np.int64(big))) // 2
+    return sa, sb
+
+
+@cached_njit(nogil=True)
+def _scaled(x, transpose: bool, shift):
+    """Row form of trunc(x * 2^shift_row) (exact float64 integers; 0 for inf/NaN)."""
+    r = shift.shape[0]
+    kk = x.shape[0] if transpose else x.shape[1]
+    out = np.zeros((r, kk))
+    for i in range(r):
+        for k in range(kk):
+            v = _get(x, i, k, transpose)
+            if v != 0.0 and math.isfinite(v):
+                out[i, k] = np.trunc(math.ldexp(v, shift[i])) + 0.0
+    return out
 
 
 # ------------------------------------------------------------------- step 2
@@ -376,8 +468,15 @@ def ozaki2_gemm(a, b, c, params, stats) -> int:
     to32 = c.itemsize == 4
     n_moduli = params[W_MODULI]
     g = _G[n_moduli]
-    sa, abad, xa = _scale(a, False, g)
-    sb, bbad, xb = _scale(b, True, g)
+    atop, abad = _row_tops(a, False)
+    btop, bbad = _row_tops(b, True)
+    if params[W_MODE] == MODE_ACCURATE:
+        sa, sb = _accurate_shifts(a, b, atop, btop, g, stats)
+    else:
+        sa = _fast_shifts(a, False, atop, g)
+        sb = _fast_shifts(b, True, btop, g)
+    xa = _scaled(a, False, sa)
+    xb = _scaled(b, True, sb)
     res = _residue_products(xa, xb, n_moduli, params[W_KBLOCK], stats)
     out = np.empty((m, n))
     digits = np.zeros(MAX_MODULI, dtype=np.int64)
@@ -404,6 +503,7 @@ class ExecStats:
     nonfinite_elements: int
     k_blocks: int
     residue_gemms: int
+    bound_gemms: int
 
 
 def run_ozaki2(a: np.ndarray, b: np.ndarray, params: np.ndarray) -> tuple[np.ndarray, ExecStats]:
@@ -425,4 +525,6 @@ def run_ozaki2(a: np.ndarray, b: np.ndarray, params: np.ndarray) -> tuple[np.nda
     status = ozaki2_gemm(a, b, c, params, stats)
     if status != OK:
         raise ValueError(f"ozaki2: {STATUS_MESSAGES[status]}")
-    return c, ExecStats(int(stats[STAT_NONFINITE]), int(stats[STAT_KBLOCKS]), int(stats[STAT_RESIDUE_GEMMS]))
+    return c, ExecStats(
+        int(stats[STAT_NONFINITE]), int(stats[STAT_KBLOCKS]), int(stats[STAT_RESIDUE_GEMMS]), int(stats[STAT_BOUND_GEMMS])
+    )

@@ -12,9 +12,11 @@ and scaled back with one rounding. Accuracy grows by about 4 bits per modulus
 (ANCHORS.md: 8 moduli beat SGEMM, 14-15 match DGEMM). Semantics: docs/numerics.md,
 section "ozaki2"; executor: runtime/executor_ozaki2.py.
 
-Config labels: ``moduli=N`` (1..20), optionally ``moduli=N,kblock=B`` (the K block
-of the CPU executor's exact float64 residue GEMMs; it never changes the result,
-only how the exact sums are formed, and is left out of the label at its default).
+Config labels: ``moduli=N`` (1..20), optionally ``mode=accurate`` (GEMMul8's
+accurate scaling: one more INT8 GEMM, tighter bounds; default ``fast``) and
+``kblock=B`` (the K block of the CPU executor's exact float64 residue GEMMs; it
+never changes the result, only how the exact sums are formed). Fields at their
+defaults are left out of the label.
 """
 
 from __future__ import annotations
@@ -38,12 +40,15 @@ FP64_MODULI = (20, 18, 16, 15, 14, 13, 12)
 
 @dataclass(frozen=True)
 class Ozaki2Config(Config):
-    """An ozaki2 config: ``moduli`` = N, the number of moduli (= INT8 GEMMs), using
-    the first N of GEMMul8's table; ``kblock``: the K block of the CPU executor's
-    exact float64 residue GEMMs (at most 2^39, where K·128² reaches 2^53)."""
+    """An ozaki2 config: ``moduli`` = N, the number of moduli (= INT8 residue GEMMs),
+    using the first N of GEMMul8's table; ``kblock``: the K block of the CPU
+    executor's exact float64 residue GEMMs (at most 2^39, where K·128² reaches
+    2^53); ``mode``: GEMMul8's scaling, ``fast`` (a Cauchy-Schwarz bound from each
+    row's exponents) or ``accurate`` (one more INT8 GEMM bounds every pair)."""
 
     moduli: int = 14
     kblock: int = ex.MAX_KBLOCK
+    mode: str = "fast"
 
     def __post_init__(self) -> None:
         if not 1 <= self.moduli <= ex.MAX_MODULI:
@@ -53,12 +58,17 @@ class Ozaki2Config(Config):
                 f"ozaki2: kblock={self.kblock} must be in 1..2^39 (a longer block could make a float64 "
                 "residue GEMM inexact)"
             )
+        if self.mode not in ("fast", "accurate"):
+            raise ValueError(f"ozaki2: mode={self.mode!r} must be 'fast' or 'accurate' (GEMMul8's scaling modes)")
 
     @property
     def label(self) -> str:
-        if self.kblock == ex.MAX_KBLOCK:
-            return f"moduli={self.moduli}"
-        return f"moduli={self.moduli},kblock={self.kblock}"
+        parts = [f"moduli={self.moduli}"]
+        if self.mode != "fast":
+            parts.append(f"mode={self.mode}")
+        if self.kblock != ex.MAX_KBLOCK:
+            parts.append(f"kblock={self.kblock}")
+        return ",".join(parts)
 
     def words(self) -> tuple[int, ...]:
         """The config as int64 words for the compiled executor (and a plan table):
@@ -66,6 +76,7 @@ class Ozaki2Config(Config):
         w = [0] * ex.N_WORDS
         w[ex.W_MODULI] = self.moduli
         w[ex.W_KBLOCK] = self.kblock
+        w[ex.W_MODE] = ex.MODE_ACCURATE if self.mode == "accurate" else ex.MODE_FAST
         return tuple(w)
 
 
@@ -73,18 +84,26 @@ def config_from_words(words: Sequence[int]) -> Ozaki2Config:
     """The config whose :meth:`Ozaki2Config.words` are ``words``."""
     if len(words) < ex.N_WORDS:
         raise ValueError(f"ozaki2: {len(words)} config words, expected {ex.N_WORDS}")
-    return Ozaki2Config(moduli=int(words[ex.W_MODULI]), kblock=int(words[ex.W_KBLOCK]))
+    mode = "accurate" if int(words[ex.W_MODE]) == ex.MODE_ACCURATE else "fast"
+    return Ozaki2Config(moduli=int(words[ex.W_MODULI]), kblock=int(words[ex.W_KBLOCK]), mode=mode)
 
 
 def parse_ozaki2_config(text: str) -> Ozaki2Config:
-    """``moduli=N[,kblock=B]`` -> config; unknown or malformed parts raise ValueError."""
-    values: dict[str, int] = {}
+    """``moduli=N[,mode=fast|accurate][,kblock=B]`` -> config; unknown or malformed
+    parts raise ValueError."""
+    values: dict[str, int | str] = {}
     for item in (s.strip() for s in text.split(",")):
         key, sep, val = (s.strip() for s in item.partition("="))
-        if not sep or key not in ("moduli", "kblock"):
-            raise ValueError(f"ozaki2: bad config part {item!r} in {text!r}; write e.g. 'moduli=8' or 'moduli=14,kblock=4096'")
+        if not sep or key not in ("moduli", "kblock", "mode"):
+            raise ValueError(
+                f"ozaki2: bad config part {item!r} in {text!r}; write e.g. 'moduli=8' or "
+                "'moduli=14,mode=accurate,kblock=4096'"
+            )
         if key in values:
             raise ValueError(f"ozaki2: field {key!r} is given twice in {text!r}")
+        if key == "mode":
+            values[key] = val
+            continue
         try:
             values[key] = int(val)
         except ValueError:
@@ -125,23 +144,29 @@ class Ozaki2(Scheme):
             units=c.size,
             fallback_unit="element",
             fallback_reason="inf/NaN in its row of A or column of B: IEEE propagation" if st.nonfinite_elements else "",
-            extra={"k_blocks": st.k_blocks, "residue_gemms": st.residue_gemms},
+            extra={"k_blocks": st.k_blocks, "residue_gemms": st.residue_gemms, "bound_gemms": st.bound_gemms},
         )
         return c, stats
 
     def products(self, config: Config) -> int:
-        """One INT8 GEMM per modulus."""
-        return self._check(config).moduli
+        """One INT8 GEMM per modulus, plus the accurate mode's bound GEMM."""
+        cfg = self._check(config)
+        return cfg.moduli + (cfg.mode == "accurate")
 
     def work(self, config: Config, m: int, n: int, k: int, dtype: np.dtype | type = np.float32) -> Work:
         """N INT8 GEMMs; memory passes as GEMMul8's fast mode: the scaling reads each
         operand twice (norm and exponent pass, then convert) and writes N INT8
         residue matrices and a 2-byte shift per row/column; each INT8 GEMM writes
         its INT32 product and the CRT epilogue reads all N of them back (writing C
-        is not counted, as for every scheme)."""
+        is not counted, as for every scheme). The accurate mode adds its bound GEMM
+        and its passes: one more read of each operand with a 1-byte write of the
+        leading bits, the INT32 bound matrix written once and read twice (row and
+        column maxima)."""
         cfg = self._check(config)
         nm = cfg.moduli
         in_bytes = np.dtype(dtype).itemsize
         scaling = (2 * in_bytes + nm) * (m * k + k * n) + 2 * (m + n)
         epilogue = 2 * 4 * nm * m * n
-        return Work(ops={"int8": 2.0 * m * n * k * nm}, bytes_moved=float(scaling + epilogue))
+        if cfg.mode == "accurate":
+            scaling += (in_bytes + 1) * (m * k + k * n) + 3 * 4 * m * n
+        return Work(ops={"int8": 2.0 * m * n * k * self.products(cfg)}, bytes_moved=float(scaling + epilogue))

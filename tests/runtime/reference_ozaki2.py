@@ -49,6 +49,36 @@ def shift(values: list[float], n: int) -> int:
     return (g + 32 - w) // 2 - top - 1
 
 
+def top_exponent(values: list[float]) -> int | None:
+    """max e over the finite nonzero values (None when there is none)."""
+    finite = [v for v in values if math.isfinite(v) and v != 0]
+    return max(exponent(v) for v in finite) if finite else None
+
+
+def leading(values: list[float]) -> list[int]:
+    """Accurate mode: u = ceil(|x| * 2^(5 - E)) for finite nonzero x, else 0."""
+    e = top_exponent(values)
+    return [math.ceil(abs(Fraction(v)) * Fraction(2) ** (5 - e)) if math.isfinite(v) and v != 0 else 0
+            for v in values]
+
+
+def accurate_shifts(rows: list[list[float]], cols: list[list[float]], n: int) -> tuple[list[int], list[int]]:
+    """Accurate-mode shifts of the rows of A and the columns of B (the bound GEMM
+    V = U_A U_B, row and column maxima R, Q, s = 5 - E + floor((G - bitlen(R))/2))."""
+    g = modulus_product(n).bit_length() - 2
+    ua = [leading(r) for r in rows]
+    ub = [leading(c) for c in cols]
+    v = [[sum(x * y for x, y in zip(ra, cb)) for cb in ub] for ra in ua]
+
+    def shift_of(values: list[float], bound: int) -> int:
+        e = top_exponent(values)
+        return 0 if e is None else 5 - e + (g - bound.bit_length()) // 2
+
+    sa = [shift_of(r, max(v[i], default=0)) for i, r in enumerate(rows)]
+    sb = [shift_of(c, max((v[i][j] for i in range(len(rows))), default=0)) for j, c in enumerate(cols)]
+    return sa, sb
+
+
 def scaled(values: list[float], s: int) -> list[int]:
     """trunc(x * 2^s) for each finite x (0 for inf/NaN)."""
     out = []
@@ -68,14 +98,17 @@ def crt(residues: list[int], moduli: list[int]) -> int:
     return x - p if x >= p // 2 else x
 
 
-def ozaki2(a_in: np.ndarray, b_in: np.ndarray, n: int) -> np.ndarray:
-    """C = A @ B under ozaki2 with ``n`` moduli, in the inputs' dtype."""
+def ozaki2(a_in: np.ndarray, b_in: np.ndarray, n: int, mode: str = "fast") -> np.ndarray:
+    """C = A @ B under ozaki2 with ``n`` moduli and scaling ``mode``, in the inputs' dtype."""
     dt = a_in.dtype
     fmt = "fp32" if dt == np.float32 else "fp64"
     a = [[float(v) for v in row] for row in a_in]
     bt = [[float(b_in[k, j]) for k in range(b_in.shape[0])] for j in range(b_in.shape[1])]
-    sa = [shift(row, n) for row in a]
-    sb = [shift(col, n) for col in bt]
+    if mode == "accurate":
+        sa, sb = accurate_shifts(a, bt, n)
+    else:
+        sa = [shift(row, n) for row in a]
+        sb = [shift(col, n) for col in bt]
     ia = [scaled(row, s) for row, s in zip(a, sa)]
     ib = [scaled(col, s) for col, s in zip(bt, sb)]
     c = np.empty((len(a), len(bt)), dtype=dt)

@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 
 from mixjit.runtime import executor_ozaki2 as ex
 from mixjit.runtime.schemes import get_scheme
-from reference_ozaki2 import GEMMUL8_MODULI, crt, modulus_product, ozaki2 as reference, scaled, shift
+from reference_ozaki2 import GEMMUL8_MODULI, accurate_shifts, crt, modulus_product, ozaki2 as reference, scaled, shift
 
 OZ = get_scheme("ozaki2")
 F32MAX = float(np.finfo(np.float32).max)
@@ -21,7 +21,7 @@ F32MAX = float(np.finfo(np.float32).max)
 def _check(a: np.ndarray, b: np.ndarray, label: str) -> np.ndarray:
     cfg = OZ.parse_config(label)
     got = OZ.run(a, b, cfg)
-    want = reference(a, b, cfg.moduli)
+    want = reference(a, b, cfg.moduli, cfg.mode)
     assert got.dtype == a.dtype == want.dtype
     np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=f"config {label}")
     return got
@@ -72,25 +72,30 @@ def _case(draw, dtype, elements, max_k: int = 13):
 _SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@_SETTINGS
-@given(case=_case(np.float32, _elements32(False)), moduli=st.integers(1, 20), kblock=st.sampled_from([0, 1, 3, 4]))
-def test_fp32_matches_reference(case, moduli, kblock):
-    a, b = case
-    _check(a, b, f"moduli={moduli}" + (f",kblock={kblock}" if kblock else ""))
+_MODES = st.sampled_from(["", ",mode=accurate"])
 
 
 @_SETTINGS
-@given(case=_case(np.float64, _elements64()), moduli=st.integers(1, 20), kblock=st.sampled_from([0, 1, 5]))
-def test_fp64_matches_reference(case, moduli, kblock):
+@given(case=_case(np.float32, _elements32(False)), moduli=st.integers(1, 20), mode=_MODES,
+       kblock=st.sampled_from([0, 1, 3, 4]))
+def test_fp32_matches_reference(case, moduli, mode, kblock):
     a, b = case
-    _check(a, b, f"moduli={moduli}" + (f",kblock={kblock}" if kblock else ""))
+    _check(a, b, f"moduli={moduli}{mode}" + (f",kblock={kblock}" if kblock else ""))
+
+
+@_SETTINGS
+@given(case=_case(np.float64, _elements64()), moduli=st.integers(1, 20), mode=_MODES,
+       kblock=st.sampled_from([0, 1, 5]))
+def test_fp64_matches_reference(case, moduli, mode, kblock):
+    a, b = case
+    _check(a, b, f"moduli={moduli}{mode}" + (f",kblock={kblock}" if kblock else ""))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case=_case(np.float32, _elements32(True)), moduli=st.sampled_from([3, 8, 20]))
-def test_nonfinite_inputs_match_reference(case, moduli):
+@given(case=_case(np.float32, _elements32(True)), moduli=st.sampled_from([3, 8, 20]), mode=_MODES)
+def test_nonfinite_inputs_match_reference(case, moduli, mode):
     a, b = case
-    _check(a, b, f"moduli={moduli}")
+    _check(a, b, f"moduli={moduli}{mode}")
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -145,6 +150,7 @@ def test_reconstruction_is_exact_at_the_scaling_bound(moduli, sign):
     b = np.full((k, 2), sign * big, dtype=np.float32)
     b[1::3, 1] = 0.0
     _check(a, b, f"moduli={moduli}")
+    _check(a, b, f"moduli={moduli},mode=accurate")
     g = ex.scale_bits(moduli)
     s = shift([big] * k, moduli)
     s_val = sum(x * x for x in scaled([big] * k, s))
@@ -165,6 +171,10 @@ def test_scaled_products_stay_inside_the_crt_range():
             assert abs(s_val) < 2 ** ex.scale_bits(moduli)
             mods = GEMMUL8_MODULI[:moduli]
             assert crt([s_val % q for q in mods], mods) == s_val
+            # accurate mode bounds sum |a'||b'| itself, pair by pair
+            (sa,), (sb,) = accurate_shifts([list(x)], [list(y)], moduli)
+            bound = sum(abs(p * q) for p, q in zip(scaled(list(x), sa), scaled(list(y), sb)))
+            assert bound < 2 ** ex.scale_bits(moduli)
 
 
 def test_overflow_only_when_the_sum_overflows():
@@ -182,7 +192,7 @@ def test_executor_refuses_bad_words_and_shapes():
     b = np.ones((3, 2))
     c = np.empty((2, 2))
     stats = np.zeros(ex.N_STATS, dtype=np.int64)
-    for words in ([0, 8], [21, 8], [8, 0], [8, ex.MAX_KBLOCK + 1], [8]):
+    for words in ([0, 8, 0], [21, 8, 0], [8, 0, 0], [8, ex.MAX_KBLOCK + 1, 0], [8, 8, 2], [8, 8]):
         assert ex.ozaki2_gemm(a, b, c, np.array(words, dtype=np.int64), stats) == ex.ERR_PARAMS
     w = np.array(OZ.parse_config("moduli=8").words(), dtype=np.int64)
     assert ex.ozaki2_gemm(a, b, np.empty((2, 3)), w, stats) == ex.ERR_SHAPE

@@ -30,10 +30,14 @@ def test_configs_round_trip_most_precise_first(dtype):
     assert 8 in moduli if dtype == np.float32 else {14, 15} <= set(moduli)
 
 
-def test_kblock_label_and_parse_errors():
+def test_mode_and_kblock_labels_and_parse_errors():
     cfg = OZ.parse_config("moduli=8,kblock=64")
     assert cfg == Ozaki2Config(8, 64) and cfg.label == "moduli=8,kblock=64"
     assert config_from_words(cfg.words()) == cfg
+    acc = OZ.parse_config("kblock=64,mode=accurate,moduli=8")
+    assert acc == Ozaki2Config(8, 64, "accurate") and acc.label == "moduli=8,mode=accurate,kblock=64"
+    assert config_from_words(acc.words()) == acc and OZ.parse_config(acc.label) == acc
+    assert OZ.products(acc) == 9 and OZ.parse_config("moduli=8,mode=fast") == Ozaki2Config(8)
     for bad, msg in [
         ("moduli=21", "1..20"),
         ("moduli=0", "1..20"),
@@ -41,6 +45,7 @@ def test_kblock_label_and_parse_errors():
         ("kblock=4", "lacks moduli"),
         ("moduli=8,moduli=9", "twice"),
         ("moduli=8,level=IV", "bad config part"),
+        ("moduli=8,mode=exact", "'fast' or 'accurate'"),
         ("moduli=8,kblock=0", "kblock"),
         (f"moduli=8,kblock={2**40}", "kblock"),
     ]:
@@ -59,6 +64,9 @@ def test_work_counts_one_int8_gemm_per_modulus():
     # scaling: 2 reads of each operand + N residue bytes; epilogue: N INT32 products written and read
     assert w8.bytes_moved == (2 * 4 + 8) * (m * k + k * n) + 2 * (m + n) + 2 * 4 * 8 * m * n
     assert w14.bytes_moved > w8.bytes_moved
+    acc = OZ.work(OZ.parse_config("moduli=8,mode=accurate"), m, n, k)
+    assert acc.ops == {"int8": 2.0 * m * n * k * 9}
+    assert acc.bytes_moved == w8.bytes_moved + (4 + 1) * (m * k + k * n) + 12 * m * n
     t = modeled_time("ozaki2", "moduli=8", 4096, 4096, 4096, np.float32, "h100")
     assert math.isfinite(t.seconds) and t.seconds > 0 and "modeled" in str(t)
 
@@ -139,3 +147,17 @@ def test_compiled_callers_can_call_the_executor():
         cfg = OZ.parse_config("moduli=9,kblock=5")
         assert site(a, b, c, np.array(cfg.words(), dtype=np.int64)) == 0
         np.testing.assert_array_equal(c, OZ.run(np.ascontiguousarray(a[::2]), np.ascontiguousarray(b[:, 1:]), cfg))
+
+
+def test_accurate_mode_runs_one_bound_gemm_and_is_not_less_accurate():
+    # GEMMul8's accurate mode bounds each (i, j) pair: on rows whose large entries meet
+    # small ones of the column it keeps more bits than the fast mode's norm bound
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((30, 64)) * np.exp2(rng.integers(-20, 20, (1, 64)))
+    b = rng.standard_normal((64, 20)) * np.exp2(-rng.integers(-20, 20, (64, 1)))
+    exact = np.array([[math.fsum(a[i] * b[:, j]) for j in range(20)] for i in range(30)])
+    fast, st_fast = OZ.run_with_stats(a, b, OZ.parse_config("moduli=12"))
+    acc, st_acc = OZ.run_with_stats(a, b, OZ.parse_config("moduli=12,mode=accurate"))
+    assert st_fast.extra["bound_gemms"] == 0 and st_acc.extra["bound_gemms"] == 1
+    err = [np.linalg.norm(c - exact) / np.linalg.norm(exact) for c in (fast, acc)]
+    assert err[1] < err[0] / 4, err
