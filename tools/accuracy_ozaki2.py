@@ -13,7 +13,7 @@ exact product is measured two ways:
 relative error far below 2^-100 of sum |a||b|), independent of every scheme.
 Rows: native BLAS in the input precision (numpy sgemm/dgemm), ``RN(exact)`` (the
 correctly rounded product: the best any scheme can return), and ``ozaki2`` at each
-number of moduli. Distributions: uniform [-1, 1], standard normal, wide range
+number of moduli (fast mode, and a few in accurate mode). Distributions: uniform [-1, 1], standard normal, wide range
 ±2^U(-30, 30), and GEMMul8's test matrices ``(U(0,1) - 0.5) * exp(0.5 N(0,1))``
 (GEMMul8/testing/make_matrix.hpp, phi = 0.5). CPU seconds (``time.process_time``)
 of the executor and of BLAS are printed side by side; they are CPU figures, not
@@ -48,6 +48,8 @@ SECTION = "accuracy-ozaki2"
 
 #: moduli swept per input dtype (the scheme's configs() and a few below them)
 MODULI = {np.dtype(np.float32): (4, 5, 6, 7, 8, 9, 10), np.dtype(np.float64): (10, 11, 12, 13, 14, 15, 16, 18, 20)}
+#: moduli also run in GEMMul8's accurate mode (``mode=accurate``: one more INT8 GEMM)
+ACCURATE_MODULI = {np.dtype(np.float32): (6, 7, 8), np.dtype(np.float64): (12, 13, 14, 15)}
 
 Sampler = Callable[[np.random.Generator, tuple[int, int]], np.ndarray]
 DISTRIBUTIONS: dict[str, tuple[str, Sampler]] = {
@@ -132,6 +134,8 @@ def measure(sizes: Sequence[int], dists: Sequence[str], seed: int) -> list[dict]
                     ("RN(exact)", None, lambda: (hi + lo).astype(dtype)),
                 ]
                 rows += [(f"moduli={m}", m, lambda m=m: oz.run(a, b, Ozaki2Config(m))) for m in MODULI[dtype]]
+                rows += [(f"moduli={m},mode=accurate", m, lambda m=m: oz.run(a, b, Ozaki2Config(m, mode="accurate")))
+                         for m in ACCURATE_MODULI[dtype]]
                 for key, moduli, run in rows:
                     c, secs = cpu_timed(run)
                     frob, med = errors(c, hi, lo)
