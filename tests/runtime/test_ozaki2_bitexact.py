@@ -129,6 +129,17 @@ def test_float32_ties_round_to_even(row, want):
     assert float(got[0, 0]) == want
 
 
+def test_a_tie_of_the_float64_sum_is_not_rounded_twice():
+    # S = 1 + 2^-24 + 2^-70: RN64(S) is a float32 tie, the exact S is above it
+    a = np.array([[1.0, 2.0**-24, 2.0**-70]], dtype=np.float32)
+    got = _check(a, np.ones((3, 1), dtype=np.float32), "moduli=20")
+    assert float(got[0, 0]) == 1.0 + 2.0**-23
+    # subnormal result 2.5 ulp + 2^-1130: above the tie, so 3 ulp (not the even 2)
+    a64 = np.full((1, 3), 2.0**-500)
+    b64 = np.array([[2.0**-573], [2.0**-575], [2.0**-630]])
+    assert _check(a64, b64, "moduli=20")[0, 0] == 3 * 2.0**-1074
+
+
 def test_float64_tie_and_subnormal_result():
     a = np.array([[1.0, 2.0**-53], [2.0**-1074, 0.0], [2.0**-600, 2.0**-600]])
     b = np.array([[1.0, 2.0**-500], [1.0, 0.5]])
