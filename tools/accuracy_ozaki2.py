@@ -99,11 +99,13 @@ def dd_gemm(a, b):
     return hi, lo
 
 
-def make_inputs(dist: str, n: int, dtype: np.dtype, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Seeded A, B (n×n) of ``dist`` in ``dtype``; the stream depends only on (seed, dist, n)."""
-    rng = np.random.default_rng([seed, list(DISTRIBUTIONS).index(dist), n])
+def make_inputs(dist: str, n: int, dtype: np.dtype, seed: int, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded A (n×k), B (k×n), k = n unless given, of ``dist`` in ``dtype``; the
+    stream depends only on (seed, dist, n, k)."""
+    k = n if k is None else k
+    rng = np.random.default_rng([seed, list(DISTRIBUTIONS).index(dist), n, k])
     sample = DISTRIBUTIONS[dist][1]
-    return sample(rng, (n, n)).astype(dtype), sample(rng, (n, n)).astype(dtype)
+    return sample(rng, (n, k)).astype(dtype), sample(rng, (k, n)).astype(dtype)
 
 
 def errors(c: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> tuple[float, float]:
@@ -120,28 +122,31 @@ def cpu_timed(fn: Callable[[], np.ndarray]) -> tuple[np.ndarray, float]:
     return out, time.process_time() - t0
 
 
-def measure(sizes: Sequence[int], dists: Sequence[str], seed: int) -> list[dict]:
-    """One record per (dtype, dist, n, row)."""
+def measure(sizes: Sequence[int], dists: Sequence[str], seed: int, long_k: int = 0) -> list[dict]:
+    """One record per (dtype, dist, n, row); with ``long_k``, also float32 GEMMul8
+    matrices of 256 × long_k × 256 (records with ``k`` set), for the published K."""
     oz = get_scheme("ozaki2")
     records = []
-    for dtype in (np.dtype(np.float32), np.dtype(np.float64)):
-        for dist in dists:
-            for n in sizes:
-                a, b = make_inputs(dist, n, dtype, seed)
-                hi, lo = dd_gemm(a.astype(np.float64), b.astype(np.float64))
-                rows: list[tuple[str, int | None, Callable[[], np.ndarray]]] = [
-                    ("native", None, lambda: a @ b),
-                    ("RN(exact)", None, lambda: (hi + lo).astype(dtype)),
-                ]
-                rows += [(f"moduli={m}", m, lambda m=m: oz.run(a, b, Ozaki2Config(m))) for m in MODULI[dtype]]
-                rows += [(f"moduli={m},mode=accurate", m, lambda m=m: oz.run(a, b, Ozaki2Config(m, mode="accurate")))
-                         for m in ACCURATE_MODULI[dtype]]
-                for key, moduli, run in rows:
-                    c, secs = cpu_timed(run)
-                    frob, med = errors(c, hi, lo)
-                    records.append({"dtype": dtype.name, "dist": dist, "n": n, "row": key, "moduli": moduli,
-                                    "frobenius": frob, "median": med, "cpu_seconds": secs})
-                    progress(f"[{dtype.name} {dist} n={n}] {key}: frob {frob:.3e} median {med:.3e} ({secs:.2f} s)")
+    cases = [(dtype, dist, n, n) for dtype in (np.dtype(np.float32), np.dtype(np.float64))
+             for dist in dists for n in sizes]
+    if long_k:
+        cases.append((np.dtype(np.float32), "gemmul8", 256, long_k))
+    for dtype, dist, n, k in cases:
+        a, b = make_inputs(dist, n, dtype, seed, k)
+        hi, lo = dd_gemm(a.astype(np.float64), b.astype(np.float64))
+        rows: list[tuple[str, int | None, Callable[[], np.ndarray]]] = [
+            ("native", None, lambda: a @ b),
+            ("RN(exact)", None, lambda: (hi + lo).astype(dtype)),
+        ]
+        rows += [(f"moduli={m}", m, lambda m=m: oz.run(a, b, Ozaki2Config(m))) for m in MODULI[dtype]]
+        rows += [(f"moduli={m},mode=accurate", m, lambda m=m: oz.run(a, b, Ozaki2Config(m, mode="accurate")))
+                 for m in ACCURATE_MODULI[dtype]]
+        for key, moduli, run in rows:
+            c, secs = cpu_timed(run)
+            frob, med = errors(c, hi, lo)
+            records.append({"dtype": dtype.name, "dist": dist, "n": n, "k": k, "row": key, "moduli": moduli,
+                            "frobenius": frob, "median": med, "cpu_seconds": secs})
+            progress(f"[{dtype.name} {dist} n={n} k={k}] {key}: frob {frob:.3e} median {med:.3e} ({secs:.2f} s)")
     return records
 
 
@@ -151,7 +156,7 @@ def render(records: Sequence[dict], sizes: Sequence[int], dists: Sequence[str], 
     big = max(sizes)
     for dtype in ("float32", "float64"):
         for dist in dists:
-            recs = [r for r in records if r["dtype"] == dtype and r["dist"] == dist]
+            recs = [r for r in records if r["dtype"] == dtype and r["dist"] == dist and r["k"] == r["n"]]
             keys = list(dict.fromkeys(r["row"] for r in recs))
             lines += [f"#### {dtype}, {DISTRIBUTIONS[dist][0]}", ""]
             header = ["row", *[f"Frobenius n={n}" for n in sizes], f"median elementwise n={big}",
@@ -165,6 +170,13 @@ def render(records: Sequence[dict], sizes: Sequence[int], dists: Sequence[str], 
                               *[fmt_sci(by_n[n]["frobenius"]) for n in sizes], fmt_sci(by_n[big]["median"]),
                               f"{t:.3f}", f"{t / native:.0f}" if native > 0 and key != "RN(exact)" else "-"])
             lines += markdown_table(header, table) + [""]
+    long = [r for r in records if r["k"] != r["n"]]
+    if long:
+        k = long[0]["k"]
+        lines += [f"#### float32, {DISTRIBUTIONS['gemmul8'][0]}, 256 × {k} × 256 (GEMMul8 publishes K = 16384)", ""]
+        lines += markdown_table(["row", "Frobenius", "median elementwise", "CPU s"], [
+            [f"`ozaki2` {r['row']}" if r["row"].startswith("moduli") else r["row"], fmt_sci(r["frobenius"]),
+             fmt_sci(r["median"]), f"{r['cpu_seconds']:.3f}"] for r in long]) + [""]
     return "\n".join(lines)
 
 
@@ -174,13 +186,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", type=int, nargs="+", help=f"matrix sizes (default {FULL_SIZES})")
     p.add_argument("--dists", nargs="+", choices=list(DISTRIBUTIONS), default=list(DISTRIBUTIONS))
     p.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    p.add_argument("--long-k", type=int, default=None,
+                   help="also float32 GEMMul8 matrices 256 x K x 256 (default 16384 in full runs, off with --quick)")
     p.add_argument("--json", type=str, help="also write every record as JSON here")
     p.add_argument("--write-docs", action="store_true", help=f"update the {SECTION} section of docs/accuracy.md")
     args = p.parse_args(argv)
     if args.write_docs and args.quick:
         p.error("--write-docs needs a full run; quick numbers do not go into the docs")
     sizes = tuple(sorted(args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)))
-    records = measure(sizes, args.dists, args.seed)
+    long_k = args.long_k if args.long_k is not None else (0 if args.quick else 16384)
+    records = measure(sizes, args.dists, args.seed, long_k)
     text = render(records, sizes, args.dists, provenance(["python", "tools/accuracy_ozaki2.py", *sys.argv[1:]], args.seed))
     print(text)
     if args.json:
