@@ -69,7 +69,7 @@ MAX_MODULI = MODULI.shape[0]
 
 #: longest exact K block of a float64 residue GEMM: K * 128^2 <= 2^53
 MAX_KBLOCK = 1 << 39
-#: longest K: the fixed-point norm bound (step 1) sums K terms below 2^32 in an int64
+#: longest K: the fast mode's fixed-point norm bound sums K terms of at most 2^32 in an int64
 MAX_K = 1 << 30
 
 # ---- the config as int64 words (written by Ozaki2Config.words) -----------------
@@ -129,7 +129,7 @@ def _tables() -> tuple[np.ndarray, ...]:
 _LIMB_BITS = 24
 _LIMB_MASK = (1 << _LIMB_BITS) - 1
 _LIMBS = 7  # 168 bits > log2(P_20) = 155.4
-_POW2_LEN = 64  # t in 2^t of a scaled integer's mantissa (|a'| < 2^78: t < 26)
+_POW2_LEN = 64  # t in 2^t of a scaled integer's 53-bit mantissa (|a'| < 2^84: t < 32)
 _G, _INV, _POW2, _HALF, _P = _tables()
 #: fixed point of the norm bound: each |x|^2 < 4^(e+1) counts 2^(32 - 2d) units (d = E - e)
 _FIX = 32
@@ -369,7 +369,7 @@ def _reconstruct(res, i: int, j: int, n_moduli: int, digits, limbs) -> int:
             t = limbs[u] * p + carry
             limbs[u] = t & _LIMB_MASK
             carry = t >> _LIMB_BITS
-    # S = U if U < P/2 else U - P  (|S| = P - U = P/2 - (U - P/2): subtract limb-wise)
+    # S = U if U < P/2, else U - P (compare U with P/2 from the top limb)
     ge = True
     for u in range(_LIMBS - 1, -1, -1):
         if limbs[u] != _HALF[n_moduli, u]:
