@@ -161,3 +161,10 @@ def test_accurate_mode_runs_one_bound_gemm_and_is_not_less_accurate():
     assert st_fast.extra["bound_gemms"] == 0 and st_acc.extra["bound_gemms"] == 1
     err = [np.linalg.norm(c - exact) / np.linalg.norm(exact) for c in (fast, acc)]
     assert err[1] < err[0] / 4, err
+
+
+@pytest.mark.parametrize("mode", ["fast", "accurate"])
+@pytest.mark.parametrize("a_shape, b_shape", [((3, 0), (0, 2)), ((0, 4), (4, 2)), ((3, 4), (4, 0))])
+def test_empty_shapes(mode, a_shape, b_shape):
+    c = OZ.run(np.ones(a_shape), np.ones(b_shape), Ozaki2Config(8, mode=mode))
+    assert c.shape == (a_shape[0], b_shape[1]) and not c.any() and not np.signbit(c).any()
