@@ -57,6 +57,8 @@ class Options:
     target: str = "h100"
     schemes: tuple[str, ...] | None = None
     cache: bool = False
+    tune: str = "first-call"
+    metric: Callable[[Any, Any], float] | None = None
 
     def tag(self, targetoptions: dict[str, Any]) -> str:
         """The cache tag: these options plus Numba's target options (``parallel``
@@ -257,6 +259,10 @@ class MixjitDispatcher(CPUDispatcher):
                     "it runs as plain Numba code", MixjitWarning, stacklevel=2)
             for note in sorted({p.note for b in blocks for p in b.plans if p.note}):
                 warnings.warn(f"mixjit: {note}", MixjitWarning, stacklevel=2)
+            if not self._is_callee:
+                from mixjit.tuning.api import on_new_signature
+
+                on_new_signature(self, key, args)
         return result
 
     def _check_arguments(self, args: tuple, kws: dict) -> dict[str, types.Type]:
@@ -310,7 +316,7 @@ class MixjitDispatcher(CPUDispatcher):
 
     def _callee_version(self, disp: CPUDispatcher) -> "MixjitDispatcher":
         options = Options(self.mixjit_options.error_budget, self.mixjit_options.target,
-                          self.mixjit_options.schemes, cache=False)
+                          self.mixjit_options.schemes, cache=False, tune="never")
         key = (id(disp), options)
         with _callee_lock:
             version = _callee_versions.get(key)
@@ -425,6 +431,45 @@ class MixjitDispatcher(CPUDispatcher):
                 "first, or use .dag_for(*example_args)")
         return self.dag_for(*self.signatures[0])
 
+    # -- tuning (mixjit.tuning) ----------------------------------------------
+
+    def tune(self, *args: Any, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
+             metric: Callable[[Any, Any], float] | None = None, margin: float = 0.0,
+             max_evals: int | None = None, fp64: bool = True) -> Any:
+        """Tune the plan of the signature of ``args`` on them (``validate``: held-out argument
+        tuples the plan must also meet the budget on); returns a ``mixjit.tuning.TuneResult``.
+        docs/frontend_tuning.md."""
+        from mixjit.tuning.api import tune_function
+
+        return tune_function(self, args, validate=validate, search=search, metric=metric, margin=margin,
+                             max_evals=max_evals, fp64=fp64)
+
+    @property
+    def plan(self) -> Any:
+        """The ``TunedPlan`` tuned or given last (None before any)."""
+        from mixjit.tuning.api import current_plan
+
+        return current_plan(self)
+
+    def use_plan(self, plan_or_path: Any) -> Any:
+        """Run a ``TunedPlan`` or plan file for its signature (now, or when it compiles)."""
+        from mixjit.tuning.api import use_plan
+
+        return use_plan(self, plan_or_path)
+
+    def save_plan(self, path: str | Path | None = None) -> Path:
+        """Write ``plan`` as JSON to ``path`` (default: beside Numba's cache of the function)."""
+        from mixjit.tuning.api import save_current_plan
+
+        return save_current_plan(self, path)
+
+    def report(self, plot: str | Path | None = None) -> str:
+        """The last tuning's table (sites, shapes, calls, chosen configs, errors, modeled times);
+        ``plot``: also write the modeled-speedup/error Pareto plot there."""
+        from mixjit.tuning.report import report
+
+        return report(self, plot)
+
     def dump(self, path: str | Path, *spec: Any) -> Path:
         """Write ``ir(*spec)`` to ``path``, a ``.mix`` file ``mixopt`` reads."""
         from mixjit.importer import dump_ir
@@ -479,6 +524,8 @@ def mixjit(
     schemes: Sequence[str] | None = None,
     cache: bool = False,
     parallel: bool = False,
+    tune: str = "first-call",
+    metric: Callable[[Any, Any], float] | None = None,
 ) -> Any:
     """Compile ``fn`` with Numba (nopython) and run its GEMMs through mixjit.
 
@@ -486,17 +533,26 @@ def mixjit(
     ``target``: the hardware the plans are tuned for; ``schemes``: the candidate
     schemes of every site, most wanted first (default: ``mixjit.plan.DEFAULT_SCHEMES``
     by dtype); ``cache``: cache compiled code on disk (apart from plain Numba's);
-    ``parallel``: Numba's ``parallel=`` (``prange``). Use as ``@mixjit`` or
-    ``@mixjit(...)``."""
-    if not error_budget > 0:
-        raise ValueError(f"mixjit: error_budget must be > 0, got {error_budget!r}")
+    ``parallel``: Numba's ``parallel=`` (``prange``); ``tune``: ``"first-call"`` (tune on
+    the first call's arguments), ``"explicit"`` (only ``f.tune(...)``) or ``"never"`` (every
+    site runs its most precise config); ``metric``: ``metric(out, ref) -> float`` per output
+    in place of the relative Frobenius error. Use as ``@mixjit`` or ``@mixjit(...)``."""
+    from mixjit.tuning.api import TUNE_MODES
+
+    if not isinstance(error_budget, (int, float)) or not error_budget > 0:
+        raise ValueError(f"mixjit: error_budget must be a positive number (the relative error the tuner may "
+                         f"spend, e.g. 1e-6), got {error_budget!r}")
+    if tune not in TUNE_MODES:
+        raise ValueError(f"mixjit: tune={tune!r}; choose one of {', '.join(map(repr, TUNE_MODES))}")
+    if metric is not None and not callable(metric):
+        raise TypeError(f"mixjit: metric must be callable(out, ref) -> float, got {type(metric).__name__}")
     from mixjit.runtime.hardware import get_hardware
 
     get_hardware(target)
     if schemes is not None:
         schemes = tuple(schemes)
         candidate_schemes(schemes, np.float64)
-    options = Options(float(error_budget), target, schemes, bool(cache))
+    options = Options(float(error_budget), target, schemes, bool(cache), tune, metric)
 
     def wrap(func: Callable) -> MixjitDispatcher:
         if isinstance(func, CPUDispatcher):
