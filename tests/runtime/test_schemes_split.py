@@ -51,16 +51,14 @@ def test_calculator_edge_cases():
     with pytest.raises(ValueError, match="int8"):
         partition_sizes(4, 4, 4, no_int8)
     with pytest.raises(ValueError, match="known: a100"):
-        get_hardware("b200")
+        get_hardware("no-such-gpu")
 
 
 def test_hardware_table_is_consistent():
+    # what the calculator reads; the rates are checked in test_hardware.py
     for hw in HARDWARE.values():
         assert hw.sm_count > 0 and {"int8", "fp16"} <= set(hw.mma)
         if hw.real:
-            # dense tensor-core peaks on A100/H100: INT8 = 2 x FP16 = 4 x TF32
-            assert hw.peak_tops["int8"] == pytest.approx(2 * hw.peak_tops["fp16"], rel=1e-3)
-            assert hw.peak_tops["fp16"] == pytest.approx(2 * hw.peak_tops["tf32"], rel=1e-3)
             assert hw.mma["int8"].k == 2 * hw.mma["fp16"].k == 4 * hw.mma["tf32"].k
 
 
