@@ -58,6 +58,9 @@ class Judged:
     plan: dict[int, int]
     error: float
     error_vs_fp64: float | None
+    modeled_time: float
+    labels: dict[int, str]
+    """What each site of ``plan`` ran (``scheme[config]``); sites left out ran the reference."""
 
 
 class OnlineEvaluator:
@@ -81,7 +84,9 @@ class OnlineEvaluator:
         self.runs += 1
         err = program_error(outs, self.reference, self.metric)
         vs64 = fp64_error(outs, self.fp64) if self.fp64 is not None else None
-        self.judged.append(Judged(dict(plan), err, vs64))
+        chosen = {s: self.spaces[s].candidates[i] for s, i in plan.items()}
+        self.judged.append(Judged(dict(plan), err, vs64, sum(c.time for c in chosen.values()),
+                                  {s: c.label for s, c in chosen.items()}))
         return err
 
 
