@@ -93,10 +93,11 @@ def _has_choice(f: Any, key: tuple) -> bool:
 
 def on_new_signature(f: Any, key: tuple, args: Sequence[Any]) -> None:
     """Called by the dispatcher when a Python call compiled ``key``: apply a plan given by
-    ``use_plan`` or saved for it, else (``tune="first-call"``) tune on ``args``. A failure
+    ``use_plan``, else (unless ``tune="never"``) one saved for it, else (``tune="first-call"``)
+    tune on ``args``. A failure
     of the tuner never fails the user's call: it warns and the most precise plan runs."""
     o = f.mixjit_options
-    if o.tune == "never" or not signature_sites(f, key):
+    if not signature_sites(f, key):
         return
     state = state_of(f)
     for plan, origin in list(state.pending):
@@ -106,7 +107,9 @@ def on_new_signature(f: Any, key: tuple, args: Sequence[Any]) -> None:
                 _apply(f, key, plan)
                 return
             except PlanFileError as e:
-                _warn(f"mixjit: plan {origin} not used: {e}")
+                _warn(f"mixjit: {origin} not used: {e}")
+    if o.tune == "never":
+        return
     path = _plan_path(f, key)
     if path is not None and path.exists() and _load_saved(f, key, path):
         return
