@@ -9,8 +9,9 @@ certified path, non-finite outputs). The loop depth comes from the GEMM DAG
 the target (``mixjit.runtime.costmodel``); never a measured one.
 
 A site's candidates are every config of each scheme that accepts its dtype and has
-a compiled executor (``mixjit.entry.EXECUTORS``), among the function's schemes
-(``schemes=``, default ``mixjit.plan.DEFAULT_SCHEMES``), plus ``native``.
+a compiled executor (``mixjit.entry.EXECUTORS``), plus ``native``; with ``schemes=``,
+only those schemes (and ``native``). So a float64 site may also run ``mixpert``
+(float32 accuracy) when the budget allows.
 """
 
 from __future__ import annotations
@@ -109,8 +110,11 @@ def modeled_seconds(scheme: str, config: str, shapes: Sequence[tuple[int, int, i
 def site_candidates(dtype: np.dtype, schemes: Sequence[str] | None, shapes: Sequence[tuple[int, int, int, int]],
                     target: str) -> tuple[Candidate, ...]:
     """Every (scheme, config) a site of ``dtype`` may run (see the module docstring), with its
-    modeled time over ``shapes``; the initial plan's config first, then as the schemes list them."""
+    modeled time over ``shapes``; the initial plan's config first, then as the schemes list them
+    (the default schemes, then the other compiled ones by name)."""
     names = list(candidate_schemes(schemes, dtype))
+    if schemes is None:  # every compiled scheme may serve, the default ones first
+        names += sorted(n for n in entry.EXECUTORS if n not in names)
     if "native" not in names:
         names.append("native")
     out = []
