@@ -31,3 +31,8 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     raise AttributeError(f"module 'mixjit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's attributes, the lazy ones (``gemm``, ``mixjit``) included."""
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,18 +1,23 @@
 """``@mixjit``: compile a function with Numba and run its GEMMs through mixjit.
 
-``@mixjit`` / ``@mixjit(error_budget=1e-6, target="h100", schemes=None,
-cache=False, parallel=False)`` wraps a function in a ``MixjitDispatcher``: a
-Numba ``CPUDispatcher`` built on mixjit's pipeline (``mixjit.numba_pipeline``).
-Each new argument-type signature compiles once; on that compilation the typed-IR
-hook finds the GEMM sites, gives each a site block and an initial plan
-(``mixjit.plan``) and links it to the run-time entry (``mixjit.linking``). The
-``@njit`` functions it calls are swapped, before typing, for mixjit versions of
-themselves, so their GEMMs are linked too.
+``@mixjit`` / ``@mixjit(error_budget=1e-6, target="h100", schemes=None, **njit_options)`` /
+``@mixjit("float64[:, :](float64[:, :])", ...)`` wraps a function in a ``MixjitDispatcher``:
+a Numba ``CPUDispatcher`` built on mixjit's pipeline (``mixjit.numba_pipeline``). Every
+``@njit`` option keeps its meaning (``parallel``, ``fastmath``, ``cache``, ``locals``, explicit
+signatures, ...). Each new argument-type signature compiles once; on that compilation the
+typed-IR hook finds the GEMM sites, gives each a site block and an initial plan
+(``mixjit.plan``) and links it to the run-time entry (``mixjit.linking``). The ``@njit``
+functions it calls are swapped, before typing, for mixjit versions of themselves (with their
+own options), so their GEMMs are linked too.
 
-The dispatcher adds: ``ir(*args)`` (mix IR text), ``dump(path, *args)`` (a
-``.mix`` file for mixopt), ``dag`` (networkx DAG of the sites), ``sites``
-(every site, taken or not, with its plan or the reason it was not taken) and
-``call_counts()`` (calls per site). docs/frontend.md, "The @mixjit decorator".
+A failure inside mixjit's own stages (``numba_pipeline.StageError``) never fails the call:
+the signature is compiled again as plain Numba, a ``MixjitWarning`` names the function and the
+error, and ``sites`` lists why nothing was taken.
+
+The dispatcher adds: ``ir(*args)`` (mix IR text after detect-gemm; ``raw=True`` for the
+import alone), ``dump(path, *args)`` (a ``.mix`` file for mixopt), ``dag`` (networkx DAG of
+the sites), ``sites`` (every site, taken or not, with its plan or the reason it was not
+taken) and ``call_counts()`` (calls per site). docs/frontend.md, "The @mixjit decorator".
 """
 
 from __future__ import annotations
@@ -22,23 +27,27 @@ import operator
 import secrets
 import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import llvmlite.binding as llvm
 import numpy as np
-from numba.core import compiler, errors, ir, types
+from numba.core import compiler, errors, ir, sigutils, types
+from numba.core.compiler import Flags
+from numba.core.caching import NullCache
+from numba.core.compiler_lock import global_compiler_lock
+from numba.core.cpu import CPUTargetOptions
 from numba.core.dispatcher import ObjModeLiftedWith
+from numba.core.options import TargetOptions
 from numba.core.registry import CPUDispatcher
 from numba.core.typing.typeof import Purpose, typeof
 
-from mixjit import entry
+from mixjit import entry, linking
 from mixjit.cache import MixjitCache, cache_tag
-from mixjit.importer import FrontendError
-from mixjit.linking import FoundSites, GemmCall, find_sites, link_gemm_call
-from mixjit.numba_pipeline import make_pipeline, matmul_targets
-from mixjit.numba_types import callee_name
+from mixjit.linking import FoundSites, GemmCall
+from mixjit.numba_pipeline import StageError, make_pipeline, matmul_targets, stage
+from mixjit.numba_types import callee_name, qualified_name
 from mixjit.plan import SiteBlock, SitePlan, SiteRecord, candidate_schemes, get_plan, initial_plan
 
 __all__ = ["mixjit", "MixjitDispatcher", "Site", "MixjitWarning"]
@@ -60,11 +69,30 @@ class Options:
     tune: str = "first-call"
     metric: Callable[[Any, Any], float] | None = None
 
-    def tag(self, targetoptions: dict[str, Any]) -> str:
-        """The cache tag: these options plus Numba's target options (``parallel``
-        etc., which Numba's own cache key leaves out)."""
+    def tag(self, targetoptions: dict[str, Any], locals: dict[str, Any] | None = None) -> str:
+        """The cache tag: these options plus Numba's target options (``parallel``,
+        ``fastmath``, ``error_model``, ``boundscheck`` ...) and ``locals``, which change the
+        compiled code and its results while Numba's own cache key leaves them out."""
         return cache_tag({"error_budget": self.error_budget, "target": self.target, "schemes": self.schemes,
-                          "targetoptions": sorted(targetoptions.items())})
+                          "targetoptions": _stable_option(targetoptions),
+                          "locals": _stable_option(locals or {})})
+
+
+def _stable_option(value: Any) -> Any:
+    """``value`` as JSON-able data with the same text in every process: sets sorted (``fastmath``
+    flags; set order follows string hashing, which differs per process), mappings by key,
+    callables (``inline=``) by qualified name."""
+    if isinstance(value, dict):
+        return [[str(k), _stable_option(v)] for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))]
+    if isinstance(value, (set, frozenset)):
+        return sorted(_stable_option(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return [_stable_option(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if callable(value) and not isinstance(value, types.Type):
+        return qualified_name(value)
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -195,49 +223,154 @@ def _loc(loc: ir.Loc) -> str:
     return f"{loc.filename}:{loc.line}"
 
 
+@dataclass(frozen=True)
+class NotLinked:
+    """A compilation that runs as plain Numba because a mixjit stage failed on it: the
+    candidates it had (or one record for the whole function) with the reason. Kept in Numba's
+    ``reload_init`` like a ``SiteBlock``, so cached code still says why; calling it does nothing."""
+
+    signature: str
+    records: tuple[SiteRecord, ...]
+
+    def __call__(self) -> None:
+        """Nothing to register: the compiled code calls no mixjit symbol."""
+
+
+@dataclass
+class _Compilation:
+    """What one ``MixjitDispatcher.compile`` attempt's hooks did: the site blocks waiting for
+    the compilation to succeed, whether the Numba IR was rewritten (``linked``) and the site
+    records found (reported if the compilation falls back)."""
+
+    pending: list[tuple[SiteBlock, np.ndarray]] = field(default_factory=list)
+    linked: bool = False
+    records: tuple[SiteRecord, ...] = ()
+
+
+FALLBACK_REASON = "mixjit-error"
+"""The reason code of ``sites`` entries of a compilation that runs as plain Numba."""
+
+
 class MixjitDispatcher(CPUDispatcher):
     """A Numba dispatcher whose compilations link their GEMM sites to mixjit."""
 
     def __init__(self, py_func: Callable, options: Options, targetoptions: dict[str, Any],
-                 is_callee: bool = False) -> None:
+                 is_callee: bool = False, locals: dict[str, Any] | None = None) -> None:
         self.mixjit_options = options
         self._is_callee = is_callee
-        self._pending: list[list[tuple[SiteBlock, np.ndarray]]] = []  # one list per compile() in progress
-        self._not_imported: set[tuple] = set()  # signatures whose IR the importer refused
+        self._compilations: list[_Compilation] = []  # one per compile() attempt in progress
         pipeline = make_pipeline(self._link_sites, self._swap_callees)
-        super().__init__(py_func, targetoptions={**targetoptions, "nopython": True}, pipeline_class=pipeline)
+        super().__init__(py_func, locals=dict(locals or {}), targetoptions={**targetoptions, "nopython": True},
+                         pipeline_class=pipeline)
         if options.cache:
             self.enable_caching()
 
     # -- Numba dispatcher hooks -------------------------------------------------
 
     def enable_caching(self) -> None:
-        self._cache = MixjitCache(self.py_func, self.mixjit_options.tag(self.targetoptions))
+        self._cache = MixjitCache(self.py_func, self.mixjit_options.tag(self.targetoptions, self.locals))
 
     def compile(self, sig: Any) -> Any:
-        """Numba's ``compile``, plus: the site blocks this compilation's typed hook made are
-        registered (fresh site ids, plans) only when it succeeds. Until then their symbols point at
-        provisional cells, so a compilation that fails later (in lowering) uses up no site id and
-        writes no plan."""
-        pending: list[tuple[SiteBlock, np.ndarray]] = []
-        self._pending.append(pending)
-        try:
-            result = super().compile(sig)
-        finally:
-            self._pending.pop()
-        for block, cell in pending:
-            cell[0] = block()
-        return result
+        """Numba's ``compile`` with mixjit's pipeline, then the warnings about what it found.
 
-    def _compile_for_args(self, *args: Any, **kws: Any) -> Any:
-        names = self._check_arguments(args, kws)
-        before = set(self.overloads)
-        qualname = self.py_func.__qualname__
-        try:
+        A failure inside mixjit's own stages (a ``StageError`` from a hook, or any error after
+        the hook rewrote the IR) does not fail the call: the signature is compiled again as
+        plain Numba, with a ``MixjitWarning``. An error that plain Numba raises too is the
+        user's and propagates."""
+        with global_compiler_lock:
+            before = set(self.overloads)
+            attempt = _Compilation()
             with warnings.catch_warnings():
                 # The entry reads strided operands in place; Numba's advice is moot.
                 warnings.filterwarnings("ignore", _PERF_WARNING, errors.NumbaPerformanceWarning)
-                result = super()._compile_for_args(*args, **kws)
+                try:
+                    result = self._compile_linked(sig, attempt)
+                except StageError as failure:
+                    result = self._compile_plain(sig, failure, attempt.records)
+            for key in set(self.overloads) - before:
+                self._warn_about(key)
+            return result
+
+    def _compile_linked(self, sig: Any, attempt: "_Compilation") -> Any:
+        """One compilation through mixjit's pipeline. The site blocks its typed hook made are
+        registered (fresh site ids, plans) only when it succeeds. Until then their symbols
+        point at provisional cells, so a compilation that fails later (in lowering) uses up no
+        site id and writes no plan."""
+        self._compilations.append(attempt)
+        try:
+            result = super().compile(sig)
+        except StageError:
+            raise
+        except Exception as e:
+            if attempt.linked:  # Numba failed on IR that mixjit rewrote: retry without it
+                raise StageError("lowering", e) from e
+            raise
+        finally:
+            self._compilations.pop()
+        for block, cell in attempt.pending:
+            cell[0] = block()
+        return result
+
+    def _compile_plain(self, sig: Any, failure: StageError, found: tuple[SiteRecord, ...]) -> Any:
+        """Compile ``sig`` as plain Numba would (no callee swap, no linking; ``np.matmul``
+        still rewritten to ``@`` unless that rewrite failed), recording why in a ``NotLinked``."""
+        args, return_type = sigutils.normalize_signature(sig)
+        failed = self._compiler._failed_cache
+        for key in [k for k in failed if k[0] == tuple(args)]:
+            del failed[key]  # Numba keeps typing errors; this attempt must run
+        qualname = self.py_func.__qualname__
+        signature = f"({_signature_text(tuple(args))})"
+        reason = (f"{FALLBACK_REASON}: mixjit's {failure.stage} stage failed "
+                  f"({type(failure.error).__name__}: {failure.error}); the function runs as plain Numba")
+        records = self._fallback_records(found, reason)
+
+        def record(state: Any) -> bool:
+            state.reload_init.append(NotLinked(f"({_signature_text(tuple(state.args))})", records))
+            return False
+
+        saved = self._compiler.pipeline_class
+        self._compiler.pipeline_class = make_pipeline(record, None, canonicalize=failure.stage != "canonicalize-matmul")
+        try:
+            result = CPUDispatcher.compile(self, sig)
+        finally:
+            self._compiler.pipeline_class = saved
+        code = self.py_func.__code__
+        warnings.warn_explicit(
+            f"mixjit: {qualname}{signature} runs as plain Numba, its GEMMs not linked: mixjit's "
+            f"{failure.stage} stage failed ({type(failure.error).__name__}: {failure.error}); "
+            "please report this with the function", MixjitWarning, code.co_filename, code.co_firstlineno,
+            self.py_func.__module__)
+        return result
+
+    def _fallback_records(self, found: tuple[SiteRecord, ...], reason: str) -> tuple[SiteRecord, ...]:
+        """The ``sites`` entries of a fallback: the candidates ``found`` before the failure,
+        else one entry for the whole function at its ``def``."""
+        if found:
+            return tuple(replace(r, reason=reason) for r in found)
+        code = self.py_func.__code__
+        return (SiteRecord(self.py_func.__qualname__, f"{code.co_filename}:{code.co_firstlineno}", "",
+                           "(whole function)", reason=reason),)
+
+    def _warn_about(self, key: tuple) -> None:
+        """Warn about a new compiled signature: no GEMM found, plan notes."""
+        code = self.py_func.__code__
+        entries = self._reload_entries(key)
+        blocks = [b for b in entries if isinstance(b, SiteBlock)]
+        fell_back = any(isinstance(b, NotLinked) for b in entries)
+        where = (code.co_filename, code.co_firstlineno, self.py_func.__module__)
+        if not any(b.records for b in blocks) and not self._is_callee and not fell_back:
+            warnings.warn_explicit(
+                f"mixjit: no GEMM found in {self.py_func.__qualname__}({_signature_text(key)}); "
+                "it runs as plain Numba code", MixjitWarning, *where)
+        for note in sorted({p.note for b in blocks for p in b.plans if p.note}):
+            warnings.warn_explicit(f"mixjit: {note}", MixjitWarning, *where)
+
+    def _compile_for_args(self, *args: Any, **kws: Any) -> Any:
+        names = self._check_arguments(args, kws)
+        qualname = self.py_func.__qualname__
+        before = set(self.overloads)
+        try:
+            result = super()._compile_for_args(*args, **kws)
         except errors.NumbaError as e:
             e.add_note(
                 f"mixjit: Numba could not compile {qualname} (see above); "
@@ -251,17 +384,10 @@ class MixjitDispatcher(CPUDispatcher):
                 f"mixjit: Numba cannot generate code for {qualname} with argument {what}: it does not "
                 f"implement {e or 'a type used'}; convert that argument (e.g. float16 to float32)")
             raise
-        for key in set(self.overloads) - before:
-            blocks = self._blocks(key)
-            if not any(b.records for b in blocks) and not self._is_callee and key not in self._not_imported:
-                warnings.warn(
-                    f"mixjit: no GEMM found in {qualname}({_signature_text(key)}); "
-                    "it runs as plain Numba code", MixjitWarning, stacklevel=2)
-            for note in sorted({p.note for b in blocks for p in b.plans if p.note}):
-                warnings.warn(f"mixjit: {note}", MixjitWarning, stacklevel=2)
-            if not self._is_callee:
-                from mixjit.tuning.api import on_new_signature
+        if not self._is_callee:  # first-call tuning, saved or given plans (mixjit.tuning)
+            from mixjit.tuning.api import on_new_signature
 
+            for key in set(self.overloads) - before:
                 on_new_signature(self, key, args)
         return result
 
@@ -299,30 +425,33 @@ class MixjitDispatcher(CPUDispatcher):
         as module attributes) by their mixjit versions, before typing."""
         changed = False
         func_ir = state.func_ir
-        for block in func_ir.blocks.values():
-            for stmt in block.body:
-                if not isinstance(stmt, ir.Assign):
-                    continue
-                value = _referenced_dispatcher(func_ir, stmt.value)
-                if value is None:
-                    continue
-                swapped = self._callee_version(value)
-                new = ir.Global(value.py_func.__name__, swapped, stmt.value.loc)
-                defs = func_ir._definitions[stmt.target.name]
-                defs[:] = [new if d is stmt.value else d for d in defs]
-                stmt.value = new
-                changed = True
+        with stage("callees"):
+            for block in func_ir.blocks.values():
+                for stmt in block.body:
+                    if not isinstance(stmt, ir.Assign):
+                        continue
+                    value = _referenced_dispatcher(func_ir, stmt.value)
+                    if value is None:
+                        continue
+                    swapped = self._callee_version(value)
+                    new = ir.Global(value.py_func.__name__, swapped, stmt.value.loc)
+                    defs = func_ir._definitions[stmt.target.name]
+                    defs[:] = [new if d is stmt.value else d for d in defs]
+                    stmt.value = new
+                    changed = True
         return changed
 
     def _callee_version(self, disp: CPUDispatcher) -> "MixjitDispatcher":
-        options = Options(self.mixjit_options.error_budget, self.mixjit_options.target,
-                          self.mixjit_options.schemes, cache=False, tune="never")
+        """The mixjit version of the plain ``@njit`` dispatcher ``disp``: one per function and
+        option set, compiled with ``disp``'s own options (``targetoptions``, ``locals``, and its
+        disk cache when it has one)."""
+        options = replace(self.mixjit_options, cache=not isinstance(disp._cache, NullCache), tune="never")
         key = (id(disp), options)
         with _callee_lock:
             version = _callee_versions.get(key)
             if version is None:
                 opts = {k: v for k, v in disp.targetoptions.items() if k != "nopython"}
-                version = MixjitDispatcher(disp.py_func, options, opts, is_callee=True)
+                version = MixjitDispatcher(disp.py_func, options, opts, is_callee=True, locals=disp.locals)
                 _callee_versions[key] = version
                 version._original = disp  # keeps id(disp) from being reused
             return version
@@ -331,60 +460,68 @@ class MixjitDispatcher(CPUDispatcher):
         """Typed hook: find the GEMM sites (importer + detect-gemm), make their
         block and plans, link them. The block is registered when the compilation
         succeeds (``compile``), and recorded in Numba's ``reload_init`` even with
-        no site taken, so ``sites`` can list the candidates left to Numba."""
+        no site taken, so ``sites`` can list the candidates left to Numba.
+        Raises StageError when a stage fails (``compile`` then compiles plain Numba)."""
+        attempt = self._compilations[-1] if self._compilations else _Compilation()
         qualname = state.func_id.func_qualname
-        try:
-            found = find_sites(state)
-        except FrontendError as e:
-            self._not_imported.add(tuple(state.args))
-            warnings.warn_explicit(
-                f"mixjit: cannot import {qualname} into mix IR ({e}); its GEMMs run under plain Numba",
-                MixjitWarning, state.func_id.filename, state.func_id.firstlineno, state.func_id.modname)
-            return False
-        calls = found.calls
-        records = tuple(
-            SiteRecord(qualname, _loc(c.loc), str(c.dtype), form, c.alpha, c.beta)
-            for c, form in zip(calls, _forms(found, state))
-        )
-        rejected = tuple(
-            SiteRecord(qualname, f"{r.loc.file}:{r.loc.line}", "", r.op.name, reason=f"{r.reason}: {r.detail}")
-            for r in found.report.rejected
-        ) + tuple(_objmode_products(qualname, state.func_ir))
-        schemes = self.mixjit_options.schemes
-        plans = tuple(initial_plan(schemes, np.dtype(str(c.dtype))) for c in calls)
-        block = SiteBlock(_block_symbol(), records, plans, rejected)
-        if self._pending:
-            self._pending[-1].append((block, _provisional_cell(block.symbol)))
-        else:  # not under compile(): nothing to wait for
-            block()
-        for local, call in enumerate(calls):
-            link_gemm_call(state, call, block.symbol, local)
+        signature = f"({_signature_text(tuple(state.args))})"
+        found = linking.find_sites(state)
+        with stage("plan"):
+            calls = found.calls
+            records = tuple(
+                SiteRecord(qualname, _loc(c.loc), str(c.dtype), form, c.alpha, c.beta)
+                for c, form in zip(calls, _forms(found, state))
+            )
+            attempt.records = records
+            rejected = tuple(
+                SiteRecord(qualname, f"{r.loc.file}:{r.loc.line}", "", r.op.name, reason=f"{r.reason}: {r.detail}")
+                for r in found.report.rejected
+            ) + tuple(_objmode_products(qualname, state.func_ir))
+            schemes = self.mixjit_options.schemes
+            plans = tuple(initial_plan(schemes, np.dtype(str(c.dtype))) for c in calls)
+            block = SiteBlock(_block_symbol(), records, plans, rejected, signature)
+        with stage("link"):
+            if self._compilations:
+                attempt.pending.append((block, _provisional_cell(block.symbol)))
+            else:  # not under compile(): nothing to wait for
+                block()
+            for local, call in enumerate(calls):
+                attempt.linked = True  # from here on the Numba IR is rewritten
+                linking.link_gemm_call(state, call, block.symbol, local)
         state.reload_init.append(block)
         return bool(calls)
 
     # -- what the user inspects ----------------------------------------------
 
-    def _blocks(self, key: tuple) -> list[SiteBlock]:
+    def _reload_entries(self, key: tuple) -> list[SiteBlock | NotLinked]:
+        """The site blocks and fallback records of compiled signature ``key`` (its callees'
+        included), each once."""
         cres = self.overloads.get(key)
         if cres is None:
             return []
         seen = []
         for fn in cres.reload_init or ():
-            if isinstance(fn, SiteBlock) and fn not in seen:
+            if isinstance(fn, (SiteBlock, NotLinked)) and fn not in seen:
                 seen.append(fn)
         return seen
 
     @property
     def sites(self) -> list[Site]:
-        """Every GEMM site of every compiled signature (callees' sites included)."""
+        """Every GEMM site of every compiled signature (callees' sites included). A site's
+        ``signature`` is that of the function holding it (a helper's own)."""
         out = []
         for key in list(self.overloads):
-            sig = f"({_signature_text(key)})"
-            for block in self._blocks(key):
-                for sid, rec in zip(block.site_ids(), block.records):
+            default = f"({_signature_text(key)})"
+            for entry_ in self._reload_entries(key):
+                sig = entry_.signature or default
+                if isinstance(entry_, NotLinked):
+                    out += [Site(None, r.function, sig, r.loc, r.dtype, r.form, r.alpha, r.beta, False, None,
+                                 r.reason) for r in entry_.records]
+                    continue
+                for sid, rec in zip(entry_.site_ids(), entry_.records):
                     out.append(Site(sid, rec.function, sig, rec.loc, rec.dtype, rec.form, rec.alpha,
                                     rec.beta, True, get_plan(sid)))
-                for rec in block.rejected:
+                for rec in entry_.rejected:
                     out.append(Site(None, rec.function, sig, rec.loc, rec.dtype, rec.form, rec.alpha,
                                     rec.beta, False, None, rec.reason))
         return out
@@ -393,43 +530,29 @@ class MixjitDispatcher(CPUDispatcher):
         """Calls so far of each site of ``sites``, by site id."""
         return {s.id: s.calls for s in self.sites if s.id is not None}
 
-    def ir(self, *spec: Any) -> str:
-        """The mix IR text of this function (and its @njit callees) for the
-        argument types of ``spec``: example arguments, Numba types or one
-        signature (``"float64[:, :](float64[:, :])"``). Callees are typed as
-        their mixjit versions, as when the function compiles."""
-        from mixjit.importer import ir_text
-
-        return ir_text(self, *spec, untyped_hook=self._swap_callees)
-
-    def dag_for(self, *spec: Any) -> Any:
-        """The networkx DAG of the GEMM sites (build-dag) of this function and
-        its callees for the argument types of ``spec`` (as for ``ir``; compiled
-        first if needed). Nodes are the site ids of ``sites`` and
-        ``call_counts()``, with ``loop_depth``; edges carry ``via`` and ``carried``."""
-        import networkx as nx
-
-        from mixjit.importer import import_function, resolve_argtypes
-        from mixjit.passes.build_dag import gemm_dag
+    def _imported(self, spec: Sequence[Any], raw: bool) -> Any:
+        """This function and its @njit callees imported for ``spec`` (callees typed as their
+        mixjit versions, as when the function compiles); unless ``raw``, after detect-gemm,
+        with the process site ids and plans of the compiled signatures (``annotate_sites``)."""
+        from mixjit.importer import import_function
         from mixjit.passes.detect_gemm import detect_gemms
 
-        argtypes, _ = resolve_argtypes(spec)
-        self.compile(argtypes)
-        imported = import_function(self, *argtypes, untyped_hook=self._swap_callees)
-        detect_gemms(imported.module)
-        mapping = {}
-        for function in imported.functions:
-            mapping.update(_process_site_ids(function))
-        return nx.relabel_nodes(gemm_dag(imported.module), mapping)
+        imported = import_function(self, *spec, untyped_hook=self._swap_callees)
+        if not raw:
+            detect_gemms(imported.module)
+            annotate_sites(imported)
+        return imported
 
-    @property
-    def dag(self) -> Any:
-        """``dag_for`` the first compiled signature."""
-        if not self.signatures:
-            raise RuntimeError(
-                f"mixjit: {self.py_func.__qualname__} has no compiled signature yet; call it "
-                "first, or use .dag_for(*example_args)")
-        return self.dag_for(*self.signatures[0])
+    def ir(self, *spec: Any, raw: bool = False) -> str:
+        """The mix IR text of this function (and its @njit callees) for the
+        argument types of ``spec``: example arguments, Numba types or one
+        signature (``"float64[:, :](float64[:, :])"``).
+
+        The IR is shown after detect-gemm: each GEMM site is a ``mix.gemm``. Once the signature
+        is compiled, its ``site`` is the id of ``sites`` / ``call_counts()`` and ``mix.plan``
+        says what it runs (``{scheme, config, executor}``). ``raw=True`` gives the import
+        alone (``py.*`` ops, before detect-gemm). Nothing is compiled."""
+        return self._imported(spec, raw).text()
 
     # -- tuning (mixjit.tuning) ----------------------------------------------
 
@@ -470,17 +593,77 @@ class MixjitDispatcher(CPUDispatcher):
 
         return report(self, plot)
 
-    def dump(self, path: str | Path, *spec: Any) -> Path:
-        """Write ``ir(*spec)`` to ``path``, a ``.mix`` file ``mixopt`` reads."""
-        from mixjit.importer import dump_ir
+    def dump(self, path: str | Path, *spec: Any, raw: bool = False) -> Path:
+        """Write ``ir(*spec, raw=raw)`` to ``path``, a ``.mix`` file ``mixopt`` reads; returns it."""
+        path = Path(path)
+        path.write_text(self.ir(*spec, raw=raw), encoding="utf-8")
+        return path
 
-        return dump_ir(self, path, *spec, untyped_hook=self._swap_callees)
+    def dag_for(self, *spec: Any) -> Any:
+        """The networkx DAG of the GEMM sites (build-dag) of this function and
+        its callees for the argument types of ``spec`` (as for ``ir``; compiled
+        first if needed). Nodes are the site ids of ``sites`` and
+        ``call_counts()``, with ``loop_depth``; edges carry ``via`` and ``carried``.
+        Sites of a function that runs as plain Numba (see ``sites``) are left out."""
+        import networkx as nx
+
+        from mixjit.importer import resolve_argtypes
+        from mixjit.passes.build_dag import gemm_dag
+        from mixjit.passes.detect_gemm import detect_gemms
+
+        argtypes, _ = resolve_argtypes(spec)
+        self.compile(argtypes)
+        imported = self._imported(argtypes, raw=True)
+        detect_gemms(imported.module)
+        dag = gemm_dag(imported.module)
+        mapping: dict[int, int] = {}
+        for function in imported.functions:
+            mapping.update(_process_site_ids(function) or {})
+        dag.remove_nodes_from([n for n in list(dag.nodes) if n not in mapping])
+        return nx.relabel_nodes(dag, mapping)
+
+    @property
+    def dag(self) -> Any:
+        """``dag_for`` the first compiled signature."""
+        if not self.signatures:
+            raise RuntimeError(
+                f"mixjit: {self.py_func.__qualname__} has no compiled signature yet; call it "
+                "first, or use .dag_for(*example_args)")
+        return self.dag_for(*self.signatures[0])
 
 
-def _process_site_ids(function: Any) -> dict[int, int]:
+PLAN_ATTR = "mix.plan"
+"""On a ``mix.gemm`` of ``f.ir()``: the plan its compiled site runs, ``{config, executor, scheme}``."""
+
+
+def annotate_sites(imported: Any) -> None:
+    """Give the ``mix.gemm`` ops of ``imported`` (after detect-gemm) the process site ids of
+    their compiled code and a ``mix.plan`` attribute: when every function with sites is compiled
+    and linked. Otherwise (not compiled yet, or run as plain Numba) the module's own ids stay,
+    so that no two ops share an id."""
+    from mixjit.ir.attributes import IntegerAttr, to_attr
+    from mixjit.ir.dialects.mix import GemmOp
+    from mixjit.ir.types import i64
+
+    mappings = [(f, _process_site_ids(f)) for f in imported.functions]
+    if any(ids is None for _, ids in mappings):
+        return
+    for function, ids in mappings:
+        for op in function.func.walk():
+            if isinstance(op, GemmOp):
+                sid = ids[op.site.value]
+                op.site = IntegerAttr(sid, i64)
+                plan = get_plan(sid)
+                if plan is not None:
+                    op.attributes[PLAN_ATTR] = to_attr(
+                        {"scheme": plan.scheme, "config": plan.config, "executor": plan.executor})
+
+
+def _process_site_ids(function: Any) -> dict[int, int] | None:
     """Module site id -> process site id for the ``mix.gemm`` ops of one imported function: the
     k-th site of the function is the k-th record of the site block its compilation made (both
-    number the sites in source order)."""
+    number the sites in source order). None when that compilation linked no site (not compiled
+    yet, or it runs as plain Numba); RuntimeError when the sites disagree."""
     from mixjit.ir.dialects.mix import GemmOp
 
     module_ids = sorted(op.site.value for op in function.func.walk() if isinstance(op, GemmOp))
@@ -488,12 +671,15 @@ def _process_site_ids(function: Any) -> dict[int, int]:
         return {}
     disp = function.source
     cres = disp.overloads.get(tuple(function.argtypes)) if isinstance(disp, MixjitDispatcher) else None
-    own = next((b for b in (cres.reload_init or ()) if isinstance(b, SiteBlock)), None) if cres else None
-    if own is None or len(own.records) != len(module_ids) or any(
-            r.function != function.qualname for r in own.records):
+    signature = f"({_signature_text(tuple(function.argtypes))})"
+    own = next((b for b in (cres.reload_init or ()) if isinstance(b, SiteBlock) and b.records
+                and b.signature == signature and b.records[0].function == function.qualname), None) if cres else None
+    if own is None:
+        return None
+    if len(own.records) != len(module_ids) or any(r.function != function.qualname for r in own.records):
         raise RuntimeError(
             f"mixjit: the GEMM sites of {function.qualname}({_signature_text(function.argtypes)}) in the "
-            "DAG do not match those of its compiled code (a mixjit bug; report it with the function)")
+            "IR do not match those of its compiled code (a mixjit bug; report it with the function)")
     return dict(zip(module_ids, own.site_ids()))
 
 
@@ -516,16 +702,55 @@ def _referenced_dispatcher(func_ir: ir.FunctionIR, value: Any) -> CPUDispatcher 
     return None
 
 
+NUMBA_OPTIONS: frozenset[str] = frozenset(
+    name for name in dir(CPUTargetOptions) if isinstance(getattr(CPUTargetOptions, name), TargetOptions.Mapping))
+"""The ``@njit`` target options ``@mixjit`` passes on to Numba unchanged (Numba's CPU target
+options: ``parallel``, ``fastmath``, ``nogil``, ``boundscheck``, ``error_model``, ``inline``,
+...); ``cache``, ``locals`` and signatures are taken too. docs/frontend.md has the table."""
+
+_MIXJIT_OPTIONS = ("error_budget", "target", "schemes")
+
+
+def _numba_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Check ``options`` as ``@njit`` would and return the target options to compile with.
+    ``nopython``/``forceobj`` are ignored with a warning, as ``@njit`` does; unknown names and
+    values Numba refuses raise here, at decoration, naming the option."""
+    options = dict(options)
+    for name in ("nopython", "forceobj"):
+        if name in options:
+            warnings.warn(f"mixjit: {name} is set for @mixjit and is ignored (mixjit compiles in nopython "
+                          "mode, as @njit does)", RuntimeWarning, stacklevel=3)
+            del options[name]
+    if "pipeline_class" in options:
+        raise TypeError("mixjit: pipeline_class is not supported: @mixjit compiles with its own pipeline "
+                        "(mixjit.numba_pipeline); use @njit(pipeline_class=...) for a custom one")
+    unknown = sorted(set(options) - NUMBA_OPTIONS)
+    if unknown:
+        raise TypeError(
+            f"mixjit: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+            f"@mixjit takes {', '.join(_MIXJIT_OPTIONS)}, cache, locals, signatures and the @njit options "
+            f"{', '.join(sorted(n for n in NUMBA_OPTIONS if not n.startswith('_')))}")
+    if options.get("error_model", "python") not in ("python", "numpy"):
+        raise ValueError(f"mixjit: error_model must be 'python' or 'numpy' (as for @njit), "
+                         f"got {options['error_model']!r}")
+    try:
+        CPUTargetOptions.parse_as_flags(Flags(), {**options, "nopython": True})
+    except (KeyError, ValueError, TypeError) as e:
+        raise ValueError(f"mixjit: invalid @njit option value ({e})") from e
+    return options
+
+
 def mixjit(
-    fn: Callable | None = None,
+    fn: Callable | str | Sequence[Any] | None = None,
     *,
     error_budget: float = 1e-6,
     target: str = "h100",
     schemes: Sequence[str] | None = None,
     cache: bool = False,
-    parallel: bool = False,
     tune: str = "first-call",
     metric: Callable[[Any, Any], float] | None = None,
+    locals: dict[str, Any] | None = None,
+    **numba_options: Any,
 ) -> Any:
     """Compile ``fn`` with Numba (nopython) and run its GEMMs through mixjit.
 
@@ -533,10 +758,19 @@ def mixjit(
     ``target``: the hardware the plans are tuned for; ``schemes``: the candidate
     schemes of every site, most wanted first (default: ``mixjit.plan.DEFAULT_SCHEMES``
     by dtype); ``cache``: cache compiled code on disk (apart from plain Numba's);
-    ``parallel``: Numba's ``parallel=`` (``prange``); ``tune``: ``"first-call"`` (tune on
-    the first call's arguments), ``"explicit"`` (only ``f.tune(...)``) or ``"never"`` (every
-    site runs its most precise config); ``metric``: ``metric(out, ref) -> float`` per output
-    in place of the relative Frobenius error. Use as ``@mixjit`` or ``@mixjit(...)``."""
+    ``tune``: ``"first-call"`` (tune on the first call's arguments), ``"explicit"`` (only
+    ``f.tune(...)``) or ``"never"`` (every site runs its most precise config); ``metric``:
+    ``metric(out, ref) -> float`` per output in place of the relative Frobenius error;
+    ``locals`` and every other ``@njit`` option (``parallel``, ``fastmath``, ``nogil``,
+    ``boundscheck``, ``error_model``, ``inline``, ...: ``NUMBA_OPTIONS``) as ``@njit`` takes them.
+
+    Applied to an ``@njit`` function, it keeps that function's options (those given here win).
+    Use as ``@mixjit``, ``@mixjit(...)``, or with signatures as ``@njit`` takes them
+    (``@mixjit("float64[:, :](float64[:, :])")``, a list of signatures): they compile at
+    decoration and other argument types are refused, as with ``@njit``."""
+    sigs = None
+    if isinstance(fn, list) or (fn is not None and sigutils.is_signature(fn)):
+        sigs, fn = (list(fn) if isinstance(fn, list) else [fn]), None
     from mixjit.tuning.api import TUNE_MODES
 
     if not isinstance(error_budget, (int, float)) or not error_budget > 0:
@@ -553,12 +787,24 @@ def mixjit(
         schemes = tuple(schemes)
         candidate_schemes(schemes, np.float64)
     options = Options(float(error_budget), target, schemes, bool(cache), tune, metric)
+    targetoptions = _numba_options(numba_options)
 
     def wrap(func: Callable) -> MixjitDispatcher:
-        if isinstance(func, CPUDispatcher):
+        own_options, own_locals = targetoptions, locals
+        if isinstance(func, CPUDispatcher):  # mixjit(an @njit function): its options, then ours
+            own_options = {**{k: v for k, v in func.targetoptions.items() if k != "nopython"}, **targetoptions}
+            own_locals = {**(func.locals or {}), **(locals or {})}
             func = func.py_func
         if not inspect.isfunction(func):
             raise TypeError(f"@mixjit decorates a Python function, got {type(func).__name__}")
-        return MixjitDispatcher(func, options, {"parallel": parallel})
+        disp = MixjitDispatcher(func, options, own_options, locals=own_locals)
+        if sigs is not None:
+            from numba.core import typeinfer
+
+            with typeinfer.register_dispatcher(disp):
+                for sig in sigs:
+                    disp.compile(sig)
+            disp.disable_compile()
+        return disp
 
     return wrap(fn) if fn is not None else wrap

@@ -77,6 +77,24 @@ _INPLACE = {
     operator.ilshift: "<<=", operator.irshift: ">>=", operator.iand: "&=", operator.ior: "|=",
     operator.ixor: "^=",
 }
+_UNARY = {operator.neg: "-", operator.pos: "+", operator.invert: "~", operator.not_: "not"}
+
+
+def _operator_symbol(fn: Any, table: dict[Any, str]) -> str | None:
+    """The mix IR spelling of a Numba operator field: Numba 0.68 stores the ``operator``
+    function (``operator.neg``), older versions its text (``"-"``). None when it is neither."""
+    if isinstance(fn, str):
+        return fn if fn in table.values() else None
+    try:
+        return table.get(fn)
+    except TypeError:  # an unhashable object
+        return None
+
+
+def _name_attr(name: Any) -> StringAttr:
+    """A name Numba's IR holds (attribute, global, keyword) as a string attribute; Numba gives
+    strings, and anything else is printed as its stable text rather than refused."""
+    return StringAttr(name if isinstance(name, str) else stable_text(name))
 
 
 class FrontendError(Exception):
@@ -311,7 +329,7 @@ class _FunctionImporter:
             else:
                 emit(py.SetItemOp, target=v(stmt.target), index=v(stmt.index_var), value=v(stmt.value))
         elif isinstance(stmt, ir.SetAttr):
-            emit(py.SetAttrOp, target=v(stmt.target), value=v(stmt.value), attr=StringAttr(stmt.attr))
+            emit(py.SetAttrOp, target=v(stmt.target), value=v(stmt.value), attr=_name_attr(stmt.attr))
         elif isinstance(stmt, ir.Del):
             emit(py.DelOp, value=self.use(stmt.value, stmt.loc))
         elif isinstance(stmt, ir.Print) and stmt.vararg is None:
@@ -338,7 +356,7 @@ class _FunctionImporter:
             if stmt.exc_args is not None:
                 attrs_ = [const_attr(a, to_ir_type(types.int64)) for a in stmt.exc_args]
                 props["exc_args"] = ArrayAttr(
-                    a if a is not None else StringAttr(repr(x)) for a, x in zip(attrs_, stmt.exc_args)
+                    a if a is not None else StringAttr(stable_text(repr(x))) for a, x in zip(attrs_, stmt.exc_args)
                 )
             emit(py.RaiseOp, exception=None, **props)
         elif isinstance(stmt, ir.Raise):
@@ -363,31 +381,34 @@ class _FunctionImporter:
                 return self.unknown(stmt, ty, emit)
             return emit(py.ConstOp, value=attr, out=ty).result
         if isinstance(value, ir.Global):
-            name, simple = StringAttr(value.name), _simple_value(value.value)
+            name, simple = _name_attr(value.name), _simple_value(value.value)
             return emit(py.GlobalOp, global_name=name, value=simple, out=ty).result
         if isinstance(value, ir.FreeVar):
-            name, simple = StringAttr(value.name), _simple_value(value.value)
+            name, simple = _name_attr(value.name), _simple_value(value.value)
             return emit(py.FreeVarOp, var_name=name, value=simple, out=ty).result
         if not isinstance(value, ir.Expr):
             return self.unknown(stmt, ty, emit)
         op = value.op
         if op == "binop":
-            symbol = _BINOPS.get(value.fn)
+            symbol = _operator_symbol(value.fn, _BINOPS)
             if symbol is None:
                 return self.unknown(stmt, ty, emit)
             lhs, rhs = (value.rhs, value.lhs) if symbol == "in" else (value.lhs, value.rhs)
             return emit(py.BinOp, lhs=v(lhs), rhs=v(rhs), op=StringAttr(symbol), out=ty).result
         if op == "inplace_binop":
-            symbol = _INPLACE.get(value.fn)
+            symbol = _operator_symbol(value.fn, _INPLACE)
             if symbol is None:
                 return self.unknown(stmt, ty, emit)
             return emit(py.InplaceBinOp, lhs=v(value.lhs), rhs=v(value.rhs), op=StringAttr(symbol), out=ty).result
         if op == "unary":
-            return emit(py.UnaryOp, value=v(value.value), op=StringAttr(value.fn), out=ty).result
+            symbol = _operator_symbol(value.fn, _UNARY)
+            if symbol is None:
+                return self.unknown(stmt, ty, emit)
+            return emit(py.UnaryOp, value=v(value.value), op=StringAttr(symbol), out=ty).result
         if op == "call":
             return self.import_call(value, ty, emit, v, stmt)
         if op == "getattr":
-            return emit(py.GetAttrOp, obj=v(value.value), attr=StringAttr(value.attr), out=ty).result
+            return emit(py.GetAttrOp, obj=v(value.value), attr=_name_attr(value.attr), out=ty).result
         if op == "getitem":
             return emit(py.GetItemOp, obj=v(value.value), index=v(value.index), out=ty).result
         if op == "static_getitem":
@@ -428,7 +449,7 @@ class _FunctionImporter:
         target = self.helper_symbol(value)
         if target is not None:
             attrs[TARGET_ATTR] = SymbolRefAttr(target)
-        kwnames = ArrayAttr(StringAttr(k) for k, _ in kws) if kws else None
+        kwnames = ArrayAttr(_name_attr(k) for k, _ in kws) if kws else None
         return emit(py.CallOp, func=v(value.func), args=args, kwnames=kwnames, out=ty, attributes=attrs).result
 
     def unknown(self, stmt: ir.Stmt, ty: Type | None, emit: Callable[..., Operation]) -> Value | None:
@@ -443,8 +464,13 @@ class _FunctionImporter:
 
 
 def _simple_value(value: Any) -> Attribute | None:
+    """The ``value`` attribute of a global or free variable: simple constants only (None for
+    anything else, e.g. an int too large for any Numba type)."""
     if isinstance(value, (bool, int, float, str)):
-        return const_attr(value, to_ir_type(typeof(value)))
+        try:
+            return const_attr(value, to_ir_type(typeof(value)))
+        except ValueError:
+            return None
     return None
 
 
@@ -462,7 +488,7 @@ def import_typed_ir(
     qualname = state.func_ir.func_id.func_qualname
     importer = _FunctionImporter(state, sym_name or qualname, helper_symbol or (lambda expr: None))
     fop = importer.run()
-    fop.attributes["py.module"] = StringAttr(state.func_ir.func_id.modname or "")
+    fop.attributes["py.module"] = _name_attr(state.func_ir.func_id.modname or "")
     return ImportedFunction(fop, importer.stmts, state.func_ir, qualname, importer.argtypes)
 
 

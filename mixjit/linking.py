@@ -88,6 +88,7 @@ from numba.extending import intrinsic
 from numba.np.arrayobj import make_array
 
 from mixjit.entry import DTYPE_CODES, ENTRY_SYMBOL, entry_cfunc
+from mixjit.numba_pipeline import stage
 
 
 class LinkError(RuntimeError):
@@ -271,15 +272,21 @@ class FoundSites:
 def find_sites(state: TypedState) -> FoundSites:
     """Import the typed IR of ``state`` into mix IR, run detect-gemm on it and
     resolve every ``mix.gemm`` to the Numba statements its ``mix.stmts`` name.
+    Does not modify the Numba IR.
 
-    Raises ``mixjit.importer.FrontendError`` when the IR cannot be imported."""
-    from mixjit.importer import import_typed_ir
+    Raises ``StageError`` naming the stage that failed: ``import`` (e.g. a
+    ``mixjit.importer.FrontendError`` for IR the importer cannot represent),
+    ``detect-gemm`` or ``resolve``."""
+    from mixjit import importer
     from mixjit.ir.dialects.builtin import ModuleOp
-    from mixjit.passes.detect_gemm import detect_gemms
+    from mixjit.passes import detect_gemm
 
-    imported = import_typed_ir(state)
-    report = detect_gemms(ModuleOp.from_ops([imported.func]))
-    calls = [_resolve(state, imported.stmts, site) for site in report.sites]
+    with stage("import"):
+        imported = importer.import_typed_ir(state)
+    with stage("detect-gemm"):
+        report = detect_gemm.detect_gemms(ModuleOp.from_ops([imported.func]))
+    with stage("resolve"):
+        calls = [_resolve(state, imported.stmts, site) for site in report.sites]
     return FoundSites(calls, report, imported)
 
 

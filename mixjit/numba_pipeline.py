@@ -21,12 +21,17 @@ three passes:
 
 Passes are placed by class (``PassManager.add_pass_after``), never by name:
 ``PassRegistry.find_by_name`` is broken in Numba 0.68.
+
+A failure inside one of mixjit's own stages is raised as ``StageError`` (``stage(name)``
+converts any other exception), so the frontend can tell it from an error in the user's
+code and compile the function as plain Numba instead.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import numpy as np
 from numba.core import errors, ir
@@ -41,6 +46,31 @@ changed the IR (Numba re-runs its analyses after a mutating pass)."""
 UntypedHook = Callable[[StateDict], bool]
 """Called with the compiler state right before type inference; returns True
 when it changed the IR."""
+
+
+
+class StageError(Exception):
+    """One of mixjit's own stages (``canonicalize-matmul``, ``callees``, ``import``,
+    ``detect-gemm``, ``plan``, ``link``, ``lowering``) failed on a function: mixjit's failure,
+    not an error in the user's code. ``error`` is the original exception."""
+
+    def __init__(self, stage: str, error: BaseException) -> None:
+        super().__init__(f"{stage}: {type(error).__name__}: {error}")
+        self.stage = stage
+        self.error = error
+
+
+@contextmanager
+def stage(name: str) -> Iterator[None]:
+    """Run a block as mixjit stage ``name``: any exception it raises (other than a StageError,
+    which already names its stage) becomes ``StageError(name, exception)``."""
+    try:
+        yield
+    except StageError:
+        raise
+    except Exception as e:
+        raise StageError(name, e) from e
+
 
 _HOOK_KEY = "mixjit_typed_hook"
 _MATMUL_KEY = "mixjit_matmul_targets"
@@ -125,7 +155,8 @@ class CanonicalizeMatmul(FunctionPass):
 
     def run_pass(self, state: StateDict) -> bool:
         targets: set[str] = set()
-        rewritten = canonicalize_matmul(state.func_ir, targets)
+        with stage("canonicalize-matmul"):
+            rewritten = canonicalize_matmul(state.func_ir, targets)
         state[_MATMUL_KEY] = frozenset(targets)
         return rewritten > 0
 
@@ -185,19 +216,21 @@ def _insert_before(pm: PassManager, pass_cls: type, location: type, description:
 
 
 class MixjitCompiler(CompilerBase):
-    """Numba's nopython pipeline plus CanonicalizeMatmul, UntypedIRHook and
-    TypedIRHook.
+    """Numba's nopython pipeline plus CanonicalizeMatmul (unless ``canonicalize`` is False),
+    UntypedIRHook and TypedIRHook.
 
     Use a subclass from ``make_pipeline``; this base class has no hooks."""
 
     typed_hook: TypedHook | None = None
     untyped_hook: UntypedHook | None = None
+    canonicalize: bool = True
 
     def define_pipelines(self) -> list[PassManager]:
         self.state[_HOOK_KEY] = type(self).typed_hook
         self.state[_UNTYPED_HOOK_KEY] = type(self).untyped_hook
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
-        _insert_before(pm, CanonicalizeMatmul, NopythonTypeInference, "mixjit: np.matmul -> @")
+        if type(self).canonicalize:
+            _insert_before(pm, CanonicalizeMatmul, NopythonTypeInference, "mixjit: np.matmul -> @")
         _insert_before(pm, UntypedIRHook, NopythonTypeInference, "mixjit: untyped-IR hook")
         pm.add_pass_after(TypedIRHook, NopythonTypeInference)
         pm.finalize()
@@ -207,13 +240,16 @@ class MixjitCompiler(CompilerBase):
 def make_pipeline(
     hook: TypedHook | None = None,
     untyped_hook: UntypedHook | None = None,
+    canonicalize: bool = True,
 ) -> type[MixjitCompiler]:
     """A pipeline class for ``numba.njit(pipeline_class=...)`` that calls
     ``untyped_hook`` and ``hook`` on every compilation (once per new
     argument-type signature). A hook may end the compilation early by raising
-    Numba's ``_EarlyPipelineCompletion`` (how the importer types without lowering)."""
+    Numba's ``_EarlyPipelineCompletion`` (how the importer types without lowering).
+    ``canonicalize=False`` leaves ``np.matmul`` to Numba (which cannot type it)."""
     attrs = {
         "typed_hook": staticmethod(hook) if hook else None,
         "untyped_hook": staticmethod(untyped_hook) if untyped_hook else None,
+        "canonicalize": canonicalize,
     }
     return type("MixjitCompiler", (MixjitCompiler,), attrs)

@@ -106,9 +106,9 @@ def qualified_name(obj: Any) -> str:
         return f"numpy.{obj.__name__}"
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
     module = getattr(obj, "__module__", None)
-    if name is None:
+    if not isinstance(name, str):  # no name, or a descriptor/object standing in for one
         return _ADDRESS.sub("", repr(obj))
-    return f"{module}.{name}" if module else name
+    return f"{module}.{name}" if isinstance(module, str) and module else name
 
 
 def callee_name(numba_type: Any) -> str | None:

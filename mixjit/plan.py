@@ -186,6 +186,9 @@ class SiteBlock:
     records: tuple[SiteRecord, ...]
     plans: tuple[SitePlan, ...]
     rejected: tuple[SiteRecord, ...] = ()
+    signature: str = ""
+    """The argument types of the compilation, ``(array(float64, 2d, C), int64)``: a helper's
+    block keeps the helper's own signature inside its callers."""
 
     def __call__(self) -> int:
         """Register the block (once per process); returns its first site id."""

@@ -45,3 +45,18 @@ def test_ir_import_stays_light() -> None:
     code = "import sys, mixjit.ir; print(' '.join(m for m in ('numba', 'llvmlite', 'numpy') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"importing mixjit.ir pulled in {out}"
+
+
+def test_license_is_an_spdx_expression_the_build_backend_accepts() -> None:
+    # A TOML-table license makes `pip install` warn (setuptools deprecated it); the SPDX string
+    # form needs setuptools >= 77, so the build requirement must say so.
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert isinstance(cfg["project"]["license"], str) and cfg["project"]["license"] == "Apache-2.0"
+    (setuptools_req,) = [r for r in cfg["build-system"]["requires"] if r.startswith("setuptools")]
+    assert int(setuptools_req.split(">=")[1].split(".")[0]) >= 77
+
+
+def test_dir_lists_the_lazy_attributes() -> None:
+    import mixjit
+
+    assert {"gemm", "mixjit", "__version__"} <= set(dir(mixjit))

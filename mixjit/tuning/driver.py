@@ -122,8 +122,12 @@ def signature_of(f: Any, args: Sequence[Any]) -> tuple:
 
 def signature_sites(f: Any, key: tuple) -> tuple[TunedSite, ...]:
     """The linked sites of one compiled signature (callees' included), in a stable order."""
+    from mixjit.plan import SiteBlock
+
     out: list[TunedSite] = []
-    for block in f._blocks(key):
+    for block in f._reload_entries(key):
+        if not isinstance(block, SiteBlock):
+            continue  # a compilation that runs as plain Numba (decorator.NotLinked)
         for sid, rec in zip(block.site_ids(), block.records):
             out.append(TunedSite(sid, len(out), rec))
     return tuple(out)

@@ -1,14 +1,18 @@
 """A corpus of real Numba functions for the frontend tests, with what detect-gemm must find.
 
 Each :class:`Case` is a function in Numba's nopython subset, the argument types to import it
-for, the GEMM sites detect-gemm must create (in site order) and the reason codes of the
-candidates it must reject (in op order). Styles covered: ``@``, ``np.dot``, ``np.matmul``,
-``.T`` / ``np.transpose`` / ``.transpose()``, fused in-place slice updates (dynamic and static
-subscripts), loops and loop nests, float32 and float64, ``parallel=True`` with ``prange``, an
-``@njit`` helper callee, and the candidates that must not match (1-D dot products,
-matrix-vector products, complex dtypes, ``out=``). Numba does not type integer or mixed-dtype
-matrix products at all, so those rejections are tested on hand-written IR instead.
+for, the GEMM sites detect-gemm must create (in site order), the reason codes of the
+candidates it must reject (in op order) and example arguments (``example(rng)``) to run it
+with. Styles covered: ``@``, ``np.dot``, ``np.matmul``, ``.T`` / ``np.transpose`` /
+``.transpose()``, fused in-place slice updates (dynamic and static subscripts), loops and loop
+nests, float32 and float64, ``parallel=True`` with ``prange``, ``@njit`` helper callees (one
+level and a chain three deep), unary operators (``-``, ``+``, ``~``, ``not``), negative slice
+bounds and steps, tuples of arrays (arguments, results, subscripts), global arrays and scalars,
+closures, and the candidates that must not match (1-D dot products, matrix-vector products,
+complex dtypes, ``out=``). Numba does not type integer or mixed-dtype matrix products at all,
+so those rejections are tested on hand-written IR instead.
 
+Every case must run under ``@mixjit`` with the results of ``@njit`` (test_corpus_runs.py).
 Importing is slow (Numba's type inference), so :func:`imported` compiles each case once per
 process; :func:`fresh_module` parses a new copy of its IR for tests that transform it.
 """
@@ -33,6 +37,7 @@ F32 = types.Array(types.float32, 2, "C")
 V64 = types.Array(types.float64, 1, "C")
 C128 = types.Array(types.complex128, 2, "C")
 INT = types.int64
+PAIR64 = types.UniTuple(F64, 2)
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,8 @@ class Case:
     argtypes: tuple
     sites: tuple[Site, ...] = ()
     rejected: tuple[str, ...] = ()
+    example: Callable[[np.random.Generator], tuple] | None = None
+    """Arguments of ``argtypes``' types and compatible shapes, from a random generator."""
 
 
 # -- positive cases ----------------------------------------------------------------------------
@@ -158,6 +165,77 @@ def uses_helper(A, B):
     return _helper_product(A, B) + 1.0
 
 
+# -- constructs that once crashed the importer or the linker ---------------------------------
+def unary_ops(A, B, k):
+    """Every unary operator, negative slice bounds and negated calls (issue 7, item 1)."""
+    P = -(A @ B)
+    ny, nx = A[0, 0], A[0, 1]
+    normal = np.array([ny, -nx])
+    centred = A[:, :-k] + (-np.mean(A))
+    flags = (~k, not k, +k)
+    return P, normal, centred, flags
+
+
+@njit
+def _neg_helper(A, k):
+    return -(A @ A)[:, :-k]
+
+
+def unary_in_helper(A, k):
+    return _neg_helper(A, k) + 1.0
+
+
+def negative_slices(A, B, k):
+    X = A[:-k, :] @ B[:, :-k]
+    Y = A[:, :-2] @ B[:-2, :]
+    Z = A[::-1, :] @ B[:, ::-2]
+    return X, Y, Z
+
+
+def tuple_of_arrays(pair):
+    a, b = pair
+    t = (a, b.T)
+    return a @ b, b.T @ a.T, t[0] @ t[1]
+
+
+_W_GLOBAL = np.linspace(-1.0, 1.0, 16).reshape(4, 4)
+_SCALE = 0.5
+
+
+def uses_globals(A):
+    """A global array (Numba freezes it into a read-only constant) and a global scalar."""
+    return (A @ _W_GLOBAL) * _SCALE - np.dot(_W_GLOBAL, A.T).T
+
+
+def _make_closure(W, shift):
+    def closure(A):
+        return _helper_product(A, W) + shift * (A @ W.T)
+
+    return closure
+
+
+closure_over_array = _make_closure(np.linspace(0.0, 1.0, 16).reshape(4, 4), 2.0)
+
+
+@njit
+def _chain3(A, B):
+    return A @ B
+
+
+@njit
+def _chain2(A, B):
+    return _chain3(A, B) @ B.T
+
+
+@njit
+def _chain1(A, B):
+    return _chain2(A, B) - A @ B
+
+
+def helper_chain(A, B):
+    return _chain1(A, B) @ B + A @ B
+
+
 # -- negative cases ----------------------------------------------------------------------------
 def dot_1d(x, y):
     return np.dot(x, y) + x @ y
@@ -176,32 +254,63 @@ def dot_out(A, B, C):
     return C
 
 
+def _arrays(rng, *shapes, dtype=np.float64):
+    return tuple(rng.standard_normal(shape).astype(dtype) for shape in shapes)
+
+
+def _spd(rng, n):
+    M = rng.standard_normal((n, n))
+    return M @ M.T + n * np.eye(n)
+
+
 f64 = Site("f64")
 CASES: dict[str, Case] = {
-    "mm_at": Case(mm_at, (F64, F64), (f64,)),
-    "mm_dot": Case(mm_dot, (F32, F32), (Site("f32"),)),
-    "mm_matmul": Case(mm_matmul, (F64, F64), (f64,)),
+    "mm_at": Case(mm_at, (F64, F64), (f64,), example=lambda r: _arrays(r, (5, 4), (4, 3))),
+    "mm_dot": Case(mm_dot, (F32, F32), (Site("f32"),), example=lambda r: _arrays(r, (5, 4), (4, 3), dtype=np.float32)),
+    "mm_matmul": Case(mm_matmul, (F64, F64), (f64,), example=lambda r: _arrays(r, (5, 4), (4, 3))),
     "mm_transposes": Case(
         mm_transposes, (F64, F64),
         (Site("f64", trans_a=True), Site("f64", trans_b=True), Site("f64", trans_a=True, trans_b=True)),
+        example=lambda r: _arrays(r, (4, 4), (4, 4)),
     ),
-    "update_sub": Case(update_sub, (F64, F64, F64, INT), (Site("f64", alpha=-1.0, beta=1.0, fused=True),)),
+    "update_sub": Case(update_sub, (F64, F64, F64, INT), (Site("f64", alpha=-1.0, beta=1.0, fused=True),),
+                       example=lambda r: _arrays(r, (6, 5), (4, 3), (3, 5)) + (2,)),
     "update_add_static": Case(
         update_add_static, (F32, F32, F32), (Site("f32", trans_b=True, alpha=1.0, beta=1.0, fused=True),),
+        example=lambda r: _arrays(r, (4, 5), (4, 3), (2, 3), dtype=np.float32),
     ),
     "cholesky_blocked": Case(
         cholesky_blocked, (F64, INT),
         (Site("f64", trans_b=True), Site("f64", trans_b=True, alpha=-1.0, beta=1.0, fused=True)),
+        example=lambda r: (_spd(r, 8), 3),
     ),
-    "mlp3": Case(mlp3, (F32, F32, F32, F32), (Site("f32"),) * 3),
-    "kmeans": Case(kmeans, (F64, F64, INT), (Site("f64", trans_b=True), f64), rejected=("dot-1d",)),
-    "power_nest": Case(power_nest, (F64, F64, INT, INT), (f64,)),
-    "blocks_prange": Case(blocks_prange, (F32, F32, INT), (Site("f32"),)),
-    "uses_helper": Case(uses_helper, (F64, F64), (f64,)),
-    "dot_1d": Case(dot_1d, (V64, V64), rejected=("dot-1d", "dot-1d")),
-    "matvec": Case(matvec, (F64, V64), rejected=("matrix-vector", "matrix-vector")),
-    "complex_mm": Case(complex_mm, (C128, C128), rejected=("complex-dtype",)),
-    "dot_out": Case(dot_out, (F64, F64, F64), rejected=("out-argument",)),
+    "mlp3": Case(mlp3, (F32, F32, F32, F32), (Site("f32"),) * 3,
+                 example=lambda r: _arrays(r, (5, 4), (4, 4), (4, 4), (4, 3), dtype=np.float32)),
+    "kmeans": Case(kmeans, (F64, F64, INT), (Site("f64", trans_b=True), f64), rejected=("dot-1d",),
+                   example=lambda r: (lambda X: (X, X[:3].copy(), 2))(r.standard_normal((10, 3)))),
+    "power_nest": Case(power_nest, (F64, F64, INT, INT), (f64,),
+                       example=lambda r: _arrays(r, (4, 4), (4, 2)) + (2, 2)),
+    "blocks_prange": Case(blocks_prange, (F32, F32, INT), (Site("f32"),),
+                          example=lambda r: _arrays(r, (8, 3), (3, 2), dtype=np.float32) + (2,)),
+    "uses_helper": Case(uses_helper, (F64, F64), (f64,), example=lambda r: _arrays(r, (3, 4), (4, 2))),
+    "unary_ops": Case(unary_ops, (F64, F64, INT), (f64,), example=lambda r: _arrays(r, (4, 3), (3, 5)) + (1,)),
+    "unary_in_helper": Case(unary_in_helper, (F64, INT), (f64,), example=lambda r: _arrays(r, (4, 4)) + (2,)),
+    "negative_slices": Case(negative_slices, (F64, F64, INT), (f64,) * 3,
+                            example=lambda r: _arrays(r, (5, 6), (6, 5)) + (1,)),
+    "tuple_of_arrays": Case(tuple_of_arrays, (PAIR64,), (f64, Site("f64", trans_a=True, trans_b=True), f64),
+                            example=lambda r: (_arrays(r, (4, 4), (4, 4)),)),
+    "uses_globals": Case(uses_globals, (F64,), (f64, Site("f64", trans_b=True)),
+                         example=lambda r: _arrays(r, (3, 4))),
+    "closure_over_array": Case(closure_over_array, (F64,), (Site("f64", trans_b=True), f64),
+                               example=lambda r: _arrays(r, (3, 4))),
+    "helper_chain": Case(helper_chain, (F64, F64), (f64, f64, f64, Site("f64", trans_b=True), f64), example=lambda r: _arrays(r, (4, 4), (4, 4))),
+    "dot_1d": Case(dot_1d, (V64, V64), rejected=("dot-1d", "dot-1d"), example=lambda r: _arrays(r, (5,), (5,))),
+    "matvec": Case(matvec, (F64, V64), rejected=("matrix-vector", "matrix-vector"),
+                   example=lambda r: _arrays(r, (4, 4), (4,))),
+    "complex_mm": Case(complex_mm, (C128, C128), rejected=("complex-dtype",),
+                       example=lambda r: tuple(x + 1j * x for x in _arrays(r, (3, 3), (3, 3)))),
+    "dot_out": Case(dot_out, (F64, F64, F64), rejected=("out-argument",),
+                    example=lambda r: _arrays(r, (3, 4), (4, 2)) + (np.zeros((3, 2)),)),
 }
 
 

@@ -133,10 +133,10 @@ def test_views_negative_strides_and_zero_sizes():
 
 def test_ir_and_dump_feed_mixopt(tmp_path, capsys):
     a, b = np.ones((2, 3)), np.ones((3, 2))
-    text = product.ir(a, b)
-    assert '"func.func"' in text and 'py.binop' in text
-    assert product.ir("float64[:, :](float64[:, ::1], float64[:, ::1])").startswith(text[:20])
-    path = product.dump(tmp_path / "product.mix", a, b)
+    raw = product.ir(a, b, raw=True)
+    assert '"func.func"' in raw and 'py.binop' in raw and "mix.gemm" not in raw
+    assert product.ir("float64[:, :](float64[:, ::1], float64[:, ::1])", raw=True).startswith(raw[:20])
+    path = product.dump(tmp_path / "product.mix", a, b, raw=True)
     out = tmp_path / "out.mix"
     assert mixopt.main([str(path), "-p", "detect-gemm,build-dag", "-o", str(out)]) == 0
     assert out.read_text().count('"mix.gemm"') == 1
@@ -144,6 +144,28 @@ def test_ir_and_dump_feed_mixopt(tmp_path, capsys):
     dag = product.dag
     (site,) = list(dag.nodes)  # one GEMM site, numbered like f.sites / f.call_counts()
     assert site in product.call_counts() and dag.nodes[site]["loop_depth"] == 0
+
+
+def test_ir_shows_the_sites_after_detection_with_ids_and_plans(tmp_path):
+    @mixjit(**NATIVE)
+    def two(a, b):
+        return a @ b, np.dot(a, b)
+
+    a = np.ones((2, 2))
+    before = two.ir(a, a)  # not compiled: detect-gemm's own ids, no plan
+    assert re.findall(r'"mix.gemm".*site = (\d+)', before) == ["0", "1"]
+    assert "mix.plan" not in before and "py.binop" not in before
+    two(a, a)
+    after = two.ir(a, a)
+    ids = sorted(s.id for s in two.sites)
+    shown = [int(i) for i in re.findall(r'"mix.gemm".*site = (\d+)', after)]
+    assert sorted(shown) == ids
+    assert after.count('mix.plan = {config = "accumulate=blas", executor = "native", scheme = "native"}') == 2
+    path = two.dump(tmp_path / "two.mix", a, a)
+    assert path.read_text() == after
+    out = tmp_path / "out.mix"  # detect-gemm again keeps the ids: mixopt reads the dump as it is
+    assert mixopt.main([str(path), "-p", "detect-gemm,build-dag", "-o", str(out)]) == 0
+    assert sorted(int(i) for i in re.findall(r'"mix.gemm".*site = (\d+)', out.read_text())) == ids
 
 
 def test_decorator_forms_and_options():

@@ -12,7 +12,7 @@ from numba import njit, types
 from numba.core import ir
 
 from corpus import CASES, F64, fresh_module, imported
-from mixjit import mixopt
+from mixjit import importer, mixopt
 from mixjit.importer import (
     CALLEE_ATTR,
     STMT_ATTR,
@@ -256,3 +256,41 @@ def test_opaque_types_and_callees_have_no_addresses():
     assert str(to_ir_type(types.Module(np))) == '!py.opaque<"Module(numpy)">'
     assert callee_name(types.NumberClass(types.float32)) == "numpy.float32"
     assert callee_name(types.int64) is None
+
+
+def test_unary_operators_import_with_their_python_spelling():
+    ops = [op for op in imported("unary_ops").module.walk() if isinstance(op, py.UnaryOp)]
+    assert sorted(op.op.value for op in ops) == sorted(["-", "-", "-", "-", "~", "not", "+"])
+
+
+@pytest.mark.parametrize("fn, table, want", [
+    (operator.neg, "_UNARY", "-"), (operator.not_, "_UNARY", "not"), ("~", "_UNARY", "~"),
+    (operator.add, "_BINOPS", "+"), (operator.isub, "_INPLACE", "-="), ("-", "_BINOPS", "-"),
+    (operator.neg, "_BINOPS", None), (abs, "_UNARY", None), ("neg", "_UNARY", None), ([1], "_UNARY", None),
+])
+def test_operator_fields_map_from_functions_or_text(fn, table, want):
+    # Numba 0.68 stores operator functions (operator.neg); older versions their text ("-").
+    # Anything else (unhashable, unknown) is no operator: the statement becomes py.unknown.
+    assert importer._operator_symbol(fn, getattr(importer, table)) == want
+
+
+def test_names_that_are_not_strings_become_stable_text():
+    class Odd:
+        def __str__(self):
+            return "odd at 0x1234"
+
+    assert importer._name_attr("x").value == "x"
+    assert importer._name_attr(Odd()).value == "odd"
+
+
+def test_qualified_name_is_always_a_string():
+    from mixjit.numba_types import qualified_name
+
+    class NoName:
+        __module__ = None
+
+        def __getattr__(self, name):  # answers __qualname__ / __name__ with a non-string
+            return 42
+
+    text = qualified_name(NoName())
+    assert isinstance(text, str) and " at 0x" not in text
