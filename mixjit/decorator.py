@@ -18,6 +18,8 @@ The dispatcher adds: ``ir(*args)`` (mix IR text after detect-gemm; ``raw=True`` 
 import alone), ``dump(path, *args)`` (a ``.mix`` file for mixopt), ``dag`` (networkx DAG of
 the sites), ``sites`` (every site, taken or not, with its plan or the reason it was not
 taken) and ``call_counts()`` (calls per site). docs/frontend.md, "The @mixjit decorator".
+Tuning (``tune=``, ``metric=``, ``tune(*args)``, ``plan``, ``use_plan``, ``save_plan``,
+``report``) delegates to ``mixjit.tuning``: docs/frontend_tuning.md.
 """
 
 from __future__ import annotations

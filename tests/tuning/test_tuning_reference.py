@@ -7,9 +7,10 @@ import math
 
 import numpy as np
 import pytest
+from numba import prange
 
 from mixjit import entry, gemm, mixjit
-from mixjit.plan import SitePlan, reference_plan, set_plan
+from mixjit.plan import reference_plan, set_plan
 from mixjit.tuning.outputs import check_finite, collect, program_error, relative_frobenius, written_arguments
 
 RNG = np.random.default_rng(7)
@@ -123,3 +124,49 @@ def test_check_finite_names_the_argument(bad):
         check_finite((np.ones(2), x), ("a", "y"), "f")
     with pytest.raises(ValueError, match=r"input t\[1\] of f is"):
         check_finite(((1.0, float(bad)),), ("t",), "f")
+
+
+def _many_shapes(x, out):
+    for i in prange(out.shape[0]):
+        m = 1 + i % 3
+        out[i] = (x[:m] @ x[:m].T).sum()
+    return out
+
+
+def test_shape_log_is_exact_under_prange():
+    f = mixjit(tune="never", parallel=True)(_many_shapes)
+    x = RNG.standard_normal((4, 8))
+    out = np.zeros(60)
+    f(x, out)
+    (site,) = [s for s in f.sites if s.taken]
+    entry.reset_profile([site.id])
+    entry.set_profiling(True)
+    try:
+        f(x, out)
+    finally:
+        entry.set_profiling(False)
+    shapes, unlogged = entry.shape_log(site.id)
+    assert unlogged == 0
+    assert sorted(shapes) == [(1, 1, 8, 20), (2, 2, 8, 20), (3, 3, 8, 20)]
+    entry.reset_profile([site.id])
+
+
+def test_progress_line_appears_on_a_terminal_after_its_delay():
+    import io
+
+    from mixjit.passes.tuning.judge import SearchProgress
+    from mixjit.passes.tuning.space import Evaluation
+    from mixjit.tuning.progress import SearchBar
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    last = Evaluation({0: 1}, 2e-7, 1e-3)
+    quiet, shown = io.StringIO(), Tty()
+    for stream in (quiet, shown):
+        bar = SearchBar("mixjit: tuning f", delay=0.0, stream=stream)
+        bar(SearchProgress(3, 10, last, last))
+        bar.close()
+    assert quiet.getvalue() == ""  # not a terminal: silent
+    assert "mixjit: tuning f: 3/~10 plans, best 2.00e-07" in shown.getvalue()
