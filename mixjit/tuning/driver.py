@@ -270,7 +270,6 @@ def _search_and_validate(f, key, spaces, evaluator, dag, validate, budget, searc
         except KeyboardInterrupt:
             notes.append("validation interrupted: the plan was not checked on the held-out inputs")
             return result, [], margin
-        apply_plan(sites, spaces, result.plan)
         worst = max(v.error for v in validation)
         if worst <= budget:
             return result, validation, margin
