@@ -80,6 +80,10 @@ def build_arg_parser() -> argparse.ArgumentParser:
         help="write the GEMM dependence graph of the result (see build-dag) as Graphviz DOT to FILE, "
         "and FILE with suffix .png when Graphviz 'dot' is installed",
     )
+    parser.add_argument(
+        "--report", action="store_true",
+        help="print the tuning report of the result (site, shapes, chosen config, modeled time ...; see tune) to stderr",
+    )
     return parser
 
 
@@ -219,6 +223,18 @@ def _write_dag_dot(chunk: _Chunk, path: str, sources: SourceManager, stderr: Tex
     return True
 
 
+def _write_report(chunk: _Chunk, sources: SourceManager, stderr: TextIO) -> bool:
+    """``--report``: the tuning table of the chunk's module (passes/tuning/report.py)."""
+    from mixjit.passes.tuning.report import format_report
+
+    try:
+        stderr.write(format_report(chunk.module))
+    except DiagnosticError as err:
+        stderr.write("".join(sources.render(d) + "\n" for d in err.diagnostics))
+        return False
+    return True
+
+
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Run ``mixopt`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
     stdout = sys.stdout if stdout is None else stdout
@@ -259,6 +275,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         ok = _report(chunk, args.verify_diagnostics, filename, sources, stderr) and ok
         if chunk.output is not None:
             outputs.append(chunk.output.rstrip("\n") + "\n")
+        if args.report and chunk.module is not None:
+            ok = _write_report(chunk, sources, stderr) and ok
     if driver.timing is not None:
         stderr.write(driver.timing.report())
     if args.dag_dot and ok:

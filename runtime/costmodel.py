@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -41,6 +41,7 @@ __all__ = [
     "ModeledTime",
     "modeled_time",
     "modeled_speedup",
+    "modeled_calls_time",
     "work_time",
     "class_efficiency",
     "DEFAULT_EFFICIENCY",
@@ -51,22 +52,29 @@ __all__ = [
 #: measurement (``Hardware.efficiency`` overrides it per class). The mean of the
 #: measured values in the hardware table, by unit: tools/calibrate_costmodel.py
 #: recomputes it and reports any drift from these constants.
-DEFAULT_EFFICIENCY: Mapping[str, float] = {"simt": 0.76, "tensor": 0.69}
+DEFAULT_EFFICIENCY: Mapping[str, float] = {"simt": 0.76, "tensor": 0.75}
 
 #: Fraction of the DRAM bandwidth a streaming pass sustains (modeling assumption:
 #: STREAM-like copies reach 80-90% of the datasheet bandwidth on HBM parts).
 MEMORY_EFFICIENCY = 0.85
 
-#: Candidate CTA output tiles (tm, tn): the CUTLASS/cuBLAS tensor-op and SIMT families.
-TILES: tuple[tuple[int, int], ...] = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64), (32, 32))
+#: Candidate CTA output tiles (tm, tn): the CUTLASS/cuBLAS tensor-op and SIMT families,
+#: with the thin tiles their skinny-GEMM kernels use.
+TILES: tuple[tuple[int, int], ...] = (
+    (256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64),
+    (128, 32), (32, 128), (32, 32), (128, 16), (16, 128),
+)
 #: Split-K factors tried when the output has fewer tiles than the part has SMs.
 SPLIT_K = (1, 2, 4, 8, 16)
 #: Pipeline fill + epilogue of one tile, in units of inner size (modeling assumption).
 K_FILL = {"simt": 16, "tensor": 64}
-#: Operand reuse ``tm·tn/(tm+tn)`` at which a tile reaches the class's sustained rate
-#: (128×128 for warp-level MMA, 128×256 with warpgroup MMA, 64×64 for SIMT); smaller
-#: tiles run proportionally slower (modeling assumption, shared-memory bandwidth bound).
-REUSE_SAT = {"simt": 32.0, "tensor": 64.0, "tensor-wgmma": 85.0}
+#: Operand reuse ``tm·tn/(tm+tn)`` (multiply-adds per operand element loaded) at which
+#: a tile reaches the class's sustained rate; tiles with less reuse run proportionally
+#: slower, fed by L2 (modeling assumption: an A100 SM draws about 47 B/clk of L2
+#: bandwidth and issues 2048 INT8 or 64 FP32 multiply-adds per clock, so tensor tiles
+#: need reuse of about 43 (128×128 has 64; 128×256 with warpgroup MMA, 85), SIMT tiles
+#: about 6, and FP64 tensor tiles (64 multiply-adds of 8-byte operands) about 11).
+REUSE_SAT = {"simt": 8.0, "fp64_tensor": 16.0, "tensor": 64.0, "tensor-wgmma": 85.0}
 
 _SIMT_CLASSES = ("fp32", "fp64")
 
@@ -103,13 +111,14 @@ class ModeledTime:
         )
 
 
-def _unit(cls: str) -> str:
-    return "simt" if cls in _SIMT_CLASSES else "tensor"
-
-
 def _rate_class(hw: Hardware, cls: str) -> str:
     """The hardware class that executes a ``Work.ops`` class (``fp64`` -> DGEMM's)."""
     return hw.dgemm_class() if cls == "fp64" else cls
+
+
+def _unit(rate_class: str) -> str:
+    """``simt`` or ``tensor``: which units run a hardware class."""
+    return "simt" if rate_class in _SIMT_CLASSES else "tensor"
 
 
 def class_efficiency(hw: Hardware, cls: str) -> float:
@@ -117,7 +126,7 @@ def class_efficiency(hw: Hardware, cls: str) -> float:
     rc = _rate_class(hw, cls)
     if rc in hw.efficiency:
         return hw.efficiency[rc]
-    return DEFAULT_EFFICIENCY["simt" if rc in _SIMT_CLASSES else "tensor"]
+    return DEFAULT_EFFICIENCY[_unit(rc)]
 
 
 def _resolve_target(target: str | Hardware) -> Hardware:
@@ -139,17 +148,32 @@ def _peak(hw: Hardware, cls: str, who: str) -> float:
     return peak
 
 
-def _kernel_seconds(hw: Hardware, cls: str, m: int, n: int, k_eff: float) -> float:
-    """Math time of one GEMM kernel of ``cls``: m×n output, effective inner size ``k_eff``."""
+def _padded_inner(k: int, k_eff: float, gran: int) -> float:
+    """``k_eff`` with the inner size of each product padded to the MMA k: a kernel of p
+    whole products pads each one; a partial share of k (the split scheme) pads once."""
+    p = round(k_eff / k) if k else 0
+    if p >= 1 and abs(p * k - k_eff) <= 1e-9 * k_eff:
+        return p * math.ceil(k / gran) * gran
+    return math.ceil(k_eff / gran) * gran
+
+
+def _kernel_seconds(hw: Hardware, cls: str, m: int, n: int, k: int, k_eff: float) -> float:
+    """Math time of one GEMM kernel of ``cls``: m×n output, inner size ``k``, and
+    ``k_eff = ops / (2·m·n)`` (several products in one kernel add up their k)."""
     if m == 0 or n == 0 or k_eff <= 0:
         return 0.0
-    unit = _unit(cls)
     rc = _rate_class(hw, cls)
+    unit = _unit(rc)
     per_sm = _peak(hw, cls, "this GEMM") * 1e12 * class_efficiency(hw, cls) / hw.sm_count
     mma = hw.mma.get(rc)
     gran = mma.k if mma is not None and unit == "tensor" else 1
-    k_pad = math.ceil(k_eff / gran) * gran
-    sat = REUSE_SAT["tensor-wgmma" if unit == "tensor" and rc in hw.wgmma else unit]
+    k_pad = _padded_inner(k, k_eff, gran)
+    if unit == "simt":
+        sat = REUSE_SAT["simt"]
+    elif rc in REUSE_SAT:
+        sat = REUSE_SAT[rc]
+    else:
+        sat = REUSE_SAT["tensor-wgmma" if rc in hw.wgmma else "tensor"]
     fill = K_FILL[unit]
     bw = hw.mem_bw_gbs * 1e9 * MEMORY_EFFICIENCY
     best = math.inf
@@ -157,7 +181,10 @@ def _kernel_seconds(hw: Hardware, cls: str, m: int, n: int, k_eff: float) -> flo
         tiles = math.ceil(m / tm) * math.ceil(n / tn)
         reuse = min(1.0, (tm * tn / (tm + tn)) / sat)
         for split in SPLIT_K:
-            if split > 1 and (tiles >= hw.sm_count or k_pad / split < 128):
+            # split-K only while the split tiles fit in two waves (the output alone
+            # leaves SMs idle); each split pays its own pipeline fill, which keeps
+            # small inner sizes from splitting
+            if split > 1 and tiles * split > 2 * hw.sm_count:
                 break
             waves = math.ceil(tiles * split / hw.sm_count)
             t = waves * 2.0 * tm * tn * (k_pad / split + fill) / (per_sm * reuse)
@@ -181,7 +208,7 @@ def work_time(work: Work, m: int, n: int, k: int, dtype: np.dtype | type, hw: Ha
         if ops <= 0:
             continue
         k_eff = ops / (2.0 * m * n) if m and n else 0.0
-        math_t = _kernel_seconds(hw, cls, m, n, k_eff)
+        math_t = _kernel_seconds(hw, cls, m, n, k, k_eff)
         # roofline: the kernel streams its share of the operands and writes C once
         k_share = k * ops / total_ops
         stream_t = ((m + n) * k_share * itemsize + m * n * itemsize) / bw
@@ -242,3 +269,16 @@ def modeled_speedup(scheme: str, config: str | Config | None, m: int, n: int, k:
     """Modeled speedup of ``scheme[config]`` over native BLAS in ``dtype`` on ``target``."""
     base = modeled_time("native", None, m, n, k, dtype, target)
     return base.seconds / modeled_time(scheme, config, m, n, k, dtype, target).seconds
+
+
+def modeled_calls_time(scheme: str, config: str | Config | None, shapes: Iterable[tuple[int, int, int, int]],
+                       dtype: np.dtype | type, target: str | Hardware) -> float:
+    """Modeled seconds of a site's profiled calls: ``shapes`` lists ``(m, n, k, calls)``
+    (the ``mix.profile`` form); the sum of ``calls × modeled_time(...)``."""
+    total = 0.0
+    for m, n, k, calls in shapes:
+        if calls < 0:
+            raise ValueError(f"a call count must be non-negative, got {calls} for {m}x{n}x{k}")
+        if calls:
+            total += calls * modeled_time(scheme, config, m, n, k, dtype, target).seconds
+    return total

@@ -174,7 +174,8 @@ HARDWARE: dict[str, Hardware] = {
         peak_tops=_A100_PEAKS,  # [A100-DS]: the PCIe part has the SXM part's peaks
         mem_bw_gbs=1555.0,  # [A100-DS] A100 40GB PCIe
         # fitted by tools/calibrate_costmodel.py to MixPert (seed 003) Table 1 measured
-        # rates (FP32 17.7, 3xTF32 32.0, 6xBF16 35.6 TFLOPS) and §4.2's 2.71x at n = 24576
+        # rates (FP32 17.7, 3xTF32 32.0, 6xBF16 35.6 TFLOPS) and §4.2's 2.71x at n = 24576;
+        # fp16 is not measured there and takes bf16's value (one tensor-core datapath on sm_80)
         efficiency={"fp32": 0.91, "tf32": 0.62, "bf16": 0.69, "fp16": 0.69, "int8": 0.62},
         source="A100-WP Table 1, A100-DS (PCIe 40GB); efficiency: MixPert Table 1 / §4.2",
     ),
@@ -215,10 +216,10 @@ HARDWARE: dict[str, Hardware] = {
         wgmma=_WGMMA_HOPPER,
         peak_tops=_HOPPER_PEAKS,  # [GH200-DS] GPU peaks equal [H100-DS] SXM
         mem_bw_gbs=4000.0,  # [GH200-DS] 96GB HBM3, 4 TB/s
-        # measured by the GEMMul8 numerical results (github.com/UCHINO-Yuki/
-        # GEMMul8_numerical_results): SGEMM 51.4 TFLOPS at n = 8192 (51.4/67), INT8
-        # GEMM about 1589 TOPS (1589/1979), DGEMM about 62 TFLOPS (62/67)
-        efficiency={"fp32": 0.77, "int8": 0.80, "fp64_tensor": 0.93},
+        # fitted by tools/calibrate_costmodel.py to the GEMMul8 numerical results
+        # (github.com/UCHINO-Yuki/GEMMul8_numerical_results): SGEMM 51.4 TFLOPS at
+        # n = 8192, INT8 GEMM about 1589 TOPS, DGEMM about 62 TFLOPS
+        efficiency={"fp32": 0.77, "int8": 0.82, "fp64_tensor": 0.93},
         source="GH200-DS (96GB HBM3), H100-DS; efficiency: GEMMul8 numerical results",
     ),
     "b200": Hardware(
@@ -254,9 +255,10 @@ HARDWARE: dict[str, Hardware] = {
             "int8": 284.0,  # [GA102-WP] Table 9, peak INT8 Tensor TOPS
         },
         mem_bw_gbs=936.0,  # [GA102-WP] Table 9
-        # MixPert (seed 003) Table 1: SGEMM measured 21.7 TFLOPS (21.7 / 35.6)
-        efficiency={"fp32": 0.61},
-        source="GA102-WP Table 9; efficiency: MixPert Table 1",
+        # fitted by tools/calibrate_costmodel.py to MixPert (seed 003) Table 1's measured
+        # SGEMM (21.7 TFLOPS) and §4.6's MixPert speedup on larger matrices (1.30x)
+        efficiency={"fp32": 0.61, "int8": 0.81},
+        source="GA102-WP Table 9; efficiency: MixPert Table 1 / §4.6",
     ),
     "rtx4090": Hardware(
         name="rtx4090",

@@ -1,8 +1,12 @@
 """The precision tuner as a pure library (no numba, no numpy at import).
 
 ``space``: the vocabulary (candidates, site spaces, plans, evaluations, the evaluator
-interface). ``profile``: a site's profile as the ``mix.profile`` attribute of its
-``mix.gemm`` op, so a dump carries it and ``mixopt`` can re-tune offline. The search
-algorithms and the offline error model live beside them. The online evaluator (which
-writes the plan table and runs the compiled function) lives in ``mixjit.tuning``.
+interface). ``profile`` / ``plan_attr``: a site's profile and chosen plan as the
+``mix.profile`` / ``mix.plan`` attributes of its ``mix.gemm`` op (``attrs`` reads them), so a
+dump carries them and ``mixopt`` can re-tune offline. ``candidates``: ordering and Pareto
+pruning. ``greedy`` / ``exhaustive``: the searches, over a shared ``judge`` (memo, max-evals,
+Ctrl-C, progress). ``error_model``: the offline evaluator. ``retarget``: re-modeling times for
+another target. ``report``: the ``mixopt --report`` table. ``synthetic``: random problems for
+tests and tools/bench_tuner_synthetic.py. The online evaluator (which writes the plan table and
+runs the compiled function) lives in ``mixjit``. See docs/tuning.md.
 """

@@ -2,19 +2,23 @@
 
 1. Start from the most precise plan (every site at candidate 0) and judge it. If even it breaks
    the budget, stop: nothing faster can do better (``within_budget=False``).
-2. Visit the sites in order of modeled-time predominance: the largest modeled time of the most
-   precise plan first (ties: smaller site id first).
-3. Lower the visited site one candidate at a time while the program error stays within budget.
-4. When a step breaks the budget, try raising an immediate predecessor of the site in the GEMM
+2. Lower sites one candidate at a time, guided by modeled-time predominance, while the program
+   error stays within budget. ``order="dynamic"`` (default): every step lowers the site whose
+   *current* candidate has the largest modeled time, among the sites not yet finished.
+   ``order="static"``: the sites are visited once each, largest modeled time in the most precise
+   plan first, and each is lowered as far as it goes before the next. (Ties: smaller site id.)
+3. When a step breaks the budget, try raising an immediate predecessor of the site in the GEMM
    dependence graph (``build-dag``) by one candidate, if that predecessor's current modeled time
    is smaller than the site's, and the plan with both moves is modeled faster than the current
    one (else the trade gains nothing). Predecessors are tried loop-independent edges first, then
    the cheapest raise first, then by site id. The first combined plan within budget is kept and
-   the site is lowered further; if none is, the step is reverted and the next site is visited.
+   the site stays in play; if none is, the step is reverted and the site is finished.
 
-Every judged plan is memoized; the search is deterministic (no randomness, total orders
-everywhere). It returns the fastest plan judged within ``budget * (1 - margin)``.
-``max_evals`` and Ctrl-C stop it early with the best plan so far (``stopped`` says which).
+Every accepted move makes the plan's modeled time smaller (or, between candidates of equal time,
+moves a site strictly down), so no plan repeats and the search ends. Every judged plan is
+memoized; the search is deterministic (no randomness, total orders everywhere). It returns the
+fastest plan judged within ``budget * (1 - margin)``. ``max_evals`` and Ctrl-C stop it early with
+the best plan so far (``stopped`` says which).
 """
 
 from __future__ import annotations
@@ -34,11 +38,13 @@ from mixjit.passes.tuning.space import Evaluator, SearchResult, SiteSpace
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["greedy", "visit_order"]
+__all__ = ["greedy", "visit_order", "ORDERS"]
+
+ORDERS = ("dynamic", "static")
 
 
 def visit_order(spaces: Mapping[int, SiteSpace]) -> list[int]:
-    """Sites by modeled-time predominance: largest modeled time at candidate 0 first, then by id."""
+    """The static order: largest modeled time at candidate 0 first, then by id."""
     return sorted(spaces, key=lambda s: (-spaces[s].candidates[0].time, s))
 
 
@@ -51,12 +57,15 @@ def greedy(
     max_evals: int | None = None,
     margin: float = 0.0,
     progress: ProgressCallback | None = None,
+    order: str = "dynamic",
 ) -> SearchResult:
     """Search a plan for ``spaces`` whose error (by ``evaluator``) stays within ``budget`` (see the
     module docstring). ``dag``: the GEMM dependence graph over site ids (edges with a ``carried``
     attribute), or None to never raise predecessors. ``max_evals``: the most evaluator calls (None:
     no limit). ``margin``: the fraction of the budget kept in reserve. ``progress`` is called after
-    every evaluation."""
+    every evaluation. ``order``: ``"dynamic"`` or ``"static"`` predominance (module docstring)."""
+    if order not in ORDERS:
+        raise ValueError(f"unknown greedy order '{order}': use {' or '.join(ORDERS)}")
     bound = effective_budget(budget, margin)
     check_search_inputs(spaces, max_evals)
     steps = sum(len(space.candidates) - 1 for space in spaces.values())
@@ -64,23 +73,44 @@ def greedy(
     start = {site: 0 for site in sorted(spaces)}
     try:
         if judge.fits(judge.error(start)):
-            _lower_all(judge, spaces, dict(start), dag)
+            lower = _lower_dynamic if order == "dynamic" else _lower_static
+            lower(judge, spaces, dict(start), dag)
     except SearchStopped as stop:
         return judge.result(start, stop.reason)
     return judge.result(start, "complete")
 
 
-def _lower_all(judge: Judge, spaces: Mapping[int, SiteSpace], plan: dict[int, int], dag: nx.DiGraph | None) -> None:
+def _lower_static(judge: Judge, spaces: Mapping[int, SiteSpace], plan: dict[int, int], dag: nx.DiGraph | None) -> None:
     for site in visit_order(spaces):
         while plan[site] + 1 < len(spaces[site].candidates):
-            lowered = {**plan, site: plan[site] + 1}
-            if judge.fits(judge.error(lowered)):
-                plan = lowered
-                continue
-            traded = _raise_a_predecessor(judge, spaces, plan, lowered, site, dag)
-            if traded is None:
+            moved = _step(judge, spaces, plan, site, dag)
+            if moved is None:
                 break  # revert: keep ``plan``, visit the next site
-            plan = traded
+            plan = moved
+
+
+def _lower_dynamic(judge: Judge, spaces: Mapping[int, SiteSpace], plan: dict[int, int], dag: nx.DiGraph | None) -> None:
+    finished: set[int] = set()
+    while True:
+        open_sites = [s for s in spaces if s not in finished and plan[s] + 1 < len(spaces[s].candidates)]
+        if not open_sites:
+            return
+        site = min(open_sites, key=lambda s: (-spaces[s].candidates[plan[s]].time, s))
+        moved = _step(judge, spaces, plan, site, dag)
+        if moved is None:
+            finished.add(site)  # revert: keep ``plan``; the site is not tried again
+        else:
+            plan = moved
+
+
+def _step(judge: Judge, spaces: Mapping[int, SiteSpace], plan: dict[int, int], site: int,
+          dag: nx.DiGraph | None) -> dict[int, int] | None:
+    """``plan`` with ``site`` lowered one candidate (with a predecessor raised, if that is what it
+    takes) when that is within budget, else None."""
+    lowered = {**plan, site: plan[site] + 1}
+    if judge.fits(judge.error(lowered)):
+        return lowered
+    return _raise_a_predecessor(judge, spaces, plan, lowered, site, dag)
 
 
 def _raise_a_predecessor(

@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from mixjit.ir.attributes import ArrayAttr, Attribute, DictAttr, FloatAttr, IntegerAttr, StringAttr, to_attr
+from mixjit.ir.attributes import Attribute, DictAttr, to_attr
+from mixjit.passes.tuning.attrs import TuningAttrError, as_array, as_dict, as_float, as_int, as_str, get
 from mixjit.passes.tuning.space import Candidate, SiteSpace
 
 __all__ = ["PROFILE_ATTR", "SiteProfile", "ProfileError"]
@@ -29,8 +30,9 @@ __all__ = ["PROFILE_ATTR", "SiteProfile", "ProfileError"]
 PROFILE_ATTR = "mix.profile"
 
 
-class ProfileError(ValueError):
-    """A ``mix.profile`` attribute that does not have the documented form."""
+ProfileError = TuningAttrError
+"""A ``mix.profile`` attribute that does not have the documented form (the tuner attributes'
+common error class, under the name its users know)."""
 
 
 @dataclass(frozen=True)
@@ -67,69 +69,36 @@ class SiteProfile:
 
     @staticmethod
     def from_attr(site: int, attr: Attribute) -> "SiteProfile":
-        """Read a ``mix.profile`` value back; ProfileError names the missing or bad field."""
-        d = _dict(attr, f"{PROFILE_ATTR} of site {site}")
+        """Read a ``mix.profile`` value back; ProfileError names the missing or bad field. Times and
+        errors must be non-negative (times finite; an error may be infinite), counts non-negative,
+        and no (scheme, config) may appear twice."""
         where = f"{PROFILE_ATTR} of site {site}"
-        cands = []
-        for i, c in enumerate(_array(_get(d, "candidates", where), f"{where}: candidates")):
+        d = as_dict(attr, where)
+        cands: list[Candidate] = []
+        for i, c in enumerate(as_array(get(d, "candidates", where), f"{where}: candidates")):
             cw = f"{where}: candidates[{i}]"
-            cd = _dict(c, cw)
-            error = _float(cd["error"], f"{cw}: error") if "error" in cd else None
-            cands.append(Candidate(_str(_get(cd, "scheme", cw), f"{cw}: scheme"),
-                                   _str(_get(cd, "config", cw), f"{cw}: config"),
-                                   _float(_get(cd, "time", cw), f"{cw}: time"),
-                                   _int(cd["products"], f"{cw}: products") if "products" in cd else 1,
-                                   error))
+            cd = as_dict(c, cw)
+            error = as_float(cd["error"], f"{cw}: error", nonnegative=True) if "error" in cd else None
+            cand = Candidate(as_str(get(cd, "scheme", cw), f"{cw}: scheme"),
+                             as_str(get(cd, "config", cw), f"{cw}: config"),
+                             as_float(get(cd, "time", cw), f"{cw}: time", nonnegative=True, finite=True),
+                             as_int(cd["products"], f"{cw}: products", minimum=0) if "products" in cd else 1,
+                             error)
+            if any((cand.scheme, cand.config) == (o.scheme, o.config) for o in cands):
+                raise ProfileError(f"{cw}: {cand.label} is listed twice")
+            cands.append(cand)
         if not cands:
             raise ProfileError(f"{where}: candidates is empty")
         shapes = []
-        for i, s in enumerate(_array(_get(d, "shapes", where), f"{where}: shapes")):
-            dims = tuple(_int(x, f"{where}: shapes[{i}]") for x in _array(s, f"{where}: shapes[{i}]"))
+        for i, s in enumerate(as_array(get(d, "shapes", where), f"{where}: shapes")):
+            dims = tuple(as_int(x, f"{where}: shapes[{i}]", minimum=0) for x in as_array(s, f"{where}: shapes[{i}]"))
             if len(dims) != 4:
                 raise ProfileError(f"{where}: shapes[{i}] must be [m, n, k, calls], got {len(dims)} numbers")
             shapes.append(dims)
-        stats = {k: _float(v, f"{where}: stats.{k}") for k, v in _dict(d["stats"], f"{where}: stats").items()} \
+        stats = {k: as_float(v, f"{where}: stats.{k}") for k, v in as_dict(d["stats"], f"{where}: stats").items()} \
             if "stats" in d else {}
-        return SiteProfile(site, _str(_get(d, "dtype", where), f"{where}: dtype"),
-                           _str(_get(d, "target", where), f"{where}: target"),
-                           _int(_get(d, "calls", where), f"{where}: calls"),
-                           _int(_get(d, "loop_depth", where), f"{where}: loop_depth"),
+        return SiteProfile(site, as_str(get(d, "dtype", where), f"{where}: dtype"),
+                           as_str(get(d, "target", where), f"{where}: target"),
+                           as_int(get(d, "calls", where), f"{where}: calls", minimum=0),
+                           as_int(get(d, "loop_depth", where), f"{where}: loop_depth", minimum=0),
                            tuple(shapes), tuple(cands), stats)
-
-
-def _get(d: dict[str, Attribute], key: str, where: str) -> Attribute:
-    if key not in d:
-        raise ProfileError(f"{where}: missing '{key}'")
-    return d[key]
-
-
-def _dict(a: Attribute, where: str) -> dict[str, Attribute]:
-    if not isinstance(a, DictAttr):
-        raise ProfileError(f"{where}: expected a dictionary attribute, got {a}")
-    return a.as_dict()
-
-
-def _array(a: Attribute, where: str) -> ArrayAttr:
-    if not isinstance(a, ArrayAttr):
-        raise ProfileError(f"{where}: expected an array attribute, got {a}")
-    return a
-
-
-def _str(a: Attribute, where: str) -> str:
-    if not isinstance(a, StringAttr):
-        raise ProfileError(f"{where}: expected a string, got {a}")
-    return a.value
-
-
-def _int(a: Attribute, where: str) -> int:
-    if not isinstance(a, IntegerAttr):
-        raise ProfileError(f"{where}: expected an integer, got {a}")
-    return a.value
-
-
-def _float(a: Attribute, where: str) -> float:
-    if isinstance(a, FloatAttr):
-        return a.value
-    if isinstance(a, IntegerAttr):
-        return float(a.value)
-    raise ProfileError(f"{where}: expected a number, got {a}")

@@ -12,6 +12,7 @@ Every time here is *modeled* (cost model, ``mixjit.runtime.costmodel``), never m
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Mapping, Protocol
 
@@ -55,8 +56,8 @@ Plan = Mapping[int, int]
 
 
 def plan_time(spaces: Mapping[int, SiteSpace], plan: Plan) -> float:
-    """Modeled time of ``plan``: the sum of its sites' candidate times."""
-    return sum(spaces[s].candidates[i].time for s, i in plan.items())
+    """Modeled time of ``plan``: the sum of its sites' candidate times (correctly rounded)."""
+    return math.fsum(spaces[s].candidates[i].time for s, i in sorted(plan.items()))
 
 
 @dataclass(frozen=True)

@@ -68,14 +68,15 @@ class PropagatingEvaluator:
 
     def __init__(self, spaces: Mapping[int, SiteSpace], dag: nx.DiGraph, gain: float = 3.0) -> None:
         self.spaces = spaces
-        self.dag = dag
         self.gain = gain
+        self.order = [(site, sorted(dag.predecessors(site))) for site in nx.lexicographical_topological_sort(dag)]
+        self.sinks = sorted(s for s in dag if dag.out_degree(s) == 0)
         self.calls = 0
 
     def error(self, plan: Plan) -> float:
         self.calls += 1
         out: dict[int, float] = {}
-        for site in nx.topological_sort(self.dag):
+        for site, preds in self.order:
             own = self.spaces[site].candidates[plan[site]].error or 0.0
-            out[site] = own + self.gain * sum(out[p] for p in self.dag.predecessors(site))
-        return max(out[s] for s in self.dag if self.dag.out_degree(s) == 0)
+            out[site] = own + self.gain * sum(out[p] for p in preds)
+        return max(out[s] for s in self.sinks)

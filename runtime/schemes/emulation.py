@@ -303,4 +303,10 @@ class MultiTermScheme(Scheme):
         # there is no epilogue pass beyond writing C, which every scheme does.
         reads = in_bytes * (2 if pf.scaled else 1)
         packing = (reads + nparts * pf.part_bytes) * (m * k + k * n)
+        if pf.part_bytes == 4 and not pf.scaled:
+            # TF32 parts are float32 bit patterns that the tensor core reads as they
+            # are: the split happens in registers in the GEMM mainloop (CUTLASS's
+            # OpMultiplyAddFastF32), so float32 operands need no packing pass and
+            # float64 ones one rounding pass to float32 (read 8 bytes, write 4).
+            packing = 0 if in_bytes == 4 else (in_bytes + 4) * (m * k + k * n)
         return Work(ops={self.fmt: 2.0 * m * n * k * len(pairs)}, bytes_moved=float(packing))

@@ -344,11 +344,15 @@ class _MixPertBase(Scheme):
         cfg = self._check(config)
         in_bytes = np.dtype(dtype).itemsize
         tm, tk, tn = cfg.tile
-        # packing reads each operand and writes its INT8 segments plus one exponent
-        # byte per alignment group; the k-tile conversion happens in registers
-        groups_a = m * (-(-k // tk)) // (1 if cfg.align == "row" else tm)
-        groups_b = n * (-(-k // tk)) // (1 if cfg.align == "row" else tn)
-        packing = (in_bytes + cfg.segments) * (m * k + k * n) + groups_a + groups_b
+        # packing reads each operand and writes the INT8 segments the kept pairs use
+        # (A's segments 0..max i, B's 0..max j) plus one exponent byte per alignment
+        # group; the k-tile conversion happens in registers
+        seg_a = 1 + max(i for i, _ in cfg.pairs)
+        seg_b = 1 + max(j for _, j in cfg.pairs)
+        k_tiles = -(-k // tk)
+        groups_a = k_tiles * (m if cfg.align == "row" else -(-m // tm))
+        groups_b = k_tiles * (n if cfg.align == "row" else -(-n // tn))
+        packing = (in_bytes + seg_a) * m * k + (in_bytes + seg_b) * k * n + groups_a + groups_b
         return Work(ops={"int8": 2.0 * m * n * k * len(cfg.pairs)}, bytes_moved=float(packing))
 
     def dgemms(self, config: Config, k: int) -> int:

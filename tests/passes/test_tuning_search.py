@@ -83,11 +83,12 @@ def test_judge_memoizes_identical_plans():
 # --- greedy ------------------------------------------------------------------------------------
 
 def trade_problem():
-    """Site 0 (predecessor of site 1) is visited first and lowered fully; lowering site 1 then
-    breaks the budget unless site 0 goes back up one step, which is worth it: site 1 is costlier."""
+    """Site 0 (predecessor of site 1) is lowered fully first (it has the larger modeled time in
+    either order); lowering site 1 then breaks the budget unless site 0 goes back up one step,
+    which is worth it: site 1 gains 9 (modeled), site 0 costs 6."""
     spaces = {
-        0: space(0, (20, 0), (1, 4e-6), (0.5, 5e-6)),
-        1: space(1, (10, 0), (3, 5.5e-6), (1, 6.5e-6)),
+        0: space(0, (20, 0), (11, 4e-6), (5, 5e-6)),
+        1: space(1, (10, 0), (1, 5.5e-6), (0.5, 9e-6)),
     }
     dag = nx.DiGraph()
     dag.add_edge(0, 1, carried=False)
@@ -99,13 +100,13 @@ def test_visit_order_is_by_modeled_time_of_the_most_precise_plan():
     assert visit_order(spaces) == [1, 2, 3]
 
 
-def test_greedy_raises_the_predecessor_when_that_makes_the_plan_faster():
+@pytest.mark.parametrize("order", ["dynamic", "static"])
+def test_greedy_raises_the_predecessor_when_that_makes_the_plan_faster(order):
     spaces, dag = trade_problem()
-    ev = AdditiveEvaluator(spaces)
-    with_dag = greedy(spaces, ev, 1e-5, dag=dag)
-    without = greedy(spaces, AdditiveEvaluator(spaces), 1e-5)
-    assert without.plan == {0: 2, 1: 0} and without.time == 10.5
-    assert with_dag.plan == {0: 1, 1: 1} and with_dag.time == 4
+    with_dag = greedy(spaces, AdditiveEvaluator(spaces), 1e-5, dag=dag, order=order)
+    without = greedy(spaces, AdditiveEvaluator(spaces), 1e-5, order=order)
+    assert without.plan == {0: 2, 1: 0} and without.time == 15
+    assert with_dag.plan == {0: 1, 1: 1} and with_dag.time == 12
     assert with_dag.error == pytest.approx(9.5e-6) and with_dag.within_budget
     # the trade was judged as one plan (site 1 lowered, site 0 raised together)
     plans = [e.plan for e in with_dag.evaluations]
@@ -114,19 +115,40 @@ def test_greedy_raises_the_predecessor_when_that_makes_the_plan_faster():
     assert exhaustive(spaces, AdditiveEvaluator(spaces), 1e-5).plan == with_dag.plan
 
 
-def test_greedy_does_not_raise_a_predecessor_that_is_costlier_than_the_site():
+@pytest.mark.parametrize("order", ["dynamic", "static"])
+def test_greedy_does_not_raise_a_predecessor_that_is_costlier_than_the_site(order):
     spaces, dag = trade_problem()
-    # make site 0's current (lowest) config costlier than site 1's most precise one: no trade
+    # site 0's lowest config is costlier than site 1's most precise one: no trade
     spaces[0] = space(0, (40, 0), (30, 4e-6), (20, 5e-6))
-    result = greedy(spaces, AdditiveEvaluator(spaces), 1e-5, dag=dag)
+    result = greedy(spaces, AdditiveEvaluator(spaces), 1e-5, dag=dag, order=order)
     assert result.plan == {0: 2, 1: 0}
     assert all(e.plan[0] == 2 for e in result.evaluations if e.plan[1] > 0)
+
+
+def test_greedy_does_not_trade_when_the_raise_costs_more_than_the_step_gains():
+    spaces, dag = trade_problem()
+    spaces[0] = space(0, (20, 0), (16, 4e-6), (5, 5e-6))  # raising 5 -> 16 costs 11 > 9 gained
+    result = greedy(spaces, AdditiveEvaluator(spaces), 1e-5, dag=dag)
+    assert result.plan == {0: 2, 1: 0}
+    assert {0: 1, 1: 1} not in [e.plan for e in result.evaluations]
 
 
 def test_greedy_ignores_self_loops_and_carried_predecessors_come_last():
     spaces, dag = trade_problem()
     dag.add_edge(1, 1, carried=True)
     assert greedy(spaces, AdditiveEvaluator(spaces), 1e-5, dag=dag).plan == {0: 1, 1: 1}
+
+
+def test_dynamic_order_lowers_where_the_time_is_now():
+    # Static visits site 0 (20) and lowers it fully, leaving no room for the costly site 1;
+    # dynamic lowers site 0 once, then site 1 (now the largest), and finds the optimum.
+    spaces = {0: space(0, (20, 0), (1, 4e-6), (0.5, 5e-6)), 1: space(1, (10, 0), (3, 5.5e-6))}
+    static = greedy(spaces, AdditiveEvaluator(spaces), 1e-5, order="static")
+    dynamic = greedy(spaces, AdditiveEvaluator(spaces), 1e-5)
+    assert static.plan == {0: 2, 1: 0} and dynamic.plan == {0: 1, 1: 1}
+    assert dynamic.time == brute_force_optimum(spaces, AdditiveEvaluator(spaces), 1e-5)[0] == 4
+    with pytest.raises(ValueError, match="unknown greedy order 'random'"):
+        greedy(spaces, AdditiveEvaluator(spaces), 1e-5, order="random")
 
 
 def test_greedy_margin_keeps_part_of_the_budget_in_reserve():
@@ -139,7 +161,8 @@ def test_greedy_margin_keeps_part_of_the_budget_in_reserve():
 
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("kind", ["additive", "propagating"])
-def test_greedy_is_feasible_and_never_beats_the_optimum(seed, kind):
+@pytest.mark.parametrize("order", ["dynamic", "static"])
+def test_greedy_is_feasible_and_never_beats_the_optimum(seed, kind, order):
     problem = random_problem(seed, sites=4, candidates=4)
     spaces, dag = problem.spaces, problem.dag
 
@@ -147,7 +170,7 @@ def test_greedy_is_feasible_and_never_beats_the_optimum(seed, kind):
         return AdditiveEvaluator(spaces) if kind == "additive" else PropagatingEvaluator(spaces, dag)
 
     budget = 10 ** (-7 + seed % 4)
-    g = greedy(spaces, make(), budget, dag=dag)
+    g = greedy(spaces, make(), budget, dag=dag, order=order)
     x = exhaustive(spaces, make(), budget)
     optimum = brute_force_optimum(spaces, make(), budget)
     if optimum is None:
@@ -211,6 +234,7 @@ def test_greedy_returns_the_best_plan_so_far_on_ctrl_c():
     result = greedy(spaces, Interrupting(AdditiveEvaluator(spaces), at=4), 1e-5, dag=dag)
     assert result.stopped == "interrupted" and result.evaluation_count == 3
     assert result.plan == {0: 2, 1: 0} and result.within_budget  # the third plan judged
+    assert [e.plan for e in result.evaluations] == [{0: 0, 1: 0}, {0: 1, 1: 0}, {0: 2, 1: 0}]
 
 
 def test_greedy_interrupted_before_any_plan_is_judged_says_so():
@@ -287,3 +311,24 @@ def test_judge_raises_search_stopped_at_max_evals():
         judge.error({0: 1})
     assert stop.value.reason == "max-evals"
     assert judge.error({0: 0}) == 1e-7  # memoized plans cost nothing
+
+
+def test_the_tuner_library_imports_neither_numba_nor_numpy():
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "passes"
+    for path in [root / "tune.py", *sorted((root / "tuning").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                assert name.split(".")[0] not in ("numba", "numpy", "llvmlite"), f"{path.name} imports {name}"
+
+
+def test_exhaustive_returns_the_best_plan_so_far_on_ctrl_c():
+    spaces, _ = trade_problem()
+    result = exhaustive(spaces, Interrupting(AdditiveEvaluator(spaces), at=5), 1e-5)
+    assert result.stopped == "interrupted" and result.evaluation_count == 4
+    # plans judged: (0,0) (0,1) (0,2) (1,0); the fastest within budget among them
+    assert result.plan == {0: 0, 1: 2} and result.time == 20.5

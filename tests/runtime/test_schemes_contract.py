@@ -28,7 +28,7 @@ def test_multiterm_products_and_work(name):
         w = s.work(cfg, 64, 32, 16)
         (cls, ops), = w.ops.items()
         assert ops == 2.0 * 64 * 32 * 16 * s.products(cfg)
-        assert w.bytes_moved > 0
+        assert (w.bytes_moved > 0) == (name != "tf32x3")  # tf32x3 splits in registers
     with pytest.raises(ValueError, match="products=2 is not a config"):
         s.parse_config("products=2")
     with pytest.raises(ValueError, match="not a valid int"):

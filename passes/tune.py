@@ -1,0 +1,233 @@
+"""``tune``: choose every GEMM site's precision within an error budget, offline, from profiles.
+
+Each ``mix.gemm`` must carry ``mix.profile`` (:mod:`mixjit.passes.tuning.profile`: candidates
+with modeled times and the error each gives when its site alone runs it) and ``mix.deps``
+(``build-dag``). The pass prunes every site's candidates to their error/time Pareto front, runs
+the greedy (MixPert §3.4) or exhaustive search with the offline error model
+(:mod:`mixjit.passes.tuning.error_model`), writes ``mix.plan`` on every site and ``mix.tuning``
+on the module (:mod:`mixjit.passes.tuning.plan_attr`), and emits one remark per site and a
+summary remark. Candidates without a measured error are left out, with a warning.
+
+When ``target`` differs from the target the profiles were recorded for, candidate times are
+re-modeled with the cost model (:mod:`mixjit.passes.tuning.retarget`); without one, that is an
+error naming the mismatch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mixjit.ir.attributes import ArrayAttr, BoolAttr, DictAttr, IntegerAttr, to_attr
+from mixjit.ir.core import Operation
+from mixjit.ir.diagnostics import Diagnostic, DiagnosticError
+from mixjit.ir.dialects.mix import GemmOp
+from mixjit.ir.location import Location
+from mixjit.passes.build_dag import DEPS_ATTR
+from mixjit.passes.pass_base import ModulePass, OptionError, PassContext, option
+from mixjit.passes.registry import register_pass
+from mixjit.passes.tuning.attrs import TuningAttrError
+from mixjit.passes.tuning.candidates import prune_space
+from mixjit.passes.tuning.error_model import ErrorModel, measured_space
+from mixjit.passes.tuning.exhaustive import DEFAULT_MAX_PLANS, SearchTooLarge, exhaustive
+from mixjit.passes.tuning.greedy import ORDERS, greedy
+from mixjit.passes.tuning.plan_attr import PLAN_ATTR, TUNING_ATTR, SitePlan
+from mixjit.passes.tuning.profile import PROFILE_ATTR, SiteProfile
+from mixjit.passes.tuning.report import format_seconds
+from mixjit.passes.tuning.sites import gemm_sites, site_loc
+from mixjit.passes.tuning.retarget import TargetMismatch, cost_model, retarget
+from mixjit.passes.tuning.space import SearchResult, SiteSpace, plan_time
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+__all__ = ["Tune", "SEARCHES", "read_deps"]
+
+SEARCHES = ("greedy", "exhaustive")
+
+
+def read_deps(ops: dict[int, GemmOp]) -> nx.DiGraph:
+    """The GEMM dependence graph from the sites' ``mix.deps`` attributes (``build-dag``): an edge
+    ``p -> s`` with ``carried`` for every entry of ``s``'s deps. DiagnosticError at the site for a
+    missing or malformed attribute, or a predecessor that is not a site of the module."""
+    import networkx as nx
+
+    dag = nx.DiGraph(name="gemm-dag")
+    dag.add_nodes_from(sorted(ops))
+    errors = []
+    for site, op in sorted(ops.items()):
+        deps = op.attributes.get(DEPS_ATTR)
+        where = f"{DEPS_ATTR} of site {site}"
+        if deps is None:
+            errors.append(Diagnostic.error(
+                f"GEMM site {site} has no {DEPS_ATTR}: run build-dag before tune (-p \"build-dag,tune{{...}}\")",
+                site_loc(op)))
+            continue
+        if not isinstance(deps, ArrayAttr):
+            errors.append(Diagnostic.error(f"{where}: expected an array attribute, got {deps}", site_loc(op)))
+            continue
+        for i, dep in enumerate(deps):
+            pred = dep["site"] if isinstance(dep, DictAttr) and "site" in dep else None
+            carried = dep["carried"] if isinstance(dep, DictAttr) and "carried" in dep else None
+            if not isinstance(pred, IntegerAttr) or not isinstance(carried, BoolAttr):
+                errors.append(Diagnostic.error(
+                    f"{where}: entry {i} must be {{carried = <bool>, site = <int>, ...}}, got {dep}", site_loc(op)))
+            elif pred.value not in ops:
+                errors.append(Diagnostic.error(
+                    f"{where}: entry {i} names site {pred.value}, which is not a GEMM site of this module",
+                    site_loc(op)))
+            else:
+                dag.add_edge(pred.value, site, carried=carried.value)
+    if errors:
+        raise DiagnosticError(errors)
+    return dag
+
+
+@register_pass
+@dataclass(frozen=True)
+class Tune(ModulePass):
+    """Choose each GEMM site's precision within an error budget, offline, from mix.profile attributes."""
+
+    name = "tune"
+    budget: float = option(1e-6, "error budget: the largest modeled program error (relative Frobenius) allowed")
+    target: str = option("", "hardware to tune for (empty: the target the profiles were recorded on)")
+    search: str = option("greedy", "greedy (MixPert §3.4) or exhaustive (small programs; the optimum)")
+    order: str = option("dynamic", "greedy: lower the site with the largest current modeled time (dynamic), "
+                                   "or visit each site once by its most precise modeled time (static)")
+    max_evals: int = option(0, "the most plans the search may judge (0: no limit)")
+    max_plans: int = option(DEFAULT_MAX_PLANS, "exhaustive search: refuse programs with more plans than this")
+    margin: float = option(0.0, "fraction of the budget kept in reserve: plans must meet budget * (1 - margin)")
+
+    def __post_init__(self) -> None:
+        if not self.budget > 0:  # also refuses NaN
+            raise OptionError(f"option 'budget' of pass 'tune' must be a positive number, got {self.budget}",
+                              "budget", 0)
+        if self.search not in SEARCHES:
+            raise OptionError(f"option 'search' of pass 'tune' must be {' or '.join(SEARCHES)}, got '{self.search}'",
+                              "search", 0)
+        if self.order not in ORDERS:
+            raise OptionError(f"option 'order' of pass 'tune' must be {' or '.join(ORDERS)}, got '{self.order}'",
+                              "order", 0)
+        if self.max_evals < 0:
+            raise OptionError(f"option 'max-evals' of pass 'tune' must be at least 0 (0: no limit), got {self.max_evals}",
+                              "max-evals", 0)
+        if self.max_plans < 1:
+            raise OptionError(f"option 'max-plans' of pass 'tune' must be at least 1, got {self.max_plans}",
+                              "max-plans", 0)
+        if not 0 <= self.margin < 1:
+            raise OptionError(f"option 'margin' of pass 'tune' must be in [0, 1), got {self.margin}", "margin", 0)
+
+    def run(self, module: Operation, context: PassContext) -> None:
+        ops = gemm_sites(module)
+        if not ops:
+            return
+        profiles, remodeled = self._profiles(ops)
+        dag = read_deps(ops)
+        spaces = self._spaces(ops, profiles, context)
+        result = self._search(spaces, dag, ops)
+        for site, op in ops.items():
+            if site in remodeled:  # the times are now the target's: keep the dump consistent
+                op.attributes[PROFILE_ATTR] = profiles[site].to_attr()
+            chosen = spaces[site].candidates[result.plan[site]]
+            op.attributes[PLAN_ATTR] = SitePlan.of(chosen).to_attr()
+            top = spaces[site].candidates[0]
+            error = "unmeasured" if chosen.error is None else f"{chosen.error:.3g}"
+            context.remark(
+                f"site {site}: {chosen.label}, error alone {error}, modeled {format_seconds(chosen.time)} "
+                f"(most precise: {top.label}, modeled {format_seconds(top.time)})", site_loc(op))
+        self._summarize(module, self._target(profiles), spaces, result, context, site_loc(ops[min(ops)]))
+
+    def _summarize(self, module: Operation, target: str, spaces: dict[int, SiteSpace], result: SearchResult,
+                   context: PassContext, loc: Location) -> None:
+        """Write ``mix.tuning`` on the module; a summary remark, or a warning when the plan is not
+        within budget or the search stopped early."""
+        precise_time = plan_time(spaces, {s: 0 for s in spaces})
+        module.attributes[TUNING_ATTR] = to_attr({
+            "budget": float(self.budget), "margin": float(self.margin), "target": target,
+            "search": self.search, "model": "additive", "error": float(result.error),
+            "modeled_time": float(result.time), "precise_modeled_time": float(precise_time),
+            "evaluations": result.evaluation_count, "within_budget": result.within_budget,
+            "stopped": result.stopped, **({"order": self.order} if self.search == "greedy" else {}),
+        })
+        search = f"greedy search ({self.order} order)" if self.search == "greedy" else "exhaustive search"
+        summary = (f"{search}, {result.evaluation_count} evaluations: modeled program error "
+                   f"{result.error:.3g} (budget {self.budget:g}, margin {self.margin:g}), modeled time "
+                   f"{format_seconds(result.time)} against {format_seconds(precise_time)} for the most precise plan")
+        if not result.within_budget:
+            context.warning(f"budget {self.budget:g} is unreachable offline: even the most precise plan has "
+                            f"modeled error {result.error:.3g}; kept the most precise plan ({summary})", loc)
+        elif result.stopped != "complete":
+            context.warning(f"search stopped early ({result.stopped}): best plan so far ({summary})", loc)
+        else:
+            context.remark(summary, loc)
+
+    def _target(self, profiles: dict[int, SiteProfile]) -> str:
+        return self.target or profiles[min(profiles)].target
+
+    def _profiles(self, ops: dict[int, GemmOp]) -> tuple[dict[int, SiteProfile], set[int]]:
+        """Every site's profile, re-modeled for the target when needed, and the sites re-modeled.
+        Reports all errors at once."""
+        errors, profiles = [], {}
+        for site, op in sorted(ops.items()):
+            attr = op.attributes.get(PROFILE_ATTR)
+            if attr is None:
+                errors.append(Diagnostic.error(
+                    f"GEMM site {site} has no {PROFILE_ATTR}: tune re-tunes from profiles; profile the program "
+                    "on sample inputs (f.tune(...)) and dump it with its profiles", site_loc(op)))
+                continue
+            try:
+                profiles[site] = SiteProfile.from_attr(site, attr)
+            except TuningAttrError as err:
+                errors.append(Diagnostic.error(f"bad {PROFILE_ATTR}: {err}", site_loc(op)))
+        if errors:
+            raise DiagnosticError(errors)
+        targets = sorted({p.target for p in profiles.values()})
+        if not self.target and len(targets) > 1:
+            raise DiagnosticError(Diagnostic.error(
+                f"the profiles were recorded for different targets ({', '.join(targets)}): "
+                "say which one to tune for with tune{target=...}", site_loc(ops[min(ops)])))
+        target = self._target(profiles)
+        model = cost_model() if any(p.target != target for p in profiles.values()) else None
+        remodeled = set()
+        for site, p in profiles.items():
+            try:
+                profiles[site] = retarget(p, target, model)
+            except TargetMismatch as err:
+                errors.append(Diagnostic.error(str(err), site_loc(ops[site])))
+            if profiles[site] is not p:
+                remodeled.add(site)
+        if errors:
+            raise DiagnosticError(errors)
+        return profiles, remodeled
+
+    def _spaces(self, ops: dict[int, GemmOp], profiles: dict[int, SiteProfile],
+                context: PassContext) -> dict[int, SiteSpace]:
+        """Every site's measured candidates on their Pareto front, most precise first."""
+        spaces, errors = {}, []
+        for site, profile in sorted(profiles.items()):
+            measured, dropped = measured_space(profile.space())
+            if measured is None:
+                errors.append(Diagnostic.error(
+                    f"GEMM site {site}: no candidate in its {PROFILE_ATTR} has a measured error; the offline "
+                    "model needs each candidate's error measured alone", site_loc(ops[site])))
+                continue
+            if dropped:
+                context.warning(f"site {site}: left out candidates without a measured error: "
+                                f"{', '.join(c.label for c in dropped)}", site_loc(ops[site]))
+            spaces[site] = prune_space(measured)
+        if errors:
+            raise DiagnosticError(errors)
+        return spaces
+
+    def _search(self, spaces: dict[int, SiteSpace], dag: nx.DiGraph, ops: dict[int, GemmOp]) -> SearchResult:
+        model = ErrorModel(spaces)
+        max_evals = self.max_evals or None
+        if self.search == "greedy":
+            return greedy(spaces, model, self.budget, dag=dag, max_evals=max_evals, margin=self.margin,
+                          order=self.order)
+        try:
+            return exhaustive(spaces, model, self.budget, max_plans=self.max_plans, max_evals=max_evals,
+                              margin=self.margin)
+        except SearchTooLarge as err:
+            raise DiagnosticError(Diagnostic.error(str(err), site_loc(ops[min(ops)]))) from None
+
