@@ -364,7 +364,9 @@ class MixjitDispatcher(CPUDispatcher):
             warnings.warn_explicit(
                 f"mixjit: no GEMM found in {self.py_func.__qualname__}({_signature_text(key)}); "
                 "it runs as plain Numba code", MixjitWarning, *where)
-        for note in sorted({p.note for b in blocks for p in b.plans if p.note}):
+        own = [b for b in blocks if b.signature == f"({_signature_text(key)})"
+               and any(r.function == self.py_func.__qualname__ for r in b.records)]
+        for note in sorted({p.note for b in own for p in b.plans if p.note}):  # helpers warn at their own compile
             warnings.warn_explicit(f"mixjit: {note}", MixjitWarning, *where)
 
     def _compile_for_args(self, *args: Any, **kws: Any) -> Any:
@@ -514,16 +516,16 @@ class MixjitDispatcher(CPUDispatcher):
         out = []
         for key in list(self.overloads):
             default = f"({_signature_text(key)})"
-            for entry_ in self._reload_entries(key):
-                sig = entry_.signature or default
-                if isinstance(entry_, NotLinked):
+            for block in self._reload_entries(key):
+                sig = block.signature or default
+                if isinstance(block, NotLinked):
                     out += [Site(None, r.function, sig, r.loc, r.dtype, r.form, r.alpha, r.beta, False, None,
-                                 r.reason) for r in entry_.records]
+                                 r.reason) for r in block.records]
                     continue
-                for sid, rec in zip(entry_.site_ids(), entry_.records):
+                for sid, rec in zip(block.site_ids(), block.records):
                     out.append(Site(sid, rec.function, sig, rec.loc, rec.dtype, rec.form, rec.alpha,
                                     rec.beta, True, get_plan(sid)))
-                for rec in entry_.rejected:
+                for rec in block.rejected:
                     out.append(Site(None, rec.function, sig, rec.loc, rec.dtype, rec.form, rec.alpha,
                                     rec.beta, False, None, rec.reason))
         return out
@@ -551,8 +553,8 @@ class MixjitDispatcher(CPUDispatcher):
         signature (``"float64[:, :](float64[:, :])"``).
 
         The IR is shown after detect-gemm: each GEMM site is a ``mix.gemm``. Once the signature
-        is compiled, its ``site`` is the id of ``sites`` / ``call_counts()`` and ``mix.plan``
-        says what it runs (``{scheme, config, executor}``). ``raw=True`` gives the import
+        is compiled, its ``site`` is the id of ``sites`` / ``call_counts()`` and ``mix.runs``
+        says what it runs (``{config, executor, scheme}``: its plan). ``raw=True`` gives the import
         alone (``py.*`` ops, before detect-gemm). Nothing is compiled."""
         return self._imported(spec, raw).text()
 
@@ -634,14 +636,16 @@ class MixjitDispatcher(CPUDispatcher):
         return self.dag_for(*self.signatures[0])
 
 
-PLAN_ATTR = "mix.plan"
-"""On a ``mix.gemm`` of ``f.ir()``: the plan its compiled site runs, ``{config, executor, scheme}``."""
+RUNS_ATTR = "mix.runs"
+"""On a ``mix.gemm`` of ``f.ir()``: the plan its compiled site runs now, ``{config, executor, scheme}``
+(``Site.plan``). Not the tune pass's ``mix.plan``, which records a tuning choice with its error
+and modeled time."""
 
 
 def annotate_sites(imported: Any) -> None:
     """Give the ``mix.gemm`` ops of ``imported`` (after detect-gemm) the process site ids of
-    their compiled code and a ``mix.plan`` attribute: when every function with sites is compiled
-    and linked. Otherwise (not compiled yet, or run as plain Numba) the module's own ids stay,
+    their compiled code and a ``mix.runs`` attribute (their plan), when every function with
+    sites is compiled and linked. Otherwise (not compiled yet, or run as plain Numba) the module's own ids stay,
     so that no two ops share an id."""
     from mixjit.ir.attributes import IntegerAttr, to_attr
     from mixjit.ir.dialects.mix import GemmOp
@@ -657,7 +661,7 @@ def annotate_sites(imported: Any) -> None:
                 op.site = IntegerAttr(sid, i64)
                 plan = get_plan(sid)
                 if plan is not None:
-                    op.attributes[PLAN_ATTR] = to_attr(
+                    op.attributes[RUNS_ATTR] = to_attr(
                         {"scheme": plan.scheme, "config": plan.config, "executor": plan.executor})
 
 

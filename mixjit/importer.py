@@ -583,7 +583,7 @@ def import_function(fn: Any, *spec: Any, callees: bool = True,
 
 
 def ir_text(fn: Any, *spec: Any, untyped_hook: Callable[[StateDict], bool] | None = None) -> str:
-    """The ``.mix`` text of ``fn`` imported for ``spec`` (what ``f.ir(*args)`` returns)."""
+    """The ``.mix`` text of ``fn`` imported for ``spec`` (what ``f.ir(*args, raw=True)`` returns)."""
     return import_function(fn, *spec, untyped_hook=untyped_hook).text()
 
 

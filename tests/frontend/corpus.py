@@ -8,7 +8,8 @@ with. Styles covered: ``@``, ``np.dot``, ``np.matmul``, ``.T`` / ``np.transpose`
 nests, float32 and float64, ``parallel=True`` with ``prange``, ``@njit`` helper callees (one
 level and a chain three deep), unary operators (``-``, ``+``, ``~``, ``not``), negative slice
 bounds and steps, tuples of arrays (arguments, results, subscripts), global arrays and scalars,
-closures, and the candidates that must not match (1-D dot products, matrix-vector products,
+closures, published-style kernels (ridge regression, an LSTM layer, finite-element assembly,
+point-cloud augmentation), and the candidates that must not match (1-D dot products, matrix-vector products,
 complex dtypes, ``out=``). Numba does not type integer or mixed-dtype matrix products at all,
 so those rejections are tested on hand-written IR instead.
 
@@ -38,6 +39,9 @@ V64 = types.Array(types.float64, 1, "C")
 C128 = types.Array(types.complex128, 2, "C")
 INT = types.int64
 PAIR64 = types.UniTuple(F64, 2)
+F64_3D = types.Array(types.float64, 3, "C")
+I64_2D = types.Array(types.int64, 2, "C")
+FLOAT = types.float64
 
 
 @dataclass(frozen=True)
@@ -236,6 +240,78 @@ def helper_chain(A, B):
     return _chain1(A, B) @ B + A @ B
 
 
+# -- published-style scientific kernels (ridge regression, RNN, finite elements, point clouds) --
+def ridge(X, Y, lam):
+    """Ridge regression by the normal equations, with its residual norm."""
+    d = X.shape[1]
+    G = X.T @ X + lam * np.eye(d)
+    W = np.linalg.solve(G, X.T @ Y)
+    r = Y - X @ W
+    return W, np.sqrt(np.sum(r * r)) / -(-1.0)
+
+
+@njit
+def _sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def lstm(xs, h0, c0, Wx, Wh, b):
+    """An LSTM layer over T steps (gates sliced from one GEMM pair, negative bounds included)."""
+    T = xs.shape[0]
+    H = h0.shape[1]
+    h, c = h0.copy(), c0.copy()
+    out = np.empty((T, h0.shape[0], H))
+    for t in range(T):
+        gates = xs[t] @ Wx + h @ Wh + b
+        i = _sigmoid(gates[:, :H])
+        f = _sigmoid(gates[:, H:2 * H])
+        o = _sigmoid(gates[:, 2 * H:3 * H])
+        g = np.tanh(gates[:, -H:])
+        c = f * c + i * g
+        h = o * np.tanh(c)
+        out[t] = h
+    return out, (h, c)
+
+
+def fem_assemble(nodes, elems, D):
+    """Global stiffness matrix of linear triangles (plane elasticity): Ke = B^T D B * area."""
+    n = nodes.shape[0]
+    K = np.zeros((2 * n, 2 * n))
+    for e in range(elems.shape[0]):
+        i, j, k = elems[e, 0], elems[e, 1], elems[e, 2]
+        x1, y1 = nodes[i, 0], nodes[i, 1]
+        x2, y2 = nodes[j, 0], nodes[j, 1]
+        x3, y3 = nodes[k, 0], nodes[k, 1]
+        area = 0.5 * abs((x2 - x1) * (y3 - y1) - (x3 - x1) * (y2 - y1))
+        b = np.array([y2 - y3, y3 - y1, y1 - y2])
+        cc = np.array([x3 - x2, x1 - x3, x2 - x1])
+        B = np.zeros((3, 6))
+        for a in range(3):
+            B[0, 2 * a] = b[a]
+            B[1, 2 * a + 1] = cc[a]
+            B[2, 2 * a] = cc[a]
+            B[2, 2 * a + 1] = b[a]
+        B /= 2.0 * area
+        Ke = B.T @ D @ B * area
+        dofs = np.array([2 * i, 2 * i + 1, 2 * j, 2 * j + 1, 2 * k, 2 * k + 1])
+        for a in range(6):
+            for q in range(6):
+                K[dofs[a], dofs[q]] += Ke[a, q]
+    return K
+
+
+def augment(pts, theta, scale, shift):
+    """Point-cloud augmentation: rotate, scale, shift, flip, centre, a 2-D normal."""
+    c, s = np.cos(theta), np.sin(theta)
+    R = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    out = scale * (pts @ R.T) + shift
+    flipped = out[::-1, :]
+    centred = out - out.sum(axis=0) / out.shape[0]
+    ny, nx = centred[0, 1], centred[0, 0]
+    normal = np.array([ny, -nx])
+    return out, flipped, centred[:, :-1], normal, ~np.int64(3) < 0, not theta
+
+
 # -- negative cases ----------------------------------------------------------------------------
 def dot_1d(x, y):
     return np.dot(x, y) + x @ y
@@ -304,6 +380,16 @@ CASES: dict[str, Case] = {
     "closure_over_array": Case(closure_over_array, (F64,), (Site("f64", trans_b=True), f64),
                                example=lambda r: _arrays(r, (3, 4))),
     "helper_chain": Case(helper_chain, (F64, F64), (f64, f64, f64, Site("f64", trans_b=True), f64), example=lambda r: _arrays(r, (4, 4), (4, 4))),
+    "ridge": Case(ridge, (F64, F64, FLOAT), (Site("f64", trans_a=True), Site("f64", trans_a=True), f64),
+                  example=lambda r: _arrays(r, (20, 4), (20, 2)) + (0.1,)),
+    "lstm": Case(lstm, (F64_3D, F64, F64, F64, F64, V64), (f64, f64),
+                 example=lambda r: _arrays(r, (5, 3, 4)) + (np.zeros((3, 6)), np.zeros((3, 6)))
+                 + _arrays(r, (4, 24), (6, 24), (24,))),
+    "fem_assemble": Case(fem_assemble, (F64, I64_2D, F64), (Site("f64", trans_a=True), f64),
+                         example=lambda r: (r.random((6, 2)), np.array([[0, 1, 2], [1, 3, 2], [2, 3, 4], [3, 5, 4]]),
+                                            np.eye(3))),
+    "augment": Case(augment, (F64, FLOAT, FLOAT, V64), (Site("f64", trans_b=True),),
+                    example=lambda r: _arrays(r, (7, 3)) + (0.3, 1.5) + _arrays(r, (3,))),
     "dot_1d": Case(dot_1d, (V64, V64), rejected=("dot-1d", "dot-1d"), example=lambda r: _arrays(r, (5,), (5,))),
     "matvec": Case(matvec, (F64, V64), rejected=("matrix-vector", "matrix-vector"),
                    example=lambda r: _arrays(r, (4, 4), (4,))),

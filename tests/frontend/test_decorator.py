@@ -154,13 +154,13 @@ def test_ir_shows_the_sites_after_detection_with_ids_and_plans(tmp_path):
     a = np.ones((2, 2))
     before = two.ir(a, a)  # not compiled: detect-gemm's own ids, no plan
     assert re.findall(r'"mix.gemm".*site = (\d+)', before) == ["0", "1"]
-    assert "mix.plan" not in before and "py.binop" not in before
+    assert "mix.runs" not in before and "py.binop" not in before
     two(a, a)
     after = two.ir(a, a)
     ids = sorted(s.id for s in two.sites)
     shown = [int(i) for i in re.findall(r'"mix.gemm".*site = (\d+)', after)]
     assert sorted(shown) == ids
-    assert after.count('mix.plan = {config = "accumulate=blas", executor = "native", scheme = "native"}') == 2
+    assert after.count('mix.runs = {config = "accumulate=blas", executor = "native", scheme = "native"}') == 2
     path = two.dump(tmp_path / "two.mix", a, a)
     assert path.read_text() == after
     out = tmp_path / "out.mix"  # detect-gemm again keeps the ids: mixopt reads the dump as it is

@@ -11,6 +11,7 @@ import pytest
 from numba import njit, prange, types
 
 from mixjit import mixjit
+from mixjit.cache import MixjitCache
 from mixjit.decorator import NUMBA_OPTIONS, MixjitWarning, Options
 
 NATIVE = dict(schemes=["native"])
@@ -108,6 +109,20 @@ def test_a_helper_keeps_its_own_options():
 
     assert np.isinf(caller(A))
     assert [s.function for s in caller.sites] == ["_numpy_model_helper"]
+
+
+@njit(cache=True, fastmath=True, locals={"y": types.float32})
+def _cached_helper(x):
+    y = (x @ x)[0, 0]
+    return y
+
+
+def test_a_helpers_mixjit_version_keeps_its_cache_options_and_locals():
+    caller = mixjit(**NATIVE)(lambda a: _cached_helper(a))
+    version = caller._callee_version(_cached_helper)
+    assert isinstance(version._cache, MixjitCache)  # its disk cache, apart from plain Numba's
+    assert version.targetoptions["fastmath"] is True and version.locals == {"y": types.float32}
+    assert caller._callee_version(_cached_helper) is version  # one version per helper and options
 
 
 def test_mixjit_of_an_njit_function_keeps_its_options():
