@@ -35,6 +35,7 @@ from mixjit.runtime.executor_mixpert import (
     STAT_TILES,
     STAT_WIDEST_SPAN,
 )
+from mixjit.runtime.costmodel import modeled_calls_time
 from mixjit.runtime.schemes.base import get_scheme
 
 __all__ = ["TunedSite", "ShapeLog", "profile_run", "site_candidates", "site_profile"]
@@ -99,14 +100,6 @@ def profile_run(run: Callable[[], object], sites: Sequence[TunedSite]) -> dict[i
     return out
 
 
-def modeled_seconds(scheme: str, config: str, shapes: Sequence[tuple[int, int, int, int]],
-                    dtype: np.dtype, target: str) -> float:
-    """Modeled seconds of ``shapes`` ((m, n, k, calls)) under one candidate on ``target``."""
-    from mixjit.runtime.costmodel import modeled_time
-
-    return sum(modeled_time(scheme, config, m, n, k, dtype, target).seconds * calls for m, n, k, calls in shapes)
-
-
 def site_candidates(dtype: np.dtype, schemes: Sequence[str] | None, shapes: Sequence[tuple[int, int, int, int]],
                     target: str) -> tuple[Candidate, ...]:
     """Every (scheme, config) a site of ``dtype`` may run (see the module docstring), with its
@@ -123,7 +116,7 @@ def site_candidates(dtype: np.dtype, schemes: Sequence[str] | None, shapes: Sequ
         if dtype not in scheme.dtypes or name not in entry.EXECUTORS:
             continue
         for config in scheme.configs(dtype):
-            out.append(Candidate(name, config.label, modeled_seconds(name, config.label, shapes, dtype, target),
+            out.append(Candidate(name, config.label, modeled_calls_time(name, config.label, shapes, dtype, target),
                                  scheme.products(config)))
     return tuple(out)
 
