@@ -163,8 +163,9 @@ def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (),
     key = signature_of(f, args)
     for i, v in enumerate(validate):
         check_finite(v, names, f"{qualname} (validate[{i}])")
-        if signature_of(f, v) != key:
-            raise ValueError(f"mixjit: validate[{i}] has argument types {argtypes_text(signature_of(f, v))}; "
+        vkey = tuple(f.typeof_pyval(a) for a in v)
+        if vkey != key:
+            raise ValueError(f"mixjit: validate[{i}] has argument types {argtypes_text(vkey)}; "
                              f"held-out inputs must have the sample's types {argtypes_text(key)}")
     sites = signature_sites(f, key)
     if not sites:

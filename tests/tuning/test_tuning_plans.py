@@ -69,7 +69,7 @@ def test_hand_edited_plan_file_is_run(plan_dir, capsys):
     path = _saved(plan_dir)
     d = json.loads(path.read_text())
     for s in d["sites"]:
-        s["scheme"], s["config"] = "native", "accumulate=blas"
+        s["scheme"], s["config"] = "mixpert-fp64", "segments=7,pairs=sig6"
     path.write_text(json.dumps(d))
     capsys.readouterr()
     f = _new()
@@ -77,7 +77,7 @@ def test_hand_edited_plan_file_is_run(plan_dir, capsys):
         warnings.simplefilter("error", MixjitWarning)
         f(*_args())
     assert capsys.readouterr().err == ""
-    assert [get_plan(s.id).scheme for s in f.sites] == ["native"] * 3
+    assert [get_plan(s.id).label for s in f.sites] == ["mixpert-fp64[segments=7,pairs=sig6]"] * 3
 
 
 def _break_json(path: Path) -> str:
@@ -101,7 +101,7 @@ def _break_source(path: Path) -> str:
 
 def _break_config(path: Path) -> str:
     d = json.loads(path.read_text())
-    d["sites"][1]["config"] = "level=V"
+    d["sites"][1]["scheme"], d["sites"][1]["config"] = "mixpert", "level=V"
     path.write_text(json.dumps(d))
     return "site 1: .*unknown level 'V'"
 
