@@ -80,7 +80,7 @@ __device__ __forceinline__ void add_shifted(I128& acc, i64 v, int s) {
 }
 
 // RN32(acc * 2^scale): one correctly rounded conversion (ties to even, gradual underflow,
-// overflow to inf). An exact zero gives +0.
+// overflow to inf). A result that is zero, exactly or after rounding, is +0 (as the CPU executor).
 __device__ float round_to_f32(I128 acc, int scale) {
     const bool neg = acc.hi < 0;
     u64 lo = acc.lo, hi = (u64)acc.hi;
@@ -107,6 +107,7 @@ __device__ float round_to_f32(I128 acc, int scale) {
         else sticky = rb > 0 && (lo & ((1ull << rb) - 1)) != 0;
         if (round_bit && (sticky || (q & 1))) q += 1;
     }
+    if (q == 0) return 0.0f;
     const float r = (float)ldexp((double)q, scale + drop);
     return neg ? -r : r;
 }
