@@ -184,7 +184,8 @@ def round_to_f32(acc: int, scale: int) -> np.float32:
             q += 1
     if q == 0:
         return np.float32(0.0)
-    r = np.float32(np.ldexp(np.float64(q), scale + drop))
+    with np.errstate(over="ignore"):  # rounding up past FLT_MAX gives inf, as RN32 does
+        r = np.float32(np.ldexp(np.float64(q), scale + drop))
     return -r if neg else r
 
 
