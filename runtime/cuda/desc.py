@@ -7,8 +7,10 @@ renderer (:mod:`mixjit.runtime.cuda.emit`), the build cache (:mod:`mixjit.runtim
 and the CPU fragment model (:mod:`mixjit.runtime.cuda.fragments`) are all driven by it, so the
 model proves exactly the index arithmetic the generated code runs.
 
-Pure Python: no numba, numpy or CUDA import (the ``emit-cuda`` pass imports it). The config
-label is parsed by the scheme's own parser, imported on first use.
+Pure Python: no numba, numpy or CUDA import (the ``emit-cuda`` pass imports it), which is why
+:func:`parse_label` reads MixPert labels itself instead of importing the scheme (whose module
+loads the numba executor); tests/cuda/test_desc.py checks that it agrees with the scheme's
+parser field for field.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["KernelDesc", "UnsupportedConfig", "ARCHS", "ALPHA_BETA_MODES", "MMA_M", "MMA_N", "MMA_K"]
+__all__ = ["KernelDesc", "UnsupportedConfig", "parse_label", "MOST_PRECISE", "ARCHS", "ALPHA_BETA_MODES", "MMA_M", "MMA_N", "MMA_K"]
 
 #: the m16n8k32 INT8 MMA shape (``mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32``)
 MMA_M, MMA_N, MMA_K = 16, 8, 32
@@ -28,6 +30,51 @@ ALPHA_BETA_MODES = ("product", "update")
 DTYPES = ("f32", "f64")
 #: accumulator headroom: the exact per-element accumulator is two 64-bit words
 ACC_BITS = 126
+
+
+#: the MixPert scheme's most precise config (``MixPert().configs()[0]``; a test checks)
+MOST_PRECISE = "level=full"
+_LEVELS = {"full": (2, 2, None), "IV": (2, 2, (2, 2)), "III": (2, 1, None), "II": (1, 2, None), "I": (1, 1, None)}
+_DEFAULTS = {"segments": 3, "seg0_bits": 7, "digits": "magnitude", "align": "tile", "rounding": "round",
+             "tile": (16, 32, 8), "fallback": 8}
+
+
+def parse_label(label: str) -> dict[str, Any]:
+    """The fields of a ``mixpert`` config label (``level=IV,align=row``): segments, seg0_bits,
+    digits, pairs, align, rounding, tile, fallback (-1 for ``off``). ValueError names a bad part."""
+    values: dict[str, Any] = dict(_DEFAULTS)
+    level = pairs = None
+    for item in (p.strip() for p in label.split(",") if label.strip()):
+        key, sep, val = (x.strip() for x in item.partition("="))
+        if not sep or not val:
+            raise ValueError(f"cuda: bad config part {item!r} in {label!r}; e.g. 'level=IV,align=row'")
+        if key == "level":
+            if val not in _LEVELS:
+                raise ValueError(f"cuda: unknown level {val!r} in {label!r}")
+            level = val
+        elif key == "pairs":
+            pairs = val
+        elif key in ("segments", "seg0_bits"):
+            values[key] = int(val)
+        elif key in ("digits", "align", "rounding"):
+            values[key] = val
+        elif key == "tile":
+            values[key] = tuple(int(t) for t in val.split("x"))
+        elif key == "fallback":
+            values[key] = -1 if val == "off" else int(val)
+        else:
+            raise ValueError(f"cuda: unknown config field {key!r} in {label!r}")
+    s = values["segments"]
+    if level is not None:
+        l, r, drop = _LEVELS[level]
+        values["pairs"] = tuple((i, j) for i in range(l + 1) for j in range(r + 1) if (i, j) != drop)
+    elif pairs is not None and pairs.startswith("sig") and pairs[3:].isdigit():
+        values["pairs"] = tuple((i, j) for i in range(s) for j in range(s) if i + j <= int(pairs[3:]))
+    elif pairs is not None:
+        values["pairs"] = tuple(sorted({(int(t[0]), int(t[1])) for t in pairs.split(".")}))
+    else:
+        values["pairs"] = tuple((i, j) for i in range(2 + 1) for j in range(2 + 1) if (i, j) != (2, 2))
+    return values
 
 
 class UnsupportedConfig(ValueError):
@@ -72,18 +119,15 @@ class KernelDesc:
     def for_config(scheme: str, config: str, dtype: str = "f32", **kw: Any) -> "KernelDesc":
         """The desc of ``scheme[config]`` (a mixpert label such as ``level=IV``); UnsupportedConfig
         names what the kernels lack (another scheme, balanced digits, a tile that is not a
-        multiple of the MMA shape, ...)."""
+        multiple of the MMA shape, ...), ValueError a malformed label."""
         if scheme != "mixpert":
             raise UnsupportedConfig(f"cuda: scheme {scheme!r} has no CUDA kernel yet (only 'mixpert')")
-        from mixjit.runtime.schemes.mixpert import MixPertConfig, parse_mixpert_config
-
-        cfg = parse_mixpert_config(config, MixPertConfig)
-        if cfg.digits != "magnitude":
-            raise UnsupportedConfig(f"cuda: mixpert[{config}]: digits={cfg.digits} is not implemented in the "
-                                    "CUDA packer (only the paper's sign-magnitude digits)")
-        return KernelDesc(scheme=scheme, config=cfg.label, dtype=dtype, segments=cfg.segments,
-                          seg0_bits=cfg.seg0_bits, pairs=tuple(cfg.pairs), align=cfg.align,
-                          rounding=cfg.rounding, tile=tuple(cfg.tile), fallback=cfg.fallback, **kw)
+        fields = parse_label(config)
+        if fields["digits"] != "magnitude":
+            raise UnsupportedConfig(f"cuda: mixpert[{config}]: digits={fields['digits']} is not implemented in "
+                                    "the CUDA packer (only the paper's sign-magnitude digits)")
+        del fields["digits"]
+        return KernelDesc(scheme=scheme, config=config, dtype=dtype, **fields, **kw)
 
     # -- derived quantities (what the templates read) ---------------------------------------
     @property
@@ -140,6 +184,8 @@ class KernelDesc:
             out.append(f"arch {self.arch!r} is not one of {ARCHS}")
         if self.alpha_beta not in ALPHA_BETA_MODES:
             out.append(f"alpha_beta {self.alpha_beta!r} is not one of {ALPHA_BETA_MODES}")
+        if any(not (0 <= i < self.segments and 0 <= j < self.segments) for i, j in self.pairs) or not self.pairs:
+            out.append(f"pairs {self.pairs} must be a non-empty subset of 0..{self.segments - 1} squared")
         if tk % MMA_K:
             out.append(f"tile k={tk} is not a multiple of the MMA k={MMA_K}")
         if tm * tk > 1024 or tn * tk > 1024:
