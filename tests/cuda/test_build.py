@@ -79,3 +79,31 @@ def test_compile_error_names_kernel_template_and_line(tmp_path):
     assert where and "undeclared" in where[0].message
     # the line is the template's own line (here: the original text, as the template has it)
     assert marker in where[0].text
+
+
+def _nvrtc_or_skip():
+    try:
+        return find_compiler("nvrtc")
+    except CompilerNotFound as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_nvrtc_builds_the_same_kernels(arch, tmp_path):
+    nvrtc = _nvrtc_or_skip()
+    _tool_or_skip()
+    cubin = build(render(KernelDesc.for_config("mixpert", "level=IV", arch=arch)), compiler=nvrtc, cache=tmp_path)
+    sass = sass_by_kernel(cubin)
+    assert opcode_counts(sass["mixpert_gemm"])["IMMA.16832.S8.S8"] >= 32
+    assert not any(r.spills for r in resource_usage(cubin).values())
+
+
+def test_nvrtc_compile_error_is_mapped_too(tmp_path):
+    nvrtc = _nvrtc_or_skip()
+    kernel = render(KernelDesc.for_config("mixpert", "level=I"))
+    broken = dataclasses.replace(kernel, source=kernel.source.replace("atomicMax(&s_rowmax[ty], e);",
+                                                                      "atomicMax(&s_rowmax[ty], e) oops;"))
+    with pytest.raises(CudaBuildError) as info:
+        build(broken, compiler=nvrtc, cache=tmp_path)
+    assert any(d.template == "mixpert_pack.cu" and "atomicMax(&s_rowmax[ty], e);" in d.text
+               for d in info.value.diagnostics), info.value.log
