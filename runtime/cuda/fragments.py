@@ -215,12 +215,13 @@ def _u32(tile: np.ndarray, rows: np.ndarray, col0: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(b.astype(np.int8)).view(np.uint32)[:, 0]
 
 
-def run_gemm(a: np.ndarray, b: np.ndarray, desc: KernelDesc) -> tuple[np.ndarray, int]:
+def run_gemm(a: np.ndarray, b: np.ndarray, desc: KernelDesc, alpha: float = 1.0, beta: float = 0.0,
+             c: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """The three kernels of ``desc`` on ``a`` (m×k) and ``b`` (k×n): (C, status). C has the
-    input dtype; a nonzero status means the kernel path hands the GEMM to the CPU executor."""
-    if desc.alpha_beta != "product":
-        raise ValueError("fragments: the model covers alpha_beta='product' (the kernel's P); got "
-                         f"{desc.alpha_beta!r}")
+    input dtype; a nonzero status means the kernel path hands the GEMM to the CPU executor.
+    ``alpha``, ``beta`` and ``c`` are read in ``alpha_beta="update"`` mode only."""
+    if desc.alpha_beta == "update" and beta != 0.0 and c is None:
+        raise ValueError("fragments: update mode with beta != 0 needs c")
     params = desc.template_params()
     pairs = list(zip(params["kPairA"], params["kPairB"], params["kPairShift"]))
     m, k = a.shape
@@ -286,5 +287,15 @@ def run_gemm(a: np.ndarray, b: np.ndarray, desc: KernelDesc) -> tuple[np.ndarray
                     if row < m and col < n:
                         p = round_to_f32(int(acc[idx]), int(emin[idx]) - 2 * (width - 1)) if anyv[idx] \
                             else np.float32(0.0)
+                        if desc.alpha_beta == "update":
+                            p = _axpby(p, alpha, beta, c[row, col] if beta != 0.0 else None, out.dtype)
                         out[row, col] = p
     return out, status
+
+
+def _axpby(p: np.float32, alpha: float, beta: float, c: np.floating | None, dtype: np.dtype) -> np.floating:
+    """mixpert_gemm.cu's update epilogue: alpha*P (+ beta*C), each operation rounded in C's dtype."""
+    t = dtype.type
+    with np.errstate(all="ignore"):
+        value = t(alpha) * t(p)
+        return value if beta == 0.0 else value + t(beta) * t(c)

@@ -107,3 +107,12 @@ def test_nvrtc_compile_error_is_mapped_too(tmp_path):
         build(broken, compiler=nvrtc, cache=tmp_path)
     assert any(d.template == "mixpert_pack.cu" and "atomicMax(&s_rowmax[ty], e);" in d.text
                for d in info.value.diagnostics), info.value.log
+
+
+def test_update_and_transposed_f64_variant_builds_without_spills(tmp_path):
+    _tool_or_skip()
+    desc = KernelDesc.for_config("mixpert", "level=IV,align=row", dtype="f64", trans_a=True, trans_b=True,
+                                 alpha_beta="update")
+    cubin = build(render(desc), cache=tmp_path)
+    assert opcode_counts(sass_by_kernel(cubin)["mixpert_gemm"])["IMMA.16832.S8.S8"] >= 32
+    assert not any(r.spills for r in resource_usage(cubin).values())

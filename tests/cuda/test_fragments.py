@@ -110,3 +110,21 @@ def test_nonfinite_and_fallback_inputs_leave_the_main_path():
 def test_round_to_f32(acc, scale, want):
     got = round_to_f32(acc, scale)
     assert got.dtype == np.float32 and got.tobytes() == np.float32(want).tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("alpha,beta", [(-1.0, 1.0), (0.5, 0.0), (3.0, -0.25)])
+def test_update_epilogue_is_the_frontends_axpby(dtype, alpha, beta):
+    """C = alpha*P + beta*C element by element in C's dtype, P the executor's product (the
+    arithmetic of mixjit/entry.py for a MixPert site with alpha/beta)."""
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal((33, 64)).astype(dtype), rng.standard_normal((64, 17)).astype(dtype)
+    c0 = rng.standard_normal((33, 17)).astype(dtype)
+    desc = KernelDesc.for_config("mixpert", "level=IV", dtype="f64" if dtype == np.float64 else "f32",
+                                 alpha_beta="update")
+    got, status = run_gemm(a, b, desc, alpha, beta, c0)
+    assert status == 0
+    p = mixjit.gemm(a, b, scheme="mixpert", config="level=IV")
+    t = np.dtype(dtype).type
+    want = t(alpha) * p if beta == 0.0 else t(alpha) * p + t(beta) * c0
+    assert got.tobytes() == want.tobytes()

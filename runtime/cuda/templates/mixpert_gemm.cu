@@ -59,6 +59,13 @@ __device__ __forceinline__ void load_chunk(SharedTiles& s, int stage, int chunk,
     }
 }
 
+// alpha*P + beta*C with every product and sum rounded on its own (no FMA contraction): the
+// arithmetic of the frontend's C = alpha*P + beta*C in C's dtype (mixjit/entry.py _axpby).
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+
 // grid (N_pad / kBlockN, M_pad / kBlockM), block kThreads
 extern "C" __global__ void __launch_bounds__(kThreads)
 mixpert_gemm(const i8* __restrict__ planes_a, const i8* __restrict__ planes_b, const int* __restrict__ gexp_a,
@@ -175,7 +182,11 @@ mixpert_gemm(const i8* __restrict__ planes_a, const i8* __restrict__ planes_b, c
                 const bool any = emin[mi][ni][c] != kNoScale;
                 const float p = any ? round_to_f32(acc[mi][ni][c], emin[mi][ni][c] - 2 * (kWidth - 1)) : 0.0f;
                 OutT value = (OutT)p;
-                if (kAlphaBetaUpdate) value = (OutT)alpha * value + (OutT)beta * c_in[(i64)row * ldc + col];
+                if (kAlphaBetaUpdate) {  // beta == 0 overwrites C (its NaNs do not survive, as in BLAS)
+                    const OutT av = (OutT)alpha, bv = (OutT)beta;
+                    value = beta == 0.0 ? mul_rn(av, value)
+                                        : add_rn(mul_rn(av, value), mul_rn(bv, c_in[(i64)row * ldc + col]));
+                }
                 out[(i64)row * ldo + col] = value;
             }
 }
