@@ -151,6 +151,8 @@ def mixpert_gemm(a: np.ndarray, b: np.ndarray, config: str = "level=IV") -> tupl
     The CUDA result is bit-equal to the CPU executor's by construction (docs/cuda.md; GPU
     tests check it where a device exists)."""
     ok, why = device_status()
+    if min(a.shape[0], a.shape[1], b.shape[1]) == 0:
+        ok, why = False, "an empty GEMM (no kernel is launched for it)"
     if not ok:
         return _cpu_gemm(a, b, config), f"cpu: {why}"
     dtype = np.dtype(a.dtype)
