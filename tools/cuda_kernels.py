@@ -76,7 +76,8 @@ def wgmma_rows(configs: list[str]) -> tuple[list[list[str]], list[dict]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--configs", nargs="+", default=["level=IV", "level=I", "level=full"])
+    parser.add_argument("--configs", nargs="+", default=["level=IV", "level=I", "level=full",
+                                                         "level=IV,digits=balanced,align=row"])
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/ alone")
     args = parser.parse_args(argv)
     krows, krecords = kernel_rows(args.configs)

@@ -96,6 +96,7 @@ class KernelDesc:
     dtype: str
     segments: int
     seg0_bits: int
+    digits: str
     pairs: tuple[tuple[int, int], ...]
     align: str
     rounding: str
@@ -118,28 +119,39 @@ class KernelDesc:
     @staticmethod
     def for_config(scheme: str, config: str, dtype: str = "f32", **kw: Any) -> "KernelDesc":
         """The desc of ``scheme[config]`` (a mixpert label such as ``level=IV``); UnsupportedConfig
-        names what the kernels lack (another scheme, balanced digits, a tile that is not a
+        names what the kernels lack (another scheme, a tile that is not a
         multiple of the MMA shape, ...), ValueError a malformed label."""
         if scheme != "mixpert":
             raise UnsupportedConfig(f"cuda: scheme {scheme!r} has no CUDA kernel yet (only 'mixpert')")
         fields = parse_label(config)
-        if fields["digits"] != "magnitude":
-            raise UnsupportedConfig(f"cuda: mixpert[{config}]: digits={fields['digits']} is not implemented in "
-                                    "the CUDA packer (only the paper's sign-magnitude digits)")
-        del fields["digits"]
         return KernelDesc(scheme=scheme, config=config, dtype=dtype, **fields, **kw)
 
     # -- derived quantities (what the templates read) ---------------------------------------
     @property
+    def digit_bits(self) -> int:
+        """Bits per segment below segment 0: 7 (sign-magnitude) or 8 (balanced radix-256 digits)."""
+        return 8 if self.digits == "balanced" else 7
+
+    @property
     def width(self) -> int:
-        """Mantissa bits W = seg0_bits + 7*(segments-1) (sign-magnitude digits)."""
-        return self.seg0_bits + 7 * (self.segments - 1)
+        """Mantissa bits W = seg0_bits + b*(segments-1)."""
+        return self.seg0_bits + self.digit_bits * (self.segments - 1)
+
+    @property
+    def balanced_offset(self) -> int:
+        """128*R, R = (256^s - 1)/255: maps balanced digits to bytes (0 for sign-magnitude)."""
+        return 128 * ((256 ** self.segments - 1) // 255) if self.digits == "balanced" else 0
+
+    @property
+    def max_aligned(self) -> int:
+        """127*R, the largest aligned value balanced digits hold (2^62 - 1: no limit otherwise)."""
+        return 127 * ((256 ** self.segments - 1) // 255) if self.digits == "balanced" else 2**62 - 1
 
     @property
     def pair_shifts(self) -> tuple[int, ...]:
-        """Per kept pair (p, r): the weight exponent 7(s-1-p) + 7(s-1-r) (docs/numerics.md step 5)."""
-        s = self.segments
-        return tuple(7 * (s - 1 - p) + 7 * (s - 1 - r) for p, r in self.pairs)
+        """Per kept pair (p, r): the weight exponent b(s-1-p) + b(s-1-r) (docs/numerics.md step 5)."""
+        s, b = self.segments, self.digit_bits
+        return tuple(b * (s - 1 - p) + b * (s - 1 - r) for p, r in self.pairs)
 
     @property
     def a_segments(self) -> tuple[int, ...]:
@@ -186,6 +198,10 @@ class KernelDesc:
             out.append(f"alpha_beta {self.alpha_beta!r} is not one of {ALPHA_BETA_MODES}")
         if any(not (0 <= i < self.segments and 0 <= j < self.segments) for i, j in self.pairs) or not self.pairs:
             out.append(f"pairs {self.pairs} must be a non-empty subset of 0..{self.segments - 1} squared")
+        if self.digits not in ("magnitude", "balanced"):
+            out.append(f"digits {self.digits!r} is not 'magnitude' or 'balanced'")
+        if self.digits == "balanced" and self.segments > 7:
+            out.append(f"balanced digits need at most 7 segments, got {self.segments}")
         if tk % MMA_K:
             out.append(f"tile k={tk} is not a multiple of the MMA k={MMA_K}")
         if tm * tk > 1024 or tn * tk > 1024:
@@ -210,6 +226,10 @@ class KernelDesc:
         return {
             "kSegments": self.segments,
             "kWidth": self.width,
+            "kBalanced": self.digits == "balanced",
+            "kDigitBits": self.digit_bits,
+            "kBalancedOffset": self.balanced_offset,
+            "kMaxAligned": self.max_aligned,
             "kRoundNearest": self.rounding == "round",
             "kAlignRow": self.align == "row",
             "kTileM": self.tile[0], "kTileK": self.tile[1], "kTileN": self.tile[2],

@@ -52,9 +52,11 @@ def _declaration(name: str, value: object) -> str:
     if isinstance(value, bool):
         return f"constexpr bool {name} = {'true' if value else 'false'};"
     if isinstance(value, int):
-        if not -(2**31) <= value < 2**31:
-            raise TypeError(f"template parameter {name}={value} does not fit a C++ int")
-        return f"constexpr int {name} = {value};"
+        if -(2**31) <= value < 2**31:
+            return f"constexpr int {name} = {value};"
+        if -(2**63) <= value < 2**63:
+            return f"constexpr long long {name} = {value}LL;"
+        raise TypeError(f"template parameter {name}={value} does not fit a C++ long long")
     if isinstance(value, tuple) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         return f"typedef IntList<{', '.join(str(v) for v in value)}> {name};"
     raise TypeError(f"template parameter {name}={value!r}: expected bool, int or a non-empty tuple of ints")

@@ -123,7 +123,8 @@ def _shift(a: np.ndarray, d: np.ndarray, nearest: bool) -> np.ndarray:
 
 
 def pack_operand(rows_k: np.ndarray, desc: KernelDesc, is_b: bool, rows_pad: int, k_pad: int) -> Packed:
-    """mixpert_pack.cu for one operand given as its rows × K view (A: op(A); B: op(B).T)."""
+    """mixpert_pack.cu for one operand given as its rows × K view (A: op(A); B: op(B).T): split,
+    group exponents (with the balanced digits' +128 bump), shift, digits, plane layout."""
     tr = desc.tile[2] if is_b else desc.tile[0]
     tk = desc.tile[1]
     planes_seg = desc.b_segments if is_b else desc.a_segments
@@ -136,24 +137,40 @@ def pack_operand(rows_k: np.ndarray, desc: KernelDesc, is_b: bool, rows_pad: int
     mag, e = _split(bits, desc.width)
     e = np.where(use, e, NO_EXP)
     nkt = k_pad // tk
+    negative = (bits >> 31) != 0
     tiles = e.reshape(rows_pad // tr, tr, nkt, tk)
     rowmax = tiles.max(axis=3)  # (row tiles, tr, nkt)
-    group = rowmax if desc.align == "row" else np.broadcast_to(rowmax.max(axis=1, keepdims=True), rowmax.shape)
+    rowmax_el = np.repeat(rowmax.reshape(rows_pad, nkt), tk, axis=1)
+    # balanced digits' +128 edge: a positive element at its row's max exponent with M > 127*R
+    over = (use & (e == rowmax_el) & ~negative & (mag > desc.max_aligned)).reshape(rows_pad // tr, tr, nkt, tk)
+    over = over.any(axis=3)
+    if desc.align == "row":
+        group, bump = rowmax, over
+    else:
+        top = rowmax.max(axis=1, keepdims=True)
+        group = np.broadcast_to(top, rowmax.shape)
+        bump = np.broadcast_to(((rowmax == top) & over).any(axis=1, keepdims=True), rowmax.shape)
+    group = np.where(bump & (group != NO_EXP), group + 1, group)
     group_el = np.repeat(group.reshape(rows_pad, nkt), tk, axis=1)
     d = np.where(use, group_el - e, 0)
     q = np.where(use, _shift(mag, d, desc.rounding == "round"), 0)
+    q = np.where((group_el > 127) & (q > (1 << (desc.width - 1)) - 1), (1 << (desc.width - 1)) - 1, q)
     if desc.fallback >= 0:
         nz = use.reshape(rows_pad // tr, tr, nkt, tk).sum(axis=(1, 3))
         far = (use & (d > desc.fallback)).reshape(rows_pad // tr, tr, nkt, tk).sum(axis=(1, 3))
         if (8 * far > nz).any():
             status |= STATUS_FALLBACK
-    negative = (bits >> 31) != 0
     planes = np.empty((len(planes_seg), rows_pad, k_pad), np.int8)
     for p, seg in enumerate(planes_seg):
-        digit = q >> (7 * (desc.segments - 1 - seg))
-        if seg > 0:
-            digit = digit & 127
-        planes[p] = np.where(negative, -digit, digit).astype(np.int8)
+        shift = desc.digit_bits * (desc.segments - 1 - seg)
+        if desc.digits == "balanced":
+            u = np.where(negative, -q, q) + desc.balanced_offset
+            planes[p] = (((u >> shift) & 255) - 128).astype(np.int8)
+        else:
+            digit = q >> shift
+            if seg > 0:
+                digit = digit & 127
+            planes[p] = np.where(negative, -digit, digit).astype(np.int8)
     gexp = np.where(group == NO_EXP, ZERO_EXP, group).reshape(rows_pad, nkt)
     return Packed(planes, gexp.astype(np.int64), status)
 

@@ -17,7 +17,7 @@ try:
 except CompilerNotFound as exc:
     pytest.skip(str(exc), allow_module_level=True)
 
-CONFIGS = ["level=IV", "level=I"]
+CONFIGS = ["level=IV", "level=I", "level=IV,digits=balanced,align=row"]
 
 
 def _tool_or_skip() -> None:

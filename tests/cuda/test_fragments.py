@@ -11,7 +11,8 @@ from mixjit.runtime.cuda.desc import KernelDesc
 from mixjit.runtime.cuda.fragments import (STATUS_FALLBACK, STATUS_NONFINITE, STATUS_SPAN, a_element, b_element, c_element,
                                            mma_m16n8k32, round_to_f32, run_gemm)
 
-CONFIGS = ["level=IV", "level=I", "level=full,align=row", "level=II,rounding=trunc", "segments=4,pairs=sig3"]
+CONFIGS = ["level=IV", "level=I", "level=III", "level=full", "level=full,align=row", "level=II,rounding=trunc",
+           "segments=4,pairs=sig3", "level=IV,digits=balanced", "level=IV,digits=balanced,align=row"]
 
 
 def _check(a: np.ndarray, b: np.ndarray, config: str, **desc_kw) -> None:
@@ -67,7 +68,8 @@ def test_float64_inputs_and_other_block_shapes():
     _check(a.astype(np.float32), b.astype(np.float32), "level=IV,tile=16x64x8", block=(32, 64), warps=(2, 2))
 
 
-@pytest.mark.parametrize("config", ["level=IV", "level=full,align=row"])
+@pytest.mark.parametrize("config", ["level=IV", "level=full,align=row", "level=IV,digits=balanced",
+                                    "level=full,digits=balanced,align=row"])
 def test_adversarial_bit_equal(config):
     rng = np.random.default_rng(3)
     m, k, n = 48, 160, 24
@@ -128,3 +130,17 @@ def test_update_epilogue_is_the_frontends_axpby(dtype, alpha, beta):
     t = np.dtype(dtype).type
     want = t(alpha) * p if beta == 0.0 else t(alpha) * p + t(beta) * c0
     assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("config", ["level=IV,digits=balanced", "level=full,digits=balanced,align=row"])
+def test_balanced_bump_at_the_largest_exponent(config):
+    """Near FLT_MAX the +128 edge bumps a group to E = emax + 1, where a shift that would round
+    up to 2^128 truncates instead (docs/numerics.md step 3)."""
+    rng = np.random.default_rng(5)
+    top = np.float32(np.finfo(np.float32).max)
+    a = (top * rng.uniform(0.995, 1.0, (16, 32))).astype(np.float32)
+    a[:, ::3] *= np.float32(-0.5)
+    a[0, 1], a[5, 7] = top, -top  # M = 2^W - 1 (truncated split): the bumped shift rounds up to 2^(W-1)
+    b = (rng.uniform(-1, 1, (32, 8)) * 2.0 ** -130).astype(np.float32)
+    _check(a, b, config)
+    _check(b.T.copy(), a.T.copy(), config)

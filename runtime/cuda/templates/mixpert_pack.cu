@@ -16,12 +16,13 @@ __device__ __forceinline__ void pack_operand(const InT* __restrict__ x, i64 ld, 
     // element (r, k) sits at x[r*ld + k] when rows are contiguous in memory, else at x[k*ld + r]
     constexpr bool kRowContiguous = kIsB ? kTransB : !kTransA;
     __shared__ int s_rowmax[kRows];
+    __shared__ int s_over[kRows];  // balanced digits: an element at its row's max has M > kMaxAligned
     __shared__ int s_nonzero, s_far;
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int kt = blockIdx.x;
     const int r = blockIdx.y * kRows + ty;
     const int k = kt * kTileK + tx;
-    if (tx == 0) s_rowmax[ty] = kNoExp;
+    if (tx == 0) { s_rowmax[ty] = kNoExp; s_over[ty] = 0; }
     if (tx == 0 && ty == 0) { s_nonzero = 0; s_far = 0; }
     __syncthreads();
 
@@ -39,13 +40,26 @@ __device__ __forceinline__ void pack_operand(const InT* __restrict__ x, i64 ld, 
     }
     __syncthreads();
 
+    if (kBalanced) {  // the +128 edge (step 3): the top digit would round to +128
+        if (use && e == s_rowmax[ty] && !((bits >> 31) != 0) && mag > kMaxAligned) atomicOr(&s_over[ty], 1);
+        __syncthreads();
+    }
     int group = s_rowmax[ty];
+    bool bump = kBalanced && s_over[ty] != 0;
     if (!kAlignRow) {
 #pragma unroll
         for (int i = 0; i < kRows; ++i) group = max(group, s_rowmax[i]);
+        bump = false;
+        if (kBalanced) {
+#pragma unroll
+            for (int i = 0; i < kRows; ++i) bump = bump || (s_rowmax[i] == group && s_over[i] != 0);
+        }
     }
+    if (bump && group != kNoExp) group += 1;
     const int d = use ? group - e : 0;
-    const i64 q = use ? shift_magnitude(mag, d) : 0;
+    i64 q = use ? shift_magnitude(mag, d) : 0;
+    // at a bumped E = emax + 1, a shift that rounds up to 2^(W-1) (the value 2^128) truncates instead
+    if (group > 127 && q > (1ll << (kWidth - 1)) - 1) q = (1ll << (kWidth - 1)) - 1;
     if (use) {
         atomicAdd(&s_nonzero, 1);
         if (d > kFallbackBits) atomicAdd(&s_far, 1);
@@ -54,10 +68,17 @@ __device__ __forceinline__ void pack_operand(const InT* __restrict__ x, i64 ld, 
 #pragma unroll
     for (int p = 0; p < Planes::kCount; ++p) {
         const int seg = Planes::Seg::at(p);
-        const int shift = 7 * (kSegments - 1 - seg);
-        i64 digit = q >> shift;
-        if (seg > 0) digit &= 127;
-        planes[((i64)p * rows_pad + r) * k_pad + k] = (i8)(negative ? -digit : digit);
+        const int shift = kDigitBits * (kSegments - 1 - seg);
+        i8 digit;
+        if (kBalanced) {  // balanced radix-256 digit: byte of q + 128*R, minus 128
+            const i64 u = (negative ? -q : q) + kBalancedOffset;
+            digit = (i8)(((u >> shift) & 255) - 128);
+        } else {  // sign-magnitude
+            i64 v = q >> shift;
+            if (seg > 0) v &= 127;
+            digit = (i8)(negative ? -v : v);
+        }
+        planes[((i64)p * rows_pad + r) * k_pad + k] = digit;
     }
     const int ktiles = k_pad / kTileK;
     if (tx == 0) gexp[(i64)r * ktiles + kt] = group == kNoExp ? kZeroExp : group;
