@@ -24,6 +24,13 @@ from mixjit.runtime.cuda.desc import MMA_K, KernelDesc
 __all__ = ["a_element", "b_element", "c_element", "mma_m16n8k32", "pack_operand", "Packed", "run_gemm",
            "round_to_f32", "STATUS_NONFINITE", "STATUS_FALLBACK", "STATUS_SPAN"]
 
+#: the kernel's fragment loads from shared memory (mixpert_gemm.cu): register j of a lane's A
+#: fragment is the 32-bit word at [row + A_LOADS[j][0]][A_LOADS[j][1] + 4t] of its warp's
+#: 16-row slice (row = g), B's at [col g][B_LOADS[j] + 4t]; tests/cuda/test_fragments.py reads
+#: these offsets back out of the template
+A_LOADS = ((0, 0), (8, 0), (0, 16), (8, 16))
+B_LOADS = (0, 16)
+
 NO_EXP = -32768
 ZERO_EXP = -(1 << 30)
 STATUS_NONFINITE, STATUS_FALLBACK, STATUS_SPAN = 1, 2, 4
@@ -284,11 +291,10 @@ def run_gemm(a: np.ndarray, b: np.ndarray, desc: KernelDesc, alpha: float = 1.0,
                     for pa, pb, shift in pairs:
                         for mi in range(mi_n):
                             r = wm0 + 16 * mi + g
-                            fa = np.stack([_u32(sa[pa], r, 4 * t), _u32(sa[pa], r + 8, 4 * t),
-                                           _u32(sa[pa], r, 16 + 4 * t), _u32(sa[pa], r + 8, 16 + 4 * t)], axis=1)
+                            fa = np.stack([_u32(sa[pa], r + dr, dc + 4 * t) for dr, dc in A_LOADS], axis=1)
                             for ni in range(ni_n):
                                 cidx = wn0 + 8 * ni + g
-                                fb = np.stack([_u32(sb[pb], cidx, 4 * t), _u32(sb[pb], cidx, 16 + 4 * t)], axis=1)
+                                fb = np.stack([_u32(sb[pb], cidx, dc + 4 * t) for dc in B_LOADS], axis=1)
                                 d = mma_m16n8k32(fa, fb).astype(np.int64)
                                 part[:, mi, ni, :] += d << shift
                     if (chunk + 1) % per_ktile == 0:

@@ -3,11 +3,15 @@ executor, bit for bit, and the PTX fragment tables it is built on."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 import mixjit
 from mixjit.runtime.cuda.desc import KernelDesc
+from mixjit.runtime.cuda import fragments
+from mixjit.runtime.cuda.emit import template_text
 from mixjit.runtime.cuda.fragments import (STATUS_FALLBACK, STATUS_NONFINITE, STATUS_SPAN, a_element, b_element, c_element,
                                            mma_m16n8k32, round_to_f32, run_gemm)
 
@@ -23,6 +27,27 @@ def _check(a: np.ndarray, b: np.ndarray, config: str, **desc_kw) -> None:
     bits = np.uint64 if a.dtype == np.float64 else np.uint32
     diff = got.view(bits) != want.view(bits)
     assert not diff.any(), f"{config}: {diff.sum()} elements differ, first at {np.argwhere(diff)[0]}"
+
+
+def test_model_loads_are_the_templates_loads():
+    """The fragment loads the model runs are read out of mixpert_gemm.cu, so the model cannot
+    drift from the kernel."""
+    text = template_text("mixpert_gemm.cu")
+    a = re.findall(r"fa\[mi\]\[(\d)\] = .*?s\.a\[stage\]\[pa\]\[r( \+ 8)?\]\[(16 \+ )?4 \* t\]", text)
+    b = re.findall(r"fb\[ni\]\[(\d)\] = .*?s\.b\[stage\]\[pb\]\[cidx\]\[(16 \+ )?4 \* t\]", text)
+    assert [int(j) for j, _, _ in a] == [0, 1, 2, 3] and [int(j) for j, _ in b] == [0, 1]
+    assert tuple((8 if r else 0, 16 if c else 0) for _, r, c in a) == fragments.A_LOADS
+    assert tuple(16 if c else 0 for _, c in b) == fragments.B_LOADS
+
+
+def test_a_wrong_fragment_layout_is_caught(monkeypatch):
+    """The bit-equality check has teeth: with rows g and g+8 of the A fragment swapped (a wrong
+    load layout) the model no longer matches the executor."""
+    monkeypatch.setattr(fragments, "A_LOADS", ((8, 0), (0, 0), (8, 16), (0, 16)))
+    rng = np.random.default_rng(2)
+    a, b = rng.uniform(-1, 1, (16, 32)).astype(np.float32), rng.uniform(-1, 1, (32, 8)).astype(np.float32)
+    got, _ = run_gemm(a, b, KernelDesc.for_config("mixpert", "level=I"))
+    assert got.tobytes() != mixjit.gemm(a, b, scheme="mixpert", config="level=I").tobytes()
 
 
 @pytest.mark.parametrize("lane_table,n,shape", [(a_element, 16, (16, 32)), (b_element, 8, (32, 8)),
