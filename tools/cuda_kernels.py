@@ -33,22 +33,28 @@ ASSUMED_MMA_SYNC_FRACTION = 0.5
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (16384, 256, 16384)]
 
 
+#: a non-default warp grid also reported, for comparison (16×32 per warp: twice the registers)
+EXTRA_WARPS = [("level=full", (4, 1))]
+
+
 def kernel_rows(configs: list[str]) -> tuple[list[list[str]], list[dict]]:
     compiler = find_compiler()
     rows, records = [], []
-    for config in configs:
+    default_warps = KernelDesc.for_config("mixpert", configs[0]).warps
+    for config, warps in [(c, default_warps) for c in configs] + EXTRA_WARPS:
         for arch in ARCHS:
-            desc = KernelDesc.for_config("mixpert", config, arch=arch)
+            desc = KernelDesc.for_config("mixpert", config, arch=arch, warps=warps)
             progress(f"building {desc.name} with {compiler.kind}")
             cubin = build(render(desc), compiler=compiler)
             sass = sass_by_kernel(cubin)
             for kernel, res in sorted(resource_usage(cubin).items()):
                 ops = opcode_counts(sass[kernel])
-                record = {"config": config, "arch": arch, "kernel": kernel, "registers": res.registers,
+                record = {"config": config, "warps": list(warps), "arch": arch, "kernel": kernel,
+                          "registers": res.registers,
                           "shared_bytes": res.shared_bytes, "local_bytes": res.local_bytes,
                           "imma": ops["IMMA.16832.S8.S8"], "ffma": ops["FFMA"]}
                 records.append(record)
-                rows.append([f"`{config}`", arch, f"`{kernel}`", str(res.registers), str(res.shared_bytes),
+                rows.append([f"`{config}`", f"{warps[0]}×{warps[1]}", arch, f"`{kernel}`", str(res.registers), str(res.shared_bytes),
                              "yes" if res.spills else "no", str(record["imma"]), str(record["ffma"])])
     return rows, records
 
@@ -84,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     wrows, wrecords = wgmma_rows(args.configs)
     head = provenance(["python", "tools/cuda_kernels.py", *(argv if argv is not None else sys.argv[1:])], None)
     kernels = "\n".join(head + [""] + markdown_table(
-        ["config", "arch", "kernel", "registers", "static shared (B)", "spills", "IMMA.16832.S8.S8", "FFMA"], krows))
+        ["config", "warps", "arch", "kernel", "registers", "static shared (B)", "spills", "IMMA.16832.S8.S8", "FFMA"], krows))
     wgmma = "\n".join(head + [""] + markdown_table(
         ["config", "m×n×k", "modeled ms (wgmma)", "modeled ms (mma.sync)",
          f"modeled ms (mma.sync at an assumed {ASSUMED_MMA_SYNC_FRACTION:g} of the INT8 peak)",

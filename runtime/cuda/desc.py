@@ -104,7 +104,7 @@ class KernelDesc:
     fallback: int
     arch: str = "sm_80"
     block: tuple[int, int] = (64, 32)
-    warps: tuple[int, int] = (4, 1)
+    warps: tuple[int, int] = (4, 2)
     stages: int = 2
     trans_a: bool = False
     trans_b: bool = False
