@@ -86,6 +86,10 @@ def build_arg_parser() -> argparse.ArgumentParser:
         "and FILE with suffix .png when Graphviz 'dot' is installed",
     )
     parser.add_argument(
+        "--emit-dir", metavar="DIR",
+        help="write the CUDA sources of the result's mix.kernel ops (see emit-cuda) and manifest.json to DIR",
+    )
+    parser.add_argument(
         "--report", action="store_true",
         help="print the tuning report of the result (site, shapes, chosen config, modeled time ...; see tune) to stderr",
     )
@@ -255,6 +259,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return 0
     if args.dag_dot and args.split_input_file:
         return fail("--dag-dot draws the graph of one module; it cannot be combined with --split-input-file")
+    if args.emit_dir and args.split_input_file:
+        return fail("--emit-dir writes the kernels of one module; it cannot be combined with --split-input-file")
     try:
         passes = build_pipeline(args.pipeline)
     except PipelineError as err:
@@ -285,6 +291,13 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         stderr.write(driver.timing.report())
     if args.dag_dot and ok:
         ok = _write_dag_dot(chunk, args.dag_dot, sources, stderr)
+    if args.emit_dir and ok:
+        from mixjit.passes.emit_cuda import write_kernels
+
+        try:
+            write_kernels(chunk.module, args.emit_dir)
+        except (OSError, ValueError) as err:
+            return fail(f"--emit-dir: {err}")
 
     result = f"{SPLIT_MARKER}\n".join(outputs)
     if args.output == "-":

@@ -1,11 +1,12 @@
-"""mix dialect: ``mix.gemm``, a GEMM site the tuner assigns a precision scheme to.
+"""mix dialect: ``mix.gemm``, a GEMM site the tuner assigns a precision scheme to, and
+``mix.kernel``, a generated GPU kernel (``emit-cuda``) that runs some of those sites.
 
 ``out = alpha * op(A) @ op(B) + beta * C`` where ``op`` transposes when ``trans_a``/``trans_b``.
 """
 
 from __future__ import annotations
 
-from mixjit.ir.attributes import BoolAttr, FloatAttr, IntegerAttr, TypeAttr
+from mixjit.ir.attributes import ArrayAttr, BoolAttr, FloatAttr, IntegerAttr, StringAttr, TypeAttr
 from mixjit.ir.core import Operation
 from mixjit.ir.opdef import operand, opt_operand, prop, result
 from mixjit.ir.traits import MemAlloc, MemRead
@@ -51,3 +52,28 @@ class GemmOp(Operation):
             raise VerifyError(f"beta is {self.beta.value} but there is no C operand")
         if self.site.type != i64 or self.site.value < 0:
             raise VerifyError(f"site must be a non-negative i64, got {self.site}")
+
+
+class KernelOp(Operation):
+    """A generated kernel at module level: ``sym_name`` (the kernel's name), ``scheme`` and
+    ``config`` it implements, target ``arch`` (``sm_80``), ``source_hash`` (sha256 of the
+    source), the ``file`` it is written to, and the GEMM ``sites`` it runs. A declaration: no
+    operands or results, never erased by dce."""
+
+    name = "mix.kernel"
+    sym_name = prop(StringAttr)
+    scheme = prop(StringAttr)
+    config = prop(StringAttr)
+    arch = prop(StringAttr)
+    source_hash = prop(StringAttr)
+    file = prop(StringAttr)
+    sites = prop(ArrayAttr)
+
+    def verify_(self) -> None:
+        if not self.arch.value.startswith("sm_"):
+            raise VerifyError(f"arch must be an sm_XX target, got '{self.arch.value}'")
+        if len(self.source_hash.value) != 64 or any(c not in "0123456789abcdef" for c in self.source_hash.value):
+            raise VerifyError(f"source_hash must be a sha256 hex digest, got '{self.source_hash.value}'")
+        for site in self.sites:
+            if not isinstance(site, IntegerAttr) or site.value < 0:
+                raise VerifyError(f"sites must be non-negative integers, got {site}")

@@ -1,0 +1,141 @@
+"""``emit-cuda{arch=sm_80}``: generate the CUDA kernels of the module's GEMM sites.
+
+For each ``mix.gemm`` the pass takes its chosen candidate: the tune pass's ``mix.plan``
+(``{scheme, config, ...}``), else the frontend's ``mix.runs`` (the plan the compiled site runs),
+else the default scheme for its dtype at its most precise config (``mixpert[level=full]`` for
+f32). It renders the kernel for that config, dtype, transposes and alpha/beta mode
+(:class:`~mixjit.runtime.cuda.desc.KernelDesc`), and attaches one ``mix.kernel`` op per distinct
+kernel to the module (name, scheme, config, arch, source hash, file, sites). A site whose scheme
+or config has no CUDA kernel gets a remark saying why; it keeps its CPU executor.
+
+The pass only renders (no compiler, no I/O, no numba); ``mixopt --emit-dir DIR`` writes the
+sources and a manifest with :func:`write_kernels`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from mixjit.ir.attributes import ArrayAttr, DictAttr, IntegerAttr, StringAttr
+from mixjit.ir.core import Operation
+from mixjit.ir.dialects.mix import GemmOp, KernelOp
+from mixjit.ir.types import i64
+from mixjit.passes.pass_base import ModulePass, OptionError, PassContext, option
+from mixjit.passes.registry import register_pass
+from mixjit.passes.tuning.plan_attr import PLAN_ATTR
+from mixjit.passes.tuning.sites import gemm_sites, site_loc
+from mixjit.runtime.cuda.desc import ARCHS, MOST_PRECISE, KernelDesc, UnsupportedConfig
+from mixjit.runtime.cuda.emit import KernelSource, render
+
+__all__ = ["EmitCuda", "RUNS_ATTR", "site_choice", "site_kernels", "write_kernels", "MANIFEST"]
+
+#: the frontend's plan attribute (mixjit/decorator.py RUNS_ATTR; passes may not import mixjit)
+RUNS_ATTR = "mix.runs"
+MANIFEST = "manifest.json"
+_DEFAULT_SCHEME = {"f32": ("mixpert", MOST_PRECISE), "f64": ("mixpert-fp64", "")}
+
+
+def site_choice(op: GemmOp) -> tuple[str, str, str]:
+    """(scheme, config, where it came from) for a site: ``mix.plan``, ``mix.runs`` or the default."""
+    for attr_name in (PLAN_ATTR, RUNS_ATTR):
+        attr = op.attributes.get(attr_name)
+        if isinstance(attr, DictAttr) and all(isinstance(attr[k] if k in attr else None, StringAttr)
+                                              for k in ("scheme", "config")):
+            return attr["scheme"].value, attr["config"].value, attr_name
+    kind = op.dtype.value.kind
+    scheme, config = _DEFAULT_SCHEME.get(kind, (f"<none for {kind}>", ""))
+    return scheme, config, "default"
+
+
+def _desc(op: GemmOp, arch: str) -> KernelDesc:
+    scheme, config, _ = site_choice(op)
+    kind = op.dtype.value.kind
+    if kind not in ("f32", "f64"):
+        raise UnsupportedConfig(f"cuda: dtype {kind} has no CUDA kernel")
+    plain = op.alpha.value == 1.0 and op.beta.value == 0.0
+    return KernelDesc.for_config(scheme, config, dtype=kind, arch=arch, trans_a=op.trans_a.value,
+                                 trans_b=op.trans_b.value, alpha_beta="product" if plain else "update")
+
+
+@dataclass(frozen=True)
+class SiteKernels:
+    """The kernels of a module (desc name -> source and its sites) and the sites without one."""
+
+    kernels: dict[str, tuple[KernelSource, list[int]]]
+    skipped: dict[int, str]
+
+
+def site_kernels(module: Operation, arch: str) -> SiteKernels:
+    """Render the kernel of every site (shared by sites with the same desc)."""
+    kernels: dict[str, tuple[KernelSource, list[int]]] = {}
+    skipped: dict[int, str] = {}
+    for site, op in gemm_sites(module).items():
+        try:
+            desc = _desc(op, arch)
+        except ValueError as exc:  # UnsupportedConfig, or a malformed label
+            skipped[site] = str(exc)
+            continue
+        if desc.name not in kernels:
+            kernels[desc.name] = (render(desc), [])
+        kernels[desc.name][1].append(site)
+    return SiteKernels(kernels, skipped)
+
+
+@register_pass
+@dataclass(frozen=True)
+class EmitCuda(ModulePass):
+    """Generate CUDA kernels for the GEMM sites' chosen configs; attach them as mix.kernel ops."""
+
+    name = "emit-cuda"
+    arch: str = option("sm_80", f"target architecture: {' or '.join(ARCHS)}")
+
+    def __post_init__(self) -> None:
+        if self.arch not in ARCHS:
+            raise OptionError(f"option 'arch' of pass 'emit-cuda' must be one of {', '.join(ARCHS)}, "
+                              f"got '{self.arch}'", "arch", 0)
+
+    def run(self, module: Operation, context: PassContext) -> None:
+        block = module.regions[0].blocks[0]
+        for op in list(block.ops):  # re-running the pass replaces the kernels
+            if isinstance(op, KernelOp):
+                op.erase()
+        found = site_kernels(module, self.arch)
+        sites = gemm_sites(module)
+        for site, why in found.skipped.items():
+            context.remark(f"GEMM site {site} keeps its CPU executor: {why}", site_loc(sites[site]))
+        for name, (kernel, kernel_sites) in found.kernels.items():
+            block.add_op(KernelOp.build(
+                sym_name=StringAttr(name), scheme=StringAttr(kernel.desc.scheme),
+                config=StringAttr(kernel.desc.config), arch=StringAttr(self.arch),
+                source_hash=StringAttr(kernel.source_hash), file=StringAttr(kernel.filename),
+                sites=ArrayAttr(tuple(IntegerAttr(s, i64) for s in kernel_sites))))
+
+
+def write_kernels(module: Operation, directory: str | Path) -> Path:
+    """Write the source of every ``mix.kernel`` op of ``module`` into ``directory`` and a JSON
+    manifest (``manifest.json``: name, scheme, config, arch, source hash, file, sites, entry
+    points). The sources are rendered again from the sites; a hash that differs from the op's
+    (a module edited after emit-cuda) raises ValueError naming the kernel. Returns the manifest."""
+    out = Path(directory)
+    ops = [op for op in module.walk() if isinstance(op, KernelOp)]
+    by_arch: dict[str, dict[str, tuple[KernelSource, list[int]]]] = {}
+    entries = []
+    out.mkdir(parents=True, exist_ok=True)
+    for op in ops:
+        arch = op.arch.value
+        if arch not in by_arch:
+            by_arch[arch] = site_kernels(module, arch).kernels
+        found = by_arch[arch].get(op.sym_name.value)
+        if found is None or found[0].source_hash != op.source_hash.value:
+            raise ValueError(f"emit-cuda: kernel {op.sym_name.value} no longer matches its sites (the module "
+                             "changed after emit-cuda); run emit-cuda again")
+        kernel = found[0]
+        (out / op.file.value).write_text(kernel.source)
+        entries.append({"name": op.sym_name.value, "scheme": op.scheme.value, "config": op.config.value,
+                        "arch": arch, "source_hash": op.source_hash.value, "file": op.file.value,
+                        "sites": [s.value for s in op.sites], "entry_points": list(kernel.entry_points)})
+    manifest = out / MANIFEST
+    manifest.write_text(json.dumps({"kernels": entries}, indent=2) + "\n")
+    return manifest

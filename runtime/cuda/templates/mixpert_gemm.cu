@@ -1,0 +1,192 @@
+// MixPert GEMM: INT8 segment products on tensor cores (mma.sync m16n8k32 s8·s8 -> s32),
+// cp.async double buffering over 32-wide K chunks, and the exact epilogue of
+// docs/numerics.md "mixpert" step 5: per k-tile the kept pairs combine exactly in an int64,
+// are scaled by 2^(E_A + E_B) relative to the element's smallest scale along K (a prescan of
+// the group exponents), added into a two-word integer accumulator, and rounded once to float32.
+//
+// CTA tile kBlockM × kBlockN, warp grid kWarpsM × kWarpsN, each warp kWarpTileM × kWarpTileN.
+// m16n8k32 fragments (PTX ISA, "Matrix Fragments for mma.m16n8k32", .s8): lane = 4*g + t,
+//   A (16×32, row): a0 = A[g][4t..4t+3], a1 = A[g+8][4t..], a2 = A[g][16+4t..], a3 = A[g+8][16+4t..]
+//   B (32×8, col):  b0 = B[4t..4t+3][g], b1 = B[16+4t..16+4t+3][g]
+//   C (16×8):       c0 = C[g][2t], c1 = C[g][2t+1], c2 = C[g+8][2t], c3 = C[g+8][2t+1]
+// runtime/cuda/fragments.py models exactly this arithmetic on the CPU.
+
+constexpr int kChunk = 32;  // the MMA k
+constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+constexpr int kMmaM = kWarpTileM / 16;
+constexpr int kMmaN = kWarpTileN / 8;
+constexpr int kChunksPerKTile = kTileK / kChunk;
+
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
+    const u32 dst = (u32)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void mma_s8(int (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+struct SharedTiles {
+    i8 a[kStages][kPlanesA][kBlockM][kChunk];
+    i8 b[kStages][kPlanesB][kBlockN][kChunk];
+};
+
+// Copy K chunk `chunk` of every A and B plane of this CTA into stage `stage` (16 B per cp.async).
+__device__ __forceinline__ void load_chunk(SharedTiles& s, int stage, int chunk, const i8* __restrict__ pa,
+                                           const i8* __restrict__ pb, int m0, int n0, int m_pad, int n_pad,
+                                           int k_pad) {
+    constexpr int kUnitsA = kPlanesA * kBlockM * 2;
+    constexpr int kUnitsB = kPlanesB * kBlockN * 2;
+    const int k0 = chunk * kChunk;
+    for (int u = threadIdx.x; u < kUnitsA + kUnitsB; u += kThreads) {
+        if (u < kUnitsA) {
+            const int plane = u / (kBlockM * 2), row = (u / 2) % kBlockM, half = u % 2;
+            cp_async_16(&s.a[stage][plane][row][16 * half],
+                        pa + ((i64)plane * m_pad + m0 + row) * k_pad + k0 + 16 * half);
+        } else {
+            const int v = u - kUnitsA;
+            const int plane = v / (kBlockN * 2), col = (v / 2) % kBlockN, half = v % 2;
+            cp_async_16(&s.b[stage][plane][col][16 * half],
+                        pb + ((i64)plane * n_pad + n0 + col) * k_pad + k0 + 16 * half);
+        }
+    }
+}
+
+// alpha*P + beta*C with every product and sum rounded on its own (no FMA contraction): the
+// arithmetic of the frontend's C = alpha*P + beta*C in C's dtype (mixjit/entry.py _axpby).
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+
+// grid (N_pad / kBlockN, M_pad / kBlockM), block kThreads
+extern "C" __global__ void __launch_bounds__(kThreads)
+mixpert_gemm(const i8* __restrict__ planes_a, const i8* __restrict__ planes_b, const int* __restrict__ gexp_a,
+             const int* __restrict__ gexp_b, int m, int n, int m_pad, int n_pad, int k_pad, OutT* __restrict__ out,
+             i64 ldo, double alpha, double beta, const OutT* __restrict__ c_in, i64 ldc, u32* __restrict__ status) {
+    __shared__ __align__(16) SharedTiles s;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int g = lane / 4, t = lane % 4;
+    const int m0 = blockIdx.y * kBlockM, n0 = blockIdx.x * kBlockN;
+    const int wm0 = (warp / kWarpsN) * kWarpTileM, wn0 = (warp % kWarpsN) * kWarpTileN;
+    const int ktiles = k_pad / kTileK;
+    const int chunks = k_pad / kChunk;
+
+    // Prescan: the smallest E_A + E_B along K of each element this thread owns (kNoScale: none),
+    // and a span check against the accumulator's width.
+    constexpr int kNoScale = 0x7FFFFFFF;
+    int emin[kMmaM][kMmaN][4];
+#pragma unroll
+    for (int mi = 0; mi < kMmaM; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < kMmaN; ++ni)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                const int row = m0 + wm0 + 16 * mi + g + 8 * (c / 2);
+                const int col = n0 + wn0 + 8 * ni + 2 * t + (c % 2);
+                int lo = kNoScale, hi = kZeroExp;
+                for (int kt = 0; kt < ktiles; ++kt) {
+                    const int ea = gexp_a[(i64)row * ktiles + kt], eb = gexp_b[(i64)col * ktiles + kt];
+                    if (ea != kZeroExp && eb != kZeroExp) { lo = min(lo, ea + eb); hi = max(hi, ea + eb); }
+                }
+                emin[mi][ni][c] = lo;
+                const int kt_bits = 32 - __clz(ktiles);
+                if (hi != kZeroExp && hi - lo + kPartialBits + kt_bits > kAccBits) atomicOr(status, kStatusSpan);
+            }
+
+    I128 acc[kMmaM][kMmaN][4];
+    i64 part[kMmaM][kMmaN][4];
+#pragma unroll
+    for (int mi = 0; mi < kMmaM; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < kMmaN; ++ni)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) { acc[mi][ni][c].lo = 0; acc[mi][ni][c].hi = 0; part[mi][ni][c] = 0; }
+
+    load_chunk(s, 0, 0, planes_a, planes_b, m0, n0, m_pad, n_pad, k_pad);
+    cp_async_commit();
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+        const int stage = chunk % kStages;
+        if (chunk + 1 < chunks) {
+            load_chunk(s, (chunk + 1) % kStages, chunk + 1, planes_a, planes_b, m0, n0, m_pad, n_pad, k_pad);
+            cp_async_commit();
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads();
+#pragma unroll
+        for (int pi = 0; pi < kNumPairs; ++pi) {
+            const int pa = kPairA::at(pi), pb = kPairB::at(pi), shift = kPairShift::at(pi);
+            u32 fa[kMmaM][4], fb[kMmaN][2];
+#pragma unroll
+            for (int mi = 0; mi < kMmaM; ++mi) {
+                const int r = wm0 + 16 * mi + g;
+                fa[mi][0] = *reinterpret_cast<const u32*>(&s.a[stage][pa][r][4 * t]);
+                fa[mi][1] = *reinterpret_cast<const u32*>(&s.a[stage][pa][r + 8][4 * t]);
+                fa[mi][2] = *reinterpret_cast<const u32*>(&s.a[stage][pa][r][16 + 4 * t]);
+                fa[mi][3] = *reinterpret_cast<const u32*>(&s.a[stage][pa][r + 8][16 + 4 * t]);
+            }
+#pragma unroll
+            for (int ni = 0; ni < kMmaN; ++ni) {
+                const int cidx = wn0 + 8 * ni + g;
+                fb[ni][0] = *reinterpret_cast<const u32*>(&s.b[stage][pb][cidx][4 * t]);
+                fb[ni][1] = *reinterpret_cast<const u32*>(&s.b[stage][pb][cidx][16 + 4 * t]);
+            }
+#pragma unroll
+            for (int mi = 0; mi < kMmaM; ++mi)
+#pragma unroll
+                for (int ni = 0; ni < kMmaN; ++ni) {
+                    int d[4] = {0, 0, 0, 0};
+                    mma_s8(d, fa[mi], fb[ni]);
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) part[mi][ni][c] += (i64)d[c] << shift;
+                }
+        }
+        if ((chunk + 1) % kChunksPerKTile == 0) {  // end of a k-tile: scale and add exactly
+            const int kt = chunk / kChunksPerKTile;
+#pragma unroll
+            for (int mi = 0; mi < kMmaM; ++mi)
+#pragma unroll
+                for (int ni = 0; ni < kMmaN; ++ni)
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) {
+                        const int row = m0 + wm0 + 16 * mi + g + 8 * (c / 2);
+                        const int col = n0 + wn0 + 8 * ni + 2 * t + (c % 2);
+                        const int ea = gexp_a[(i64)row * ktiles + kt], eb = gexp_b[(i64)col * ktiles + kt];
+                        if (ea != kZeroExp && eb != kZeroExp && part[mi][ni][c] != 0)
+                            add_shifted(acc[mi][ni][c], part[mi][ni][c], ea + eb - emin[mi][ni][c]);
+                        part[mi][ni][c] = 0;
+                    }
+        }
+        __syncthreads();
+    }
+
+    // Epilogue: C = RN32(acc * 2^(emin - 2(W-1))), widened to the output type.
+#pragma unroll
+    for (int mi = 0; mi < kMmaM; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < kMmaN; ++ni)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                const int row = m0 + wm0 + 16 * mi + g + 8 * (c / 2);
+                const int col = n0 + wn0 + 8 * ni + 2 * t + (c % 2);
+                if (row >= m || col >= n) continue;
+                const bool any = emin[mi][ni][c] != kNoScale;
+                const float p = any ? round_to_f32(acc[mi][ni][c], emin[mi][ni][c] - 2 * (kWidth - 1)) : 0.0f;
+                OutT value = (OutT)p;
+                if (kAlphaBetaUpdate) {  // beta == 0 overwrites C (its NaNs do not survive, as in BLAS)
+                    const OutT av = (OutT)alpha, bv = (OutT)beta;
+                    value = beta == 0.0 ? mul_rn(av, value)
+                                        : add_rn(mul_rn(av, value), mul_rn(bv, c_in[(i64)row * ldc + col]));
+                }
+                out[(i64)row * ldo + col] = value;
+            }
+}

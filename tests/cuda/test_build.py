@@ -1,0 +1,123 @@
+"""The emitted MixPert kernels build for sm_80 and sm_90, contain the INT8 tensor-core MMA in
+SASS and no FFMA main loop, do not spill, and compile errors point at the template line."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from mixjit.runtime.cuda.build import CompilerNotFound, CudaBuildError, build, find_compiler
+from mixjit.runtime.cuda.desc import ARCHS, KernelDesc
+from mixjit.runtime.cuda.emit import ENTRY_POINTS, render
+from mixjit.runtime.cuda.sass import ToolNotFound, find_tool, opcode_counts, resource_usage, sass_by_kernel
+
+try:
+    COMPILER = find_compiler()
+except CompilerNotFound as exc:
+    pytest.skip(str(exc), allow_module_level=True)
+
+CONFIGS = ["level=IV", "level=I", "level=IV,digits=balanced,align=row"]
+
+
+def _mmas_per_chunk(desc: KernelDesc) -> int:
+    """m16n8k32 MMAs a warp issues per K chunk: one per kept pair and 16×8 piece of its tile."""
+    wm, wn = desc.warp_tile
+    return len(desc.pairs) * (wm // 16) * (wn // 8)
+
+
+def _tool_or_skip() -> None:
+    try:
+        find_tool()
+    except ToolNotFound as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def cubins(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("cubins")
+    return {(config, arch): build(render(KernelDesc.for_config("mixpert", config, arch=arch)), cache=cache)
+            for config in CONFIGS for arch in ARCHS}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("config", CONFIGS)
+def test_sass_has_imma_and_no_ffma_main_loop(cubins, config, arch):
+    _tool_or_skip()
+    sass = sass_by_kernel(cubins[config, arch])
+    assert set(ENTRY_POINTS) <= set(sass)
+    ops = opcode_counts(sass["mixpert_gemm"])
+    assert ops["IMMA.16832.S8.S8"] >= _mmas_per_chunk(KernelDesc.for_config("mixpert", config)), ops.most_common(12)
+    assert ops["FFMA"] == 0 and ops["HMMA.1688.F32.TF32"] == 0
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("config", CONFIGS)
+def test_no_spills(cubins, config, arch):
+    _tool_or_skip()
+    usage = resource_usage(cubins[config, arch])
+    assert set(ENTRY_POINTS) <= set(usage)
+    for kernel, res in usage.items():
+        assert not res.spills, f"{kernel} ({config}, {arch}) spills {res.local_bytes} bytes to local memory"
+        assert res.registers <= 255
+
+
+def test_cache_by_source_hash(cubins, tmp_path):
+    kernel = render(KernelDesc.for_config("mixpert", "level=I"))
+    first = build(kernel, cache=tmp_path)
+    mtime = first.stat().st_mtime_ns
+    assert build(kernel, cache=tmp_path) == first and first.stat().st_mtime_ns == mtime
+    other = build(render(KernelDesc.for_config("mixpert", "level=II")), cache=tmp_path)
+    assert other != first
+
+
+def test_compile_error_names_kernel_template_and_line(tmp_path):
+    kernel = render(KernelDesc.for_config("mixpert", "level=IV"))
+    marker = "const int g = lane / 4, t = lane % 4;"
+    broken = dataclasses.replace(kernel, source=kernel.source.replace(marker, "const int g = lane / 4, t = undeclared;"))
+    with pytest.raises(CudaBuildError) as info:
+        build(broken, cache=tmp_path)
+    err = info.value
+    assert err.kernel == kernel.desc.name and err.kernel in str(err)
+    where = [d for d in err.diagnostics if d.template == "mixpert_gemm.cu"]
+    assert where and "undeclared" in where[0].message
+    # the line is the template's own line (here: the original text, as the template has it)
+    assert marker in where[0].text
+
+
+def _nvrtc_or_skip():
+    try:
+        return find_compiler("nvrtc")
+    except CompilerNotFound as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_nvrtc_builds_the_same_kernels(arch, tmp_path):
+    nvrtc = _nvrtc_or_skip()
+    _tool_or_skip()
+    desc = KernelDesc.for_config("mixpert", "level=IV", arch=arch)
+    cubin = build(render(desc), compiler=nvrtc, cache=tmp_path)
+    sass = sass_by_kernel(cubin)
+    assert opcode_counts(sass["mixpert_gemm"])["IMMA.16832.S8.S8"] >= _mmas_per_chunk(desc)
+    assert not any(r.spills for r in resource_usage(cubin).values())
+
+
+def test_nvrtc_compile_error_is_mapped_too(tmp_path):
+    nvrtc = _nvrtc_or_skip()
+    kernel = render(KernelDesc.for_config("mixpert", "level=I"))
+    broken = dataclasses.replace(kernel, source=kernel.source.replace("atomicMax(&s_rowmax[ty], e);",
+                                                                      "atomicMax(&s_rowmax[ty], e) oops;"))
+    with pytest.raises(CudaBuildError) as info:
+        build(broken, compiler=nvrtc, cache=tmp_path)
+    assert any(d.template == "mixpert_pack.cu" and "atomicMax(&s_rowmax[ty], e);" in d.text
+               for d in info.value.diagnostics), info.value.log
+
+
+def test_update_and_transposed_f64_variant_builds_without_spills(tmp_path):
+    _tool_or_skip()
+    desc = KernelDesc.for_config("mixpert", "level=IV,align=row", dtype="f64", trans_a=True, trans_b=True,
+                                 alpha_beta="update")
+    cubin = build(render(desc), cache=tmp_path)
+    assert opcode_counts(sass_by_kernel(cubin)["mixpert_gemm"])["IMMA.16832.S8.S8"] >= _mmas_per_chunk(desc)
+    assert not any(r.spills for r in resource_usage(cubin).values())

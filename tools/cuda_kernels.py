@@ -1,0 +1,108 @@
+"""Build the MixPert CUDA kernels for sm_80 and sm_90 and report them in docs/cuda.md.
+
+    python tools/cuda_kernels.py [--configs level=IV level=I ...] [--no-write]
+
+For each config and arch: the SASS instruction checks (IMMA.16832.S8.S8 count, FFMA count) and
+ptxas's resources per kernel (registers, shared memory, spills) from ``cuobjdump -res-usage``;
+and the *modeled* cost of running the INT8 products with ``mma.sync`` instead of ``wgmma`` on
+an H100 (runtime/costmodel.py with the hardware table's H100 minus its wgmma shapes). Writes
+the generated sections ``cuda-kernels`` and ``cuda-wgmma`` of docs/cuda.md and
+docs/figures/cuda_kernels.json. No GPU is used: nothing here is a measured GPU figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+from common import ROOT, markdown_table, progress, provenance, replace_generated_section, write_json
+
+from mixjit.runtime.costmodel import modeled_time
+from mixjit.runtime.cuda.build import build, find_compiler
+from mixjit.runtime.cuda.desc import ARCHS, KernelDesc
+from mixjit.runtime.cuda.emit import render
+from mixjit.runtime.cuda.sass import opcode_counts, resource_usage, sass_by_kernel
+from mixjit.runtime.hardware import get_hardware
+
+DOC = ROOT / "docs" / "cuda.md"
+RESULTS = ROOT / "docs" / "figures" / "cuda_kernels.json"
+#: an *assumed* (unsourced) fraction of the INT8 peak that mma.sync sustains on Hopper, for the
+#: sensitivity column only: the hardware table has no mma.sync issue rate for sm_90
+ASSUMED_MMA_SYNC_FRACTION = 0.5
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (16384, 256, 16384)]
+
+
+#: a non-default warp grid also reported, for comparison (16×32 per warp: twice the registers)
+EXTRA_WARPS = [("level=full", (4, 1))]
+
+
+def kernel_rows(configs: list[str]) -> tuple[list[list[str]], list[dict]]:
+    compiler = find_compiler()
+    rows, records = [], []
+    default_warps = KernelDesc.for_config("mixpert", configs[0]).warps
+    for config, warps in [(c, default_warps) for c in configs] + EXTRA_WARPS:
+        for arch in ARCHS:
+            desc = KernelDesc.for_config("mixpert", config, arch=arch, warps=warps)
+            progress(f"building {desc.name} with {compiler.kind}")
+            cubin = build(render(desc), compiler=compiler)
+            sass = sass_by_kernel(cubin)
+            for kernel, res in sorted(resource_usage(cubin).items()):
+                ops = opcode_counts(sass[kernel])
+                record = {"config": config, "warps": list(warps), "arch": arch, "kernel": kernel,
+                          "registers": res.registers,
+                          "shared_bytes": res.shared_bytes, "local_bytes": res.local_bytes,
+                          "imma": ops["IMMA.16832.S8.S8"], "ffma": ops["FFMA"]}
+                records.append(record)
+                rows.append([f"`{config}`", f"{warps[0]}×{warps[1]}", arch, f"`{kernel}`", str(res.registers), str(res.shared_bytes),
+                             "yes" if res.spills else "no", str(record["imma"]), str(record["ffma"])])
+    return rows, records
+
+
+def wgmma_rows(configs: list[str]) -> tuple[list[list[str]], list[dict]]:
+    h100 = get_hardware("h100")
+    no_wgmma = dataclasses.replace(h100, wgmma={})
+    slow = dataclasses.replace(no_wgmma, peak_tops={**h100.peak_tops,
+                                                    "int8": h100.peak_tops["int8"] * ASSUMED_MMA_SYNC_FRACTION})
+    rows, records = [], []
+    for config in configs:
+        for m, n, k in SHAPES:
+            with_w = modeled_time("mixpert", config, m, n, k, "float32", h100).seconds
+            without = modeled_time("mixpert", config, m, n, k, "float32", no_wgmma).seconds
+            assumed = modeled_time("mixpert", config, m, n, k, "float32", slow).seconds
+            sgemm = modeled_time("native", None, m, n, k, "float32", h100).seconds
+            records.append({"config": config, "shape": [m, n, k], "modeled_wgmma_s": with_w,
+                            "modeled_mma_sync_s": without, "modeled_mma_sync_assumed_fraction_s": assumed,
+                            "assumed_fraction": ASSUMED_MMA_SYNC_FRACTION, "modeled_sgemm_s": sgemm})
+            rows.append([f"`{config}`", f"{m}×{n}×{k}", f"{with_w * 1e3:.3g}", f"{without * 1e3:.3g}",
+                         f"{assumed * 1e3:.3g}", f"{sgemm / with_w:.2f}×", f"{sgemm / without:.2f}×",
+                         f"{sgemm / assumed:.2f}×"])
+    return rows, records
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configs", nargs="+", default=["level=IV", "level=I", "level=full",
+                                                         "level=IV,digits=balanced,align=row"])
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/ alone")
+    args = parser.parse_args(argv)
+    krows, krecords = kernel_rows(args.configs)
+    wrows, wrecords = wgmma_rows(args.configs)
+    head = provenance(["python", "tools/cuda_kernels.py", *(argv if argv is not None else sys.argv[1:])], None)
+    kernels = "\n".join(head + [""] + markdown_table(
+        ["config", "warps", "arch", "kernel", "registers", "static shared (B)", "spills", "IMMA.16832.S8.S8", "FFMA"], krows))
+    wgmma = "\n".join(head + [""] + markdown_table(
+        ["config", "m×n×k", "modeled ms (wgmma)", "modeled ms (mma.sync)",
+         f"modeled ms (mma.sync at an assumed {ASSUMED_MMA_SYNC_FRACTION:g} of the INT8 peak)",
+         "modeled speedup vs SGEMM (wgmma)", "modeled speedup vs SGEMM (mma.sync)",
+         "modeled speedup vs SGEMM (assumed fraction)"], wrows))
+    print(kernels + "\n\n" + wgmma)
+    if not args.no_write:
+        replace_generated_section(DOC, "cuda-kernels", kernels)
+        replace_generated_section(DOC, "cuda-wgmma", wgmma)
+        write_json(RESULTS, {"kernels": krecords, "wgmma_modeled": wrecords})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
