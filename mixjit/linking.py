@@ -294,7 +294,8 @@ def find_sites(state: TypedState) -> FoundSites:
 
     Raises ``StageError`` naming the stage that failed: ``import`` (e.g. a
     ``mixjit.importer.FrontendError`` for IR the importer cannot represent), the
-    failing pass (``detect-gemm``, ``build-dag (after detect-gemm)``) or ``resolve``."""
+    failing pass (``detect-gemm``, ``build-dag (after detect-gemm)``), ``pass-pipeline``
+    (the pipeline could not be built) or ``resolve``."""
     from mixjit import importer
     from mixjit.frontend_pipeline import failure_stage, run_frontend_pipeline
     from mixjit.ir.dialects.builtin import ModuleOp
@@ -306,6 +307,8 @@ def find_sites(state: TypedState) -> FoundSites:
         result = run_frontend_pipeline(ModuleOp.from_ops([imported.func]))
     except PassFailure as failure:
         raise StageError(failure_stage(failure), failure.cause) from failure
+    except Exception as error:  # the pipeline could not be built (a registry problem)
+        raise StageError("pass-pipeline", error) from error
     with stage("resolve"):
         calls = [_resolve(state, imported.stmts, site) for site in result.sites]
     return FoundSites(calls, result, imported)
