@@ -27,6 +27,7 @@ from __future__ import annotations
 import inspect
 import operator
 import secrets
+import sys
 import threading
 import warnings
 from dataclasses import dataclass, field, replace
@@ -205,7 +206,7 @@ def _products_in(qualname: str, func_ir: ir.FunctionIR) -> list[SiteRecord]:
 
 def _forms(found: FoundSites, state: Any) -> list[str]:
     stmts = found.imported.stmts
-    return [_form(call, site.stmts, stmts, state) for call, site in zip(found.calls, found.report.sites)]
+    return [_form(call, site.stmts, stmts, state) for call, site in zip(found.calls, found.sites)]
 
 
 def _provisional_cell(symbol: str) -> np.ndarray:
@@ -479,7 +480,7 @@ class MixjitDispatcher(CPUDispatcher):
             attempt.records = records
             rejected = tuple(
                 SiteRecord(qualname, f"{r.loc.file}:{r.loc.line}", "", r.op.name, reason=f"{r.reason}: {r.detail}")
-                for r in found.report.rejected
+                for r in found.rejected
             ) + tuple(_objmode_products(qualname, state.func_ir))
             schemes = self.mixjit_options.schemes
             plans = tuple(initial_plan(schemes, np.dtype(str(c.dtype))) for c in calls)
@@ -534,29 +535,38 @@ class MixjitDispatcher(CPUDispatcher):
         """Calls so far of each site of ``sites``, by site id."""
         return {s.id: s.calls for s in self.sites if s.id is not None}
 
-    def _imported(self, spec: Sequence[Any], raw: bool) -> Any:
+    def _imported(self, spec: Sequence[Any], raw: bool, pipeline: str = "detect-gemm",
+                  print_ir_after_all: bool = False, timing: bool = False) -> Any:
         """This function and its @njit callees imported for ``spec`` (callees typed as their
-        mixjit versions, as when the function compiles); unless ``raw``, after detect-gemm,
-        with the process site ids and plans of the compiled signatures (``annotate_sites``)."""
+        mixjit versions, as when the function compiles); unless ``raw``, after ``pipeline`` (run by
+        ``mixjit.frontend_pipeline``, the JIT's own pass pipeline), with the process site ids and
+        plans of the compiled signatures (``annotate_sites``)."""
+        from mixjit.frontend_pipeline import run_frontend_pipeline
         from mixjit.importer import import_function
-        from mixjit.passes.detect_gemm import detect_gemms
 
         imported = import_function(self, *spec, untyped_hook=self._swap_callees)
         if not raw:
-            detect_gemms(imported.module)
+            result = run_frontend_pipeline(imported.module, pipeline, print_ir_after_all=print_ir_after_all,
+                                           timing=timing)
+            if result.timing is not None:
+                sys.stderr.write(result.timing.report())
             annotate_sites(imported)
         return imported
 
-    def ir(self, *spec: Any, raw: bool = False) -> str:
+    def ir(self, *spec: Any, raw: bool = False, pipeline: str = "detect-gemm",
+           print_ir_after_all: bool = False, timing: bool = False) -> str:
         """The mix IR text of this function (and its @njit callees) for the
         argument types of ``spec``: example arguments, Numba types or one
         signature (``"float64[:, :](float64[:, :])"``).
 
-        The IR is shown after detect-gemm: each GEMM site is a ``mix.gemm``. Once the signature
-        is compiled, its ``site`` is the id of ``sites`` / ``call_counts()`` and ``mix.runs``
-        says what it runs (``{config, executor, scheme}``: its plan). ``raw=True`` gives the import
-        alone (``py.*`` ops, before detect-gemm). Nothing is compiled."""
-        return self._imported(spec, raw).text()
+        The IR is shown after ``pipeline`` (``mixopt -p`` syntax; default detect-gemm: each GEMM
+        site is a ``mix.gemm``), run through the pass manager as the JIT runs it, with verify-each;
+        ``print_ir_after_all`` prints the IR after every pass and ``timing`` a per-pass timing
+        report, both to stderr. Once the signature is compiled, a site's ``site`` is the id of
+        ``sites`` / ``call_counts()`` and ``mix.runs`` says what it runs (``{config, executor,
+        scheme}``: its plan). ``raw=True`` gives the import alone (``py.*`` ops, no pass).
+        Nothing is compiled."""
+        return self._imported(spec, raw, pipeline, print_ir_after_all, timing).text()
 
     # -- tuning (mixjit.tuning) ----------------------------------------------
 
@@ -611,18 +621,17 @@ class MixjitDispatcher(CPUDispatcher):
         Sites of a function that runs as plain Numba (see ``sites``) are left out."""
         import networkx as nx
 
+        from mixjit.frontend_pipeline import FRONTEND_PIPELINE, run_frontend_pipeline
         from mixjit.importer import resolve_argtypes
-        from mixjit.passes.build_dag import gemm_dag
-        from mixjit.passes.detect_gemm import detect_gemms
 
         argtypes, _ = resolve_argtypes(spec)
         self.compile(argtypes)
         imported = self._imported(argtypes, raw=True)
-        detect_gemms(imported.module)
-        dag = gemm_dag(imported.module)
+        dag = run_frontend_pipeline(imported.module, FRONTEND_PIPELINE).dag  # the GemmDag analysis
         mapping: dict[int, int] = {}
         for function in imported.functions:
             mapping.update(_process_site_ids(function) or {})
+        dag = dag.copy()  # the analysis result is read-only
         dag.remove_nodes_from([n for n in list(dag.nodes) if n not in mapping])
         return nx.relabel_nodes(dag, mapping)
 

@@ -88,7 +88,7 @@ from numba.extending import intrinsic
 from numba.np.arrayobj import make_array
 
 from mixjit.entry import DTYPE_CODES, ENTRY_SYMBOL, entry_cfunc
-from mixjit.numba_pipeline import stage
+from mixjit.numba_pipeline import StageError, stage
 
 
 class LinkError(RuntimeError):
@@ -261,33 +261,57 @@ class TypedState(Protocol):
 @dataclass
 class FoundSites:
     """The GEMM sites of one compilation: ``calls`` in site order (the index is
-    the site's local id), the detect-gemm ``report`` (``report.rejected`` lists
-    the candidates not taken) and the ``imported`` function."""
+    the site's local id), the ``pipeline`` run that found them (module, remarks,
+    analyses: ``pipeline.dag`` is the cached GEMM DAG) and the ``imported`` function."""
 
     calls: list[GemmCall]
-    report: Any
+    pipeline: Any
     imported: Any
+
+    @property
+    def sites(self) -> list[Any]:
+        """The detect-gemm sites (``GemmSite``), in the order of ``calls``."""
+        return self.pipeline.sites
+
+    @property
+    def rejected(self) -> list[Any]:
+        """The candidates left to Numba (``Rejection``), from detect-gemm's remarks."""
+        return self.pipeline.rejections
+
+    @property
+    def report(self) -> Any:
+        """``sites`` and ``rejected`` as a ``DetectionReport``."""
+        from mixjit.passes.detect_gemm import DetectionReport
+
+        return DetectionReport(self.sites, self.rejected)
 
 
 def find_sites(state: TypedState) -> FoundSites:
-    """Import the typed IR of ``state`` into mix IR, run detect-gemm on it and
-    resolve every ``mix.gemm`` to the Numba statements its ``mix.stmts`` name.
-    Does not modify the Numba IR.
+    """Import the typed IR of ``state`` into mix IR, run the frontend pass pipeline
+    (``mixjit.frontend_pipeline``: detect-gemm, build-dag, through the pass manager
+    with verify-each) on it and resolve every ``mix.gemm`` to the Numba statements
+    its ``mix.stmts`` name. Does not modify the Numba IR.
 
     Raises ``StageError`` naming the stage that failed: ``import`` (e.g. a
-    ``mixjit.importer.FrontendError`` for IR the importer cannot represent),
-    ``detect-gemm`` or ``resolve``."""
+    ``mixjit.importer.FrontendError`` for IR the importer cannot represent), the
+    failing pass (``detect-gemm``, ``build-dag (after detect-gemm)``), ``pass-pipeline``
+    (the pipeline could not be built) or ``resolve``."""
     from mixjit import importer
+    from mixjit.frontend_pipeline import failure_stage, run_frontend_pipeline
     from mixjit.ir.dialects.builtin import ModuleOp
-    from mixjit.passes import detect_gemm
+    from mixjit.passes.manager import PassFailure
 
     with stage("import"):
         imported = importer.import_typed_ir(state)
-    with stage("detect-gemm"):
-        report = detect_gemm.detect_gemms(ModuleOp.from_ops([imported.func]))
+    try:
+        result = run_frontend_pipeline(ModuleOp.from_ops([imported.func]))
+    except PassFailure as failure:
+        raise StageError(failure_stage(failure), failure.cause) from failure
+    except Exception as error:  # the pipeline could not be built (a registry problem)
+        raise StageError("pass-pipeline", error) from error
     with stage("resolve"):
-        calls = [_resolve(state, imported.stmts, site) for site in report.sites]
-    return FoundSites(calls, report, imported)
+        calls = [_resolve(state, imported.stmts, site) for site in result.sites]
+    return FoundSites(calls, result, imported)
 
 
 def _resolve(state: TypedState, stmts: dict[str, ir.Stmt], site: Any) -> GemmCall:

@@ -31,6 +31,10 @@ tuner can weight sites that run many times.
 The pass annotates each ``mix.gemm`` with ``mix.loop_depth`` and ``mix.deps`` (its predecessors:
 ``[{carried = false, site = 0 : i64, via = "memory"}]``). :func:`gemm_dag` returns the networkx
 graph; :func:`to_dot` draws it (``mixopt --dag-dot FILE``).
+
+The graph is also an analysis, :class:`GemmDag` (:mod:`mixjit.passes.analysis`): the pass manager
+computes it once per module on request and keeps it until a pass that may change the sites runs.
+``build-dag`` takes it from there, and so do ``tune`` and the ``@mixjit`` frontend (``f.dag``).
 """
 
 from __future__ import annotations
@@ -48,10 +52,11 @@ from mixjit.ir.dialects import cf, py
 from mixjit.ir.diagnostics import Diagnostic, DiagnosticError
 from mixjit.ir.dialects.mix import GemmOp
 from mixjit.ir.types import i64
+from mixjit.passes.analysis import ALL_ANALYSES, Analysis
 from mixjit.passes.aliasing import Kind, alias_roots, function_bodies, op_kind, successor_values, written_values
 from mixjit.passes.detect_gemm import STMTS_ATTR
 from mixjit.passes.loops import LoopInfo, analyze_loops, immediate_post_dominators
-from mixjit.passes.pass_base import ModulePass
+from mixjit.passes.pass_base import ModulePass, PassContext
 from mixjit.passes.py_attrs import TARGET_ATTR
 from mixjit.passes.registry import register_pass
 
@@ -59,7 +64,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
 __all__ = [
-    "BuildDag", "gemm_dag", "forward_dag", "condensation", "carried_edges", "annotate_dag", "to_dot",
+    "BuildDag", "GemmDag", "gemm_dag", "forward_dag", "condensation", "carried_edges", "annotate_dag", "to_dot",
     "write_dot", "LOOP_DEPTH_ATTR", "DEPS_ATTR",
 ]
 
@@ -409,12 +414,28 @@ def write_dot(graph: nx.DiGraph, path: str | Path) -> list[Path]:
     return written
 
 
+class GemmDag(Analysis):
+    """The GEMM dependence graph of a module (:func:`gemm_dag`), as a cached analysis."""
+
+    name = "gemm-dag"
+
+    @classmethod
+    def compute(cls, module: Operation) -> nx.DiGraph:
+        return gemm_dag(module)
+
+
 @register_pass
 @dataclass(frozen=True)
 class BuildDag(ModulePass):
     """Build the dependence graph of the GEMM sites (values and memory); annotate each site."""
 
     name = "build-dag"
+    preserved_analyses = ALL_ANALYSES  # only writes mix.deps / mix.loop_depth, which no analysis reads
 
     def apply(self, module: Operation) -> None:
         annotate_dag(module, gemm_dag(module))
+
+    def run(self, module: Operation, context: PassContext) -> None:
+        """Annotate the sites from the pass manager's ``GemmDag`` analysis (computed here if no
+        earlier pass requested it), so later passes reuse the same graph."""
+        annotate_dag(module, context.analysis(GemmDag))

@@ -21,14 +21,16 @@ Other candidates (1-D dot products, matrix-vector products, integer, complex or 
 object-mode values, ``out=`` arguments) are left to Numba and marked
 ``mix.not_gemm = {reason = "<code>", detail = "..."}``, and the pass emits a remark for each
 (``matrix product left to numba: ... [<code>]``, at the Python source location, with the detail
-as a note) through the pass manager's ``PassContext``, so ``mixopt`` prints them.
+as a note) through the pass manager's ``PassContext``, so ``mixopt`` prints them. Each remark is a
+:class:`NotGemmRemark` that carries its :class:`Rejection`, so the ``@mixjit`` frontend reads the
+rejections from the remark channel too.
 :func:`detection_report` reads sites and rejections back from any module (a dump included);
 :meth:`DetectionReport.diagnostics` gives them as located remarks.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mixjit.ir.attributes import DictAttr, FloatAttr, IntegerAttr, StringAttr
@@ -47,6 +49,7 @@ __all__ = [
     "DetectGemm",
     "GemmSite",
     "Rejection",
+    "NotGemmRemark",
     "DetectionReport",
     "detect_gemms",
     "detection_report",
@@ -101,16 +104,24 @@ class Rejection:
     detail: str
     loc: Location
 
-    def diagnostic(self) -> Diagnostic:
-        """A remark at the candidate: why it is not a GEMM site."""
+    def diagnostic(self) -> NotGemmRemark:
+        """A remark at the candidate: why it is not a GEMM site (carrying this rejection)."""
         message = f"matrix product left to numba: {REASONS.get(self.reason, 'unknown reason')} [{self.reason}]"
         notes = (Diagnostic.note(self.detail, self.loc),) if self.detail else ()
-        return Diagnostic(Severity.REMARK, message, self.loc, notes)
+        return NotGemmRemark(Severity.REMARK, message, self.loc, notes, rejection=self)
 
     def record(self) -> dict[str, Any]:
         """A JSON-friendly record: function, file, line, col, reason, detail."""
         return {"function": self.function, "file": self.loc.file, "line": self.loc.line,
                 "col": self.loc.col, "reason": self.reason, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class NotGemmRemark(Diagnostic):
+    """The remark detect-gemm emits for a candidate left to numba; ``rejection`` holds the
+    structured record (op, function, reason code, detail) behind the text."""
+
+    rejection: Rejection | None = field(default=None, compare=False)
 
 
 @dataclass

@@ -16,6 +16,12 @@ the pipeline with a ``PassFailure`` naming the pass and the passes that ran befo
 Passes report remarks and warnings through the ``PassContext`` the manager passes to
 ``ModulePass.run``; ``run`` returns them in the order emitted (a ``PassFailure`` carries
 those emitted before the failure), so the caller decides how to show them.
+
+Analyses (:mod:`mixjit.passes.analysis`) live in an ``AnalysisManager`` for the run; a pass
+requests them through its context. After each pass the manager drops the cached analyses the
+pass does not list in ``preserved_analyses``; after a failure it drops them all. A caller that
+passes its own ``AnalysisManager`` to ``run`` can read the analyses afterwards (the frontend
+takes the GEMM DAG from it).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any
 
 from mixjit.ir.collector import paused_collector
 from mixjit.ir.diagnostics import Diagnostic
+from mixjit.passes.analysis import AnalysisManager
 from mixjit.passes.pass_base import ModulePass, PassContext
 
 __all__ = ["PassInstrumentation", "PassManager", "PassFailure"]
@@ -85,22 +92,30 @@ class PassManager:
         """Append a hook object; it runs after (before_pass) / before (after_*) earlier ones."""
         self.instrumentations.append(instrumentation)
 
-    def run(self, module: Any) -> list[Diagnostic]:
+    def run(self, module: Any, analyses: AnalysisManager | None = None) -> list[Diagnostic]:
         """Run every pass on ``module`` in order; return the remarks and warnings they emitted.
 
-        Raises PassFailure on the first failure.
+        ``analyses`` (for ``module``; default: a new one) caches the analyses the passes request,
+        and keeps those still valid after the run. Raises PassFailure on the first failure.
         """
+        if analyses is None:
+            analyses = AnalysisManager(module)
+        elif analyses.module is not module:
+            raise ValueError("the AnalysisManager given to PassManager.run belongs to another module; "
+                             "make one with AnalysisManager(module)")
         emitted: list[Diagnostic] = []
-        context = PassContext(emitted.append)
+        context = PassContext(emitted.append, analyses)
         for index, pass_ in enumerate(self.passes):
             for inst in self.instrumentations:
                 inst.before_pass(pass_, module)
             try:
                 with paused_collector():  # see mixjit.ir.collector: a third faster on large IR
                     pass_.run(module, context)
+                analyses.invalidate(pass_.preserved_analyses)
                 for inst in reversed(self.instrumentations):
                     inst.after_pass(pass_, module)
             except Exception as error:  # any failure becomes a located diagnostic
+                analyses.invalidate()  # the IR may be half rewritten
                 for inst in reversed(self.instrumentations):
                     inst.after_failure(pass_, module, error)
                 raise PassFailure(pass_, self.passes[:index], error, emitted) from error

@@ -21,6 +21,10 @@ A pass that reports remarks or warnings (MLIR's ``emitRemark``) overrides ``run(
 context)`` instead and emits them through ``context`` (a :class:`PassContext`); the pass
 manager collects them. Errors are not emitted: they are raised (``DiagnosticError``) and
 fail the pass.
+
+A pass gets cached analyses (:mod:`mixjit.passes.analysis`) through ``context.analysis(T)`` and
+declares what it keeps valid in ``preserved_analyses`` (default: nothing; ``ALL_ANALYSES`` for a
+pass that only adds attributes no analysis reads).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from typing import Any, ClassVar
 
 from mixjit.ir.diagnostics import Diagnostic, Severity
 from mixjit.ir.location import Location
+from mixjit.passes.analysis import Analysis, AnalysisManager
 
 __all__ = ["ModulePass", "PassContext", "OptionInfo", "OptionError", "option", "is_kebab_case"]
 
@@ -202,10 +207,25 @@ def _classify(cls: type, field_name: str, hint: Any) -> tuple[type, type | None]
 
 class PassContext:
     """What the pass manager gives a pass besides the module: a sink for located remarks and
-    warnings. The manager makes one per run; nothing is global."""
+    warnings, and the run's cached analyses. The manager makes one per run; nothing is global."""
 
-    def __init__(self, sink: Callable[[Diagnostic], None]) -> None:
+    def __init__(self, sink: Callable[[Diagnostic], None], analyses: AnalysisManager | None = None) -> None:
         self._sink = sink
+        self.analyses = analyses
+
+    def analysis(self, analysis: type[Analysis]) -> Any:
+        """The result of ``analysis`` on the module being run (MLIR's ``getAnalysis``): cached by
+        the pass manager, computed on the first request."""
+        if self.analyses is None:
+            raise RuntimeError(
+                f"no analysis manager: this PassContext was made without one, so analysis "
+                f"'{analysis.name}' cannot be requested; run the pass through a PassManager")
+        return self.analyses.get(analysis)
+
+    def cached_analysis(self, analysis: type[Analysis]) -> Any | None:
+        """The cached result of ``analysis`` (an earlier pass computed it and nothing since
+        invalidated it), or None; never computes."""
+        return None if self.analyses is None else self.analyses.cached(analysis)
 
     def emit(self, diagnostic: Diagnostic) -> None:
         """Report a remark or a warning (with its notes). Errors fail a pass: raise them as a
@@ -232,6 +252,9 @@ class ModulePass:
     ``run``, to emit remarks and warnings)."""
 
     name: ClassVar[str]
+    preserved_analyses: ClassVar[Any] = ()
+    """The analyses (classes) this pass keeps valid, or ``ALL_ANALYSES``; the pass manager drops
+    every other cached analysis after the pass runs. The default, nothing, is always safe."""
 
     def apply(self, module: Any) -> None:
         """Transform ``module`` (a ``builtin.module`` op) in place."""

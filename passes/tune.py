@@ -11,6 +11,10 @@ summary remark. Candidates without a measured error are left out, with a warning
 When ``target`` differs from the target the profiles were recorded for, candidate times are
 re-modeled with the cost model (:mod:`mixjit.passes.tuning.retarget`); without one, that is an
 error naming the mismatch.
+
+The GEMM DAG comes from the pass manager's ``GemmDag`` analysis when an earlier pass of the same
+run computed it (``build-dag,tune{...}``); on a dump whose ``build-dag`` ran in an earlier
+``mixopt`` run, from the ``mix.deps`` attributes it left (the analysis's persisted form).
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from mixjit.ir.core import Operation
 from mixjit.ir.diagnostics import Diagnostic, DiagnosticError
 from mixjit.ir.dialects.mix import GemmOp
 from mixjit.ir.location import Location
-from mixjit.passes.build_dag import DEPS_ATTR
+from mixjit.passes.analysis import ALL_ANALYSES
+from mixjit.passes.build_dag import DEPS_ATTR, GemmDag
 from mixjit.passes.pass_base import ModulePass, OptionError, PassContext, option
 from mixjit.passes.registry import register_pass
 from mixjit.passes.tuning.attrs import TuningAttrError
@@ -97,6 +102,7 @@ class Tune(ModulePass):
     max_evals: int = option(0, "the most plans the search may judge (0: no limit)")
     max_plans: int = option(DEFAULT_MAX_PLANS, "exhaustive search: refuse programs with more plans than this")
     margin: float = option(0.0, "fraction of the budget kept in reserve: plans must meet budget * (1 - margin)")
+    preserved_analyses = ALL_ANALYSES  # writes plan and tuning attributes only: the sites stay
 
     def __post_init__(self) -> None:
         if not self.budget > 0:  # also refuses NaN
@@ -122,7 +128,9 @@ class Tune(ModulePass):
         if not ops:
             return
         profiles, remodeled = self._profiles(ops)
-        dag = read_deps(ops)
+        dag = context.cached_analysis(GemmDag)
+        if dag is None:  # build-dag ran in an earlier mixopt run: its mix.deps are the DAG
+            dag = read_deps(ops)
         spaces = self._spaces(ops, profiles, context)
         result = self._search(spaces, dag, ops)
         for site, op in ops.items():

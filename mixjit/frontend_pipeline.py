@@ -1,0 +1,108 @@
+"""The pass pipeline ``@mixjit`` runs on imported code: ``mixopt``'s passes and pass manager.
+
+``@mixjit`` does not call passes by hand. When a signature compiles, ``mixjit.linking.find_sites``
+imports the typed Numba IR and hands the module to :func:`run_frontend_pipeline`, which builds
+:data:`FRONTEND_PIPELINE` from the pass registry (as ``mixopt -p`` does) and runs it with the
+pass manager, with verify-each and, on request, IR dumps after every pass and a timing report.
+The result carries the module, the remarks and warnings the passes emitted (detect-gemm's
+rejections among them, as :class:`~mixjit.passes.detect_gemm.NotGemmRemark`) and the run's
+:class:`~mixjit.passes.analysis.AnalysisManager`, from which the GEMM DAG is taken
+(``result.dag``: computed once by build-dag, not recomputed).
+
+``f.ir(*args, pipeline=..., print_ir_after_all=True, timing=True)`` runs the same function on the
+imported module of a ``@mixjit`` function, to see what the JIT's pipeline does. A failing pass
+raises ``PassFailure`` naming it and the passes before it; ``find_sites`` turns that into the
+``StageError`` that makes the function fall back to plain Numba with a warning.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+from mixjit.ir.diagnostics import Diagnostic
+from mixjit.ir.printer import print_op
+from mixjit.ir.verifier import verify
+from mixjit.passes.analysis import AnalysisManager
+from mixjit.passes.build_dag import GemmDag
+from mixjit.passes.detect_gemm import GemmSite, NotGemmRemark, Rejection, detection_report
+from mixjit.passes.instrumentation import PrintIRInstrumentation, TimingInstrumentation, VerifyInstrumentation
+from mixjit.passes.manager import PassFailure, PassManager
+from mixjit.passes.pipeline import build_pipeline
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+__all__ = ["FRONTEND_PIPELINE", "FrontendResult", "run_frontend_pipeline", "failure_stage"]
+
+FRONTEND_PIPELINE = "detect-gemm,build-dag"
+"""The passes ``@mixjit`` runs on every compiled signature (``mixopt -p`` syntax)."""
+
+
+@dataclass
+class FrontendResult:
+    """What one run of the frontend pipeline produced."""
+
+    module: Any
+    """The ``builtin.module`` the passes ran on (rewritten in place)."""
+    diagnostics: list[Diagnostic]
+    """The remarks and warnings the passes emitted, in order."""
+    analyses: AnalysisManager
+    """The run's analyses, still valid after the last pass (ask it with ``get``)."""
+    timing: TimingInstrumentation | None = None
+    """Per-pass times, when the run was asked for them (``timing.report()``)."""
+
+    @property
+    def rejections(self) -> list[Rejection]:
+        """The matrix products detect-gemm left to Numba, from its remarks, in op order."""
+        return [d.rejection for d in self.diagnostics if isinstance(d, NotGemmRemark) and d.rejection]
+
+    @property
+    def sites(self) -> list[GemmSite]:
+        """The ``mix.gemm`` sites of the module, by site id."""
+        return detection_report(self.module).sites
+
+    @property
+    def dag(self) -> nx.DiGraph:
+        """The GEMM dependence graph: the ``GemmDag`` analysis (cached by build-dag when it ran)."""
+        return self.analyses.get(GemmDag)
+
+
+def run_frontend_pipeline(
+    module: Any,
+    pipeline: str = FRONTEND_PIPELINE,
+    *,
+    verify_each: bool = True,
+    print_ir_after_all: bool | TextIO = False,
+    timing: bool = False,
+) -> FrontendResult:
+    """Run ``pipeline`` (default :data:`FRONTEND_PIPELINE`) on ``module`` with the pass manager.
+
+    ``verify_each`` verifies the IR after every pass (a verifier error fails that pass).
+    ``print_ir_after_all`` prints the module after every pass to a stream (``True``: stderr),
+    as ``mixopt --print-ir-after-all`` does; ``timing`` records per-pass times in
+    ``result.timing``. Raises ``PipelineError`` for a bad pipeline and ``PassFailure`` (naming the
+    pass and those before it) when a pass fails."""
+    passes = build_pipeline(pipeline)
+    instrumentations = []
+    if verify_each:
+        instrumentations.append(VerifyInstrumentation(verify))
+    if print_ir_after_all:
+        stream = sys.stderr if print_ir_after_all is True else print_ir_after_all
+        instrumentations.append(PrintIRInstrumentation(stream, print_ir=print_op))
+    timer = TimingInstrumentation() if timing else None
+    if timer is not None:
+        instrumentations.append(timer)  # added last: it wraps each pass most tightly
+    analyses = AnalysisManager(module)
+    diagnostics = PassManager(passes, instrumentations).run(module, analyses)
+    return FrontendResult(module, diagnostics, analyses, timer)
+
+
+def failure_stage(failure: PassFailure) -> str:
+    """The safety net's stage name for a failed pass: ``detect-gemm``, or ``build-dag (after
+    detect-gemm)`` when passes ran before it."""
+    name = failure.pass_.pipeline_spec()
+    if not failure.previous:
+        return name
+    return f"{name} (after {', '.join(p.pipeline_spec() for p in failure.previous)})"
