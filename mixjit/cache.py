@@ -15,6 +15,10 @@ way round. ``MixjitCache`` keeps them apart twice over:
   is not reused (old code calling a new entry with the old arguments would
   corrupt memory).
 
+An unreadable cache file (truncated, empty, garbage) is a miss: ``MixjitCache`` is a
+``TolerantFunctionCache`` (``mixjit.runtime.jit_cache``), which warns once
+(``CacheFileWarning``), deletes the file and lets the function compile again.
+
 Cached code names the GEMM entry and its site blocks by symbol only. What
 registers them in a new process is the ``SiteBlock`` (``mixjit.plan``) that the
 frontend appends to Numba's ``reload_init``: Numba pickles it with the code and
@@ -27,25 +31,21 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
-from numba.core.caching import CompileResultCacheImpl, FunctionCache
+from numba.core.caching import CompileResultCacheImpl
 
 import mixjit
+from mixjit.runtime.jit_cache import CacheFileWarning, TolerantFunctionCache
+from mixjit.runtime.source_hash import sources_hash
+
+__all__ = ["ABI_SOURCES", "cache_tag", "MixjitCache", "CacheFileWarning"]
 
 
 ABI_SOURCES: tuple[Path, ...] = (Path(__file__).with_name("linking.py"), Path(__file__).with_name("entry.py"))
 """The modules that define how compiled user code calls the run-time entry: ``linking.py``
 (the ``gemm_alloc`` / ``gemm_update`` wrappers and the call it emits) and ``entry.py`` (the
 entry's C prototype and the tables it reads)."""
-
-
-def sources_hash(paths: Sequence[Path]) -> str:
-    """A hash of the names and contents of ``paths``."""
-    h = hashlib.sha256()
-    for path in paths:
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 def cache_tag(options: dict[str, Any]) -> str:
@@ -67,8 +67,9 @@ class _MixjitCacheImpl(CompileResultCacheImpl):
         return super().rebuild(target_context, payload)
 
 
-class MixjitCache(FunctionCache):
-    """Numba's per-function cache with mixjit's file names and tagged index key."""
+class MixjitCache(TolerantFunctionCache):
+    """Numba's per-function cache with mixjit's file names and tagged index key;
+    unreadable cache files are misses."""
 
     _impl_class = _MixjitCacheImpl
 

@@ -40,32 +40,31 @@ Executors (each writes ``C = alpha * P + beta * C``, P the scheme's product):
   ``C - P``). The executor's refusals (exponent span, K too long, bad words)
   come back as ``ENTRY_EXECUTOR_FAILED + status``.
 
-The entry is cached on disk with a key that also hashes the runtime sources it
-compiles in (``_EntryCache``): Numba's own key sees only this file, and a cached
-entry must not outlive a change of the executor it calls.
+The entry is cached on disk by ``RuntimeCache`` (``mixjit.runtime.jit_cache``),
+whose key also hashes the runtime sources it compiles in (this file's runtime
+imports, transitively): Numba's own key sees only this file, and a cached entry
+must not outlive a change of the executor it calls. An unreadable cache file is
+a miss (a ``CacheFileWarning``, then the entry compiles again).
 """
 
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import numpy as np
 import llvmlite.binding as llvm
 from llvmlite import ir as llir
 from numba import njit, types
 from numba.core import cgutils, sigutils
-from numba.core.caching import FunctionCache
 from numba.core.ccallback import CFunc
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
-from mixjit.cache import sources_hash
-from mixjit.runtime import executor_mixpert as _mixpert_ex
 from mixjit.runtime.executor_mixpert import N_STATS as _MIXPERT_STATS
 from mixjit.runtime.executor_mixpert import N_WORDS as _MIXPERT_WORDS
 from mixjit.runtime.executor_mixpert import STATUS_MESSAGES as _MIXPERT_MESSAGES
 from mixjit.runtime.executor_mixpert import mixpert_gemm
+from mixjit.runtime.jit_cache import RuntimeCache
 
 ENTRY_SYMBOL = "mixjit_gemm_entry"
 """Name under which the entry is registered with llvmlite (``binding.add_symbol``)."""
@@ -484,21 +483,6 @@ def _entry(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, 
     return ENTRY_BAD_EXECUTOR
 
 
-def _runtime_sources_hash() -> str:
-    """Hash of the runtime modules compiled into the entry (the executors and
-    their helpers): part of the entry's cache key."""
-    return sources_hash(sorted(Path(_mixpert_ex.__file__).parent.glob("*.py")))
-
-
-class _EntryCache(FunctionCache):
-    """Numba's cache of the entry, keyed also on the runtime sources it compiles
-    in: Numba's key sees only this file, so an edited executor would otherwise
-    keep running from a stale cached entry."""
-
-    def _index_key(self, sig, codegen):
-        return (*super()._index_key(sig, codegen), ("mixjit-runtime", _runtime_sources_hash()))
-
-
 _compiled = None
 _compile_lock = threading.Lock()
 
@@ -513,7 +497,7 @@ def entry_cfunc():
     with _compile_lock:
         if _compiled is None:
             fn = CFunc(_entry, sigutils.normalize_signature(_ENTRY_SIG), locals={}, options={"nopython": True})
-            fn._cache = _EntryCache(_entry)
+            fn._cache = RuntimeCache(_entry)
             fn.compile()
             _compiled = fn
         return _compiled

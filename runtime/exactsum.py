@@ -7,7 +7,7 @@ even, a zero result written as +0. This module is the one implementation of that
 rounding, shared by the multi-term schemes (runtime/schemes/emulation.py, split)
 and the MixPert executor (runtime/executor_mixpert.py).
 
-Compiled kernels (Numba ``@njit(cache=True, nogil=True)``, callable from compiled
+Compiled kernels (``@cached_njit(nogil=True)``: Numba, disk-cached, callable from compiled
 code): per output element a list of non-overlapping float64 partials (Shewchuk's
 algorithm, as in CPython's ``math.fsum``) holds the exact sum;
 
@@ -32,8 +32,9 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-import numba
 import numpy as np
+
+from mixjit.runtime.jit_cache import cached_njit
 
 __all__ = [
     "MAX_PARTIALS",
@@ -62,7 +63,7 @@ _MIN_NORMAL32 = 2.0**-126
 _MIN_NORMAL64 = 2.0**-1022
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def add_piece(p, n: int, x: float) -> int:
     """Add ``x`` exactly to the ``n`` partials ``p[0:n]``; return the new count."""
     i = 0
@@ -82,7 +83,7 @@ def add_piece(p, n: int, x: float) -> int:
     return i
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def add_pieces(parts, counts, d, fa, fb):
     """``parts[i,j,:]`` += ``d[i,j] * fa[i] * fb[j]`` exactly, for every element."""
     r, c = d.shape
@@ -93,7 +94,7 @@ def add_pieces(parts, counts, d, fa, fb):
                 counts[i, j] = add_piece(parts[i, j], counts[i, j], v)
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _fsum_hi(p, n: int) -> float:
     # CPython math.fsum's final rounding of non-overlapping partials
     if n == 0:
@@ -119,7 +120,7 @@ def _fsum_hi(p, n: int) -> float:
     return hi
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def finish(p, n: int) -> tuple[float, float]:
     """``(hi, lo)``: ``hi = RN64(sum p[0:n])``, ``lo`` the residual's leading partial."""
     hi = _fsum_hi(p, n)
@@ -135,7 +136,7 @@ def finish(p, n: int) -> tuple[float, float]:
     return hi, lo
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def round32(hi: float, lo: float) -> np.float32:
     """RN32 of ``S = hi + residual`` given ``hi = RN64(S)`` and ``lo`` with the sign of
     ``S - hi``: fixes the double-rounding case where ``hi`` is a float32 midpoint."""
@@ -166,7 +167,7 @@ def round32(hi: float, lo: float) -> np.float32:
     return c + np.float32(0.0)
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def round64_scaled(hi: float, lo: float, e: int) -> float:
     """RN64 of ``S * 2^e`` given ``hi = RN64(S)`` and the sign of ``S - hi`` in ``lo``;
     exact in the subnormal range (where scaling ``hi`` alone could round twice)."""
@@ -186,7 +187,7 @@ def round64_scaled(hi: float, lo: float, e: int) -> float:
     return math.copysign(math.ldexp(n, -1074), hi) + 0.0
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def finish_all(parts, counts, ea, eb, out, to32: bool):
     """Round every element's exact sum times ``2^(ea[i]+eb[j])`` into ``out``."""
     r, c = counts.shape
@@ -268,7 +269,7 @@ def inside_rounding_interval(s: np.ndarray, err: np.ndarray, c: np.ndarray) -> n
         return (np.abs(s - c) + err < half) & (ac < _F32MAX)
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _exact_dots32(x, y, rows, cols, addend):
     """``RN32`` of the exact ``x[r] · y[:, c] + addend`` for each listed element
     (the products are exact by the caller's contract)."""

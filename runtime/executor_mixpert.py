@@ -25,7 +25,7 @@ bits:
 Non-finite inputs: those elements count as 0 for the computation and the
 affected outputs are set by the non-finite rule (Common conventions).
 
-The whole executor is compiled (Numba ``@njit(cache=True, nogil=True)``), so the
+The whole executor is compiled (``@cached_njit(nogil=True)``: Numba, disk-cached), so the
 Python API (``scheme.run``) and compiled callers (the @mixjit entry) run one code
 path:
 
@@ -44,9 +44,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
+from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.exactsum import MAX_PARTIALS, add_piece, add_pieces, finish, finish_all, round32, round64_scaled
 from mixjit.runtime.pair_blocks import (
     BLOCK_BITS,
@@ -135,7 +135,7 @@ _F32MAX = float(np.finfo(np.float32).max)
 # ------------------------------------------------------------------ parameters
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _params_ok(params, out_itemsize: int) -> bool:
     if params.shape[0] < N_WORDS:
         return False
@@ -154,7 +154,7 @@ def _params_ok(params, out_itemsize: int) -> bool:
     )
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _pairs(params):
     """The kept pairs as a boolean segments x segments matrix."""
     s = params[W_SEGMENTS]
@@ -170,7 +170,7 @@ def _pairs(params):
 # ------------------------------------------------------------- operand split
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _row_form(x, transpose: bool, to32: bool):
     """Contiguous float64 copy of ``x`` (or ``x.T``), rounded to float32 first when
     the domain is FP32 (overflow gives inf; float32 values widen exactly)."""
@@ -184,7 +184,7 @@ def _row_form(x, transpose: bool, to32: bool):
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _fallback_flags(nonzero, shifted, tile_rows: int, threshold: int):
     """Per row and k-tile: does the row's tile fall back (more than 1/8 of its nonzero
     elements shifted by more than ``threshold`` bits)? Also the number of such tiles."""
@@ -208,7 +208,7 @@ def _fallback_flags(nonzero, shifted, tile_rows: int, threshold: int):
     return fb, count
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _scales(gexp, fb):
     """Per row: reference exponent (max over valid groups), span, and the exact
     power-of-two factor ``2^(E - ref)`` of each group (0 for zero/fallback groups)."""
@@ -235,7 +235,7 @@ def _scales(gexp, fb):
     return ref, span, scale
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _split_rows(raw, side_b: bool, params):
     """Split and align a row-form operand (A, or Bᵀ when ``side_b``): the tuple
     ``(raw, bad, q, gexp, fb, ref, span, scale, fb_tiles)`` the multiply takes."""
@@ -255,7 +255,7 @@ def _split_rows(raw, side_b: bool, params):
     return raw, bad, q, gexp, fb, ref, span, scale, fb_tiles
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def prepare_operand(x, side_b: bool, params):
     """Split operand ``x`` (A, or B when ``side_b``; any strides, float32/float64)
     under the config words ``params``; the result feeds :func:`multiply_into`."""
@@ -265,7 +265,7 @@ def prepare_operand(x, side_b: bool, params):
 # ------------------------------------------------------------------ multiply
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _operand(q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int, tk: int):
     """Float64 matrix of segments ``i0..i1`` of ``q[rows, k0:k1]``, each k-tile times
     its scale (integer-valued times a power of two: exact)."""
@@ -279,7 +279,7 @@ def _operand(q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, 
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _epilogue(d1, w1: float, d2, w2: float, two: bool, ea, eb, out, to32: bool):
     """``out = RN(X)`` from one or two exact block results (TwoSum gives the residual)."""
     m, n = out.shape
@@ -304,7 +304,7 @@ def _epilogue(d1, w1: float, d2, w2: float, two: bool, ea, eb, out, to32: bool):
                 out[i, j] = round64_scaled(s, err, ea[i] + eb[j])
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _special(araw, braw, abad, bbad, out) -> int:
     """The non-finite rule for every output whose row of A or column of B holds an
     inf/NaN: NaN if any term is NaN (a NaN input or inf·0) or the inf terms have
@@ -342,7 +342,7 @@ def _special(araw, braw, abad, bbad, out) -> int:
     return count
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _tf32(v: float) -> float:
     """RN_tf32 of the float32 value ``v`` (given as float64; finite), ties to even,
     on the bit pattern (docs/numerics.md, tf32x3); overflow gives inf."""
@@ -352,7 +352,7 @@ def _tf32(v: float) -> float:
     return np.float64(r.view(np.float32))
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _tf32_split(raw):
     """The tf32x3 split of a row-form operand (float32 values): ``big = RN_tf32(x)``,
     ``small = RN_tf32(x - big)``; non-finite inputs count as 0, and an element whose
@@ -381,7 +381,7 @@ _CHUNK = 256
 _U = 2.0**-53
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _runs(afb, ascale, bfb, bscale, rows, others, nb: int, tk: int, K: int):
     """The column runs of the certified path's GEMM, as rows ``(kind, k-tile)``:
     for each k-tile, the blocks where some listed row and some other row have a
@@ -421,7 +421,7 @@ def _runs(afb, ascale, bfb, bscale, rows, others, nb: int, tk: int, K: int):
     return out[:count]
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _fill(dst, sel, q, scale, fb, big, small, inv, runs, r0: int, r1: int, s0: int, s1: int,
           blocks, segments: int, digits: int, tk: int, K: int, side_b: bool):
     """Columns of runs ``r0..r1`` for the rows ``sel`` of one side (A: ``side_b``
@@ -463,7 +463,7 @@ def _fill(dst, sel, q, scale, fb, big, small, inv, runs, r0: int, r1: int, s0: i
             c += k1 - k0
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _certain32(s: float, err: float) -> bool:
     """Ziv's rounding test: does every value within ``err`` of ``s`` round to the
     float32 ``RN32(s)``? Half an ulp on each side (a quarter at a power of two);
@@ -478,7 +478,7 @@ def _certain32(s: float, err: float) -> bool:
     return abs(s - np.float64(c)) + err < half
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _exact_element(pa, pb, parts_a, parts_b, blocks, i: int, j: int, e: int, ia0: int, ia1: int,
                    jb0: int, jb1: int, params, p) -> float:
     """RN32 of the exact ``X[i, j]`` (row ``i`` of ``pa`` times row ``j`` of ``pb``,
@@ -521,7 +521,7 @@ def _exact_element(pa, pb, parts_a, parts_b, blocks, i: int, j: int, e: int, ia0
     return round32(math.ldexp(hi, e), lo)
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _certified(pa, pb, parts_a, parts_b, blocks, ea, eb, params, rows, others, out, transposed: bool) -> int:
     """The outputs ``rows × others`` of ``pa`` times ``pb`` (rows of A times
     columns of B; columns of B times rows of A when ``transposed``, the blocks'
@@ -606,7 +606,7 @@ def _certified(pa, pb, parts_a, parts_b, blocks, ea, eb, params, rows, others, o
     return slow
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _fast(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool):
     """The fast path: one dgemm per block over the whole K, rounded once."""
     segments = params[W_SEGMENTS]
@@ -637,7 +637,7 @@ def _fast(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool):
     finish_all(parts, counts, ea, eb, out, to32)
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _exact_rows(pa, pb, blocks, ea, eb, params, rows, out, transposed: bool, to32: bool):
     """Recompute the outputs of ``rows`` of ``pa`` (rows of A; columns of B when
     ``transposed``, with ``pa``/``pb`` and the blocks' sides swapped) k-tile by
@@ -679,7 +679,7 @@ def _exact_rows(pa, pb, blocks, ea, eb, params, rows, out, transposed: bool, to3
                     out[rs[u], j] = sub[u, j]
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _exact_sets(sa, sb, fa, fb, limit: int):
     """Rows and columns that must take the exact path: touching a fallback tile, or
     with ``span_a[i] + span_b[j]`` above the fast path's exactness bound ``limit``
@@ -705,7 +705,7 @@ def _exact_sets(sa, sb, fa, fb, limit: int):
     return np.flatnonzero(bad_a), np.flatnonzero(bad_b)
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _product(pa, pb, params, out, stats) -> int:
     """``out = RN(X)`` (float64 array holding the float32/float64 result) for split
     operands; fills ``stats``; returns a status."""
@@ -768,7 +768,7 @@ def _product(pa, pb, params, out, stats) -> int:
     return OK
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def multiply_into(pa, pb, params, c, stats) -> int:
     """``C = A @ B`` under the MixPert semantics for split operands (from
     :func:`prepare_operand`) into ``c`` (m x n, float32/float64, any strides;
@@ -789,7 +789,7 @@ def multiply_into(pa, pb, params, c, stats) -> int:
     return status
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def mixpert_gemm(a, b, c, params, stats) -> int:
     """``C = A @ B`` under the MixPert semantics: ``a`` (m x k), ``b`` (k x n), ``c``
     (m x n), float32/float64 with any strides; ``params`` the config words

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 from numba.extending import register_jitable
 
+from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.segments import BALANCED, MAGNITUDE, digit_bits
 
 __all__ = ["Block", "SPAN_RESERVE", "range_bits", "plan_blocks", "plan_block_array", "k_bits", "pair_matrix"]
@@ -83,7 +83,7 @@ def _put(rows, r: int, i0: int, i1: int, j0: int, j1: int) -> None:
     rows[r, 3] = j1
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def plan_block_array(pairs, segments: int, seg0_bits: int, k: int, digits: int):
     """Disjoint rectangles covering the kept pairs (``pairs[i, j]`` true) whose
     dgemms over ``k`` terms are exact with ``SPAN_RESERVE`` binades to spare.

@@ -32,15 +32,16 @@ others (width ``W = seg0_bits + 7*(segments-1)``):
 
    The mantissa width is ``W = seg0_bits + b*(segments-1)``, ``b`` = 7 or 8.
 
-The hot kernels are Numba ``@njit(cache=True)`` functions over plain arrays, so
+The hot kernels are Numba functions (``@cached_njit``, disk-cached) over plain arrays, so
 compiled callers (the @mixjit frontend) can call them without the GIL.
 """
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba.extending import register_jitable
+
+from mixjit.runtime.jit_cache import cached_njit
 
 __all__ = [
     "ZERO_EXP",
@@ -82,7 +83,7 @@ def width(segments: int, seg0_bits: int, digits: int = MAGNITUDE) -> int:
     return seg0_bits + digit_bits(digits) * (segments - 1)
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _balanced_offset(n: int) -> int:
     """``128 * (256^n - 1) / 255`` (n <= 7): the offset that maps n balanced digits
     to n bytes (digit + 128 each)."""
@@ -98,7 +99,7 @@ def max_aligned(segments: int, digits: int) -> int:
     return (1 << 62) - 1
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def split_element(u, w: int, emax: int) -> tuple[int, int]:
     """Element split of a finite nonzero value given as the bits ``u`` (uint64) of its
     float64 value: signed ``M`` (|M| in [2^(w-1), 2^w)) and exponent ``e`` with
@@ -140,7 +141,7 @@ def split_element(u, w: int, emax: int) -> tuple[int, int]:
     return m, e
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def shift_magnitude(m: int, d: int, mode: int) -> int:
     """``m >> d`` on the magnitude (sign kept), truncated or rounded to nearest-even."""
     neg = m < 0
@@ -163,7 +164,7 @@ def shift_magnitude(m: int, d: int, mode: int) -> int:
 _NO_EXP = -32768
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _shift_branchless(m: int, d: int, mode: int) -> int:
     """:func:`shift_magnitude` for ``|m| < 2^62``, ``d >= 0``, written with selects
     so that the packer's inner loop vectorises."""
@@ -180,7 +181,7 @@ def _shift_branchless(m: int, d: int, mode: int) -> int:
     return -q if neg else q
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: int, emax: int):
     """Split and align the rows of ``x`` (r×K, float32/float64) in groups of
     ``group_rows`` consecutive rows × ``tk`` consecutive columns; ``emax`` is the
@@ -286,7 +287,7 @@ def segment_digits(q: np.ndarray, segments: int, digits: int = MAGNITUDE) -> np.
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def digit_range(q: int, i0: int, i1: int, segments: int, digits: int) -> int:
     """Segments ``i0..i1`` of ``q`` as one signed integer ``sum_i s_i 2^(b*(i1-i))``."""
     if digits == BALANCED:

@@ -1,0 +1,117 @@
+"""Numba disk caches for mixjit: unreadable files are misses, runtime code is keyed
+on every runtime source it compiles in.
+
+Two defects of Numba's own ``FunctionCache`` (numba 0.68) are fixed here, once, for
+every cached function of mixjit (the runtime kernels, the run-time entry and
+``@mixjit(cache=True)`` user functions):
+
+* A truncated, empty or garbage ``.nbi`` / ``.nbc`` file makes the call raise
+  (``UnpicklingError``, ``EOFError``, ...). ``TolerantFunctionCache`` treats an
+  unreadable index or data file as a miss: it warns once (``CacheFileWarning``),
+  deletes the file and lets Numba compile and save again.
+* Numba's key sees only the source file of the cached function. ``RuntimeCache``
+  adds a hash of the sources of every runtime module the function's module
+  imports (``mixjit.runtime.source_hash``), so an edited helper (say
+  ``segments.py``) or an upgrade never runs the old compiled code of a kernel that
+  compiles it in. ``cached_njit`` applies it: every ``cache=True`` kernel of the
+  runtime is declared with ``@cached_njit(...)`` instead of ``@numba.njit(cache=True, ...)``.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Callable
+
+import numba
+from numba.core.caching import FunctionCache, IndexDataCacheFile
+
+from mixjit.runtime.source_hash import runtime_sources_hash
+
+__all__ = ["CacheFileWarning", "TolerantFunctionCache", "RuntimeCache", "cached_njit"]
+
+
+class CacheFileWarning(UserWarning):
+    """A Numba cache file of a mixjit-compiled function (a runtime kernel, the run-time
+    entry, an ``@mixjit(cache=True)`` function) could not be read; it was deleted and
+    the function compiled again."""
+
+
+class _TolerantCacheFile(IndexDataCacheFile):
+    """Numba's index/data file pair, where a file that cannot be unpickled is a miss."""
+
+    def __init__(self, cache_path: str, filename_base: str, source_stamp: Any, owner: str) -> None:
+        super().__init__(cache_path=cache_path, filename_base=filename_base, source_stamp=source_stamp)
+        self._owner = owner
+
+    def _load_index(self) -> dict:
+        try:
+            overloads = super()._load_index()
+            if not isinstance(overloads, dict) or not all(isinstance(v, str) for v in overloads.values()):
+                raise TypeError(f"the index holds a {type(overloads).__name__}, not a dict of file names")
+            return overloads
+        except OSError:  # missing is handled by Numba; unreadable for the OS is not corruption
+            raise
+        except Exception as exc:
+            self._discard(self._index_path, exc)
+            return {}
+
+    def _load_data(self, name: str) -> Any:
+        try:
+            return super()._load_data(name)
+        except OSError:  # Numba's load() treats a vanished data file as a miss
+            raise
+        except Exception as exc:
+            self._discard(self._data_path(name), exc)
+            return None
+
+    def _discard(self, path: str, exc: Exception) -> None:
+        """Warn that ``path`` is unreadable and delete it (a later save rewrites it)."""
+        try:
+            os.unlink(path)
+            fate = "deleted it"
+        except FileNotFoundError:
+            fate = "it is gone"
+        except OSError as err:
+            fate = f"could not delete it ({err})"
+        warnings.warn(
+            f"mixjit: unreadable Numba cache file {path} of {self._owner} "
+            f"({type(exc).__name__}: {exc}); {fate}, compiling again",
+            CacheFileWarning, stacklevel=2)
+
+
+class TolerantFunctionCache(FunctionCache):
+    """Numba's ``FunctionCache`` where an unreadable (truncated, empty, garbage) cache
+    file is a miss with one ``CacheFileWarning``, instead of an exception in the call."""
+
+    def __init__(self, py_func: Callable) -> None:
+        super().__init__(py_func)
+        self._cache_file = _TolerantCacheFile(
+            cache_path=self._cache_path,
+            filename_base=self._impl.filename_base,
+            source_stamp=self._impl.locator.get_source_stamp(),
+            owner=f"{py_func.__module__}.{py_func.__qualname__}",
+        )
+
+
+class RuntimeCache(TolerantFunctionCache):
+    """The cache of compiled runtime code: its index key adds a hash of the sources of
+    the function's module and of every runtime module that module imports, transitively
+    (``runtime_sources``), since the compiled code contains theirs too."""
+
+    def _index_key(self, sig: Any, codegen: Any) -> tuple:
+        return (*super()._index_key(sig, codegen), ("mixjit-runtime", runtime_sources_hash(self._py_func.__module__)))
+
+
+def cached_njit(func: Callable | None = None, **options: Any) -> Any:
+    """``numba.njit(cache=True, **options)`` with ``RuntimeCache`` as the disk cache.
+    Use it (``@cached_njit(nogil=True)``) for every cached kernel that compiles runtime code."""
+    if "cache" in options:
+        raise TypeError("cached_njit always caches (with RuntimeCache); drop the cache= option")
+
+    def decorate(py_func: Callable) -> Any:
+        dispatcher = numba.njit(**options)(py_func)
+        dispatcher._cache = RuntimeCache(py_func)  # what Dispatcher.enable_caching() does, with our class
+        return dispatcher
+
+    return decorate(func) if func is not None else decorate
