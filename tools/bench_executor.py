@@ -3,18 +3,28 @@
     python tools/bench_executor.py            # speed: level IV vs numpy float32 matmul
     python tools/bench_executor.py --accuracy # error tables behind docs/numerics.md
     python tools/bench_executor.py --accuracy --sizes 256 512 --configs level=IV level=I
+    python tools/bench_executor.py --schemes --phase after  # the other schemes vs numpy
 
 Speed mode times ``mixjit.gemm(A, B, "mixpert", "level=IV")`` (splitting both
 operands included) and ``A @ B`` in float32 side by side, alternating, several
 repeats, and reports the median ratio; then the same on wide-range data (entries
 ±2^U(-20, 20), where every tile falls back to tf32x3 products), with tf32x3 beside
 it; it writes docs/executor_speed.md.
+
+Schemes mode (``--schemes``) times ``scheme.run`` of tf32x3, bf16x3/x6/x9, fp16x2,
+int8 and split (default configs) against ``A @ B`` in float32, alternating, at 512
+and 2048, and records the median ratios under ``--phase`` (``before``: the NumPy
+executors, measured at the commit named in the results file; ``after``: the
+compiled ones) in docs/executor_speed_schemes.json; the table in
+docs/executor_speed.md (between the ``schemes`` markers) shows both phases.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import platform
 import statistics
 import sys
@@ -175,6 +185,88 @@ def _write_doc(rows: list[tuple[int, float, float, float]], wide: list[tuple[int
     print(f"wrote {DOC}")
 
 
+SCHEME_CASES = (("tf32x3", "products=3"), ("bf16xn", "products=3"), ("bf16xn", "products=6"),
+                ("bf16xn", "products=9"), ("fp16x2", "products=3"), ("int8", "scale=row-col"),
+                ("split", "fp16=auto,width=32,rank=p99,target=a100"))
+SCHEMES_JSON = DOC.with_name("executor_speed_schemes.json")
+_BEGIN, _END = "<!-- schemes: begin (tools/bench_executor.py --schemes) -->", "<!-- schemes: end -->"
+
+
+def scheme_speed(sizes: list[int], repeats: int, phase: str, write: bool) -> None:
+    """Median time ratio of each emulation scheme's ``run`` to numpy float32 matmul,
+    measured side by side (alternating) on uniform [-1, 1] data."""
+    rng = np.random.default_rng(0)
+    results: dict[str, dict[str, float]] = {}
+    for n in sizes:
+        a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        for name, label in SCHEME_CASES:
+            s = get_scheme(name)
+            cfg = s.parse_config(label)
+            s.run(a[:64, :64], b[:64, :64], cfg)  # compile / load the kernels
+            t_np, t_s = [], []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                a @ b
+                t_np.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                s.run(a, b, cfg)
+                t_s.append(time.perf_counter() - t0)
+            ratio = statistics.median([x / y for x, y in zip(t_s, t_np)])
+            key = f"{name} {label}"
+            results.setdefault(key, {})[str(n)] = ratio
+            print(f"n={n} {key}: numpy {statistics.median(t_np):.3f} s, scheme {statistics.median(t_s):.3f} s, "
+                  f"ratio {ratio:.1f}x")
+    if not write:
+        return
+    data = json.loads(SCHEMES_JSON.read_text()) if SCHEMES_JSON.exists() else {}
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=DOC.parent).stdout.strip()
+    data[phase] = {"commit": commit, "repeats": repeats, "load": os.getloadavg()[0], "ratios": results}
+    SCHEMES_JSON.write_text(json.dumps(data, indent=1) + "\n")
+    _write_scheme_section(data)
+
+
+def _scheme_section(data: dict) -> list[str]:
+    phases = [p for p in ("before", "after") if p in data]
+    sizes = sorted({n for p in phases for r in data[p]["ratios"].values() for n in r}, key=int)
+    head = " | ".join(f"{p} {n}" for n in sizes for p in phases)
+    lines = [
+        _BEGIN,
+        "## Other emulation schemes: time of `scheme.run` / numpy float32 matmul",
+        "",
+        "Square uniform [-1, 1] float32 GEMMs, each scheme's run and `A @ B` timed",
+        "alternately in one process, median ratio of the repeats (same machine as above).",
+        "Phases: " + "; ".join(f"{p} = commit {data[p]['commit']}, {data[p]['repeats']} repeats, "
+                               f"load {data[p]['load']:.1f}" for p in phases)
+        + " (before: the NumPy executors; after: the compiled ones). Raw numbers:",
+        "docs/executor_speed_schemes.json.",
+        "",
+        f"| scheme config | {head} |",
+        "|---|" + "---|" * (len(sizes) * len(phases)),
+    ]
+    keys = list(dict.fromkeys(k for p in phases for k in data[p]["ratios"]))
+    for k in keys:
+        cells = []
+        for n in sizes:
+            for p in phases:
+                v = data[p]["ratios"].get(k, {}).get(n)
+                cells.append(f"{v:.1f}x" if v is not None else "-")
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    return lines + ["", _END]
+
+
+def _write_scheme_section(data: dict) -> None:
+    text = DOC.read_text() if DOC.exists() else ""
+    section = "\n".join(_scheme_section(data))
+    if _BEGIN in text and _END in text:
+        text = text[: text.index(_BEGIN)] + section + text[text.index(_END) + len(_END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    DOC.write_text(text)
+    print(f"wrote {DOC}")
+
+
 def _err(c: np.ndarray, ref: np.ndarray) -> float:
     return float(np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref))
 
@@ -252,8 +344,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--accuracy", action="store_true", help="print the accuracy tables instead")
     p.add_argument("--configs", nargs="+", help="with --accuracy: these config labels instead of the default list")
     p.add_argument("--no-write", action="store_true", help="do not rewrite docs/executor_speed.md")
+    p.add_argument("--schemes", action="store_true", help="time the other emulation schemes instead")
+    p.add_argument("--phase", choices=("before", "after"), default="after", help="with --schemes: which column")
     args = p.parse_args(argv)
-    if args.accuracy:
+    if args.schemes:
+        sizes = [512, 2048] if args.sizes == [512, 1024, 2048] else args.sizes
+        scheme_speed(sizes, args.repeats, args.phase, not args.no_write)
+    elif args.accuracy:
         sizes = [256, 512, 1024, 2048] if args.sizes == [512, 1024, 2048] else args.sizes
         accuracy(sizes, tuple(args.configs) if args.configs else ACCURACY_LABELS)
     else:

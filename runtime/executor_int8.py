@@ -1,0 +1,137 @@
+"""Compiled executor of the int8 scheme (symmetric INT8, per-row A / per-column B scales).
+
+Semantics: docs/numerics.md, section "int8". The same code runs for ``scheme.run``
+(runtime/schemes/int8.py) and for compiled callers:
+
+* :func:`int8_gemm` ``(a, b, c, params, stats) -> status``: ``C = A @ B`` for 2-D
+  float32/float64 arrays with any strides (``c`` float32 or float64, m×n);
+  ``params`` the config words (``Int8Config.words()``); ``stats`` int64[N_STATS].
+  Returns 0 or an ``ERR_*`` status (``STATUS_MESSAGES``); never raises, never takes
+  the GIL; scratch is per call.
+* :func:`dequantized_product`: the dequantized INT8 GEMM ``RN64(RN64(S·s_i)·t_j)``
+  of row-form operands (also the INT8 part of the split scheme).
+
+Word layout (``N_WORDS = 1``): ``W_SCALE`` = ``SCALE_ROW_COL`` (the only scaling).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mixjit.runtime.executor_common import nonfinite_rule, row_form, store
+from mixjit.runtime.jit_cache import cached_njit
+
+__all__ = [
+    "W_SCALE",
+    "N_WORDS",
+    "SCALE_ROW_COL",
+    "STAT_NONFINITE",
+    "N_STATS",
+    "OK",
+    "ERR_PARAMS",
+    "ERR_SHAPE",
+    "STATUS_MESSAGES",
+    "EXACT_SGEMM_K",
+    "dequantized_product",
+    "int8_gemm",
+]
+
+W_SCALE = 0
+N_WORDS = 1
+SCALE_ROW_COL = 0
+
+STAT_NONFINITE = 0  # outputs set by the non-finite rule
+N_STATS = 1
+
+OK = 0
+ERR_PARAMS = 3
+ERR_SHAPE = 4
+STATUS_MESSAGES: dict[int, str] = {
+    ERR_PARAMS: "the config words are invalid (encode configs with Int8Config.words(): scale 0 = row-col)",
+    ERR_SHAPE: "shapes do not match: A is m x k, B must be k x n and C m x n",
+}
+"""What each non-zero status of :func:`int8_gemm` means."""
+
+#: the largest K block whose int8×int8 sum is exact in a float32 accumulator:
+#: 1024 · 127² = 16,516,096 < 2^24
+EXACT_SGEMM_K = 1024
+#: 1.5 * 2^52: adding and subtracting it rounds |t| < 2^51 to an integer, ties to even
+_RINT_MAGIC = 6755399441055744.0
+
+
+@cached_njit(nogil=True)
+def _quantize(raw):
+    """``(q3, s)``: symmetric INT8 quantization of each row of the row-form ``raw``
+    (non-finite values as 0): ``s_i = RN64(amax_i/127)``, ``q = rint(RN64(x/s_i))``
+    ties to even (0 for an all-zero row), stored block-major as float32,
+    (⌈K/EXACT_SGEMM_K⌉, rows, EXACT_SGEMM_K), zero padded."""
+    r, kk = raw.shape
+    nb = (kk + EXACT_SGEMM_K - 1) // EXACT_SGEMM_K
+    q3 = np.zeros((nb, r, EXACT_SGEMM_K), dtype=np.float32)
+    s = np.zeros(r)
+    for i in range(r):
+        amax = 0.0
+        for k in range(kk):
+            v = raw[i, k]
+            if math.isfinite(v) and abs(v) > amax:
+                amax = abs(v)
+        si = amax / 127.0
+        s[i] = si
+        if si == 0.0:
+            continue
+        for k in range(kk):
+            v = raw[i, k]
+            if math.isfinite(v):
+                q3[k // EXACT_SGEMM_K, i, k % EXACT_SGEMM_K] = np.float32((v / si + _RINT_MAGIC) - _RINT_MAGIC)
+    return q3, s
+
+
+@cached_njit(nogil=True)
+def dequantized_product(araw, braw):
+    """``D[i,j] = RN64(RN64(S[i,j]·s_i)·t_j)`` (float64 m×n) for row-form operands
+    (A m×K, Bᵀ n×K): ``S`` is the exact integer product of the quantized values,
+    from float32 GEMMs on K blocks of :data:`EXACT_SGEMM_K` (each exact in any order)
+    added in float64 (exact integers)."""
+    qa, sa = _quantize(araw)
+    qb, sb = _quantize(braw)
+    m = araw.shape[0]
+    n = braw.shape[0]
+    d = np.zeros((m, n))
+    for blk in range(qa.shape[0]):
+        part = np.dot(qa[blk], qb[blk].T)
+        for i in range(m):
+            for j in range(n):
+                d[i, j] += part[i, j]
+    for i in range(m):
+        for j in range(n):
+            d[i, j] = (d[i, j] * sa[i]) * sb[j]
+    return d
+
+
+@cached_njit(nogil=True)
+def int8_gemm(a, b, c, params, stats) -> int:
+    """``C = A @ B`` under the int8 semantics: ``a`` (m x k), ``b`` (k x n), ``c``
+    (m x n), float32/float64, any strides; ``params`` the config words; ``stats``
+    int64[N_STATS]. Returns 0 or an ``ERR_*`` status (``c`` is then unchanged)."""
+    if params.shape[0] < N_WORDS or params[W_SCALE] != SCALE_ROW_COL:
+        return ERR_PARAMS
+    m, K = a.shape
+    n = b.shape[1]
+    if b.shape[0] != K or c.shape[0] != m or c.shape[1] != n:
+        return ERR_SHAPE
+    stats[:] = 0
+    if m == 0 or n == 0:
+        return OK
+    araw, abad = row_form(a, False)
+    braw, bbad = row_form(b, True)
+    d = dequantized_product(araw, braw)
+    out = np.empty((m, n), dtype=np.float32)
+    for i in range(m):
+        for j in range(n):
+            out[i, j] = np.float32(d[i, j]) + np.float32(0.0)  # |C| > FLT_MAX rounds to inf
+    if abad.any() or bbad.any():
+        stats[STAT_NONFINITE] = nonfinite_rule(araw, braw, abad, bbad, out)
+    store(out, c)
+    return OK
