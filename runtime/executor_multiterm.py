@@ -128,14 +128,15 @@ def _split_unscaled(v: float, drop: int, nparts: int, parts) -> bool:
 @cached_njit(nogil=True)
 def _split_scaled(y: float, down: float, top: bool, nparts: int, parts):
     """FP16 parts of the scaled value ``y = x·2^σ`` in the input's units
-    (``down = 2^-σ``): part p = RN16(residual·2^(11p))·2^-(σ+11p). A hi part that
-    rounds up to 2^15 in a row of float32's top binade (``top``: the unscaled value
-    would be 2^128) is truncated to the largest FP16 value below 2^15 instead."""
+    (``down = 2^-σ``): part p = RN16(residual·2^(11p))·2^-(σ+11p). With one part, a
+    hi that rounds up to 2^15 in a row of float32's top binade (``top``: the unscaled
+    value would be 2^128, inf in float32) is truncated to the largest FP16 value
+    below 2^15 instead; with more parts the lo part corrects the carry exactly."""
     r = y
     sh = 1.0
     for p in range(nparts):
         h = _rn16(r * sh)
-        if p == 0 and top and abs(h) == 32768.0:
+        if p == 0 and top and nparts == 1 and abs(h) == 32768.0:
             h = math.copysign(_FP16_MAX_BELOW_2_15, h)
         parts[p] = h * down / sh
         r = r - h / sh

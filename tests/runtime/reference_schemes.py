@@ -133,9 +133,9 @@ def split_value(x: Fraction, fmt: str, nparts: int) -> list | None:
 
 def split_scaled_fp16(xs: list[Fraction], nparts: int) -> list[list[Fraction]]:
     """Scaled FP16 split of one row (or column): shift so that max|x| is in
-    [2^14, 2^15); part i = RN16(residual · 2^(11 i)); parts returned unscaled. A
-    hi part that rounds up to 2^15 where the unscaled value would be 2^128 (the row's
-    maximum is in float32's top binade) is truncated to 2^15 - 2^4 instead."""
+    [2^14, 2^15); part i = RN16(residual · 2^(11 i)); parts returned unscaled. With
+    one part, a hi that rounds up to 2^15 where the unscaled value would be 2^128
+    (the row's maximum is in float32's top binade) is truncated to 2^15 - 2^4."""
     amax = max((abs(v) for v in xs), default=Fraction(0))
     shift = 14 - floor_log2(amax) if amax > 0 else 0
     out = []
@@ -144,7 +144,7 @@ def split_scaled_fp16(xs: list[Fraction], nparts: int) -> list[list[Fraction]]:
         parts = []
         for i in range(nparts):
             p = rn(r * Fraction(2) ** (11 * i), "fp16")
-            if i == 0 and shift == 14 - 127 and abs(p) == 2**15:
+            if i == 0 and nparts == 1 and shift == 14 - 127 and abs(p) == 2**15:
                 p = (2**15 - 2**4) * (1 if p > 0 else -1)
             parts.append(p / Fraction(2) ** (shift + 11 * i))
             r = r - p / Fraction(2) ** (11 * i)
