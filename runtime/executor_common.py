@@ -13,9 +13,9 @@ semantics in docs/numerics.md ("Common conventions", "tf32x3"):
   take the exact sum changes the time, never the bits;
 * :func:`store`: copy a float32 result into the caller's C (any dtype, strides).
 
-Operands of :func:`round_products32` are *chunk-major*: ``x3[c]`` is the m×CHUNK
-block of columns ``c·CHUNK ...`` of X (zero padded), so that every float64 GEMM
-runs on contiguous blocks.
+Operands of :func:`round_products32` are *chunk-major* (:func:`chunk_layout`):
+``x3[c]`` is the m×w block of columns ``c·w ...`` of X, w = min(CHUNK, K) (the
+last block zero padded), so that every float64 GEMM runs on contiguous blocks.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ import numpy as np
 from mixjit.runtime.exactsum import MAX_PARTIALS, add_piece, finish, round32
 from mixjit.runtime.jit_cache import cached_njit
 
-__all__ = ["CHUNK", "row_form", "nonfinite_rule", "chunked", "round_products32", "store"]
+__all__ = ["CHUNK", "chunk_layout", "row_form", "nonfinite_rule", "chunked", "round_products32", "store"]
 
 #: inner size of one float64 GEMM (the error bound's n): see docs/numerics.md, tf32x3
-CHUNK = 256
+CHUNK = 1024
 _U = 2.0**-53
 _F32MAX = float(np.finfo(np.float32).max)
 #: rows x columns of one transposition block of :func:`row_form`
@@ -104,16 +104,23 @@ def nonfinite_rule(araw, braw, abad, bbad, out) -> int:
 
 
 @cached_njit(nogil=True)
+def chunk_layout(kk: int) -> tuple[int, int]:
+    """``(chunks, width)`` of the chunk-major layout of ``kk`` columns."""
+    w = max(1, min(CHUNK, kk))
+    return (kk + w - 1) // w, w
+
+
+@cached_njit(nogil=True)
 def chunked(src, rows, cols):
     """Chunk-major copy of ``src[rows][:, cols]`` (float64): shape
-    (⌈len(cols)/CHUNK⌉, len(rows), CHUNK), zero padded."""
+    (chunks, len(rows), width) of :func:`chunk_layout`, zero padded."""
     kk = cols.shape[0]
-    nch = (kk + CHUNK - 1) // CHUNK
-    out = np.zeros((nch, rows.shape[0], CHUNK))
+    nch, w = chunk_layout(kk)
+    out = np.zeros((nch, rows.shape[0], w))
     for t in range(rows.shape[0]):
         r = rows[t]
         for k in range(kk):
-            out[k // CHUNK, t, k % CHUNK] = src[r, cols[k]]
+            out[k // w, t, k % w] = src[r, cols[k]]
     return out
 
 
@@ -128,6 +135,35 @@ def _half_interval(c: np.float32) -> float:
 
 
 @cached_njit(nogil=True)
+def _double_double32(x3, y3, i: int, j: int, addend: float, out) -> bool:
+    """Second test for an output the GEMM's bound left in doubt: Σ x[i,k]·y[j,k] +
+    addend (exact products) in double-double (Ogita-Rump-Oishi Sum2:
+    |hi + lo - S| <= γ_n²·Σ|terms|); if that interval and the final addition's error
+    lie inside the rounding interval of ``RN32(hi + lo)``, write it and return True."""
+    hi = addend
+    lo = 0.0
+    tot = abs(addend)
+    nterms = 1
+    for c in range(x3.shape[0]):
+        for k in range(x3.shape[2]):
+            v = x3[c, i, k] * y3[c, j, k]
+            s = hi + v
+            bb = s - hi
+            lo += (hi - (s - bb)) + (v - bb)
+            hi = s
+            tot += abs(v)
+            nterms += 1
+    t = hi + lo
+    g = nterms * _U
+    err = 2.0 * g * g * tot + 2.0 * _U * abs(t)
+    cv = np.float32(t)
+    if abs(cv) < _F32MAX and abs(t - np.float64(cv)) + err < _half_interval(cv):
+        out[i, j] = cv + np.float32(0.0)
+        return True
+    return False
+
+
+@cached_njit(nogil=True)
 def round_products32(x3, y3, kk: int, addend, use_addend: bool, out) -> int:
     """``out[i, j] = RN32(Σ_k x[i,k]·y[j,k] + addend[i,j])``, the sum taken exactly.
 
@@ -135,16 +171,17 @@ def round_products32(x3, y3, kk: int, addend, use_addend: bool, out) -> int:
     (n×K), finite, every product exact in float64 (the caller's contract); ``kk``
     the K they were built from (the padding is zeros);
     ``addend`` m×n float64 (read only if ``use_addend``); ``out`` m×n float32.
-    Returns the number of outputs summed exactly (Ziv's test left them in doubt).
+    Returns the number of outputs Ziv's test left in doubt (each then re-summed in
+    double-double with a tighter bound, and exactly if that is still in doubt).
     """
-    nch = x3.shape[0]
-    m = x3.shape[1]
+    nch, m, w = x3.shape
     n = y3.shape[1]
     s = np.zeros((m, n))
     if use_addend:
         s[:, :] = addend
+    d = np.empty((m, n))
     for c in range(nch):
-        d = np.dot(x3[c], y3[c].T)
+        np.dot(x3[c], y3[c].T, d)
         s += d
     # |S' - S| <= gamma_chunk * sum|terms| per chunk, plus the chunk additions
     # (Higham §3.1); sum|terms| <= ||x_i||_2 ||y_j||_2 (Cauchy-Schwarz)
@@ -152,17 +189,17 @@ def round_products32(x3, y3, kk: int, addend, use_addend: bool, out) -> int:
     ny = np.zeros(n)
     for c in range(nch):
         for i in range(m):
-            for k in range(CHUNK):
+            for k in range(w):
                 nx[i] += x3[c, i, k] * x3[c, i, k]
         for j in range(n):
-            for k in range(CHUNK):
+            for k in range(w):
                 ny[j] += y3[c, j, k] * y3[c, j, k]
     for i in range(m):
         nx[i] = math.sqrt(nx[i])
     for j in range(n):
         ny[j] = math.sqrt(ny[j])
     adds = nch + 2
-    g = 2.0 * (min(kk, CHUNK) + adds) * _U
+    g = 2.0 * (min(kk, w) + adds) * _U
     slow = 0
     p = np.empty(MAX_PARTIALS)
     for i in range(m):
@@ -176,11 +213,13 @@ def round_products32(x3, y3, kk: int, addend, use_addend: bool, out) -> int:
                 out[i, j] = cv + np.float32(0.0)
                 continue
             slow += 1
+            if _double_double32(x3, y3, i, j, addend[i, j] if use_addend else 0.0, out):
+                continue
             cnt = 0
             if use_addend and addend[i, j] != 0.0:
                 cnt = add_piece(p, 0, addend[i, j])
             for c in range(nch):
-                for k in range(CHUNK):
+                for k in range(w):
                     v = x3[c, i, k] * y3[c, j, k]
                     if v != 0.0:
                         cnt = add_piece(p, cnt, v)

@@ -66,10 +66,11 @@ def _quantize(raw):
     """``(q3, s)``: symmetric INT8 quantization of each row of the row-form ``raw``
     (non-finite values as 0): ``s_i = RN64(amax_i/127)``, ``q = rint(RN64(x/s_i))``
     ties to even (0 for an all-zero row), stored block-major as float32,
-    (⌈K/EXACT_SGEMM_K⌉, rows, EXACT_SGEMM_K), zero padded."""
+    (⌈K/w⌉, rows, w) with w = min(EXACT_SGEMM_K, K), zero padded."""
     r, kk = raw.shape
-    nb = (kk + EXACT_SGEMM_K - 1) // EXACT_SGEMM_K
-    q3 = np.zeros((nb, r, EXACT_SGEMM_K), dtype=np.float32)
+    w = max(1, min(EXACT_SGEMM_K, kk))
+    nb = (kk + w - 1) // w
+    q3 = np.zeros((nb, r, w), dtype=np.float32)
     s = np.zeros(r)
     for i in range(r):
         amax = 0.0
@@ -84,7 +85,7 @@ def _quantize(raw):
         for k in range(kk):
             v = raw[i, k]
             if math.isfinite(v):
-                q3[k // EXACT_SGEMM_K, i, k % EXACT_SGEMM_K] = np.float32((v / si + _RINT_MAGIC) - _RINT_MAGIC)
+                q3[k // w, i, k % w] = np.float32((v / si + _RINT_MAGIC) - _RINT_MAGIC)
     return q3, s
 
 
@@ -99,8 +100,9 @@ def dequantized_product(araw, braw):
     m = araw.shape[0]
     n = braw.shape[0]
     d = np.zeros((m, n))
+    part = np.empty((m, n), dtype=np.float32)
     for blk in range(qa.shape[0]):
-        part = np.dot(qa[blk], qb[blk].T)
+        np.dot(qa[blk], qb[blk].T, part)
         for i in range(m):
             for j in range(n):
                 d[i, j] += part[i, j]

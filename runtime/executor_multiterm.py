@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.executor_common import CHUNK, chunked, nonfinite_rule, round_products32, row_form, store
+from mixjit.runtime.executor_common import chunk_layout, chunked, nonfinite_rule, round_products32, row_form, store
 from mixjit.runtime.jit_cache import cached_njit
 
 __all__ = [
@@ -152,7 +152,8 @@ def build_parts(raw, fmt: int, nparts: int, sel, K: int):
     r = raw.shape[0]
     groups = sel.shape[0]
     kk = groups * K
-    out = np.zeros(((kk + CHUNK - 1) // CHUNK, r, CHUNK))
+    nch, w = chunk_layout(kk)
+    out = np.zeros((nch, r, w))
     ovf = np.zeros(r, dtype=np.bool_)
     parts = np.zeros(nparts)
     drop = _DROP[fmt]
@@ -186,7 +187,7 @@ def build_parts(raw, fmt: int, nparts: int, sel, K: int):
                     if sel[g, q]:
                         acc += parts[q]
                 t = g * K + k
-                out[t // CHUNK, i, t % CHUNK] = acc
+                out[t // w, i, t % w] = acc
     return out, ovf
 
 
@@ -216,6 +217,40 @@ def _exact_fp32_rows(araw, braw, rows, cols, out) -> int:
 
 
 @cached_njit(nogil=True)
+def _groups(products: int):
+    """The kept pairs as column groups of one float64 GEMM: ``(sel_a, sel_b)``, both
+    (groups × parts). Parts p of A that are paired with the same set Q of B's parts
+    share a group: group g contributes ``(Σ_{sel_a[g,p]} a_p)·(Σ_{sel_b[g,q]} b_q)``,
+    exactly the kept products of those p (e.g. bf16x9: one group, ``a·b``). Every
+    such product is exact in float64: each sum is a sum of parts of one float32
+    value, at most 26 significant bits."""
+    nparts = 1
+    for t in range(products):
+        nparts = max(nparts, 1 + max(_PAIR_P[t], _PAIR_Q[t]))
+    qmask = np.zeros(nparts, dtype=np.int64)  # bit q set: (p, q) kept
+    for t in range(products):
+        qmask[_PAIR_P[t]] |= 1 << _PAIR_Q[t]
+    masks = np.zeros(nparts, dtype=np.int64)
+    groups = 0
+    for p in range(nparts):
+        if qmask[p] == 0:
+            continue
+        seen = False
+        for g in range(groups):
+            seen = seen or masks[g] == qmask[p]
+        if not seen:
+            masks[groups] = qmask[p]
+            groups += 1
+    sel_a = np.zeros((groups, nparts), dtype=np.bool_)
+    sel_b = np.zeros((groups, nparts), dtype=np.bool_)
+    for g in range(groups):
+        for p in range(nparts):
+            sel_a[g, p] = qmask[p] == masks[g]
+            sel_b[g, p] = (masks[g] >> p) & 1 == 1
+    return sel_a, sel_b
+
+
+@cached_njit(nogil=True)
 def _params_ok(params) -> bool:
     if params.shape[0] < N_WORDS:
         return False
@@ -239,16 +274,8 @@ def multiterm_gemm(a, b, c, params, stats) -> int:
         return OK
     fmt = params[W_FORMAT]
     products = params[W_PRODUCTS]
-    nparts = 1
-    groups = 1
-    for t in range(products):
-        nparts = max(nparts, 1 + max(_PAIR_P[t], _PAIR_Q[t]))
-        groups = max(groups, 1 + _PAIR_P[t])
-    sel_a = np.zeros((groups, nparts), dtype=np.bool_)
-    sel_b = np.zeros((groups, nparts), dtype=np.bool_)
-    for t in range(products):
-        sel_a[_PAIR_P[t], _PAIR_P[t]] = True
-        sel_b[_PAIR_P[t], _PAIR_Q[t]] = True
+    sel_a, sel_b = _groups(products)
+    groups, nparts = sel_a.shape
     araw, abad = row_form(a, False)
     braw, bbad = row_form(b, True)
     x3, aovf = build_parts(araw, fmt, nparts, sel_a, K)

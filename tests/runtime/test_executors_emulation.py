@@ -170,3 +170,17 @@ def test_executors_release_the_gil_and_are_thread_safe():
         t.join()
     for c in outs:
         assert np.array_equal(c, want)
+
+
+@pytest.mark.parametrize("scheme,label", [("tf32x3", "products=3"), ("bf16xn", "products=9"), ("fp16x2", "products=3")])
+def test_ties_and_near_ties_take_the_exact_path_and_round_right(scheme, label):
+    # 1 + 2^-24 is a float32 tie (to even: 1); + 2^-60 or - 2^-60 breaks it. Neither
+    # the GEMM's bound nor the double-double one can decide these: the exact sums do.
+    s = get_scheme(scheme)
+    a = np.array([[1.0, 2.0**-24, 0.0], [1.0, 2.0**-24, 2.0**-30], [1.0, 2.0**-24, -(2.0**-30)]])
+    b = np.array([[1.0], [1.0], [2.0**-30]])
+    c, stats = s.run_with_stats(a, b, s.parse_config(label))
+    assert c[:, 0].tolist() == [1.0, 1.0 + 2.0**-23, 1.0]
+    assert stats.extra["slow_path_elements"] == 3
+    assert np.array_equal(c.astype(np.float32), ref.multiterm(a, b, {"tf32x3": "tf32", "bf16xn": "bf16",
+                                                                      "fp16x2": "fp16"}[scheme], int(label[-1])))
