@@ -197,6 +197,7 @@ def scheme_speed(sizes: list[int], repeats: int, phase: str, write: bool) -> Non
     measured side by side (alternating) on uniform [-1, 1] data."""
     rng = np.random.default_rng(0)
     results: dict[str, dict[str, float]] = {}
+    doubt: dict[str, dict[str, float]] = {}  # fraction of outputs the GEMM's bound left in doubt
     for n in sizes:
         a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
         b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
@@ -215,6 +216,9 @@ def scheme_speed(sizes: list[int], repeats: int, phase: str, write: bool) -> Non
             ratio = statistics.median([x / y for x, y in zip(t_s, t_np)])
             key = f"{name} {label}"
             results.setdefault(key, {})[str(n)] = ratio
+            slow = s.run_with_stats(a, b, cfg)[1].extra.get("slow_path_elements")
+            if slow is not None:
+                doubt.setdefault(key, {})[str(n)] = slow / (n * n)
             print(f"n={n} {key}: numpy {statistics.median(t_np):.3f} s, scheme {statistics.median(t_s):.3f} s, "
                   f"ratio {ratio:.1f}x")
     if not write:
@@ -222,7 +226,8 @@ def scheme_speed(sizes: list[int], repeats: int, phase: str, write: bool) -> Non
     data = json.loads(SCHEMES_JSON.read_text()) if SCHEMES_JSON.exists() else {}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=DOC.parent).stdout.strip()
-    data[phase] = {"commit": commit, "repeats": repeats, "load": os.getloadavg()[0], "ratios": results}
+    data[phase] = {"commit": commit, "repeats": repeats, "load": os.getloadavg()[0], "ratios": results,
+                   "doubt": doubt}
     SCHEMES_JSON.write_text(json.dumps(data, indent=1) + "\n")
     _write_scheme_section(data)
 
@@ -253,6 +258,14 @@ def _scheme_section(data: dict) -> list[str]:
                 v = data[p]["ratios"].get(k, {}).get(n)
                 cells.append(f"{v:.1f}x" if v is not None else "-")
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    doubt = data[phases[-1]].get("doubt", {})
+    if doubt:
+        lines += ["", f"Outputs that the float64 GEMM's error bound left in doubt ({phases[-1]}; summed again in",
+                  "double-double, and exactly if still in doubt; docs/numerics.md, tf32x3):", "",
+                  "| scheme config | " + " | ".join(f"n = {n}" for n in sizes) + " |",
+                  "|---|" + "---|" * len(sizes)]
+        lines += [f"| {k} | " + " | ".join(f"{v[n]:.2%}" if n in v else "-" for n in sizes) + " |"
+                  for k, v in doubt.items()]
     return lines + ["", _END]
 
 

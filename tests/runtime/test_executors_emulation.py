@@ -184,3 +184,20 @@ def test_ties_and_near_ties_take_the_exact_path_and_round_right(scheme, label):
     assert stats.extra["slow_path_elements"] == 3
     assert np.array_equal(c.astype(np.float32), ref.multiterm(a, b, {"tf32x3": "tf32", "bf16xn": "bf16",
                                                                       "fp16x2": "fp16"}[scheme], int(label[-1])))
+
+
+def test_bf16_three_way_split_is_exact_for_every_float32_pattern():
+    # docs/numerics.md (bf16x3, bf16x6, bf16x9): x0 + x1 + x2 = x for every float32,
+    # subnormals included, so bf16x9 of x times 1 gives x back bit for bit; tf32x3's
+    # two parts keep 22 bits: |x - big - small| <= 2^-22 |x|
+    rng = np.random.default_rng(5)
+    bits = rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32)
+    bits[:4000] &= np.uint32(0x807FFFFF)  # subnormals and zeros
+    x = bits.view(np.float32)
+    x = x[np.isfinite(x)][:, None]
+    one = np.ones((1, 1), dtype=np.float32)
+    s = get_scheme("bf16xn")
+    assert np.array_equal(s.run(x, one, s.parse_config("products=9")), x + np.float32(0.0))
+    t = get_scheme("tf32x3")
+    got = t.run(x, one, t.default_config()).astype(np.float64)
+    assert (np.abs(got - x) <= 2.0**-21 * np.abs(x.astype(np.float64))).all()
