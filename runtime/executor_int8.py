@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.executor_common import nonfinite_rule, row_form, store
+from mixjit.runtime.executor_common import nonfinite_rule, row_form
 from mixjit.runtime.jit_cache import cached_njit
 
 __all__ = [
@@ -101,14 +101,14 @@ def dequantized_product(araw, braw):
     n = braw.shape[0]
     d = np.zeros((m, n))
     part = np.empty((m, n), dtype=np.float32)
-    for blk in range(qa.shape[0]):
+    nb = qa.shape[0]
+    for blk in range(nb):
         np.dot(qa[blk], qb[blk].T, part)
+        last = blk == nb - 1
         for i in range(m):
             for j in range(n):
-                d[i, j] += part[i, j]
-    for i in range(m):
-        for j in range(n):
-            d[i, j] = (d[i, j] * sa[i]) * sb[j]
+                v = d[i, j] + part[i, j]
+                d[i, j] = (v * sa[i]) * sb[j] if last else v
     return d
 
 
@@ -116,7 +116,8 @@ def dequantized_product(araw, braw):
 def int8_gemm(a, b, c, params, stats) -> int:
     """``C = A @ B`` under the int8 semantics: ``a`` (m x k), ``b`` (k x n), ``c``
     (m x n), float32/float64, any strides; ``params`` the config words; ``stats``
-    int64[N_STATS]. Returns 0 or an ``ERR_*`` status (``c`` is then unchanged)."""
+    int64[N_STATS]. Returns 0 or an ``ERR_*`` status (``c`` is then unchanged).
+    ``c`` may overlap ``a`` or ``b``: they are read only into row-form copies first."""
     if params.shape[0] < N_WORDS or params[W_SCALE] != SCALE_ROW_COL:
         return ERR_PARAMS
     m, K = a.shape
@@ -129,11 +130,9 @@ def int8_gemm(a, b, c, params, stats) -> int:
     araw, abad = row_form(a, False)
     braw, bbad = row_form(b, True)
     d = dequantized_product(araw, braw)
-    out = np.empty((m, n), dtype=np.float32)
     for i in range(m):
         for j in range(n):
-            out[i, j] = np.float32(d[i, j]) + np.float32(0.0)  # |C| > FLT_MAX rounds to inf
+            c[i, j] = np.float32(d[i, j]) + np.float32(0.0)  # |C| > FLT_MAX rounds to inf
     if abad.any() or bbad.any():
-        stats[STAT_NONFINITE] = nonfinite_rule(araw, braw, abad, bbad, out)
-    store(out, c)
+        stats[STAT_NONFINITE] = nonfinite_rule(araw, braw, abad, bbad, c)
     return OK

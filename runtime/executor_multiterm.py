@@ -262,7 +262,8 @@ def multiterm_gemm(a, b, c, params, stats) -> int:
     """``C = A @ B`` under the multi-term semantics (docs/numerics.md, tf32x3):
     ``a`` (m x k), ``b`` (k x n), ``c`` (m x n), float32/float64, any strides;
     ``params`` the config words; ``stats`` int64[N_STATS]. Returns 0 or an
-    ``ERR_*`` status (``c`` is then unchanged)."""
+    ``ERR_*`` status (``c`` is then unchanged). ``c`` may overlap ``a`` or ``b``:
+    they are read only into row-form copies first."""
     if not _params_ok(params):
         return ERR_PARAMS
     m, K = a.shape

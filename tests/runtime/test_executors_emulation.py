@@ -201,3 +201,17 @@ def test_bf16_three_way_split_is_exact_for_every_float32_pattern():
     t = get_scheme("tf32x3")
     got = t.run(x, one, t.default_config()).astype(np.float64)
     assert (np.abs(got - x) <= 2.0**-21 * np.abs(x.astype(np.float64))).all()
+
+
+@pytest.mark.parametrize("scheme,label,mod,gemm", CASES)
+def test_c_may_overlap_a_or_b(scheme, label, mod, gemm):
+    s = get_scheme(scheme)
+    cfg = s.parse_config(label)
+    a, b = _operands(6, 9, 9, 9)
+    want = s.run(a, b, cfg)
+    words = np.array(cfg.words(), dtype=np.int64)
+    stats = np.zeros(mod.N_STATS, dtype=np.int64)
+    a2, b2 = a.copy(), b.copy()
+    assert gemm(a2, b, a2, words, stats) == mod.OK  # C is A
+    assert gemm(a, b2, b2, words, stats) == mod.OK  # C is B
+    assert np.array_equal(a2, want) and np.array_equal(b2, want)
