@@ -215,3 +215,23 @@ def test_c_may_overlap_a_or_b(scheme, label, mod, gemm):
     assert gemm(a2, b, a2, words, stats) == mod.OK  # C is A
     assert gemm(a, b2, b2, words, stats) == mod.OK  # C is B
     assert np.array_equal(a2, want) and np.array_equal(b2, want)
+
+
+def test_compiled_roundings_agree_with_the_format_definitions():
+    from mixjit.runtime.formats import round_to_bf16, round_to_fp16, round_to_tf32
+
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 2**32, 4000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    x = x[np.isfinite(x)]
+    normal = x[np.abs(x) >= np.finfo(np.float32).tiny]
+    for rounder, drop in ((round_to_tf32, 42), (round_to_bf16, 45)):
+        want = rounder(normal).astype(np.float64)
+        got = np.array([emt._rn_bits(float(v), drop) for v in normal])
+        keep = np.isfinite(want)  # where the format overflows, the split reports part overflow
+        assert np.array_equal(got[keep], want[keep])
+        assert (np.abs(got[~keep]) >= 2.0**128).all()
+    # fp16, including its subnormals, on values of the scaled range |y| < 2^15
+    y = np.concatenate([np.ldexp(rng.uniform(-1, 1, 3000), rng.integers(-30, 16, 3000)), [2.0**-25, 3 * 2.0**-26]])
+    y32 = y.astype(np.float32)
+    got = np.array([emt._rn16(float(v)) for v in y32])
+    assert np.array_equal(got, round_to_fp16(y32).astype(np.float64))
