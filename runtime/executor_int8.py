@@ -9,7 +9,7 @@ Semantics: docs/numerics.md, section "int8". The same code runs for ``scheme.run
   Returns 0 or an ``ERR_*`` status (``STATUS_MESSAGES``); never raises, never takes
   the GIL; scratch is per call.
 * :func:`dequantized_product`: the dequantized INT8 GEMM ``RN64(RN64(S·s_i)·t_j)``
-  of row-form operands (also the INT8 part of the split scheme).
+  (also the INT8 part of the split scheme).
 
 Word layout (``N_WORDS = 1``): ``W_SCALE`` = ``SCALE_ROW_COL`` (the only scaling).
 """
@@ -61,44 +61,58 @@ EXACT_SGEMM_K = 1024
 _RINT_MAGIC = 6755399441055744.0
 
 
+#: rows x columns of one transposition block
+_TB = 32
+
+
 @cached_njit(nogil=True)
-def _quantize(raw):
-    """``(q3, s)``: symmetric INT8 quantization of each row of the row-form ``raw``
-    (non-finite values as 0): ``s_i = RN64(amax_i/127)``, ``q = rint(RN64(x/s_i))``
-    ties to even (0 for an all-zero row), stored block-major as float32,
-    (⌈K/w⌉, rows, w) with w = min(EXACT_SGEMM_K, K), zero padded."""
-    r, kk = raw.shape
+def _quantize(x, transpose: bool):
+    """``(q3, s, bad)``: symmetric INT8 quantization of each row of ``x`` (of ``x.T``
+    if ``transpose``), its values rounded to float32 first and non-finite ones as 0:
+    ``s_i = RN64(amax_i/127)``, ``q = rint(RN64(x/s_i))`` ties to even (0 for an
+    all-zero row), stored block-major as float32, (⌈K/w⌉, rows, w) with
+    w = min(EXACT_SGEMM_K, K), zero padded; ``bad[i]``: row i holds an inf/NaN."""
+    r = x.shape[1] if transpose else x.shape[0]
+    kk = x.shape[0] if transpose else x.shape[1]
     w = max(1, min(EXACT_SGEMM_K, kk))
     nb = (kk + w - 1) // w
     q3 = np.zeros((nb, r, w), dtype=np.float32)
-    s = np.zeros(r)
-    for i in range(r):
-        amax = 0.0
-        for k in range(kk):
-            v = raw[i, k]
-            if math.isfinite(v) and abs(v) > amax:
-                amax = abs(v)
-        si = amax / 127.0
-        s[i] = si
-        if si == 0.0:
-            continue
-        for k in range(kk):
-            v = raw[i, k]
-            if math.isfinite(v):
-                q3[k // w, i, k % w] = np.float32((v / si + _RINT_MAGIC) - _RINT_MAGIC)
-    return q3, s
+    amax = np.zeros(r)
+    bad = np.zeros(r, dtype=np.bool_)
+    for i0 in range(0, r, _TB):  # blocked: reads along x's rows, writes along q3's
+        for k0 in range(0, kk, _TB):
+            for i in range(i0, min(i0 + _TB, r)):
+                for k in range(k0, min(k0 + _TB, kk)):
+                    v = np.float64(np.float32(x[k, i] if transpose else x[i, k]))
+                    if not math.isfinite(v):
+                        bad[i] = True
+                    elif abs(v) > amax[i]:
+                        amax[i] = abs(v)
+    s = amax / 127.0
+    for i0 in range(0, r, _TB):
+        for k0 in range(0, kk, _TB):
+            for i in range(i0, min(i0 + _TB, r)):
+                si = s[i]
+                if si == 0.0:
+                    continue
+                for k in range(k0, min(k0 + _TB, kk)):
+                    v = np.float64(np.float32(x[k, i] if transpose else x[i, k]))
+                    if math.isfinite(v):
+                        q3[k // w, i, k % w] = np.float32((v / si + _RINT_MAGIC) - _RINT_MAGIC)
+    return q3, s, bad
 
 
 @cached_njit(nogil=True)
-def dequantized_product(araw, braw):
-    """``D[i,j] = RN64(RN64(S[i,j]·s_i)·t_j)`` (float64 m×n) for row-form operands
-    (A m×K, Bᵀ n×K): ``S`` is the exact integer product of the quantized values,
-    from float32 GEMMs on K blocks of :data:`EXACT_SGEMM_K` (each exact in any order)
-    added in float64 (exact integers)."""
-    qa, sa = _quantize(araw)
-    qb, sb = _quantize(braw)
-    m = araw.shape[0]
-    n = braw.shape[0]
+def dequantized_product(a, b, b_transposed: bool):
+    """``(D, abad, bbad)``: ``D[i,j] = RN64(RN64(S[i,j]·s_i)·t_j)`` (float64 m×n) for
+    A (m×K) and B (K×n if ``b_transposed``, else given as Bᵀ n×K), and their rows /
+    columns holding an inf/NaN. ``S`` is the exact integer product of the quantized
+    values, from float32 GEMMs on K blocks of :data:`EXACT_SGEMM_K` (each exact in
+    any order) added in float64 (exact integers)."""
+    qa, sa, abad = _quantize(a, False)
+    qb, sb, bbad = _quantize(b, b_transposed)
+    m = sa.shape[0]
+    n = sb.shape[0]
     d = np.zeros((m, n))
     part = np.empty((m, n), dtype=np.float32)
     nb = qa.shape[0]
@@ -109,7 +123,7 @@ def dequantized_product(araw, braw):
             for j in range(n):
                 v = d[i, j] + part[i, j]
                 d[i, j] = (v * sa[i]) * sb[j] if last else v
-    return d
+    return d, abad, bbad
 
 
 @cached_njit(nogil=True)
@@ -117,7 +131,8 @@ def int8_gemm(a, b, c, params, stats) -> int:
     """``C = A @ B`` under the int8 semantics: ``a`` (m x k), ``b`` (k x n), ``c``
     (m x n), float32/float64, any strides; ``params`` the config words; ``stats``
     int64[N_STATS]. Returns 0 or an ``ERR_*`` status (``c`` is then unchanged).
-    ``c`` may overlap ``a`` or ``b``: they are read only into row-form copies first."""
+    ``c`` may overlap ``a`` or ``b``: they are read (quantized, copied) before ``c``
+    is written."""
     if params.shape[0] < N_WORDS or params[W_SCALE] != SCALE_ROW_COL:
         return ERR_PARAMS
     m, K = a.shape
@@ -127,12 +142,14 @@ def int8_gemm(a, b, c, params, stats) -> int:
     stats[:] = 0
     if m == 0 or n == 0:
         return OK
-    araw, abad = row_form(a, False)
-    braw, bbad = row_form(b, True)
-    d = dequantized_product(araw, braw)
+    d, abad, bbad = dequantized_product(a, b, True)
+    special = abad.any() or bbad.any()
+    if special:  # copies for the non-finite rule, taken before C (which may alias A or B) is written
+        araw = row_form(a, False)[0]
+        braw = row_form(b, True)[0]
     for i in range(m):
         for j in range(n):
             c[i, j] = np.float32(d[i, j]) + np.float32(0.0)  # |C| > FLT_MAX rounds to inf
-    if abad.any() or bbad.any():
+    if special:
         stats[STAT_NONFINITE] = nonfinite_rule(araw, braw, abad, bbad, c)
     return OK

@@ -13,10 +13,17 @@ it; it writes docs/executor_speed.md.
 
 Schemes mode (``--schemes``) times ``scheme.run`` of tf32x3, bf16x3/x6/x9, fp16x2,
 int8 and split (default configs) against ``A @ B`` in float32, alternating, at 512
-and 2048, and records the median ratios under ``--phase`` (``before``: the NumPy
-executors, measured at the commit named in the results file; ``after``: the
-compiled ones) in docs/executor_speed_schemes.json; the table in
-docs/executor_speed.md (between the ``schemes`` markers) shows both phases.
+and 2048, in CPU time, and records the median ratios under ``--phase`` (``before``:
+the NumPy executors, ``after``: the compiled ones) with the commit measured in
+docs/executor_speed_schemes.json; the table in docs/executor_speed.md (between the
+``schemes`` markers) shows both phases. To measure an older commit with this tool:
+
+    git archive BASE mixjit runtime ir passes | tar -x -C /tmp/old
+    mkdir /tmp/old/pkg && mv /tmp/old/mixjit /tmp/old/pkg/ && mv /tmp/old/runtime /tmp/old/ir /tmp/old/passes /tmp/old/pkg/mixjit/
+    MIXJIT_BENCH_CODE=/tmp/old/pkg python tools/bench_executor.py --schemes --phase before --commit BASE
+
+(``MIXJIT_BENCH_CODE``: import mixjit from that directory instead of the editable
+install of this checkout.)
 """
 
 from __future__ import annotations
@@ -33,8 +40,12 @@ from pathlib import Path
 
 import numpy as np
 
-from mixjit import gemm
-from mixjit.runtime.schemes import get_scheme
+if os.environ.get("MIXJIT_BENCH_CODE"):  # measure an exported older commit (see the docstring)
+    sys.meta_path = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
+    sys.path.insert(0, os.environ["MIXJIT_BENCH_CODE"])
+
+from mixjit import gemm  # noqa: E402
+from mixjit.runtime.schemes import get_scheme  # noqa: E402
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "executor_speed.md"
 
@@ -192,7 +203,7 @@ SCHEMES_JSON = DOC.with_name("executor_speed_schemes.json")
 _BEGIN, _END = "<!-- schemes: begin (tools/bench_executor.py --schemes) -->", "<!-- schemes: end -->"
 
 
-def scheme_speed(sizes: list[int], repeats: int, phase: str, write: bool) -> None:
+def scheme_speed(sizes: list[int], repeats: int, phase: str, write: bool, commit: str | None = None) -> None:
     """Median time ratio of each emulation scheme's ``run`` to numpy float32 matmul,
     measured side by side (alternating) on uniform [-1, 1] data."""
     rng = np.random.default_rng(0)
@@ -206,26 +217,26 @@ def scheme_speed(sizes: list[int], repeats: int, phase: str, write: bool) -> Non
             cfg = s.parse_config(label)
             s.run(a[:64, :64], b[:64, :64], cfg)  # compile / load the kernels
             t_np, t_s = [], []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
+            for _ in range(repeats):  # CPU time of all threads: steadier than wall time on a shared machine
+                t0 = time.process_time()
                 a @ b
-                t_np.append(time.perf_counter() - t0)
-                t0 = time.perf_counter()
+                t_np.append(time.process_time() - t0)
+                t0 = time.process_time()
                 s.run(a, b, cfg)
-                t_s.append(time.perf_counter() - t0)
+                t_s.append(time.process_time() - t0)
             ratio = statistics.median([x / y for x, y in zip(t_s, t_np)])
             key = f"{name} {label}"
             results.setdefault(key, {})[str(n)] = ratio
             slow = s.run_with_stats(a, b, cfg)[1].extra.get("slow_path_elements")
             if slow is not None:
                 doubt.setdefault(key, {})[str(n)] = slow / (n * n)
-            print(f"n={n} {key}: numpy {statistics.median(t_np):.3f} s, scheme {statistics.median(t_s):.3f} s, "
-                  f"ratio {ratio:.1f}x")
+            print(f"n={n} {key}: numpy {statistics.median(t_np):.3f} s, scheme {statistics.median(t_s):.3f} s "
+                  f"(CPU), ratio {ratio:.1f}x")
     if not write:
         return
     data = json.loads(SCHEMES_JSON.read_text()) if SCHEMES_JSON.exists() else {}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=DOC.parent).stdout.strip()
+    commit = commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                      cwd=DOC.parent).stdout.strip()
     data[phase] = {"commit": commit, "repeats": repeats, "load": os.getloadavg()[0], "ratios": results,
                    "doubt": doubt}
     SCHEMES_JSON.write_text(json.dumps(data, indent=1) + "\n")
@@ -241,7 +252,8 @@ def _scheme_section(data: dict) -> list[str]:
         "## Other emulation schemes: time of `scheme.run` / numpy float32 matmul",
         "",
         "Square uniform [-1, 1] float32 GEMMs, each scheme's run and `A @ B` timed",
-        "alternately in one process, median ratio of the repeats (same machine as above).",
+        "alternately in one process in CPU time (`time.process_time`, all threads), median",
+        "ratio of the repeats (same machine as above).",
         "Phases: " + "; ".join(f"{p} = commit {data[p]['commit']}, {data[p]['repeats']} repeats, "
                                f"load {data[p]['load']:.1f}" for p in phases)
         + " (before: the NumPy executors; after: the compiled ones). Raw numbers:",
@@ -359,10 +371,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-write", action="store_true", help="do not rewrite docs/executor_speed.md")
     p.add_argument("--schemes", action="store_true", help="time the other emulation schemes instead")
     p.add_argument("--phase", choices=("before", "after"), default="after", help="with --schemes: which column")
+    p.add_argument("--commit", help="with --schemes: the commit of the code measured (default: HEAD), e.g. when "
+                   "PYTHONPATH points at an export of an older commit")
     args = p.parse_args(argv)
     if args.schemes:
         sizes = [512, 2048] if args.sizes == [512, 1024, 2048] else args.sizes
-        scheme_speed(sizes, args.repeats, args.phase, not args.no_write)
+        scheme_speed(sizes, args.repeats, args.phase, not args.no_write, args.commit)
     elif args.accuracy:
         sizes = [256, 512, 1024, 2048] if args.sizes == [512, 1024, 2048] else args.sizes
         accuracy(sizes, tuple(args.configs) if args.configs else ACCURACY_LABELS)
