@@ -270,6 +270,18 @@ def _scheme_section(data: dict) -> list[str]:
                 v = data[p]["ratios"].get(k, {}).get(n)
                 cells.append(f"{v:.1f}x" if v is not None else "-")
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Why these ratios: the compiled executors' floor is their float64 GEMMs (dgemm runs at",
+        "about half sgemm's rate). Kept pairs that share B's parts form one group",
+        "(docs/numerics.md, tf32x3), so tf32x3, bf16x3 and fp16x2 run a 2K-deep dgemm (~4x",
+        "sgemm), bf16x6 a 3K-deep one (~6x) and bf16x9 a K-deep one, A·B itself (~2x); int8",
+        "runs exact sgemms on K blocks of 1024 (~1x) and split the same plus a dgemm over",
+        "its FP16 third. The rest is splitting, the rounding test and the doubtful outputs",
+        "(below). The NumPy executors grouped the pairs by A's part only (bf16x9: a 3K-deep",
+        "dgemm), added 256-deep chunk results (4x the accumulation passes), split and rounded",
+        "in several NumPy passes, and sent every doubtful output straight to the exact sum.",
+    ]
     doubt = data[phases[-1]].get("doubt", {})
     if doubt:
         lines += ["", f"Outputs that the float64 GEMM's error bound left in doubt ({phases[-1]}; summed again in",
