@@ -292,3 +292,135 @@ def round_to_f32_exact(terms: np.ndarray) -> np.float32:
     """``RN32`` of the exact sum of float64 ``terms`` (ties to even; zero is +0)."""
     t = np.ascontiguousarray(terms, dtype=np.float64)
     return _exact_dots32(t[None, :], np.ones((t.size, 1)), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1))[0]
+
+
+# ------------------------------------- exact dot products of float64 inputs
+
+#: bit 0 of limb 0 of the dot-product accumulator weighs 2^_ACC_BASE (the lowest bit
+#: of a product of two subnormal float64s, 2^-1074 * 2^-1074)
+_ACC_BASE = -2148
+#: 32-bit limbs (held in int64 for carry room): products reach 2^2048, sums of up to
+#: 2^31 of them 31 bits more
+_ACC_LIMBS = 136
+_LIMB = np.int64(0xFFFFFFFF)
+
+
+@cached_njit(nogil=True)
+def _mantissa(x: float) -> tuple[int, int]:
+    """``(m, e)`` with ``|x| = m * 2^e``, ``m`` an integer < 2^53 (finite ``x``)."""
+    u = np.float64(x).view(np.uint64)
+    be = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF))
+    frac = np.int64(u & np.uint64(0xFFFFFFFFFFFFF))
+    if be == 0:
+        return frac, np.int64(-1074)
+    return frac | (np.int64(1) << 52), be - 1075
+
+
+@cached_njit(nogil=True)
+def _acc_add(acc, pos: int, v: int, neg: bool) -> None:
+    """``acc += ±v * 2^pos`` (bit index ``pos`` >= 0, ``0 <= v < 2^36``), carries deferred."""
+    idx = pos >> 5
+    sh = pos & 31
+    lo = (v & ((np.int64(1) << (32 - sh)) - 1)) << sh
+    hi = v >> (32 - sh)
+    if neg:
+        acc[idx] -= lo
+        acc[idx + 1] -= hi & _LIMB
+        acc[idx + 2] -= hi >> 32
+    else:
+        acc[idx] += lo
+        acc[idx + 1] += hi & _LIMB
+        acc[idx + 2] += hi >> 32
+
+
+@cached_njit(nogil=True)
+def _acc_normalise(acc) -> int:
+    """Propagate carries so every limb is in [0, 2^32); returns the final carry
+    (negative iff the accumulated value is negative)."""
+    carry = np.int64(0)
+    for k in range(acc.shape[0]):
+        t = acc[k] + carry
+        acc[k] = t & _LIMB
+        carry = t >> 32
+    return carry
+
+
+@cached_njit(nogil=True)
+def _acc_bit(acc, b: int) -> int:
+    return (acc[b >> 5] >> (b & 31)) & 1
+
+
+@cached_njit(nogil=True)
+def _acc_round(acc, prec: int, emin_lsb: int) -> float:
+    """Round the accumulated value to ``prec`` significant bits, nearest, ties to
+    even, quantum at least ``2^emin_lsb`` (gradual underflow); +0 for zero."""
+    neg = _acc_normalise(acc) < 0
+    if neg:
+        for k in range(acc.shape[0]):
+            acc[k] = -acc[k]
+        _acc_normalise(acc)
+    top = -1
+    for k in range(acc.shape[0] - 1, -1, -1):
+        if acc[k] != 0:
+            top = k
+            break
+    if top < 0:
+        return 0.0
+    hb = 32 * top
+    t = acc[top]
+    while t > 1:
+        hb += 1
+        t >>= 1
+    lsb = max(hb - prec + 1, emin_lsb - _ACC_BASE)  # > 0: emin_lsb >= -1074
+    n = np.int64(0)
+    for b in range(hb, lsb - 1, -1):
+        n = 2 * n + _acc_bit(acc, b)
+    half = _acc_bit(acc, lsb - 1) if lsb <= hb + 1 else np.int64(0)
+    sticky = False
+    below = lsb - 1  # bits 0 .. below-1
+    k0 = below >> 5
+    for k in range(k0):
+        sticky |= acc[k] != 0
+    sticky |= (acc[k0] & ((np.int64(1) << (below & 31)) - 1)) != 0
+    if half == 1 and (sticky or (n & 1) == 1):
+        n += 1
+    r = math.ldexp(np.float64(n), lsb + _ACC_BASE)
+    return -r if neg else r
+
+
+@cached_njit(nogil=True)
+def exact_dot_round(x, y, acc, to32: bool) -> float:
+    """``RN(sum_k x[k] * y[k])`` of two float64 vectors, computed exactly (every
+    product and the whole sum, over float64's full exponent range, subnormals
+    included) and rounded once to float32 (``to32``, returned as float64) or
+    float64: nearest, ties to even, gradual underflow, overflow to ±inf, zero as
+    +0. Non-finite elements count as 0. ``acc`` is int64 scratch of
+    ``_ACC_LIMBS``."""
+    acc[:] = 0
+    mask = np.int64((1 << 18) - 1)
+    for k in range(x.shape[0]):
+        a = x[k]
+        b = y[k]
+        if a == 0.0 or b == 0.0 or not (math.isfinite(a) and math.isfinite(b)):
+            continue
+        ma, ea = _mantissa(a)
+        mb, eb = _mantissa(b)
+        neg = (a < 0.0) != (b < 0.0)
+        base = ea + eb - _ACC_BASE
+        for i in range(3):
+            pa = (ma >> (18 * i)) & mask
+            if pa == 0:
+                continue
+            for j in range(3):
+                pb = (mb >> (18 * j)) & mask
+                if pb != 0:
+                    _acc_add(acc, base + 18 * (i + j), pa * pb, neg)
+    if to32:
+        r = _acc_round(acc, 24, -149)
+        return np.float64(np.float32(r)) + 0.0
+    return _acc_round(acc, 53, -1074) + 0.0
+
+
+def exact_dot_scratch() -> np.ndarray:
+    """Scratch for :func:`exact_dot_round`."""
+    return np.zeros(_ACC_LIMBS, dtype=np.int64)

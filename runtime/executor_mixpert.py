@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, lost_rows, recompute
 from mixjit.runtime.exactsum import MAX_PARTIALS, add_piece, add_pieces, finish, finish_all, round32, round64_scaled
 from mixjit.runtime.pair_blocks import (
     BLOCK_BITS,
@@ -106,7 +107,8 @@ STAT_EXACT_COLS = 4
 STAT_WIDEST_SPAN = 5
 STAT_CERTIFIED = 6  # outputs computed by the certified path (float64 GEMM + Ziv's test)
 STAT_SLOW_ELEMENTS = 7  # of those, outputs Ziv's test left in doubt: summed exactly
-N_STATS = 8
+STAT_RECOMPUTED = 8  # outputs the guarantee check left in doubt: RN(exact A·B) (runtime/mixpert_bound.py)
+N_STATS = 9
 
 # ---- status codes ----------------------------------------------------------
 OK = 0
@@ -760,6 +762,20 @@ def _product(pa, pb, params, out, stats) -> int:
             _exact_rows(pa, pb, blocks, ea, eb, params, rows, out, False, to32)
         if cols.shape[0]:
             _exact_rows(pb, pa, blocks, eb, ea, params, cols, out, True, to32)
+    w = width(segments, params[W_SEG0_BITS], params[W_DIGITS])
+    if to32:
+        lost_a = lost_rows(araw, aq, afb, params[W_TK])
+        lost_b = lost_rows(braw, bq, bfb, params[W_TK])
+        if lost_a.any() or lost_b.any():
+            doubt = np.zeros((m, n), dtype=np.bool_)
+            for i in range(m):
+                for j in range(n):
+                    doubt[i, j] = lost_a[i] or lost_b[j]
+            stats[STAT_RECOMPUTED] = recompute(araw, braw, doubt, out, True)
+    else:
+        dropped = dropped_weight(_pairs(params), segments, params[W_SEG0_BITS], params[W_DIGITS])
+        doubt = fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, params[W_TK], w, dropped)
+        stats[STAT_RECOMPUTED] = recompute(araw, braw, doubt, out, False)
     if abad.any() or bbad.any():
         stats[STAT_NONFINITE] = _special(araw, braw, abad, bbad, out)
     stats[STAT_FALLBACK_TILES] = afb_tiles + bfb_tiles
@@ -847,6 +863,7 @@ class ExecStats:
     exact_path_cols: int
     certified_elements: int  # outputs of those rows/columns from the float64 GEMM + Ziv's test
     slow_path_elements: int  # of those, the ones summed exactly (the test left them in doubt)
+    recomputed_elements: int  # outputs the guarantee check left in doubt: RN(exact A·B)
 
 
 def _words(params: np.ndarray) -> np.ndarray:
@@ -911,4 +928,5 @@ def run_mixpert(
         int(stats[STAT_EXACT_COLS]),
         int(stats[STAT_CERTIFIED]),
         int(stats[STAT_SLOW_ELEMENTS]),
+        int(stats[STAT_RECOMPUTED]),
     )

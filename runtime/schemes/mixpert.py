@@ -322,19 +322,34 @@ class _MixPertBase(Scheme):
         reasons = []
         if st.fallback_tiles:
             reasons.append(f"exponent spread above {cfg.fallback} bits: tile product computed by tf32x3")
-        stats = RunStats(
-            fallbacks=st.fallback_tiles,
-            units=st.tiles,
-            fallback_unit="tile",
-            fallback_reason="; ".join(reasons),
-            extra={
-                "nonfinite_elements": st.nonfinite_elements,
-                "exact_path_rows": st.exact_path_rows,
-                "exact_path_cols": st.exact_path_cols,
-                "certified_elements": st.certified_elements,
-                "slow_path_elements": st.slow_path_elements,
-            },
-        )
+        if st.recomputed_elements:
+            why = "error bound above native gamma_K|A||B|" if cfg.domain == "fp64" else "an input element aligned to 0"
+            reasons.append(f"{why}: output recomputed exactly")
+        extra = {
+            "nonfinite_elements": st.nonfinite_elements,
+            "exact_path_rows": st.exact_path_rows,
+            "exact_path_cols": st.exact_path_cols,
+            "certified_elements": st.certified_elements,
+            "slow_path_elements": st.slow_path_elements,
+            "recomputed_elements": st.recomputed_elements,
+        }
+        if cfg.domain == "fp64":
+            # no tile fallback: the unit is the output element the guarantee sent to the exact path
+            stats = RunStats(
+                fallbacks=st.recomputed_elements,
+                units=int(c.size),
+                fallback_unit="element",
+                fallback_reason="; ".join(reasons),
+                extra=extra,
+            )
+        else:
+            stats = RunStats(
+                fallbacks=st.fallback_tiles,
+                units=st.tiles,
+                fallback_unit="tile",
+                fallback_reason="; ".join(reasons),
+                extra=extra,
+            )
         return c, stats
 
     def products(self, config: Config) -> int:
