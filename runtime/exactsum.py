@@ -317,7 +317,7 @@ def _mantissa(x: float) -> tuple[int, int]:
 
 
 @cached_njit(nogil=True)
-def _acc_add(acc, pos: int, v: int, neg: bool) -> None:
+def acc_add(acc, pos: int, v: int, neg: bool) -> None:
     """``acc += ±v * 2^pos`` (bit index ``pos`` >= 0, ``0 <= v < 2^36``), carries deferred."""
     idx = pos >> 5
     sh = pos & 31
@@ -346,14 +346,24 @@ def _acc_normalise(acc) -> int:
 
 
 @cached_njit(nogil=True)
-def _acc_bit(acc, b: int) -> int:
-    return (acc[b >> 5] >> (b & 31)) & 1
+def _acc_bits(acc, lo: int, count: int) -> int:
+    """Bits ``lo .. lo+count-1`` (``lo >= 0``, ``count <= 54``) of a normalised accumulator."""
+    res = np.int64(0)
+    for k in range(lo >> 5, min((lo + count - 1) >> 5, acc.shape[0] - 1) + 1):
+        s = 32 * k - lo
+        if s < 0:
+            res += acc[k] >> (-s)
+        else:
+            res += (acc[k] & ((np.int64(1) << min(32, count - s)) - 1)) << s
+    return res & ((np.int64(1) << count) - 1)
 
 
 @cached_njit(nogil=True)
-def _acc_round(acc, prec: int, emin_lsb: int) -> float:
-    """Round the accumulated value to ``prec`` significant bits, nearest, ties to
-    even, quantum at least ``2^emin_lsb`` (gradual underflow); +0 for zero."""
+def acc_round(acc, prec: int, emin_lsb: int, base: int) -> float:
+    """Round the accumulated value ``sum_k acc[k] 2^(32k + base)`` (limbs with
+    deferred carries) to ``prec`` significant bits, nearest, ties to even, quantum
+    at least ``2^emin_lsb`` (gradual underflow); ±inf past float64's range, +0 for
+    zero. The accumulator is left normalised (magnitude)."""
     neg = _acc_normalise(acc) < 0
     if neg:
         for k in range(acc.shape[0]):
@@ -371,20 +381,21 @@ def _acc_round(acc, prec: int, emin_lsb: int) -> float:
     while t > 1:
         hb += 1
         t >>= 1
-    lsb = max(hb - prec + 1, emin_lsb - _ACC_BASE)  # > 0: emin_lsb >= -1074
-    n = np.int64(0)
-    for b in range(hb, lsb - 1, -1):
-        n = 2 * n + _acc_bit(acc, b)
-    half = _acc_bit(acc, lsb - 1) if lsb <= hb + 1 else np.int64(0)
-    sticky = False
-    below = lsb - 1  # bits 0 .. below-1
-    k0 = below >> 5
-    for k in range(k0):
+    lsb = max(hb - prec + 1, emin_lsb - base)
+    if lsb > hb + 1:  # below half the smallest quantum
+        return 0.0
+    if lsb <= 0:  # every bit is kept: exact
+        r = math.ldexp(np.float64(_acc_bits(acc, 0, hb + 1)), base)
+        return -r if neg else r
+    n = _acc_bits(acc, lsb, hb - lsb + 1) if hb >= lsb else np.int64(0)
+    below = lsb - 1  # the half bit; bits 0 .. below-1 are sticky
+    half = (acc[below >> 5] >> (below & 31)) & 1
+    sticky = (acc[below >> 5] & ((np.int64(1) << (below & 31)) - 1)) != 0
+    for k in range(below >> 5):
         sticky |= acc[k] != 0
-    sticky |= (acc[k0] & ((np.int64(1) << (below & 31)) - 1)) != 0
     if half == 1 and (sticky or (n & 1) == 1):
         n += 1
-    r = math.ldexp(np.float64(n), lsb + _ACC_BASE)
+    r = math.ldexp(np.float64(n), lsb + base)
     return -r if neg else r
 
 
@@ -414,11 +425,11 @@ def exact_dot_round(x, y, acc, to32: bool) -> float:
             for j in range(3):
                 pb = (mb >> (18 * j)) & mask
                 if pb != 0:
-                    _acc_add(acc, base + 18 * (i + j), pa * pb, neg)
+                    acc_add(acc, base + 18 * (i + j), pa * pb, neg)
     if to32:
-        r = _acc_round(acc, 24, -149)
+        r = acc_round(acc, 24, -149, _ACC_BASE)
         return np.float64(np.float32(r)) + 0.0
-    return _acc_round(acc, 53, -1074) + 0.0
+    return acc_round(acc, 53, -1074, _ACC_BASE) + 0.0
 
 
 def exact_dot_scratch() -> np.ndarray:

@@ -48,7 +48,7 @@ import numpy as np
 
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, lost_rows, recompute
-from mixjit.runtime.exactsum import MAX_PARTIALS, add_piece, add_pieces, finish, finish_all, round32, round64_scaled
+from mixjit.runtime.exactsum import MAX_PARTIALS, acc_add, acc_round, add_piece, add_pieces, finish, finish_all, round32, round64_scaled
 from mixjit.runtime.pair_blocks import (
     BLOCK_BITS,
     BLOCK_I0,
@@ -57,6 +57,7 @@ from mixjit.runtime.pair_blocks import (
     BLOCK_J1,
     BLOCK_SHIFT,
     K_TOO_LONG,
+    SPAN_RESERVE,
     k_bits,
     plan_block_array,
 )
@@ -631,12 +632,90 @@ def _fast(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool):
         _epilogue(d1, 2.0 ** blocks[0, BLOCK_SHIFT], d2, w2, nb == 2, ea, eb, out, to32)
         return
     m, n = out.shape
-    parts = np.zeros((m, n, MAX_PARTIALS))
-    counts = np.zeros((m, n), dtype=np.int64)
-    ones_n = np.ones(n)
+    ds = np.empty((nb, m, n))
     for b in range(nb):
-        add_pieces(parts, counts, dot(b), np.full(m, 2.0 ** blocks[b, BLOCK_SHIFT]), ones_n)
-    finish_all(parts, counts, ea, eb, out, to32)
+        ds[b] = dot(b)
+    _epilogue_many(ds, blocks, ea, eb, out, to32)
+
+
+#: 32-bit limbs of an output's exact accumulator when the epilogue's rounding test
+#: fails: block shifts reach 2*8*(segments-1) <= 128 bits, block values 2^53, sums
+#: of up to 81 blocks 7 bits more
+_BLOCK_LIMBS = 8
+
+
+@cached_njit(nogil=True)
+def _certain64(s: float, err: float, e: int) -> bool:
+    """Ziv's test in float64: does every value within ``err`` of ``s`` round to ``s``,
+    and is ``s 2^e`` a normal float64 (so that scaling by ``2^e`` is exact)?"""
+    r = abs(math.ldexp(s, e))
+    if not (2.0**-1021 <= r < 2.0**1023):
+        return False
+    u = np.float64(abs(s)).view(np.uint64)
+    f, ex = math.frexp(abs(s))
+    half = math.ldexp(1.0, ex - 54)
+    if (u & np.uint64(0xFFFFFFFFFFFFF)) == 0:
+        half *= 0.5  # at a power of two the ulp below is half as large
+    return err < half
+
+
+@cached_njit(nogil=True)
+def _epilogue_many(ds, blocks, ea, eb, out, to32: bool):
+    """``out = RN(X)``, ``X = sum_b ds[b] 2^shift_b`` exactly (each ``ds[b]`` an exact
+    block result): a TwoSum chain gives ``s`` and a bound on ``|X - s|``; where
+    Ziv's test certifies ``RN(s)`` it is the result, else ``X`` is summed exactly
+    in integer limbs and rounded once (:func:`acc_round`). Same bits either way."""
+    nb, m, n = ds.shape
+    w = np.empty(nb)
+    low = blocks[:, BLOCK_SHIFT].min()
+    for b in range(nb):
+        w[b] = 2.0 ** blocks[b, BLOCK_SHIFT]
+    acc = np.zeros(_BLOCK_LIMBS, dtype=np.int64)
+    slack = 1.0 + 2.0 * (nb + 2) * 2.0**-53
+    for i in range(m):
+        for j in range(n):
+            hi = ds[0, i, j] * w[0]
+            lo = 0.0
+            mag = 0.0
+            for b in range(1, nb):
+                y = ds[b, i, j] * w[b]
+                t = hi + y
+                bb = t - hi
+                e = (hi - (t - bb)) + (y - bb)
+                hi = t
+                lo += e
+                mag += abs(e)
+            t = hi + lo
+            bb = t - hi
+            e2 = (hi - (t - bb)) + (lo - bb)
+            # X = t + e2 + (error of the float sum lo), the latter <= nb u sum|e|
+            err = (abs(e2) + nb * 2.0**-53 * mag) * slack
+            ex = ea[i] + eb[j]
+            if to32:
+                val = math.ldexp(t, ex)  # float32-domain sums are far inside float64's range
+                if (t != 0.0 or mag == 0.0) and _certain32(val, math.ldexp(err, ex)):
+                    out[i, j] = np.float64(np.float32(val)) + 0.0
+                    continue
+            else:
+                if t == 0.0 and mag == 0.0:
+                    out[i, j] = 0.0
+                    continue
+                if _certain64(t, err, ex):
+                    out[i, j] = math.ldexp(t, ex) + 0.0
+                    continue
+            acc[:] = 0
+            for b in range(nb):
+                v = ds[b, i, j]
+                if v != 0.0:
+                    a = np.int64(abs(v))
+                    pos = blocks[b, BLOCK_SHIFT] - low
+                    acc_add(acc, pos, a & np.int64(0x3FFFFFF), v < 0.0)
+                    acc_add(acc, pos + 26, a >> 26, v < 0.0)
+            base = ex + low
+            if to32:
+                out[i, j] = np.float64(np.float32(acc_round(acc, 24, -149, base))) + 0.0
+            else:
+                out[i, j] = acc_round(acc, 53, -1074, base) + 0.0
 
 
 @cached_njit(nogil=True)
@@ -727,13 +806,16 @@ def _product(pa, pb, params, out, stats) -> int:
         out[:] = 0.0
         return OK
     segments = params[W_SEGMENTS]
-    blocks, ok = plan_block_array(_pairs(params), segments, params[W_SEG0_BITS], K, params[W_DIGITS])
-    if not ok:
-        return ERR_K_TOO_LONG
     widest = aspan.max() + bspan.max()
     stats[STAT_WIDEST_SPAN] = widest
     if widest > _MAX_SPAN:
         return ERR_SPAN
+    # keep only the span the data has free (up to SPAN_RESERVE; wider rows and
+    # columns take the exact / certified path): fewer, wider blocks, same bits
+    reserve = min(widest, SPAN_RESERVE)
+    blocks, ok = plan_block_array(_pairs(params), segments, params[W_SEG0_BITS], K, params[W_DIGITS], reserve)
+    if not ok:
+        return ERR_K_TOO_LONG
     # value = (sum of block products * 2^shift) * 2^(ref_a - w1) * 2^(ref_b - w1)
     w1 = width(segments, params[W_SEG0_BITS], params[W_DIGITS]) - 1
     ea = aref - w1
@@ -774,7 +856,7 @@ def _product(pa, pb, params, out, stats) -> int:
             stats[STAT_RECOMPUTED] = recompute(araw, braw, doubt, out, True)
     else:
         dropped = dropped_weight(_pairs(params), segments, params[W_SEG0_BITS], params[W_DIGITS])
-        doubt = fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, params[W_TK], w, dropped)
+        doubt = fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, params[W_TK], w, dropped, out)
         stats[STAT_RECOMPUTED] = recompute(araw, braw, doubt, out, False)
     if abad.any() or bbad.any():
         stats[STAT_NONFINITE] = _special(araw, braw, abad, bbad, out)

@@ -6,10 +6,11 @@ the *aligned* operands; an element far below its group's largest keeps few bits,
 or none, so ``X`` can be far from ``A·B`` (``[[1, 1e-20]] @ [[1e-20], [1]]`` gives 0).
 
 * float64 domain (:func:`fp64_doubtful`): a rigorous bound ``Err_ij >= |X_ij -
-  (AB)_ij|`` (one small GEMM over 3 columns per k-tile: operand quantisation and
+  (AB)_ij|`` (one small GEMM over 4 columns per k-tile: operand quantisation and
   dropped pairs, per alignment group) is compared with a lower bound ``L_ij <=
-  (|A||B|)_ij`` (one float32 GEMM of |A|, |B| rounded down); where
-  ``Err(1+u) > (gamma_K - u) L`` the output is *doubtful*;
+  (|A||B|)_ij`` (``|C| - Err``, or where cancellation makes that too small, the
+  dot product of |a_i| and |b_j|); where ``Err(1+u) > (gamma_K - u) L`` the
+  output is *doubtful*;
 * float32 domain (:func:`lost_rows`): rows of A / columns of B holding a nonzero
   element that alignment shifted out entirely (``q = 0``) outside a fallback tile
   make their outputs doubtful.
@@ -31,7 +32,6 @@ from mixjit.runtime.segments import BALANCED, ZERO_EXP, digit_bits
 __all__ = ["dropped_weight", "fp64_doubtful", "lost_rows", "recompute"]
 
 _U64 = 2.0**-53
-_U32 = 2.0**-24
 _TINY = 2.0**-1074
 
 
@@ -54,14 +54,14 @@ def dropped_weight(pairs, segments: int, seg0_bits: int, digits: int) -> float:
 
 @cached_njit(nogil=True)
 def _bound_operand(raw, gexp, ref, tk: int, w: int, side_b: bool, c: float):
-    """One side of the bound GEMM, scaled by ``2^-ref`` per row: per k-tile κ three
-    columns, A: ``[delta, S, c n 2^E]``, B: ``[S, delta, 2^E]``, with
+    """One side of the bound GEMM, scaled by ``2^-ref`` per row: per k-tile κ four
+    columns, A: ``[delta, S, n delta, c n 2^E]``, B: ``[S, delta, delta, 2^E]``, with
     ``delta = 2^(E-W+2)`` where some element of the group is not on its grid
     ``2^(E-W+1)`` (it bounds split + shift error, rounded or truncated), else 0;
     ``S`` the group's sum of |x| (rounded up), ``n`` the k-tile's length."""
     r, K = raw.shape
     nkt = gexp.shape[1]
-    out = np.zeros((r, 3 * nkt))
+    out = np.zeros((r, 4 * nkt))
     up = 1.0 + 2.0 * (tk + 2) * _U64
     for i in range(r):
         for t in range(nkt):
@@ -92,79 +92,66 @@ def _bound_operand(raw, gexp, ref, tk: int, w: int, side_b: bool, c: float):
             sc = s * up + (k1 - k0) * _TINY  # scaled |x| that underflowed
             top = math.ldexp(1.0, e - ref[i])
             if side_b:
-                out[i, 3 * t] = sc
-                out[i, 3 * t + 1] = delta
-                out[i, 3 * t + 2] = top
+                out[i, 4 * t] = sc
+                out[i, 4 * t + 1] = delta
+                out[i, 4 * t + 2] = delta
+                out[i, 4 * t + 3] = top
             else:
-                out[i, 3 * t] = delta
-                out[i, 3 * t + 1] = sc
-                out[i, 3 * t + 2] = c * (k1 - k0) * top
+                out[i, 4 * t] = delta
+                out[i, 4 * t + 1] = sc
+                out[i, 4 * t + 2] = (k1 - k0) * delta
+                out[i, 4 * t + 3] = c * (k1 - k0) * top
     return out
 
 
 @cached_njit(nogil=True)
-def _abs_down32(raw, ref):
-    """|x| 2^-ref rounded down to float32 (a lower bound; non-finite as 0)."""
-    r, K = raw.shape
-    out = np.zeros((r, K), dtype=np.float32)
-    for i in range(r):
-        for k in range(K):
-            x = raw[i, k]
-            if not math.isfinite(x):
-                continue
-            v = math.ldexp(abs(x), -ref[i])
-            f = np.float32(v)
-            if np.float64(f) > v:
-                f = np.uint32(f.view(np.uint32) - np.uint32(1)).view(np.float32)
-            out[i, k] = f
-    return out
+def _abs_dot(x, y, sx: int, sy: int) -> float:
+    """``sum_k |x_k| |y_k| 2^-(sx+sy)`` in float64 (finite elements; may round)."""
+    t = 0.0
+    for k in range(x.shape[0]):
+        a = x[k]
+        b = y[k]
+        if a != 0.0 and b != 0.0 and math.isfinite(a) and math.isfinite(b):
+            t += math.ldexp(abs(a), -sx) * math.ldexp(abs(b), -sy)
+    return t
 
 
 @cached_njit(nogil=True)
-def _abs64(raw, ref):
-    r, K = raw.shape
-    out = np.zeros((r, K))
-    for i in range(r):
-        for k in range(K):
-            x = raw[i, k]
-            if math.isfinite(x):
-                out[i, k] = math.ldexp(abs(x), -ref[i])
-    return out
-
-
-@cached_njit(nogil=True)
-def fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, dropped: float):
-    """Outputs (m x n booleans) of a float64-domain product whose error bound does not
-    prove ``|X - AB| (1+u) <= (gamma_K - u) |A||B|`` (so that ``RN64(X)`` meets
-    native dgemm's ``gamma_K |A||B|``). Everything is scaled by ``2^-(ref_A(i) +
-    ref_B(j))``; every rounding of the check is covered by a safety factor."""
+def fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, dropped: float, c):
+    """Outputs (m x n booleans) of a float64-domain product ``c = RN64(X)`` whose
+    error bound does not prove ``|X - AB| (1+u) <= (gamma_K - u) |A||B|`` (so that
+    ``RN64(X)`` meets native dgemm's ``gamma_K |A||B|``). Everything is scaled by
+    ``2^-(ref_A(i) + ref_B(j))``; every rounding of the check is covered by a
+    safety factor. ``|A||B| >= |AB| >= |X| - Err`` certifies almost every output
+    from ``c`` itself; the rest (cancellation) get ``(|A||B|)_ij`` from one dot
+    product of absolute values each."""
     m, K = araw.shape
     n = braw.shape[0]
     nkt = agexp.shape[1]
-    # per k: dropped pairs D 2^(EA+EB-2W+2) plus delta_A delta_B = 2^(EA+EB-2W+4)
-    c = math.ldexp(dropped, 2 - 2 * w) + math.ldexp(1.0, 4 - 2 * w)
-    xa = _bound_operand(araw, agexp, aref, tk, w, False, c)
-    yb = _bound_operand(braw, bgexp, bref, tk, w, True, c)
-    nb = 3 * nkt
+    # |ab - a'b'| <= delta_A |b| + |a| delta_B + delta_A delta_B per k, and the
+    # dropped pairs add at most D 2^(EA+EB-2W+2) (0 when every pair is kept)
+    cd = math.ldexp(dropped, 2 - 2 * w)
+    xa = _bound_operand(araw, agexp, aref, tk, w, False, cd)
+    yb = _bound_operand(braw, bgexp, bref, tk, w, True, cd)
+    nb = 4 * nkt
     err = np.dot(xa, yb.T)
     err_up = (1.0 + 4.0 * (nb + 2) * _U64) * (1.0 + _U64)
     err_abs = 4.0 * (nb + 2) * _TINY
-    if K * _U32 < 0.25:
-        low = np.dot(_abs_down32(araw, aref), _abs_down32(braw, bref).T).astype(np.float64)
-        g = K * _U32 / (1.0 - K * _U32)
-        low_abs = K * 2.0**-148
-    else:
-        low = np.dot(_abs64(araw, aref), _abs64(braw, bref).T)
-        g = K * _U64 / (1.0 - K * _U64)
-        low_abs = K * 2.0**-1073
-    low_down = (1.0 - 2.0 * g) * (1.0 - 4.0 * _U64)
     tol = (K * _U64 / (1.0 - K * _U64) - _U64) * (1.0 - 2.0**-40)
+    dot_down = 1.0 - 2.0 * (K + 2) * _U64 / (1.0 - (K + 2) * _U64)
     doubt = np.zeros((m, n), dtype=np.bool_)
     for i in range(m):
         for j in range(n):
             e = err[i, j] * err_up + err_abs
-            lo = max(low[i, j] - low_abs, 0.0) * low_down
-            doubt[i, j] = e > tol * lo
+            if e == 0.0:
+                continue  # X = AB exactly
+            # |A||B| >= |X| - Err >= |c| (1 - u) - 2^-1075 - Err (c = RN64(X)), scaled
+            cs = math.ldexp(abs(c[i, j]), -(aref[i] + bref[j])) * (1.0 - 2.0 * _U64) - 2.0 * _TINY
+            if math.isfinite(cs) and e <= tol * (cs - e):
+                continue
+            low = _abs_dot(araw[i], braw[j], aref[i], bref[j])
+            low = (low - (K + 2) * _TINY) * dot_down
+            doubt[i, j] = e > tol * low
     return doubt
 
 
