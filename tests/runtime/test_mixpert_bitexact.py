@@ -39,6 +39,8 @@ FP32_CONFIGS = [
 ]
 FP64_CONFIGS = [
     "",
+    "segments=9,pairs=slices3sig2",
+    "segments=8,pairs=sig14",
     "segments=7,pairs=sig6",
     "segments=9,pairs=sig8,align=tile",
     "segments=7,pairs=sig6,rounding=trunc",
@@ -146,11 +148,14 @@ def _case64(draw):
     return a, b
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case=_case64(), cfg=st.sampled_from(FP64_CONFIGS), tile=st.sampled_from(["tile=2x4x3", "tile=3x5x2"]))
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_case64(), cfg=st.sampled_from(FP64_CONFIGS), tile=st.sampled_from(["tile=2x4x3", "tile=3x5x2", ""]))
 def test_fp64_configs_match_reference(case, cfg, tile):
     a, b = case
-    _check(MP64, a, b, ",".join(filter(None, [cfg, tile])))
+    try:
+        _check(MP64, a, b, ",".join(filter(None, [cfg, tile])))
+    except ValueError as err:  # subnormals next to 2^220: spans past 900 binades are refused
+        assert "binades along K" in str(err)
 
 
 @pytest.mark.parametrize("align", ["tile", "row"])
@@ -213,17 +218,18 @@ def test_fp64_subnormal_inputs_match_reference():
 _ALL64 = "segments=8,pairs=sig14"  # every pair kept: exact inputs give outputs the check never doubts
 
 
-@pytest.mark.parametrize("tile", ["tile=1x1x1", "tile=1x2x1"])
-def test_fp64_subnormal_result_is_rounded_once(tile):
+@pytest.mark.parametrize("label", [f"{_ALL64},tile=1x1x1", "segments=9,pairs=sig16,tile=1x2x1"])
+def test_fp64_subnormal_result_is_rounded_once(label):
     # X = 2^-1075 + 2^-1135: half the smallest subnormal plus a little, so RN64 is
-    # 2^-1074; rounding RN64(X) (= 2^-1075 at its own scale) again would tie to 0
+    # 2^-1074; rounding RN64(X) (= 2^-1075 at its own scale) again would tie to 0.
+    # tk = 1: two k-tiles 60 binades apart (the exact path); W = 62 and tk = 2: one
+    # group that holds 2^-535 exactly (the fast path's epilogue)
     a = np.array([[2.0**-600, 2.0**-600], [-(2.0**-600), -(2.0**-600)]])
     b = np.array([[2.0**-475], [2.0**-535]])
-    cfg = MP64.parse_config(f"{_ALL64},{tile}")
-    got, stats = MP64.run_with_stats(a, b, cfg)
+    got, stats = MP64.run_with_stats(a, b, MP64.parse_config(label))
     assert stats.fallbacks == 0
     assert got[:, 0].tolist() == [5e-324, -5e-324]
-    _check(MP64, a, b, f"{_ALL64},{tile}")
+    _check(MP64, a, b, label)
 
 
 @pytest.mark.parametrize("label,dtype", [("level=IV,tile=1x4x1", np.float32), ("level=IV,align=row", np.float32),
@@ -267,7 +273,8 @@ def test_fallback_trigger_boundary(far, count):
     label = "level=full,fallback=2,tile=1x8x1"
     stats = _check(MP, a, b, label)
     assert stats.fallbacks == 0
-    a[0, count] = small  # one more: now above the trigger
+    a[0, :2] = np.float32(2.0**-3 * (1.0 + 2.0**-22 + 2.0**-23))  # two shifted by 3 > F: 16 > 8, falls back
+    b[:2, 0] = 1.0
     stats = _check(MP, a, b, label)
     assert stats.fallbacks >= 1
 
