@@ -16,7 +16,10 @@ algorithm, as in CPython's ``math.fsum``) holds the exact sum;
   exact residual ``S - hi`` (0 iff the residual is 0);
 * :func:`round32` / :func:`round64_scaled` turn ``(hi, lo)`` into the correctly
   rounded float32 / float64 value (no double rounding, gradual underflow);
-* :func:`finish_all` rounds a whole matrix of partial lists.
+* :func:`finish_all` rounds a whole matrix of partial lists;
+* :func:`exact_dot_round`: ``RN(sum_k x_k y_k)`` of float64 vectors over the whole
+  exponent range (products split into 18-bit pieces, summed in 32-bit integer
+  limbs, :func:`acc_add` / :func:`acc_round`): MixPert's exact-product fallback.
 
 Fast GEMM path (:func:`round_exact_sum`): float64 GEMMs in any BLAS order give
 ``S'`` with ``|S' - S| <= e`` (the dot-product error bound ``gamma_n * sum|terms|``,
@@ -47,6 +50,10 @@ __all__ = [
     "round_exact_sum",
     "round_to_f32_exact",
     "inside_rounding_interval",
+    "acc_add",
+    "acc_round",
+    "exact_dot_round",
+    "exact_dot_scratch",
 ]
 
 _U = 2.0**-53

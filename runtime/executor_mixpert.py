@@ -10,8 +10,9 @@ bits:
   (runtime/pair_blocks.py) whose dgemms over the whole K are exact, because every
   partial sum stays below 2^53 on the finest grid of the (i, j) pair; with at most
   two blocks one TwoSum gives ``RN64(X)`` and its residual, and ``round32``
-  finishes; with more blocks the block results are summed exactly
-  (runtime/exactsum.py);
+  finishes; with more blocks a TwoSum chain and Ziv's rounding test give the
+  result, and the outputs it leaves in doubt are summed exactly in integer limbs
+  (:func:`_epilogue_many`, runtime/exactsum.acc_round);
 * certified path (float32 domain): rows of A / columns of B whose exponent span
   along K is too wide for the fast path's bound, or that touch a fallback tile
   (whose tile products contribute their exact tf32x3 products instead), get ``S'``
@@ -21,6 +22,11 @@ bits:
   (:func:`_certified`);
 * exact path (float64 domain, wide spans): those rows / columns are recomputed
   k-tile by k-tile (each k-tile dgemm is exact) and summed exactly.
+
+Then step 6 (runtime/mixpert_bound.py): outputs the executor cannot vouch for
+(float64: error bound above native dgemm's ``gamma_K |A||B|``; float32: a row /
+column holding an element aligned to 0) are recomputed as ``RN(A·B)`` exactly and
+counted (``STAT_RECOMPUTED``).
 
 Non-finite inputs: those elements count as 0 for the computation and the
 affected outputs are set by the non-finite rule (Common conventions).

@@ -9,10 +9,12 @@ sign-magnitude segment, 8 per balanced digit), and the product
 integer matrices is exact while every partial sum stays below 2^53, so a config's
 INT8 products collapse into a few exact dgemms: level IV (8 products) into 2.
 
-The planner covers the kept pairs with disjoint rectangles and splits a rectangle
-while ``bits(A range) + bits(B range)`` exceeds the budget, so that the dgemms stay
-exact on data whose exponents span up to ``SPAN_RESERVE`` binades along K (wider
-data goes through the exact path; see runtime/executor_mixpert.py).
+The planner covers the kept pairs with disjoint rectangles and cuts a rectangle
+while ``bits(A range) + bits(B range)`` exceeds the budget ``53 - ceil(log2 K) -
+reserve``, so that the dgemms stay exact on data whose exponents span up to
+``reserve`` binades along K. The executor passes the call's widest span, capped
+at ``SPAN_RESERVE`` (wider rows and columns go through the exact path; see
+runtime/executor_mixpert.py): the blocks, never the result, depend on it.
 
 The planner is compiled (:func:`plan_block_array`, called by the compiled executor
 for each GEMM's K); :func:`plan_blocks` is its Python face.

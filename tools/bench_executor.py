@@ -218,7 +218,8 @@ def fp64(sizes: list[int], repeats: int, write: bool) -> None:
         for n in sizes:
             a = sample(rng, (n, n))
             b = sample(rng, (n, n))
-            scheme.run(a[:64, :64], b[:64, :64], cfg)  # compile / load the kernels
+            # compile / load the kernels for C-contiguous operands (a view would compile another layout)
+            scheme.run(np.ascontiguousarray(a[:64, :64]), np.ascontiguousarray(b[:64, :64]), cfg)
             t_np, t_mx = [], []
             for _ in range(repeats):
                 t0 = time.process_time()
@@ -250,7 +251,9 @@ def _write_fp64(rows: list[tuple], label: str, repeats: int) -> None:
         "repeats. Error: `|C - AB|_ij / (|A||B|)_ij` on 400 sampled outputs against exact dot",
         "products (median and max). Recomputed: outputs the guarantee check sent to the exact",
         "product (docs/numerics.md, mixpert-fp64). Target: error no worse than numpy's, ratio <= 6.",
-        f"Load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (shared machine).",
+        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')} (set it to 1: idle BLAS threads",
+        "spin and their CPU time is charged to whatever runs next). Load average at the end:",
+        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} (shared machine).",
         "",
         "| data | n | numpy (s) | mixpert-fp64 (s) | ratio | numpy err median | max | mixpert-fp64 err median | max | recomputed |",
         "|---|---|---|---|---|---|---|---|---|---|",
