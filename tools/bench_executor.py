@@ -247,7 +247,7 @@ def _write_fp64(rows: list[tuple], label: str, repeats: int) -> None:
         "",
         f"Written by `tools/bench_executor.py --fp64`. `mixpert-fp64` with its most precise config",
         f"`{label}` (`default_config`: what sites run before tuning) against `A @ B` in float64,",
-        f"CPU time (`time.process_time`, both threads of BLAS counted), alternating, medians of {repeats}",
+        f"CPU time (`time.process_time`, all threads), alternating, medians of {repeats}",
         "repeats. Error: `|C - AB|_ij / (|A||B|)_ij` on 400 sampled outputs against exact dot",
         "products (median and max). Recomputed: outputs the guarantee check sent to the exact",
         "product (docs/numerics.md, mixpert-fp64). Target: error no worse than numpy's, ratio <= 6.",
