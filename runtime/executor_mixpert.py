@@ -54,7 +54,7 @@ import numpy as np
 
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, lost_rows, recompute
-from mixjit.runtime.exactsum import MAX_PARTIALS, acc_add, acc_round, add_piece, add_pieces, finish, finish_all, round32, round64_scaled
+from mixjit.runtime.exactsum import _ACC_LIMBS, MAX_PARTIALS, acc_add, acc_round, add_piece, add_pieces, exact_dot_round, finish, finish_all, round32, round64_scaled
 from mixjit.runtime.pair_blocks import (
     BLOCK_BITS,
     BLOCK_I0,
@@ -793,6 +793,39 @@ def _exact_sets(sa, sb, fa, fb, limit: int):
 
 
 @cached_njit(nogil=True)
+def _recompute32(xraw, yraw, rows, out, transposed: bool) -> None:
+    """Float32 domain, step 6: the outputs of ``rows`` of ``xraw`` (rows of A; columns
+    of B when ``transposed``) against every row of ``yraw`` become RN32 of the exact
+    product. Products of float32 values are exact in float64, so one float64 GEMM
+    gives ``s`` within ``gamma_K sum|p|``; Ziv's test keeps ``RN32(s)``, the rest
+    take the exact dot product (runtime/exactsum.exact_dot_round)."""
+    r = rows.shape[0]
+    if r == 0:
+        return
+    K = xraw.shape[1]
+    x = np.zeros((r, K))
+    for u in range(r):
+        for k in range(K):
+            v = xraw[rows[u], k]
+            x[u, k] = v if math.isfinite(v) else 0.0
+    y = np.where(np.isfinite(yraw), yraw, 0.0)
+    s = np.dot(x, y.T)
+    t = np.dot(np.abs(x), np.abs(y).T)
+    g = 1.01 * K * _U / (1.0 - K * _U)
+    acc = np.zeros(_ACC_LIMBS, dtype=np.int64)
+    for u in range(r):
+        for v in range(y.shape[0]):
+            if _certain32(s[u, v], g * t[u, v]):
+                res = np.float64(np.float32(s[u, v])) + 0.0
+            else:
+                res = exact_dot_round(x[u], y[v], acc, True)
+            if transposed:
+                out[v, rows[u]] = res
+            else:
+                out[rows[u], v] = res
+
+
+@cached_njit(nogil=True)
 def _product(pa, pb, params, out, stats) -> int:
     """``out = RN(X)`` (float64 array holding the float32/float64 result) for split
     operands; fills ``stats``; returns a status."""
@@ -852,14 +885,11 @@ def _product(pa, pb, params, out, stats) -> int:
             _exact_rows(pb, pa, blocks, eb, ea, params, cols, out, True, to32)
     w = width(segments, params[W_SEG0_BITS], params[W_DIGITS])
     if to32:
-        lost_a = lost_rows(araw, aq, afb, params[W_TK])
-        lost_b = lost_rows(braw, bq, bfb, params[W_TK])
-        if lost_a.any() or lost_b.any():
-            doubt = np.zeros((m, n), dtype=np.bool_)
-            for i in range(m):
-                for j in range(n):
-                    doubt[i, j] = lost_a[i] or lost_b[j]
-            stats[STAT_RECOMPUTED] = recompute(araw, braw, doubt, out, True)
+        lost_a = np.flatnonzero(lost_rows(araw, aq, afb, params[W_TK]))
+        lost_b = np.flatnonzero(lost_rows(braw, bq, bfb, params[W_TK]))
+        _recompute32(araw, braw, lost_a, out, False)
+        _recompute32(braw, araw, lost_b, out, True)
+        stats[STAT_RECOMPUTED] = lost_a.shape[0] * n + lost_b.shape[0] * m - lost_a.shape[0] * lost_b.shape[0]
     else:
         dropped = dropped_weight(_pairs(params), segments, params[W_SEG0_BITS], params[W_DIGITS])
         doubt = fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, params[W_TK], w, dropped, out)

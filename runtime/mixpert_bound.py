@@ -146,7 +146,8 @@ def fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, dropped
             if e == 0.0:
                 continue  # X = AB exactly
             # |A||B| >= |X| - Err >= |c| (1 - u) - 2^-1075 - Err (c = RN64(X)), scaled
-            cs = math.ldexp(abs(c[i, j]), -(aref[i] + bref[j])) * (1.0 - 2.0 * _U64) - 2.0 * _TINY
+            sc = aref[i] + bref[j]
+            cs = math.ldexp(abs(c[i, j]), -sc) * (1.0 - 2.0 * _U64) - math.ldexp(1.0, -1075 - sc) - 2.0 * _TINY
             if math.isfinite(cs) and e <= tol * (cs - e):
                 continue
             low = _abs_dot(araw[i], braw[j], aref[i], bref[j])
