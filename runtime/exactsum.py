@@ -16,7 +16,10 @@ algorithm, as in CPython's ``math.fsum``) holds the exact sum;
   exact residual ``S - hi`` (0 iff the residual is 0);
 * :func:`round32` / :func:`round64_scaled` turn ``(hi, lo)`` into the correctly
   rounded float32 / float64 value (no double rounding, gradual underflow);
-* :func:`finish_all` rounds a whole matrix of partial lists.
+* :func:`finish_all` rounds a whole matrix of partial lists;
+* :func:`exact_dot_round`: ``RN(sum_k x_k y_k)`` of float64 vectors over the whole
+  exponent range (products split into 18-bit pieces, summed in 32-bit integer
+  limbs, :func:`acc_add` / :func:`acc_round`): MixPert's exact-product fallback.
 
 Fast GEMM path (:func:`round_exact_sum`): float64 GEMMs in any BLAS order give
 ``S'`` with ``|S' - S| <= e`` (the dot-product error bound ``gamma_n * sum|terms|``,
@@ -47,6 +50,10 @@ __all__ = [
     "round_exact_sum",
     "round_to_f32_exact",
     "inside_rounding_interval",
+    "acc_add",
+    "acc_round",
+    "exact_dot_round",
+    "exact_dot_scratch",
 ]
 
 _U = 2.0**-53
@@ -292,3 +299,146 @@ def round_to_f32_exact(terms: np.ndarray) -> np.float32:
     """``RN32`` of the exact sum of float64 ``terms`` (ties to even; zero is +0)."""
     t = np.ascontiguousarray(terms, dtype=np.float64)
     return _exact_dots32(t[None, :], np.ones((t.size, 1)), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1))[0]
+
+
+# ------------------------------------- exact dot products of float64 inputs
+
+#: bit 0 of limb 0 of the dot-product accumulator weighs 2^_ACC_BASE (the lowest bit
+#: of a product of two subnormal float64s, 2^-1074 * 2^-1074)
+_ACC_BASE = -2148
+#: 32-bit limbs (held in int64 for carry room): products reach 2^2048, sums of up to
+#: 2^31 of them 31 bits more
+_ACC_LIMBS = 136
+_LIMB = np.int64(0xFFFFFFFF)
+
+
+@cached_njit(nogil=True)
+def _mantissa(x: float) -> tuple[int, int]:
+    """``(m, e)`` with ``|x| = m * 2^e``, ``m`` an integer < 2^53 (finite ``x``)."""
+    u = np.float64(x).view(np.uint64)
+    be = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF))
+    frac = np.int64(u & np.uint64(0xFFFFFFFFFFFFF))
+    if be == 0:
+        return frac, np.int64(-1074)
+    return frac | (np.int64(1) << 52), be - 1075
+
+
+@cached_njit(nogil=True)
+def acc_add(acc, pos: int, v: int, neg: bool) -> None:
+    """``acc += ±v * 2^pos`` (bit index ``pos`` >= 0, ``0 <= v < 2^36``), carries deferred."""
+    idx = pos >> 5
+    sh = pos & 31
+    lo = (v & ((np.int64(1) << (32 - sh)) - 1)) << sh
+    hi = v >> (32 - sh)
+    if neg:
+        acc[idx] -= lo
+        acc[idx + 1] -= hi & _LIMB
+        acc[idx + 2] -= hi >> 32
+    else:
+        acc[idx] += lo
+        acc[idx + 1] += hi & _LIMB
+        acc[idx + 2] += hi >> 32
+
+
+@cached_njit(nogil=True)
+def _acc_normalise(acc) -> int:
+    """Propagate carries so every limb is in [0, 2^32); returns the final carry
+    (negative iff the accumulated value is negative)."""
+    carry = np.int64(0)
+    for k in range(acc.shape[0]):
+        t = acc[k] + carry
+        acc[k] = t & _LIMB
+        carry = t >> 32
+    return carry
+
+
+@cached_njit(nogil=True)
+def _acc_bits(acc, lo: int, count: int) -> int:
+    """Bits ``lo .. lo+count-1`` (``lo >= 0``, ``count <= 54``) of a normalised accumulator."""
+    res = np.int64(0)
+    for k in range(lo >> 5, min((lo + count - 1) >> 5, acc.shape[0] - 1) + 1):
+        s = 32 * k - lo
+        if s < 0:
+            res += acc[k] >> (-s)
+        else:
+            res += (acc[k] & ((np.int64(1) << min(32, count - s)) - 1)) << s
+    return res & ((np.int64(1) << count) - 1)
+
+
+@cached_njit(nogil=True)
+def acc_round(acc, prec: int, emin_lsb: int, base: int) -> float:
+    """Round the accumulated value ``sum_k acc[k] 2^(32k + base)`` (limbs with
+    deferred carries) to ``prec`` significant bits, nearest, ties to even, quantum
+    at least ``2^emin_lsb`` (gradual underflow); ±inf past float64's range, +0 for
+    zero. The accumulator is left normalised (magnitude)."""
+    neg = _acc_normalise(acc) < 0
+    if neg:
+        for k in range(acc.shape[0]):
+            acc[k] = -acc[k]
+        _acc_normalise(acc)
+    top = -1
+    for k in range(acc.shape[0] - 1, -1, -1):
+        if acc[k] != 0:
+            top = k
+            break
+    if top < 0:
+        return 0.0
+    hb = 32 * top
+    t = acc[top]
+    while t > 1:
+        hb += 1
+        t >>= 1
+    lsb = max(hb - prec + 1, emin_lsb - base)
+    if lsb > hb + 1:  # below half the smallest quantum
+        return 0.0
+    if lsb <= 0:  # every bit is kept: exact
+        r = math.ldexp(np.float64(_acc_bits(acc, 0, hb + 1)), base)
+        return -r if neg else r
+    n = _acc_bits(acc, lsb, hb - lsb + 1) if hb >= lsb else np.int64(0)
+    below = lsb - 1  # the half bit; bits 0 .. below-1 are sticky
+    half = (acc[below >> 5] >> (below & 31)) & 1
+    sticky = (acc[below >> 5] & ((np.int64(1) << (below & 31)) - 1)) != 0
+    for k in range(below >> 5):
+        sticky |= acc[k] != 0
+    if half == 1 and (sticky or (n & 1) == 1):
+        n += 1
+    r = math.ldexp(np.float64(n), lsb + base)
+    return -r if neg else r
+
+
+@cached_njit(nogil=True)
+def exact_dot_round(x, y, acc, to32: bool) -> float:
+    """``RN(sum_k x[k] * y[k])`` of two float64 vectors, computed exactly (every
+    product and the whole sum, over float64's full exponent range, subnormals
+    included) and rounded once to float32 (``to32``, returned as float64) or
+    float64: nearest, ties to even, gradual underflow, overflow to ±inf, zero as
+    +0. Non-finite elements count as 0. ``acc`` is int64 scratch of
+    ``_ACC_LIMBS``."""
+    acc[:] = 0
+    mask = np.int64((1 << 18) - 1)
+    for k in range(x.shape[0]):
+        a = x[k]
+        b = y[k]
+        if a == 0.0 or b == 0.0 or not (math.isfinite(a) and math.isfinite(b)):
+            continue
+        ma, ea = _mantissa(a)
+        mb, eb = _mantissa(b)
+        neg = (a < 0.0) != (b < 0.0)
+        base = ea + eb - _ACC_BASE
+        for i in range(3):
+            pa = (ma >> (18 * i)) & mask
+            if pa == 0:
+                continue
+            for j in range(3):
+                pb = (mb >> (18 * j)) & mask
+                if pb != 0:
+                    acc_add(acc, base + 18 * (i + j), pa * pb, neg)
+    if to32:
+        r = acc_round(acc, 24, -149, _ACC_BASE)
+        return np.float64(np.float32(r)) + 0.0
+    return acc_round(acc, 53, -1074, _ACC_BASE) + 0.0
+
+
+def exact_dot_scratch() -> np.ndarray:
+    """Scratch for :func:`exact_dot_round`."""
+    return np.zeros(_ACC_LIMBS, dtype=np.int64)

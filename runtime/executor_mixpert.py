@@ -10,8 +10,9 @@ bits:
   (runtime/pair_blocks.py) whose dgemms over the whole K are exact, because every
   partial sum stays below 2^53 on the finest grid of the (i, j) pair; with at most
   two blocks one TwoSum gives ``RN64(X)`` and its residual, and ``round32``
-  finishes; with more blocks the block results are summed exactly
-  (runtime/exactsum.py);
+  finishes; with more blocks a TwoSum chain and Ziv's rounding test give the
+  result, and the outputs it leaves in doubt are summed exactly in integer limbs
+  (:func:`_epilogue_many`, runtime/exactsum.acc_round);
 * certified path (float32 domain): rows of A / columns of B whose exponent span
   along K is too wide for the fast path's bound, or that touch a fallback tile
   (whose tile products contribute their exact tf32x3 products instead), get ``S'``
@@ -21,6 +22,11 @@ bits:
   (:func:`_certified`);
 * exact path (float64 domain, wide spans): those rows / columns are recomputed
   k-tile by k-tile (each k-tile dgemm is exact) and summed exactly.
+
+Then step 6 (runtime/mixpert_bound.py): outputs the executor cannot vouch for
+(float64: error bound above native dgemm's ``gamma_K |A||B|``; float32: a row /
+column holding an element aligned to 0) are recomputed as ``RN(A·B)`` exactly and
+counted (``STAT_RECOMPUTED``).
 
 Non-finite inputs: those elements count as 0 for the computation and the
 affected outputs are set by the non-finite rule (Common conventions).
@@ -47,7 +53,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.exactsum import MAX_PARTIALS, add_piece, add_pieces, finish, finish_all, round32, round64_scaled
+from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, lost_rows, recompute
+from mixjit.runtime.exactsum import _ACC_LIMBS, MAX_PARTIALS, acc_add, acc_round, add_piece, add_pieces, exact_dot_round, finish, finish_all, round32, round64_scaled
 from mixjit.runtime.pair_blocks import (
     BLOCK_BITS,
     BLOCK_I0,
@@ -56,6 +63,7 @@ from mixjit.runtime.pair_blocks import (
     BLOCK_J1,
     BLOCK_SHIFT,
     K_TOO_LONG,
+    SPAN_RESERVE,
     k_bits,
     plan_block_array,
 )
@@ -106,7 +114,8 @@ STAT_EXACT_COLS = 4
 STAT_WIDEST_SPAN = 5
 STAT_CERTIFIED = 6  # outputs computed by the certified path (float64 GEMM + Ziv's test)
 STAT_SLOW_ELEMENTS = 7  # of those, outputs Ziv's test left in doubt: summed exactly
-N_STATS = 8
+STAT_RECOMPUTED = 8  # outputs the guarantee check left in doubt: RN(exact A·B) (runtime/mixpert_bound.py)
+N_STATS = 9
 
 # ---- status codes ----------------------------------------------------------
 OK = 0
@@ -629,12 +638,90 @@ def _fast(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool):
         _epilogue(d1, 2.0 ** blocks[0, BLOCK_SHIFT], d2, w2, nb == 2, ea, eb, out, to32)
         return
     m, n = out.shape
-    parts = np.zeros((m, n, MAX_PARTIALS))
-    counts = np.zeros((m, n), dtype=np.int64)
-    ones_n = np.ones(n)
+    ds = np.empty((nb, m, n))
     for b in range(nb):
-        add_pieces(parts, counts, dot(b), np.full(m, 2.0 ** blocks[b, BLOCK_SHIFT]), ones_n)
-    finish_all(parts, counts, ea, eb, out, to32)
+        ds[b] = dot(b)
+    _epilogue_many(ds, blocks, ea, eb, out, to32)
+
+
+#: 32-bit limbs of an output's exact accumulator when the epilogue's rounding test
+#: fails: block shifts reach 2*8*(segments-1) <= 128 bits, block values 2^53, sums
+#: of up to 81 blocks 7 bits more
+_BLOCK_LIMBS = 8
+
+
+@cached_njit(nogil=True)
+def _certain64(s: float, err: float, e: int) -> bool:
+    """Ziv's test in float64: does every value within ``err`` of ``s`` round to ``s``,
+    and is ``s 2^e`` a normal float64 (so that scaling by ``2^e`` is exact)?"""
+    r = abs(math.ldexp(s, e))
+    if not (2.0**-1021 <= r < 2.0**1023):
+        return False
+    u = np.float64(abs(s)).view(np.uint64)
+    f, ex = math.frexp(abs(s))
+    half = math.ldexp(1.0, ex - 54)
+    if (u & np.uint64(0xFFFFFFFFFFFFF)) == 0:
+        half *= 0.5  # at a power of two the ulp below is half as large
+    return err < half
+
+
+@cached_njit(nogil=True)
+def _epilogue_many(ds, blocks, ea, eb, out, to32: bool):
+    """``out = RN(X)``, ``X = sum_b ds[b] 2^shift_b`` exactly (each ``ds[b]`` an exact
+    block result): a TwoSum chain gives ``s`` and a bound on ``|X - s|``; where
+    Ziv's test certifies ``RN(s)`` it is the result, else ``X`` is summed exactly
+    in integer limbs and rounded once (:func:`acc_round`). Same bits either way."""
+    nb, m, n = ds.shape
+    w = np.empty(nb)
+    low = blocks[:, BLOCK_SHIFT].min()
+    for b in range(nb):
+        w[b] = 2.0 ** blocks[b, BLOCK_SHIFT]
+    acc = np.zeros(_BLOCK_LIMBS, dtype=np.int64)
+    slack = 1.0 + 2.0 * (nb + 2) * 2.0**-53
+    for i in range(m):
+        for j in range(n):
+            hi = ds[0, i, j] * w[0]
+            lo = 0.0
+            mag = 0.0
+            for b in range(1, nb):
+                y = ds[b, i, j] * w[b]
+                t = hi + y
+                bb = t - hi
+                e = (hi - (t - bb)) + (y - bb)
+                hi = t
+                lo += e
+                mag += abs(e)
+            t = hi + lo
+            bb = t - hi
+            e2 = (hi - (t - bb)) + (lo - bb)
+            # X = t + e2 + (error of the float sum lo), the latter <= nb u sum|e|
+            err = (abs(e2) + nb * 2.0**-53 * mag) * slack
+            ex = ea[i] + eb[j]
+            if to32:
+                val = math.ldexp(t, ex)  # float32-domain sums are far inside float64's range
+                if (t != 0.0 or mag == 0.0) and _certain32(val, math.ldexp(err, ex)):
+                    out[i, j] = np.float64(np.float32(val)) + 0.0
+                    continue
+            else:
+                if t == 0.0 and mag == 0.0:
+                    out[i, j] = 0.0
+                    continue
+                if _certain64(t, err, ex):
+                    out[i, j] = math.ldexp(t, ex) + 0.0
+                    continue
+            acc[:] = 0
+            for b in range(nb):
+                v = ds[b, i, j]
+                if v != 0.0:
+                    a = np.int64(abs(v))
+                    pos = blocks[b, BLOCK_SHIFT] - low
+                    acc_add(acc, pos, a & np.int64(0x3FFFFFF), v < 0.0)
+                    acc_add(acc, pos + 26, a >> 26, v < 0.0)
+            base = ex + low
+            if to32:
+                out[i, j] = np.float64(np.float32(acc_round(acc, 24, -149, base))) + 0.0
+            else:
+                out[i, j] = acc_round(acc, 53, -1074, base) + 0.0
 
 
 @cached_njit(nogil=True)
@@ -706,6 +793,39 @@ def _exact_sets(sa, sb, fa, fb, limit: int):
 
 
 @cached_njit(nogil=True)
+def _recompute32(xraw, yraw, rows, out, transposed: bool) -> None:
+    """Float32 domain, step 6: the outputs of ``rows`` of ``xraw`` (rows of A; columns
+    of B when ``transposed``) against every row of ``yraw`` become RN32 of the exact
+    product. Products of float32 values are exact in float64, so one float64 GEMM
+    gives ``s`` within ``gamma_K sum|p|``; Ziv's test keeps ``RN32(s)``, the rest
+    take the exact dot product (runtime/exactsum.exact_dot_round)."""
+    r = rows.shape[0]
+    if r == 0:
+        return
+    K = xraw.shape[1]
+    x = np.zeros((r, K))
+    for u in range(r):
+        for k in range(K):
+            v = xraw[rows[u], k]
+            x[u, k] = v if math.isfinite(v) else 0.0
+    y = np.where(np.isfinite(yraw), yraw, 0.0)
+    s = np.dot(x, y.T)
+    t = np.dot(np.abs(x), np.abs(y).T)
+    g = 1.01 * K * _U / (1.0 - K * _U)
+    acc = np.zeros(_ACC_LIMBS, dtype=np.int64)
+    for u in range(r):
+        for v in range(y.shape[0]):
+            if _certain32(s[u, v], g * t[u, v]):
+                res = np.float64(np.float32(s[u, v])) + 0.0
+            else:
+                res = exact_dot_round(x[u], y[v], acc, True)
+            if transposed:
+                out[v, rows[u]] = res
+            else:
+                out[rows[u], v] = res
+
+
+@cached_njit(nogil=True)
 def _product(pa, pb, params, out, stats) -> int:
     """``out = RN(X)`` (float64 array holding the float32/float64 result) for split
     operands; fills ``stats``; returns a status."""
@@ -725,13 +845,16 @@ def _product(pa, pb, params, out, stats) -> int:
         out[:] = 0.0
         return OK
     segments = params[W_SEGMENTS]
-    blocks, ok = plan_block_array(_pairs(params), segments, params[W_SEG0_BITS], K, params[W_DIGITS])
-    if not ok:
-        return ERR_K_TOO_LONG
     widest = aspan.max() + bspan.max()
     stats[STAT_WIDEST_SPAN] = widest
     if widest > _MAX_SPAN:
         return ERR_SPAN
+    # keep only the span the data has free (up to SPAN_RESERVE; wider rows and
+    # columns take the exact / certified path): fewer, wider blocks, same bits
+    reserve = min(widest, SPAN_RESERVE)
+    blocks, ok = plan_block_array(_pairs(params), segments, params[W_SEG0_BITS], K, params[W_DIGITS], reserve)
+    if not ok:
+        return ERR_K_TOO_LONG
     # value = (sum of block products * 2^shift) * 2^(ref_a - w1) * 2^(ref_b - w1)
     w1 = width(segments, params[W_SEG0_BITS], params[W_DIGITS]) - 1
     ea = aref - w1
@@ -760,6 +883,17 @@ def _product(pa, pb, params, out, stats) -> int:
             _exact_rows(pa, pb, blocks, ea, eb, params, rows, out, False, to32)
         if cols.shape[0]:
             _exact_rows(pb, pa, blocks, eb, ea, params, cols, out, True, to32)
+    w = width(segments, params[W_SEG0_BITS], params[W_DIGITS])
+    if to32:
+        lost_a = np.flatnonzero(lost_rows(araw, aq, afb, params[W_TK]))
+        lost_b = np.flatnonzero(lost_rows(braw, bq, bfb, params[W_TK]))
+        _recompute32(araw, braw, lost_a, out, False)
+        _recompute32(braw, araw, lost_b, out, True)
+        stats[STAT_RECOMPUTED] = lost_a.shape[0] * n + lost_b.shape[0] * m - lost_a.shape[0] * lost_b.shape[0]
+    else:
+        dropped = dropped_weight(_pairs(params), segments, params[W_SEG0_BITS], params[W_DIGITS])
+        doubt = fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, params[W_TK], w, dropped, out)
+        stats[STAT_RECOMPUTED] = recompute(araw, braw, doubt, out, False)
     if abad.any() or bbad.any():
         stats[STAT_NONFINITE] = _special(araw, braw, abad, bbad, out)
     stats[STAT_FALLBACK_TILES] = afb_tiles + bfb_tiles
@@ -847,6 +981,7 @@ class ExecStats:
     exact_path_cols: int
     certified_elements: int  # outputs of those rows/columns from the float64 GEMM + Ziv's test
     slow_path_elements: int  # of those, the ones summed exactly (the test left them in doubt)
+    recomputed_elements: int  # outputs the guarantee check left in doubt: RN(exact A·B)
 
 
 def _words(params: np.ndarray) -> np.ndarray:
@@ -911,4 +1046,5 @@ def run_mixpert(
         int(stats[STAT_EXACT_COLS]),
         int(stats[STAT_CERTIFIED]),
         int(stats[STAT_SLOW_ELEMENTS]),
+        int(stats[STAT_RECOMPUTED]),
     )

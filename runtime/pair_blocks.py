@@ -9,10 +9,12 @@ sign-magnitude segment, 8 per balanced digit), and the product
 integer matrices is exact while every partial sum stays below 2^53, so a config's
 INT8 products collapse into a few exact dgemms: level IV (8 products) into 2.
 
-The planner covers the kept pairs with disjoint rectangles and splits a rectangle
-while ``bits(A range) + bits(B range)`` exceeds the budget, so that the dgemms stay
-exact on data whose exponents span up to ``SPAN_RESERVE`` binades along K (wider
-data goes through the exact path; see runtime/executor_mixpert.py).
+The planner covers the kept pairs with disjoint rectangles and cuts a rectangle
+while ``bits(A range) + bits(B range)`` exceeds the budget ``53 - ceil(log2 K) -
+reserve``, so that the dgemms stay exact on data whose exponents span up to
+``reserve`` binades along K. The executor passes the call's widest span, capped
+at ``SPAN_RESERVE`` (wider rows and columns go through the exact path; see
+runtime/executor_mixpert.py): the blocks, never the result, depend on it.
 
 The planner is compiled (:func:`plan_block_array`, called by the compiled executor
 for each GEMM's K); :func:`plan_blocks` is its Python face.
@@ -83,15 +85,28 @@ def _put(rows, r: int, i0: int, i1: int, j0: int, j1: int) -> None:
     rows[r, 3] = j1
 
 
+@register_jitable
+def _fit(i0: int, i1: int, budget: int, seg0_bits: int, digits: int) -> int:
+    """Largest ``e`` in ``i0..i1`` with ``range_bits(i0, e) <= budget`` (``i0`` if none)."""
+    e = i0
+    while e < i1 and range_bits(i0, e + 1, seg0_bits, digits) <= budget:
+        e += 1
+    return e
+
+
 @cached_njit(nogil=True)
-def plan_block_array(pairs, segments: int, seg0_bits: int, k: int, digits: int):
+def plan_block_array(pairs, segments: int, seg0_bits: int, k: int, digits: int, reserve: int = SPAN_RESERVE):
     """Disjoint rectangles covering the kept pairs (``pairs[i, j]`` true) whose
-    dgemms over ``k`` terms are exact with ``SPAN_RESERVE`` binades to spare.
+    dgemms over ``k`` terms are exact with ``reserve`` binades of span to spare.
+
+    A rectangle over the budget is cut: the side with more bits keeps its longest
+    prefix that fits beside the other side (so the slices of a slice-structured
+    pair set become one block each); a single pair always is a block.
 
     Returns ``(blocks, ok)``: an int64 array, one row per block (columns
     ``BLOCK_I0`` .. ``BLOCK_BITS``), and False when ``k`` is too long for exact
     float64 accumulation (blocks is then empty)."""
-    budget = 53 - k_bits(k) - SPAN_RESERVE
+    budget = 53 - k_bits(k) - reserve
     s = pairs.shape[0]
     if budget < 2 * 7:
         return np.zeros((0, 6), np.int64), False
@@ -116,7 +131,7 @@ def plan_block_array(pairs, segments: int, seg0_bits: int, k: int, digits: int):
                 nr += 1
             j += 1
         i = end + 1
-    # split depth first, first half before second (a stack, children pushed reversed)
+    # cut depth first, first part before the rest (a stack, children pushed reversed)
     stack = np.zeros((4 * s * s + 4, 4), np.int64)
     top = 0
     for r in range(nr - 1, -1, -1):
@@ -128,25 +143,28 @@ def plan_block_array(pairs, segments: int, seg0_bits: int, k: int, digits: int):
     while top > 0:
         top -= 1
         i0, i1, j0, j1 = stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3]
-        bits = range_bits(i0, i1, seg0_bits, digits) + range_bits(j0, j1, seg0_bits, digits)
-        if bits <= budget or (i0 == i1 and j0 == j1):
+        ra = range_bits(i0, i1, seg0_bits, digits)
+        rb = range_bits(j0, j1, seg0_bits, digits)
+        if ra + rb <= budget or (i0 == i1 and j0 == j1):
             out[nb, BLOCK_I0] = i0
             out[nb, BLOCK_I1] = i1
             out[nb, BLOCK_J0] = j0
             out[nb, BLOCK_J1] = j1
             out[nb, BLOCK_SHIFT] = b * (segments - 1 - i1) + b * (segments - 1 - j1)
-            out[nb, BLOCK_BITS] = bits
+            out[nb, BLOCK_BITS] = ra + rb
             nb += 1
-        elif i1 - i0 >= j1 - j0:
-            mid = (i0 + i1) // 2
+            continue
+        # cut the side with more bits (one that is a single segment cannot be cut)
+        # to its longest prefix that fits beside the other side
+        if i1 > i0 and (ra >= rb or j0 == j1):
+            mid = _fit(i0, i1, budget - rb, seg0_bits, digits)
             _put(stack, top, mid + 1, i1, j0, j1)
             _put(stack, top + 1, i0, mid, j0, j1)
-            top += 2
         else:
-            mid = (j0 + j1) // 2
+            mid = _fit(j0, j1, budget - ra, seg0_bits, digits)
             _put(stack, top, i0, i1, mid + 1, j1)
             _put(stack, top + 1, i0, i1, j0, mid)
-            top += 2
+        top += 2
     return out[:nb].copy(), True
 
 
@@ -159,11 +177,16 @@ def pair_matrix(pairs: tuple[tuple[int, int], ...], segments: int) -> np.ndarray
 
 
 def plan_blocks(
-    pairs: tuple[tuple[int, int], ...], segments: int, seg0_bits: int, k: int, digits: int = MAGNITUDE
+    pairs: tuple[tuple[int, int], ...],
+    segments: int,
+    seg0_bits: int,
+    k: int,
+    digits: int = MAGNITUDE,
+    reserve: int = SPAN_RESERVE,
 ) -> tuple[Block, ...]:
     """Disjoint rectangles covering ``pairs`` whose dgemms over ``k`` terms are exact
-    with ``SPAN_RESERVE`` binades to spare (:func:`plan_block_array`)."""
-    blocks, ok = plan_block_array(pair_matrix(pairs, segments), segments, seg0_bits, k, digits)
+    with ``reserve`` binades of span to spare (:func:`plan_block_array`)."""
+    blocks, ok = plan_block_array(pair_matrix(pairs, segments), segments, seg0_bits, k, digits, reserve)
     if not ok:
         raise ValueError(K_TOO_LONG)
     return tuple(Block(*(int(v) for v in row)) for row in blocks)

@@ -4,6 +4,7 @@
     python tools/bench_executor.py --accuracy # error tables behind docs/numerics.md
     python tools/bench_executor.py --accuracy --sizes 256 512 --configs level=IV level=I
     python tools/bench_executor.py --schemes --phase after  # the other schemes vs numpy
+    python tools/bench_executor.py --fp64 --sizes 512 1024 2048 --repeats 3
 
 Speed mode times ``mixjit.gemm(A, B, "mixpert", "level=IV")`` (splitting both
 operands included) and ``A @ B`` in float32 side by side, alternating, several
@@ -24,6 +25,12 @@ docs/executor_speed_schemes.json; the table in docs/executor_speed.md (between t
 
 (``MIXJIT_BENCH_CODE``: import mixjit from that directory instead of the editable
 install of this checkout.)
+``--fp64`` times ``mixpert-fp64``'s most precise config (``default_config``) against
+``A @ B`` in float64 on uniform, normal and wide-range (±2^U(-30, 30)) data, CPU
+time, alternating, and measures both results elementwise against the exact product
+(``|C - AB|_ij / (|A||B|)_ij`` on 400 sampled outputs, exact dot products rounded
+once: runtime/exactsum.exact_dot_round); it rewrites the generated section
+``mixpert-fp64`` of docs/executor_speed.md.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import json
 import os
 import subprocess
 import platform
+import re
 import statistics
 import sys
 import time
@@ -192,6 +200,10 @@ def _write_doc(rows: list[tuple[int, float, float, float]], wide: list[tuple[int
         "  float64 GEMM's own bound still left ~8 000 outputs (0.2 %) to redo.",
         "",
     ]
+    old = DOC.read_text() if DOC.exists() else ""
+    keep = re.search(r"<!-- BEGIN GENERATED: mixpert-fp64 -->.*?<!-- END GENERATED: mixpert-fp64 -->", old, re.S)
+    if keep:  # the --fp64 section is written by its own mode: keep it
+        lines += [keep.group(0), ""]
     DOC.write_text("\n".join(lines))
     print(f"wrote {DOC}")
 
@@ -300,6 +312,87 @@ def _write_scheme_section(data: dict) -> None:
         text = text[: text.index(_BEGIN)] + section + text[text.index(_END) + len(_END):]
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
+FP64_DATA = {
+    "uniform": lambda rng, shape: rng.uniform(-1.0, 1.0, shape),
+    "normal": lambda rng, shape: rng.standard_normal(shape),
+    "wide": lambda rng, shape: rng.choice([-1.0, 1.0], shape) * 2.0 ** rng.uniform(-30, 30, shape),
+}
+
+
+def _elementwise_errors(c: np.ndarray, a: np.ndarray, b: np.ndarray, ii: np.ndarray, jj: np.ndarray) -> np.ndarray:
+    """``|C - AB|_ij / (|A||B|)_ij`` at the sampled outputs, against exact dot products."""
+    from mixjit.runtime.exactsum import exact_dot_round, exact_dot_scratch
+
+    acc = exact_dot_scratch()
+    out = np.empty(ii.size)
+    for t, (i, j) in enumerate(zip(ii, jj)):
+        col = np.ascontiguousarray(b[:, j])
+        exact = exact_dot_round(a[i], col, acc, False)  # RN64(AB): within u|AB| of AB
+        out[t] = abs(c[i, j] - exact) / (np.abs(a[i]) @ np.abs(col))
+    return out
+
+
+def fp64(sizes: list[int], repeats: int, write: bool) -> None:
+    """mixpert-fp64's most precise config vs numpy float64: CPU-time ratio and error."""
+    scheme = get_scheme("mixpert-fp64")
+    cfg = scheme.default_config(np.float64)
+    rng = np.random.default_rng(0)
+    rows = []
+    for dist, sample in FP64_DATA.items():
+        for n in sizes:
+            a = sample(rng, (n, n))
+            b = sample(rng, (n, n))
+            # compile / load the kernels for C-contiguous operands (a view would compile another layout)
+            scheme.run(np.ascontiguousarray(a[:64, :64]), np.ascontiguousarray(b[:64, :64]), cfg)
+            t_np, t_mx = [], []
+            for _ in range(repeats):
+                t0 = time.process_time()
+                ref = a @ b
+                t_np.append(time.process_time() - t0)
+                t0 = time.process_time()
+                c, st = scheme.run_with_stats(a, b, cfg)
+                t_mx.append(time.process_time() - t0)
+            ii = rng.integers(0, n, 400)
+            jj = rng.integers(0, n, 400)
+            e_np = _elementwise_errors(ref, a, b, ii, jj)
+            e_mx = _elementwise_errors(c, a, b, ii, jj)
+            tn, tm = statistics.median(t_np), statistics.median(t_mx)
+            row = (dist, n, tn, tm, tm / tn, float(np.median(e_np)), float(e_np.max()), float(np.median(e_mx)),
+                   float(e_mx.max()), st.fallbacks / st.units)
+            rows.append(row)
+            print(" ".join(str(v) if isinstance(v, (str, int)) else f"{v:.3g}" for v in row), flush=True)
+    if write:
+        _write_fp64(rows, cfg.label, repeats)
+
+
+def _write_fp64(rows: list[tuple], label: str, repeats: int) -> None:
+    lines = [
+        "## mixpert-fp64 against numpy float64",
+        "",
+        f"Written by `tools/bench_executor.py --fp64`. `mixpert-fp64` with its most precise config",
+        f"`{label}` (`default_config`: what sites run before tuning) against `A @ B` in float64,",
+        f"CPU time (`time.process_time`, all threads), alternating, medians of {repeats}",
+        "repeats. Error: `|C - AB|_ij / (|A||B|)_ij` on 400 sampled outputs against exact dot",
+        "products (median and max). Recomputed: outputs the guarantee check sent to the exact",
+        "product (docs/numerics.md, mixpert-fp64). Target: error no worse than numpy's, ratio <= 6.",
+        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')} (set it to 1: idle BLAS threads",
+        "spin and their CPU time is charged to whatever runs next). Load average at the end:",
+        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} (shared machine).",
+        "",
+        "| data | n | numpy (s) | mixpert-fp64 (s) | ratio | numpy err median | max | mixpert-fp64 err median | max | recomputed |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {d} | {n} | {tn:.3f} | {tm:.3f} | {r:.1f}x | {en:.1e} | {enx:.1e} | {em:.1e} | {emx:.1e} | {fb:.3%} |"
+        for d, n, tn, tm, r, en, enx, em, emx, fb in rows
+    ]
+    text = DOC.read_text()
+    body = "\n".join(lines)
+    begin, end = "<!-- BEGIN GENERATED: mixpert-fp64 -->", "<!-- END GENERATED: mixpert-fp64 -->"
+    if begin in text:
+        text = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: f"{begin}\n{body}\n{end}", text, flags=re.S)
+    else:
+        text = text.rstrip() + f"\n\n{begin}\n{body}\n{end}\n"
     DOC.write_text(text)
     print(f"wrote {DOC}")
 
@@ -385,10 +478,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--phase", choices=("before", "after"), default="after", help="with --schemes: which column")
     p.add_argument("--commit", help="with --schemes: the commit of the code measured (default: HEAD), e.g. when "
                    "PYTHONPATH points at an export of an older commit")
+    p.add_argument("--fp64", action="store_true", help="mixpert-fp64 vs numpy float64: speed and elementwise error")
     args = p.parse_args(argv)
     if args.schemes:
         sizes = [512, 2048] if args.sizes == [512, 1024, 2048] else args.sizes
         scheme_speed(sizes, args.repeats, args.phase, not args.no_write, args.commit)
+    elif args.fp64:
+        fp64(args.sizes, args.repeats, not args.no_write)
     elif args.accuracy:
         sizes = [256, 512, 1024, 2048] if args.sizes == [512, 1024, 2048] else args.sizes
         accuracy(sizes, tuple(args.configs) if args.configs else ACCURACY_LABELS)

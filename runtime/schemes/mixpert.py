@@ -9,7 +9,8 @@ docs/numerics.md, sections "mixpert" and "mixpert-fp64".
 Config labels: ``level=IV`` (levels I-IV and ``full`` are the paper's (l, r) pair
 sets on 3 segments), or the general form
 ``segments=4,pairs=sig3,align=row,rounding=trunc,tile=16x32x8,fallback=off``
-where ``pairs`` is ``sigN`` (all pairs with i+j <= N) or a list like ``00.01.10``.
+where ``pairs`` is ``sigN`` (all pairs with i+j <= N), ``slicesLsigN`` (pairs whose
+slices of L segments have i//L + j//L <= N) or a list like ``00.01.10``.
 Fields equal to the scheme's defaults are left out of the label.
 """
 
@@ -32,6 +33,7 @@ __all__ = [
     "MixPertFP64Config",
     "LEVELS",
     "significance_pairs",
+    "slice_pairs",
     "config_from_words",
     "MixPert",
     "MixPertFP64",
@@ -58,6 +60,14 @@ LEVELS: dict[str, Pairs] = {
 def significance_pairs(segments: int, limit: int) -> Pairs:
     """All pairs ``(i, j)`` with ``i + j <= limit`` (Ozaki-style truncation)."""
     return tuple((i, j) for i in range(segments) for j in range(segments) if i + j <= limit)
+
+
+def slice_pairs(segments: int, size: int, limit: int) -> Pairs:
+    """Ozaki truncation on slices of ``size`` segments: all pairs ``(i, j)`` with
+    ``i // size + j // size <= limit`` (label ``pairs=slices{size}sig{limit}``).
+    Each slice pair is one rectangle, so the executor runs it as one exact dgemm
+    where the budget allows (3 segments of 7 bits: 42 bits for K <= 2048)."""
+    return tuple((i, j) for i in range(segments) for j in range(segments) if i // size + j // size <= limit)
 
 
 @dataclass(frozen=True)
@@ -208,12 +218,19 @@ def _pairs_text(segments: int, pairs: Pairs) -> str:
     for limit in range(2 * segments - 1):
         if significance_pairs(segments, limit) == pairs:
             return f"sig{limit}"
+    for size in range(2, segments):
+        for limit in range(2 * ((segments - 1) // size) + 1):
+            if slice_pairs(segments, size, limit) == pairs:
+                return f"slices{size}sig{limit}"
     return ".".join(f"{i}{j}" for i, j in pairs)
 
 
 def _parse_pairs(text: str, segments: int) -> Pairs:
     if text.startswith("sig") and text[3:].isdigit():
         return significance_pairs(segments, int(text[3:]))
+    size, sep, limit = text[6:].partition("sig")
+    if text.startswith("slices") and sep and size.isdigit() and limit.isdigit() and int(size) >= 1:
+        return slice_pairs(segments, int(size), int(limit))
     out = []
     for tok in text.split("."):
         if len(tok) != 2 or not tok.isdigit():
@@ -322,19 +339,34 @@ class _MixPertBase(Scheme):
         reasons = []
         if st.fallback_tiles:
             reasons.append(f"exponent spread above {cfg.fallback} bits: tile product computed by tf32x3")
-        stats = RunStats(
-            fallbacks=st.fallback_tiles,
-            units=st.tiles,
-            fallback_unit="tile",
-            fallback_reason="; ".join(reasons),
-            extra={
-                "nonfinite_elements": st.nonfinite_elements,
-                "exact_path_rows": st.exact_path_rows,
-                "exact_path_cols": st.exact_path_cols,
-                "certified_elements": st.certified_elements,
-                "slow_path_elements": st.slow_path_elements,
-            },
-        )
+        if st.recomputed_elements:
+            why = "error bound above native gamma_K|A||B|" if cfg.domain == "fp64" else "an input element aligned to 0"
+            reasons.append(f"{why}: output recomputed exactly")
+        extra = {
+            "nonfinite_elements": st.nonfinite_elements,
+            "exact_path_rows": st.exact_path_rows,
+            "exact_path_cols": st.exact_path_cols,
+            "certified_elements": st.certified_elements,
+            "slow_path_elements": st.slow_path_elements,
+            "recomputed_elements": st.recomputed_elements,
+        }
+        if cfg.domain == "fp64":
+            # no tile fallback: the unit is the output element the guarantee sent to the exact path
+            stats = RunStats(
+                fallbacks=st.recomputed_elements,
+                units=int(c.size),
+                fallback_unit="element",
+                fallback_reason="; ".join(reasons),
+                extra=extra,
+            )
+        else:
+            stats = RunStats(
+                fallbacks=st.fallback_tiles,
+                units=st.tiles,
+                fallback_unit="tile",
+                fallback_reason="; ".join(reasons),
+                extra=extra,
+            )
         return c, stats
 
     def products(self, config: Config) -> int:
@@ -379,4 +411,14 @@ class MixPertFP64(_MixPertBase):
     config_cls = MixPertFP64Config
 
     def configs(self, dtype: np.dtype | type = np.float64) -> Sequence[Config]:
-        return [MixPertFP64Config(segments=s, pairs=significance_pairs(s, s - 1)) for s in (9, 8, 7)]
+        """Most precise first: :data:`FP64_PRECISE` (6 exact dgemms for K <= 2048),
+        then Ozaki truncations on 9, 8 and 7 segments."""
+        return [FP64_PRECISE] + [MixPertFP64Config(segments=s, pairs=significance_pairs(s, s - 1)) for s in (9, 8, 7)]
+
+
+#: mixpert-fp64's most precise config, what sites run before tuning: 9 segments
+#: (W = 62 bits) in 3 slices of 3 (20 + 21 + 21 bits), slice pairs I + J <= 2 (six
+#: slice products, each one exact dgemm of 41-42 bits for K <= 2048), one alignment
+#: group per row of A / column of B over up to 4096 of K (no span along K, so no
+#: span reserve). Label ``segments=9,pairs=slices3sig2,tile=16x4096x8``.
+FP64_PRECISE = MixPertFP64Config(segments=9, pairs=slice_pairs(9, 3, 2), tile=(16, 4096, 8))

@@ -119,6 +119,7 @@ def _pack(x: list[list[float]], group_rows: int, tile_rows: int, tk: int, cfg) -
     seg = [[None] * K for _ in range(r)]
     gexp = [[None] * nkt for _ in range(r)]
     far = [[0] * nkt for _ in range(r)]  # nonzero elements shifted by more than F bits
+    zeroed = [[False] * nkt for _ in range(r)]  # a nonzero element aligned to q = 0
     nonzero = [[0] * nkt for _ in range(r)]
     for g0 in range(0, r, group_rows):
         rows = range(g0, min(g0 + group_rows, r))
@@ -138,6 +139,7 @@ def _pack(x: list[list[float]], group_rows: int, tile_rows: int, tk: int, cfg) -
                     if sp is not None and E > emax and abs(q) >= 2 ** (w - 1):  # would reach 2^(emax+1): truncate
                         q = shift(sp[0], E - sp[1], "trunc")
                     if sp is not None:
+                        zeroed[i][t] |= q == 0
                         nonzero[i][t] += 1
                         far[i][t] += E - sp[1] > cfg.fallback
                     seg[i][k] = segments_of(q, cfg.segments, cfg.seg0_bits, cfg.digits)
@@ -149,12 +151,17 @@ def _pack(x: list[list[float]], group_rows: int, tile_rows: int, tk: int, cfg) -
                 flag = 8 * sum(far[i][t] for i in rows) > sum(nonzero[i][t] for i in rows)
                 for i in rows:
                     fb[i][t] = flag
-    return seg, gexp, fb
+    # step 6 (float32 domain): a row holding an element aligned to 0 outside a fallback tile
+    lost = [any(zeroed[i][t] and not fb[i][t] for t in range(nkt)) for i in range(r)]
+    return seg, gexp, fb, lost
 
 
 def mixpert(a_in: np.ndarray, b_in: np.ndarray, cfg) -> np.ndarray:
     """C of the mixpert / mixpert-fp64 semantics for config ``cfg`` (a MixPertConfig:
-    only its fields and ``domain`` are read)."""
+    only its fields and ``domain`` are read). Float32 domain: step 6 included (outputs
+    of rows / columns with an element aligned to 0 are RN32 of the exact product).
+    Float64 domain: ``RN64(X)`` before step 6, whose outputs the executor may replace
+    by :func:`exact_rounded` (see :func:`check_fp64_guarantee`)."""
     fmt = cfg.domain
     dt = np.float32 if fmt == "fp32" else np.float64
     with np.errstate(over="ignore"):
@@ -167,8 +174,8 @@ def mixpert(a_in: np.ndarray, b_in: np.ndarray, cfg) -> np.ndarray:
     w = cfg.seg0_bits + radix * (cfg.segments - 1)
     fa = [[float(v) if math.isfinite(v) else 0.0 for v in row] for row in a]
     fbt = [[float(b[k, j]) if math.isfinite(b[k, j]) else 0.0 for k in range(K)] for j in range(n)]
-    seg_a, ea, fb_a = _pack(fa, 1 if cfg.align == "row" else tm, tm, tk, cfg)
-    seg_b, eb, fb_b = _pack(fbt, 1 if cfg.align == "row" else tn, tn, tk, cfg)
+    seg_a, ea, fb_a, lost_a = _pack(fa, 1 if cfg.align == "row" else tm, tm, tk, cfg)
+    seg_b, eb, fb_b, lost_b = _pack(fbt, 1 if cfg.align == "row" else tn, tn, tk, cfg)
     s = cfg.segments
     c = np.zeros((m, n), dtype=np.float64)
     for i in range(m):
@@ -177,6 +184,9 @@ def mixpert(a_in: np.ndarray, b_in: np.ndarray, cfg) -> np.ndarray:
             col = b[:, j]
             if not (np.isfinite(row).all() and np.isfinite(col).all()):
                 c[i, j] = _nonfinite(row, col)
+                continue
+            if fmt == "fp32" and (lost_a[i] or lost_b[j]):
+                c[i, j] = rn(sum(Fraction(fa[i][k]) * Fraction(fbt[j][k]) for k in range(K)), fmt)
                 continue
             x = Fraction(0)
             for t in range(-(-K // tk)):
@@ -213,3 +223,36 @@ def _nonfinite(row: np.ndarray, col: np.ndarray) -> float:
     if pos and neg:
         return math.nan
     return math.inf if pos else -math.inf
+
+
+def exact_rounded(a_in: np.ndarray, b_in: np.ndarray, fmt: str) -> np.ndarray:
+    """``RN(A @ B)`` of the exact product (finite inputs), in the format's dtype."""
+    dt = np.float32 if fmt == "fp32" else np.float64
+    a = np.asarray(a_in, dtype=dt)
+    b = np.asarray(b_in, dtype=dt)
+    m, K = a.shape
+    n = b.shape[1]
+    c = np.zeros((m, n), dtype=np.float64)
+    for i in range(m):
+        for j in range(n):
+            c[i, j] = rn(sum(Fraction(float(a[i, k])) * Fraction(float(b[k, j])) for k in range(K)), fmt)
+    return c.astype(dt)
+
+
+def gamma_bound_excess(c: np.ndarray, a: np.ndarray, b: np.ndarray, fmt: str = "fp64") -> list[tuple[int, int]]:
+    """Outputs that break ``|C - AB|_ij <= gamma_K (|A||B|)_ij + 2^(emin_sub - 1)``
+    (native GEMM's componentwise bound, gamma_K = K u / (1 - K u), plus half the
+    smallest subnormal for the final rounding's underflow), exactly (finite inputs)."""
+    prec, emin, _ = _FMT[fmt]
+    u = Fraction(1, 2**prec)
+    eta = Fraction(1, 2 ** (prec - emin))  # half the smallest subnormal
+    m, K = a.shape
+    gamma = K * u / (1 - K * u)
+    bad = []
+    for i in range(c.shape[0]):
+        for j in range(c.shape[1]):
+            terms = [Fraction(float(a[i, k])) * Fraction(float(b[k, j])) for k in range(K)]
+            exact = sum(terms)
+            if abs(Fraction(float(c[i, j])) - exact) > gamma * sum(abs(t) for t in terms) + eta:
+                bad.append((i, j))
+    return bad
