@@ -18,6 +18,8 @@ The dispatcher adds: ``ir(*args)`` (mix IR text after detect-gemm; ``raw=True`` 
 import alone), ``dump(path, *args)`` (a ``.mix`` file for mixopt), ``dag`` (networkx DAG of
 the sites), ``sites`` (every site, taken or not, with its plan or the reason it was not
 taken) and ``call_counts()`` (calls per site). docs/frontend.md, "The @mixjit decorator".
+Tuning (``tune=``, ``metric=``, ``tune(*args)``, ``plan``, ``use_plan``, ``save_plan``,
+``report``) delegates to ``mixjit.tuning``: docs/frontend_tuning.md.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ class Options:
     target: str = "h100"
     schemes: tuple[str, ...] | None = None
     cache: bool = False
+    tune: str = "first-call"
+    metric: Callable[[Any, Any], float] | None = None
 
     def tag(self, targetoptions: dict[str, Any], locals: dict[str, Any] | None = None) -> str:
         """The cache tag: these options plus Numba's target options (``parallel``,
@@ -368,8 +372,9 @@ class MixjitDispatcher(CPUDispatcher):
     def _compile_for_args(self, *args: Any, **kws: Any) -> Any:
         names = self._check_arguments(args, kws)
         qualname = self.py_func.__qualname__
+        before = set(self.overloads)
         try:
-            return super()._compile_for_args(*args, **kws)
+            result = super()._compile_for_args(*args, **kws)
         except errors.NumbaError as e:
             e.add_note(
                 f"mixjit: Numba could not compile {qualname} (see above); "
@@ -383,6 +388,12 @@ class MixjitDispatcher(CPUDispatcher):
                 f"mixjit: Numba cannot generate code for {qualname} with argument {what}: it does not "
                 f"implement {e or 'a type used'}; convert that argument (e.g. float16 to float32)")
             raise
+        if not self._is_callee:  # first-call tuning, saved or given plans (mixjit.tuning)
+            from mixjit.tuning.api import on_new_signature
+
+            for key in set(self.overloads) - before:
+                on_new_signature(self, key, args)
+        return result
 
     def _check_arguments(self, args: tuple, kws: dict) -> dict[str, types.Type]:
         """Raise TypeError naming an argument Numba cannot compile; warn about function
@@ -438,7 +449,7 @@ class MixjitDispatcher(CPUDispatcher):
         """The mixjit version of the plain ``@njit`` dispatcher ``disp``: one per function and
         option set, compiled with ``disp``'s own options (``targetoptions``, ``locals``, and its
         disk cache when it has one)."""
-        options = replace(self.mixjit_options, cache=not isinstance(disp._cache, NullCache))
+        options = replace(self.mixjit_options, cache=not isinstance(disp._cache, NullCache), tune="never")
         key = (id(disp), options)
         with _callee_lock:
             version = _callee_versions.get(key)
@@ -546,6 +557,45 @@ class MixjitDispatcher(CPUDispatcher):
         says what it runs (``{config, executor, scheme}``: its plan). ``raw=True`` gives the import
         alone (``py.*`` ops, before detect-gemm). Nothing is compiled."""
         return self._imported(spec, raw).text()
+
+    # -- tuning (mixjit.tuning) ----------------------------------------------
+
+    def tune(self, *args: Any, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
+             metric: Callable[[Any, Any], float] | None = None, margin: float = 0.0,
+             max_evals: int | None = None, fp64: bool = True) -> Any:
+        """Tune the plan of the signature of ``args`` on them (``validate``: held-out argument
+        tuples the plan must also meet the budget on); returns a ``mixjit.tuning.TuneResult``.
+        docs/frontend_tuning.md."""
+        from mixjit.tuning.api import tune_function
+
+        return tune_function(self, args, validate=validate, search=search, metric=metric, margin=margin,
+                             max_evals=max_evals, fp64=fp64)
+
+    @property
+    def plan(self) -> Any:
+        """The ``TunedPlan`` tuned or given last (None before any)."""
+        from mixjit.tuning.api import current_plan
+
+        return current_plan(self)
+
+    def use_plan(self, plan_or_path: Any) -> Any:
+        """Run a ``TunedPlan`` or plan file for its signature (now, or when it compiles)."""
+        from mixjit.tuning.api import use_plan
+
+        return use_plan(self, plan_or_path)
+
+    def save_plan(self, path: str | Path | None = None) -> Path:
+        """Write ``plan`` as JSON to ``path`` (default: beside Numba's cache of the function)."""
+        from mixjit.tuning.api import save_current_plan
+
+        return save_current_plan(self, path)
+
+    def report(self, plot: str | Path | None = None) -> str:
+        """The last tuning's table (sites, shapes, calls, chosen configs, errors, modeled times);
+        ``plot``: also write the modeled-speedup/error Pareto plot there."""
+        from mixjit.tuning.report import report
+
+        return report(self, plot)
 
     def dump(self, path: str | Path, *spec: Any, raw: bool = False) -> Path:
         """Write ``ir(*spec, raw=raw)`` to ``path``, a ``.mix`` file ``mixopt`` reads; returns it."""
@@ -703,6 +753,8 @@ def mixjit(
     target: str = "h100",
     schemes: Sequence[str] | None = None,
     cache: bool = False,
+    tune: str = "first-call",
+    metric: Callable[[Any, Any], float] | None = None,
     locals: dict[str, Any] | None = None,
     **numba_options: Any,
 ) -> Any:
@@ -712,6 +764,9 @@ def mixjit(
     ``target``: the hardware the plans are tuned for; ``schemes``: the candidate
     schemes of every site, most wanted first (default: ``mixjit.plan.DEFAULT_SCHEMES``
     by dtype); ``cache``: cache compiled code on disk (apart from plain Numba's);
+    ``tune``: ``"first-call"`` (tune on the first call's arguments), ``"explicit"`` (only
+    ``f.tune(...)``) or ``"never"`` (every site runs its most precise config); ``metric``:
+    ``metric(out, ref) -> float`` per output in place of the relative Frobenius error;
     ``locals`` and every other ``@njit`` option (``parallel``, ``fastmath``, ``nogil``,
     ``boundscheck``, ``error_model``, ``inline``, ...: ``NUMBA_OPTIONS``) as ``@njit`` takes them.
 
@@ -722,15 +777,22 @@ def mixjit(
     sigs = None
     if isinstance(fn, list) or (fn is not None and sigutils.is_signature(fn)):
         sigs, fn = (list(fn) if isinstance(fn, list) else [fn]), None
-    if not error_budget > 0:
-        raise ValueError(f"mixjit: error_budget must be > 0, got {error_budget!r}")
+    from mixjit.tuning.api import TUNE_MODES
+
+    if not isinstance(error_budget, (int, float)) or not error_budget > 0:
+        raise ValueError(f"mixjit: error_budget must be a positive number (the relative error the tuner may "
+                         f"spend, e.g. 1e-6), got {error_budget!r}")
+    if tune not in TUNE_MODES:
+        raise ValueError(f"mixjit: tune={tune!r}; choose one of {', '.join(map(repr, TUNE_MODES))}")
+    if metric is not None and not callable(metric):
+        raise TypeError(f"mixjit: metric must be callable(out, ref) -> float, got {type(metric).__name__}")
     from mixjit.runtime.hardware import get_hardware
 
     get_hardware(target)
     if schemes is not None:
         schemes = tuple(schemes)
         candidate_schemes(schemes, np.float64)
-    options = Options(float(error_budget), target, schemes, bool(cache))
+    options = Options(float(error_budget), target, schemes, bool(cache), tune, metric)
     targetoptions = _numba_options(numba_options)
 
     def wrap(func: Callable) -> MixjitDispatcher:

@@ -40,6 +40,22 @@ Executors (each writes ``C = alpha * P + beta * C``, P the scheme's product):
   ``C - P``). The executor's refusals (exponent span, K too long, bad words)
   come back as ``ENTRY_EXECUTOR_FAILED + status``.
 
+* ``EXEC_REFERENCE`` (the tuner's reference plan, not a scheme): P is the
+  float64 BLAS product of the operands upcast to float64, and
+  ``C = alpha * P + beta * C`` is evaluated in float64 and rounded once to C's
+  dtype. For float32 operands every product is exact in float64 and the sum
+  carries at most about ``k * 2**-53`` relative error, far below float32's
+  rounding, so the site is exact up to its final rounding. (For float64 sites
+  the reference plan uses ``mixpert-fp64``'s most precise config instead:
+  ``mixjit.plan.reference_plan``.)
+
+Profiling (``set_profiling``): while the profile flag (``PROFILE_SYMBOL``) is
+set, each call also logs its (m, n, k) in its site's row of the shape log
+(``SHAPES_SYMBOL``: ``SHAPE_SLOTS`` slots of [key, count], lock-free, then an
+overflow count) and a MixPert call adds its executor statistics to its site's
+row of ``STATS_SYMBOL`` (sums; the widest exponent span as a maximum). With the
+flag clear, a call costs one extra atomic load.
+
 The entry is cached on disk by ``RuntimeCache`` (``mixjit.runtime.jit_cache``),
 whose key also hashes the runtime sources it compiles in (this file's runtime
 imports, transitively): Numba's own key sees only this file, and a cached entry
@@ -62,6 +78,7 @@ from numba.np.arrayobj import make_array, populate_array
 
 from mixjit.runtime.executor_mixpert import N_STATS as _MIXPERT_STATS
 from mixjit.runtime.executor_mixpert import N_WORDS as _MIXPERT_WORDS
+from mixjit.runtime.executor_mixpert import STAT_WIDEST_SPAN as _STAT_WIDEST_SPAN
 from mixjit.runtime.executor_mixpert import STATUS_MESSAGES as _MIXPERT_MESSAGES
 from mixjit.runtime.executor_mixpert import mixpert_gemm
 from mixjit.runtime.jit_cache import RuntimeCache
@@ -119,10 +136,32 @@ EXEC_MIXPERT = 2
 EXECUTORS: dict[str, int] = {"native": EXEC_NATIVE, "mixpert": EXEC_MIXPERT, "mixpert-fp64": EXEC_MIXPERT}
 """Compiled executors of the entry, by scheme name (word 0 of a plan row)."""
 
+EXEC_REFERENCE = 3
+REFERENCE_EXECUTOR = "reference"
+"""The reference executor (word 0 = ``EXEC_REFERENCE``): not a scheme, so not in EXECUTORS."""
+
 # The plan table, read by the entry through PLANS_SYMBOL (cacheable, like the
 # counters); written only by mixjit.plan. np.zeros maps untouched pages lazily.
 _PLANS = np.zeros((MAX_SITES, PLAN_WORDS), dtype=np.int64)
 llvm.add_symbol(PLANS_SYMBOL, _PLANS.ctypes.data)
+
+PROFILE_SYMBOL = "mixjit_profile_flag"
+SHAPES_SYMBOL = "mixjit_site_shapes"
+STATS_SYMBOL = "mixjit_site_stats"
+SHAPE_SLOTS = 64
+"""Distinct (m, n, k) a site's shape log holds; calls of further shapes are counted as overflow."""
+SHAPE_ROW = 2 * SHAPE_SLOTS + 1
+_SHAPE_BITS = 20
+_SHAPE_LIMIT = 1 << _SHAPE_BITS
+SITE_STATS = _MIXPERT_STATS
+"""Words per site in the statistics table: the MixPert executor's ``STAT_*`` counters."""
+
+_PROFILE = np.zeros(1, dtype=np.int64)
+_SHAPES = np.zeros((MAX_SITES, SHAPE_ROW), dtype=np.int64)  # zero pages are mapped lazily
+_STATS = np.zeros((MAX_SITES, SITE_STATS), dtype=np.int64)
+llvm.add_symbol(PROFILE_SYMBOL, _PROFILE.ctypes.data)
+llvm.add_symbol(SHAPES_SYMBOL, _SHAPES.ctypes.data)
+llvm.add_symbol(STATS_SYMBOL, _STATS.ctypes.data)
 
 _site_lock = threading.Lock()
 _next_site = 0
@@ -185,6 +224,122 @@ def call_count(site: int) -> int:
 def reset_call_counts() -> None:
     """Set every site's counter back to zero (call it while no GEMM is running)."""
     _COUNTS[:] = 0
+
+
+def set_profiling(on: bool) -> None:
+    """Switch the shape log and the executor statistics on or off for every site."""
+    _PROFILE[0] = 1 if on else 0
+
+
+def reset_profile(sites: "range | list[int]") -> None:
+    """Clear the shape log and statistics of ``sites``."""
+    for s in sites:
+        _SHAPES[s] = 0
+        _STATS[s] = 0
+
+
+def shape_log(site: int) -> tuple[list[tuple[int, int, int, int]], int]:
+    """The (m, n, k, calls) the shape log holds for ``site`` (first seen first), and the
+    number of calls whose shape did not fit (more than ``SHAPE_SLOTS`` shapes, or a
+    dimension of 2**20 or more)."""
+    row = _SHAPES[site]
+    out = []
+    for slot in range(SHAPE_SLOTS):
+        key, count = int(row[2 * slot]), int(row[2 * slot + 1])
+        if key == 0:
+            break
+        key -= 1
+        mask = _SHAPE_LIMIT - 1
+        out.append((key >> (2 * _SHAPE_BITS + 1), (key >> (_SHAPE_BITS + 1)) & mask, key & mask, count))
+    return out, int(row[-1])
+
+
+def site_stats(site: int) -> np.ndarray:
+    """A copy of ``site``'s executor statistics (``executor_mixpert.STAT_*`` order)."""
+    return _STATS[site].copy()
+
+
+def _table_global(module, symbol: str, size: int):
+    i64 = llir.IntType(64)
+    table = module.globals.get(symbol)
+    if table is None:
+        table = llir.GlobalVariable(module, llir.ArrayType(i64, size), symbol)
+        table.linkage = "external"
+    return table
+
+
+def _table_ops(symbol: str, size: int):
+    """Atomic (monotonic) load / add / max / compare-and-swap on word ``i`` of the int64
+    table registered under ``symbol``: intrinsics for compiled code."""
+    i64 = llir.IntType(64)
+
+    def slot(builder, index):
+        return builder.gep(_table_global(builder.module, symbol, size), [llir.IntType(32)(0), index], inbounds=True)
+
+    @intrinsic
+    def load(typingctx, index):
+        def codegen(context, builder, sig, args):
+            return builder.load_atomic(slot(builder, args[0]), "monotonic", 8)
+        return types.int64(types.intp), codegen
+
+    @intrinsic
+    def add(typingctx, index, value):
+        def codegen(context, builder, sig, args):
+            return builder.atomic_rmw("add", slot(builder, args[0]), args[1], "monotonic")
+        return types.int64(types.intp, types.int64), codegen
+
+    @intrinsic
+    def amax(typingctx, index, value):
+        def codegen(context, builder, sig, args):
+            return builder.atomic_rmw("max", slot(builder, args[0]), args[1], "monotonic")
+        return types.int64(types.intp, types.int64), codegen
+
+    @intrinsic
+    def cas(typingctx, index, expected, new):
+        def codegen(context, builder, sig, args):
+            pair = builder.cmpxchg(slot(builder, args[0]), args[1], args[2], "monotonic", "monotonic")
+            return builder.extract_value(pair, 0)
+        return types.int64(types.intp, types.int64, types.int64), codegen
+
+    return load, add, amax, cas
+
+
+_profile_load, _, _, _ = _table_ops(PROFILE_SYMBOL, 1)
+_shape_load, _shape_add, _, _shape_cas = _table_ops(SHAPES_SYMBOL, MAX_SITES * SHAPE_ROW)
+_, _stat_add, _stat_max, _ = _table_ops(STATS_SYMBOL, MAX_SITES * SITE_STATS)
+
+
+@njit
+def _record_shape(site, m, n, k):
+    """Count one call of shape (m, n, k) in ``site``'s shape log (lock-free: a slot is
+    claimed by compare-and-swap of its key, so concurrent calls never lose a count)."""
+    base = site * SHAPE_ROW
+    if m >= _SHAPE_LIMIT or n >= _SHAPE_LIMIT or k >= _SHAPE_LIMIT:
+        _shape_add(base + SHAPE_ROW - 1, 1)
+        return
+    key = ((m << (2 * _SHAPE_BITS + 1)) | (n << (_SHAPE_BITS + 1)) | k) + 1
+    for s in range(SHAPE_SLOTS):
+        word = base + 2 * s
+        old = _shape_load(word)
+        if old == 0:
+            old = _shape_cas(word, 0, key)
+            if old == 0:
+                old = key
+        if old == key:
+            _shape_add(word + 1, 1)
+            return
+    _shape_add(base + SHAPE_ROW - 1, 1)
+
+
+@njit
+def _record_stats(site, stats):
+    """Add a MixPert call's statistics to ``site``'s row (the widest span as a maximum)."""
+    base = site * SITE_STATS
+    for w in range(SITE_STATS):
+        if w == _STAT_WIDEST_SPAN:
+            _stat_max(base + w, stats[w])
+        else:
+            _stat_add(base + w, stats[w])
 
 
 @intrinsic
@@ -449,7 +604,41 @@ def _mixpert(dt, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, c
     status = mixpert_gemm(_view(a, m, k, as0, as1, dt), _view(b, k, n, bs0, bs1, dt), tmp, params, stats)
     if status != 0:
         return ENTRY_EXECUTOR_FAILED + status
+    if _profile_load(0) != 0:
+        _record_stats(site, stats)
     _axpby(cv, tmp, alpha, beta)
+    return ENTRY_OK
+
+
+@njit
+def _upcast(x):
+    """A C-ordered float64 copy of a 2-D array."""
+    out = np.empty(x.shape, np.float64)
+    _copy_into(out, x)
+    return out
+
+
+@njit
+def _reference(dt, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
+    """C = alpha * P + beta * C with P the float64 BLAS product of the upcast operands,
+    the whole right-hand side in float64, rounded once to C's dtype."""
+    if max(m, n, k) > _INT_MAX:
+        return ENTRY_TOO_LARGE
+    cv = _view(c, m, n, cs0, cs1, dt)
+    if m == 0 or n == 0:
+        return ENTRY_OK
+    tmp = np.zeros((m, n), np.float64)
+    if k > 0:
+        a64 = _upcast(_view(a, m, k, as0, as1, dt))
+        b64 = _upcast(_view(b, k, n, bs0, bs1, dt))
+        if _xxgemm(a64, b64, tmp, 0, k, 0, n, n, 1.0) != 0:
+            return ENTRY_BLAS_FAILED
+    for i in range(m):
+        for j in range(n):
+            if beta == 0.0:
+                cv[i, j] = dt(alpha * tmp[i, j])
+            else:
+                cv[i, j] = dt(alpha * tmp[i, j] + beta * np.float64(cv[i, j]))
     return ENTRY_OK
 
 
@@ -472,6 +661,8 @@ def _entry(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, 
     executor = _plan_word(site, 0)
     if executor == EXEC_NONE:
         return ENTRY_NO_PLAN
+    if _profile_load(0) != 0:
+        _record_shape(site, m, n, k)
     if executor == EXEC_NATIVE:
         if dtype == DTYPE_F64:
             return _native(np.float64, 8, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
@@ -480,6 +671,10 @@ def _entry(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, 
         if dtype == DTYPE_F64:
             return _mixpert(np.float64, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
         return _mixpert(np.float32, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
+    if executor == EXEC_REFERENCE:
+        if dtype == DTYPE_F64:
+            return _reference(np.float64, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
+        return _reference(np.float32, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
     return ENTRY_BAD_EXECUTOR
 
 

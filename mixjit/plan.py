@@ -18,6 +18,10 @@ site whose scheme has no compiled executor (tf32x3, bf16xN, ...) runs
 ``native`` (never less precise than an emulation of the same format) and its
 plan says so in ``note``. What a scheme must expose to be dispatched: see
 docs/frontend.md, "The @mixjit decorator".
+
+The tuner's reference run is one more plan (``reference_plan``): the entry's
+``reference`` executor for float32 sites, the most precise ``mixpert-fp64``
+config for float64 sites.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from mixjit.entry import _PLANS, EXECUTORS, MAX_SITES, PLAN_WORDS
+from mixjit.entry import _PLANS, EXEC_REFERENCE, EXECUTORS, MAX_SITES, PLAN_WORDS, REFERENCE_EXECUTOR
 from mixjit.runtime.schemes.base import Config, get_scheme
 
 DEFAULT_SCHEMES: dict[str, tuple[str, ...]] = {
@@ -93,8 +97,31 @@ def initial_plan(schemes: Sequence[str] | None, dtype: np.dtype | str) -> SitePl
     )
 
 
+REFERENCE_CONFIG = "float64-products"
+
+
+def reference_plan(dtype: np.dtype | str) -> SitePlan:
+    """What a site runs in the tuner's reference run: exact up to its final rounding.
+
+    float32 sites: the entry's reference executor (float64 products of the float32
+    operands, accumulated in float64, rounded once). float64 sites: the most precise
+    ``mixpert-fp64`` config (more mantissa bits than float64 carries, certified final
+    rounding), since no float64 executor is more precise."""
+    dt = np.dtype(dtype)
+    if dt == np.float32:
+        return SitePlan(REFERENCE_EXECUTOR, REFERENCE_CONFIG, REFERENCE_EXECUTOR)
+    if dt == np.float64:
+        config = get_scheme("mixpert-fp64").default_config(dt)
+        return SitePlan("mixpert-fp64", config.label, "mixpert-fp64")
+    raise ValueError(f"mixjit: no reference plan for {dt} sites (GEMM sites are float32 or float64)")
+
+
 def plan_words(plan: SitePlan) -> np.ndarray:
     """The plan-table row of ``plan``: executor code, then its config words."""
+    if plan.executor == REFERENCE_EXECUTOR:
+        row = np.zeros(PLAN_WORDS, dtype=np.int64)
+        row[0] = EXEC_REFERENCE
+        return row
     if plan.executor not in EXECUTORS:
         raise ValueError(
             f"mixjit: no compiled executor {plan.executor!r}; compiled executors: {sorted(EXECUTORS)}"

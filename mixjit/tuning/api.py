@@ -1,0 +1,207 @@
+"""What the @mixjit dispatcher's tuning methods do: first-call tuning, ``f.tune``, ``f.plan``,
+``f.use_plan``, ``f.save_plan``, ``f.report``. The dispatcher delegates here
+(mixjit/decorator.py keeps only thin methods).
+
+Per dispatcher, a ``TuningState`` remembers each signature's plan and tuning result, and
+plans given by ``use_plan`` before their signature was compiled.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from mixjit.plan import set_plan
+from mixjit.tuning.driver import TuneResult, argtypes_text, signature_of, signature_sites, tune
+from mixjit.tuning.outputs import Metric
+from mixjit.tuning.persistence import PlanFileError, TunedPlan, check_fits, default_plan_path, load_plan, \
+    save_plan, source_hash
+from mixjit.tuning.profiling import site_candidates
+
+__all__ = ["TUNE_MODES", "TuningState", "on_new_signature", "tune_function", "current_plan", "use_plan",
+           "save_current_plan", "state_of"]
+
+TUNE_MODES = ("first-call", "explicit", "never")
+"""``tune=`` values: tune on the first call's arguments, only through ``f.tune``, or never
+(every site runs its most precise config)."""
+
+
+@dataclass
+class TuningState:
+    plans: dict[tuple, TunedPlan] = field(default_factory=dict)
+    results: dict[tuple, TuneResult] = field(default_factory=dict)
+    pending: list[tuple[TunedPlan, str]] = field(default_factory=list)
+    last: tuple | None = None
+
+
+def state_of(f: Any) -> TuningState:
+    state = f.__dict__.get("_mixjit_tuning")
+    if state is None:
+        state = f.__dict__["_mixjit_tuning"] = TuningState()
+    return state
+
+
+def _warn(message: str) -> None:
+    from mixjit.decorator import MixjitWarning
+
+    warnings.warn(message, MixjitWarning, stacklevel=4)
+
+
+def _plan_path(f: Any, key: tuple) -> Path | None:
+    o = f.mixjit_options
+    return default_plan_path(f.py_func, argtypes_text(key), o.target, o.error_budget)
+
+
+def _apply(f: Any, key: tuple, plan: TunedPlan) -> None:
+    """Apply ``plan`` to the signature ``key`` (PlanFileError when it does not fit its sites)."""
+    sites = signature_sites(f, key)
+    site_plans = check_fits(plan, f.py_func.__qualname__, argtypes_text(key), [s.record for s in sites])
+    for s, p in zip(sites, site_plans):
+        set_plan(s.id, p)
+    state = state_of(f)
+    state.plans[key] = plan
+    state.last = key
+
+
+def _load_saved(f: Any, key: tuple, path: Path) -> bool:
+    """Apply the plan file at ``path`` to ``key`` if it fits and is current; one warning otherwise."""
+    o = f.mixjit_options
+    try:
+        plan = load_plan(path)
+        if plan.source_hash != source_hash(f.py_func):
+            raise PlanFileError("it is outdated: the function's source changed since it was made")
+        if plan.target != o.target or plan.error_budget != o.error_budget:
+            raise PlanFileError(f"it was made for target {plan.target!r} and budget {plan.error_budget:g}, "
+                                f"the function asks for {o.target!r} and {o.error_budget:g}")
+        _apply(f, key, plan)
+        return True
+    except PlanFileError as e:
+        _warn(f"mixjit: plan file {path} not used: {e}; "
+              + ("re-tuning" if o.tune == "first-call" else "the most precise plan runs until f.tune(...)"))
+        return False
+
+
+def _has_choice(f: Any, key: tuple) -> bool:
+    """Does any site of ``key`` have more than one candidate (else there is nothing to tune)?"""
+    o = f.mixjit_options
+    return any(len(site_candidates(s.dtype, o.schemes, (), o.target)) > 1 for s in signature_sites(f, key))
+
+
+def on_new_signature(f: Any, key: tuple, args: Sequence[Any]) -> None:
+    """Called by the dispatcher when a Python call compiled ``key``: apply a plan given by
+    ``use_plan``, else (unless ``tune="never"``) one saved for it, else (``tune="first-call"``)
+    tune on ``args``. A failure
+    of the tuner never fails the user's call: it warns and the most precise plan runs."""
+    o = f.mixjit_options
+    if not signature_sites(f, key):
+        return
+    state = state_of(f)
+    for plan, origin in list(state.pending):
+        if plan.argtypes == argtypes_text(key):
+            state.pending.remove((plan, origin))
+            try:
+                _apply(f, key, plan)
+                return
+            except PlanFileError as e:
+                _warn(f"mixjit: {origin} not used: {e}")
+    if o.tune == "never":
+        return
+    path = _plan_path(f, key)
+    if path is not None and path.exists() and _load_saved(f, key, path):
+        return
+    if o.tune != "first-call" or not _has_choice(f, key):
+        return
+    try:
+        result = tune(f, args, fp64=False)
+    except ValueError as e:  # NaN/Inf in the first call's arguments, ...
+        _warn(f"{e}. Not tuned: the most precise plan runs; call f.tune(*sample_args) to tune")
+        return
+    except Exception as e:
+        _warn(f"mixjit: tuning {f.py_func.__qualname__} failed ({type(e).__name__}: {e}); "
+              "the most precise plan runs")
+        return
+    _record(f, key, result)
+
+
+def _record(f: Any, key: tuple, result: TuneResult) -> None:
+    state = state_of(f)
+    state.results[key] = result
+    state.plans[key] = result.plan
+    state.last = key
+    print(result.summary(), file=sys.stderr)
+    if not result.plan.within_budget:
+        err = result.plan.error
+        what = f"{err:.2e}" if err is not None and math.isfinite(err) else "not finite"
+        _warn(f"mixjit: no plan of {result.qualname} meets error budget {result.budget:g} "
+              f"(best: {what}{', on held-out inputs' if result.validation else ''}); it runs the most "
+              "precise plan, which exceeds the budget")
+    for note in result.notes:
+        if "interrupted" in note or "held-out" in note:
+            print(f"mixjit: {note}", file=sys.stderr)
+    path = _plan_path(f, key)
+    if f.mixjit_options.cache and path is not None:
+        save_plan(result.plan, path)
+
+
+def tune_function(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
+                  metric: Metric | None = None, margin: float = 0.0, max_evals: int | None = None,
+                  fp64: bool = True) -> TuneResult:
+    """``f.tune(*args, ...)``: tune the signature of ``args`` now (see ``mixjit.tuning.driver``)."""
+    result = tune(f, args, validate=validate, search=search, metric=metric, margin=margin,
+                  max_evals=max_evals, fp64=fp64)
+    _record(f, signature_of(f, args), result)
+    return result
+
+
+def current_plan(f: Any) -> TunedPlan | None:
+    """The plan of the signature tuned or given a plan last (None before any)."""
+    state = state_of(f)
+    return state.plans.get(state.last) if state.last is not None else None
+
+
+def last_result(f: Any) -> TuneResult | None:
+    state = state_of(f)
+    return state.results.get(state.last) if state.last is not None else None
+
+
+def use_plan(f: Any, plan_or_path: TunedPlan | str | Path) -> TunedPlan:
+    """Run ``plan_or_path`` (a TunedPlan or a plan file) for its signature: now if that signature
+    is compiled, else when it compiles. PlanFileError (a ValueError) names the file and why it
+    does not fit."""
+    origin = "given plan"
+    if isinstance(plan_or_path, (str, Path)):
+        origin = f"file {plan_or_path}"
+        try:
+            plan = load_plan(plan_or_path)
+        except PlanFileError as e:
+            raise PlanFileError(f"mixjit: plan file {plan_or_path}: {e}") from None
+    elif isinstance(plan_or_path, TunedPlan):
+        plan = plan_or_path
+    else:
+        raise TypeError(f"mixjit: use_plan takes a TunedPlan or a path, got {type(plan_or_path).__name__}")
+    for key in list(f.overloads):
+        if argtypes_text(key) == plan.argtypes:
+            try:
+                _apply(f, key, plan)
+            except PlanFileError as e:
+                raise PlanFileError(f"mixjit: {origin} does not fit {f.py_func.__qualname__}: {e}") from None
+            return plan
+    state_of(f).pending.append((plan, origin))
+    return plan
+
+
+def save_current_plan(f: Any, path: str | Path | None = None) -> Path:
+    """Write ``f.plan`` to ``path`` (default: beside Numba's cache of the function)."""
+    state = state_of(f)
+    plan = current_plan(f)
+    if plan is None:
+        raise ValueError(f"mixjit: {f.py_func.__qualname__} has no plan yet; call it or f.tune(*args) first")
+    if path is None:
+        path = _plan_path(f, state.last)
+        if path is None:
+            raise ValueError(f"mixjit: Numba has no cache directory for {f.py_func.__qualname__}; pass a path")
+    return save_plan(plan, path)

@@ -1,0 +1,383 @@
+"""Tuning one compiled signature of a @mixjit function on sample inputs.
+
+``tune(f, args)``:
+
+1. **Profile**: one run under the initial plans (most precise configs) with the entry's
+   profile flag set: shapes and calls per site, MixPert statistics
+   (``mixjit.tuning.profiling``); loop depths from ``f.dag_for``.
+2. **Reference**: one run under the reference plan (``mixjit.plan.reference_plan``); its
+   outputs are what every plan is measured against. Optionally the whole program in
+   float64 (plain Numba, float32 inputs upcast), for information.
+3. **Candidates**: each profiled site's candidates with *modeled* times on the target; each
+   one measured alone (that site lowered, every other site at the reference), then pruned
+   to the error/time Pareto front (``passes.tuning.candidates.pareto_front``).
+4. **Search**: greedy (MixPert §3.4, ``passes.tuning.greedy``) or exhaustive, through the
+   online evaluator (``mixjit.tuning.evaluator``). No recompilation: each plan is written
+   to the plan table and the compiled function runs again on copies of the inputs.
+5. **Validation** on held-out inputs: a plan that breaks the budget there is reported and
+   the search repeats with a safety margin (at most ``MAX_TIGHTENINGS`` times, then the
+   most precise plan); never silently accepted.
+
+Ctrl-C returns the best plan found so far, and says so. Tuning leaves no trace in the
+sites' call counters.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import sys
+import time
+import warnings
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from numba.core import errors
+
+from mixjit import entry
+from mixjit.passes.tuning.candidates import pareto_front
+from mixjit.passes.tuning.exhaustive import exhaustive
+from mixjit.passes.tuning.greedy import greedy
+from mixjit.passes.tuning.profile import SiteProfile
+from mixjit.passes.tuning.space import Candidate, SearchResult, SiteSpace
+from mixjit.plan import SitePlan, get_plan, initial_plan, set_plan
+from mixjit.tuning.evaluator import Judged, OnlineEvaluator, ProgramRunner, apply_plan, fp64_error
+from mixjit.tuning.outputs import Metric, Output, check_finite, collect, program_error
+from mixjit.tuning.persistence import PlanSite, TunedPlan, source_hash
+from mixjit.tuning.profiling import TunedSite, profile_run, site_candidates, site_profile
+from mixjit.tuning.progress import SearchBar
+
+__all__ = ["TuneResult", "Validation", "tune", "signature_sites", "signature_of", "MAX_TIGHTENINGS"]
+
+MAX_TIGHTENINGS = 3
+"""Searches repeated with a larger margin after a validation failure, before falling back to
+the most precise plan."""
+
+_PERF_WARNING = r".* is faster on contiguous arrays"
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The chosen plan's error on one held-out input set (``index`` into ``validate``)."""
+
+    index: int
+    error: float
+    within_budget: bool
+
+
+@dataclass
+class TuneResult:
+    """Everything one tuning found: what ``f.report()`` prints and ``f.plan`` holds."""
+
+    qualname: str
+    argtypes: str
+    target: str
+    budget: float
+    sites: tuple[TunedSite, ...]
+    profiles: dict[int, SiteProfile]
+    spaces: dict[int, SiteSpace]
+    chosen: dict[int, Candidate]
+    plan: TunedPlan
+    search: SearchResult | None
+    judged: list[Judged]
+    validation: list[Validation] = field(default_factory=list)
+    margin: float = 0.0
+    stopped: str = "complete"
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    runs: int = 0
+    reference_vs_fp64: float | None = None
+
+    @property
+    def error(self) -> float | None:
+        return self.plan.error
+
+    def summary(self) -> str:
+        """One line: what was tuned, the plan's error and modeled speedup, the cost of tuning."""
+        p = self.plan
+        speed = f"{p.modeled_speedup:.2f}x" if p.modeled_speedup is not None else "n/a"
+        err = f"{p.error:.2e}" if p.error is not None and math.isfinite(p.error) else "n/a"
+        budget = "within" if p.within_budget else "EXCEEDS"
+        extra = ""
+        if self.validation:
+            worst = max(v.error for v in self.validation)
+            extra = f", held-out {worst:.2e}"
+        if self.stopped == "interrupted":
+            extra += ", interrupted: best plan so far"
+        return (f"mixjit: tuned {self.qualname}: {len(self.chosen)} sites, error {err} ({budget} budget "
+                f"{self.budget:g}){extra}, modeled speedup {speed} vs native on {self.target}, "
+                f"{self.runs} runs in {self.seconds:.1f} s")
+
+
+def signature_of(f: Any, args: Sequence[Any]) -> tuple:
+    """The overload key of ``args`` for ``f``, compiled if needed."""
+    key = tuple(f.typeof_pyval(a) for a in args)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", _PERF_WARNING, errors.NumbaPerformanceWarning)
+        f.compile(key)
+    return key
+
+
+def signature_sites(f: Any, key: tuple) -> tuple[TunedSite, ...]:
+    """The linked sites of one compiled signature (callees' included), in a stable order."""
+    from mixjit.plan import SiteBlock
+
+    out: list[TunedSite] = []
+    for block in f._reload_entries(key):
+        if not isinstance(block, SiteBlock):
+            continue  # a compilation that runs as plain Numba (decorator.NotLinked)
+        for sid, rec in zip(block.site_ids(), block.records):
+            out.append(TunedSite(sid, len(out), rec))
+    return tuple(out)
+
+
+def argument_names(py_func: Callable, args: Sequence[Any]) -> tuple[str, ...]:
+    params = list(inspect.signature(py_func).parameters)
+    return tuple(params[i] if i < len(params) else f"#{i}" for i in range(len(args)))
+
+
+def argtypes_text(key: tuple) -> str:
+    return "(" + ", ".join(map(str, key)) + ")"
+
+
+def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
+         budget: float | None = None, target: str | None = None, metric: Metric | None = None,
+         margin: float = 0.0, max_evals: int | None = None, fp64: bool = True,
+         progress: bool = True) -> TuneResult:
+    """Tune the signature of ``args`` (see the module docstring); writes the chosen plan to the
+    plan table and returns what was found. ValueError for bad inputs (NaN/Inf samples, a
+    budget that is not positive, validation inputs of other types)."""
+    opts = f.mixjit_options
+    budget = opts.error_budget if budget is None else budget
+    if not isinstance(budget, (int, float)) or not budget > 0:
+        raise ValueError(f"mixjit: error budget must be a positive number, got {budget!r}")
+    if search not in ("greedy", "exhaustive"):
+        raise ValueError(f"mixjit: search must be 'greedy' or 'exhaustive', got {search!r}")
+    target = target or opts.target
+    metric = metric or opts.metric
+    qualname = f.py_func.__qualname__
+    names = argument_names(f.py_func, args)
+    check_finite(args, names, qualname)
+    key = signature_of(f, args)
+    for i, v in enumerate(validate):
+        check_finite(v, names, f"{qualname} (validate[{i}])")
+        vkey = tuple(f.typeof_pyval(a) for a in v)
+        if vkey != key:
+            raise ValueError(f"mixjit: validate[{i}] has argument types {argtypes_text(vkey)}; "
+                             f"held-out inputs must have the sample's types {argtypes_text(key)}")
+    sites = signature_sites(f, key)
+    if not sites:
+        raise ValueError(f"mixjit: {qualname}{argtypes_text(key)} has no linked GEMM site to tune")
+    ids = [s.id for s in sites]
+    counts = entry._COUNTS[ids].copy()
+    before = {s.id: get_plan(s.id) for s in sites}
+    start = time.process_time()
+    try:
+        result = _tune(f, key, args, names, sites, list(validate), search, float(budget), target, metric,
+                       margin, max_evals, fp64, progress)
+    except BaseException:
+        for sid, plan in before.items():
+            if plan is not None:
+                set_plan(sid, plan)
+        raise
+    finally:
+        entry._COUNTS[ids] = counts
+    result.seconds = time.process_time() - start
+    return result
+
+
+def _tune(f, key, args, names, sites, validate, search, budget, target, metric, margin, max_evals, fp64,
+          progress) -> TuneResult:
+    opts = f.mixjit_options
+    qualname = f.py_func.__qualname__
+    call = f.overloads[key].entry_point
+    runner = ProgramRunner(call, args, names)
+    initial = {s.id: initial_plan(opts.schemes, s.dtype) for s in sites}
+    for s in sites:
+        set_plan(s.id, initial[s.id])
+    logs = profile_run(runner.run, sites)
+    apply_plan(sites, {}, {})
+    reference = runner.run()
+    notes: list[str] = []
+    called = [s for s in sites if logs[s.id].calls > 0]
+    for s in sites:
+        if s not in called:
+            notes.append(f"site {s.index} ({s.record.loc}) did not run on the sample inputs: it keeps "
+                         f"{initial[s.id].label}")
+        elif logs[s.id].unlogged_calls:
+            notes.append(f"site {s.index}: {logs[s.id].unlogged_calls} calls of shapes beyond the shape log "
+                         "are not in its modeled time")
+    dag = _dag(f, args, notes) if len(called) > 1 else None
+    depths = {s.id: int(dag.nodes[s.id].get("loop_depth", 0)) if dag is not None and s.id in dag else 0
+              for s in called}
+    fp64_outs = _float64_outputs(f.py_func, args, names, runner.written, notes) if fp64 else None
+    full = {s.id: SiteSpace(s.id, site_candidates(s.dtype, opts.schemes, logs[s.id].shapes, target))
+            for s in called}
+    evaluator = OnlineEvaluator(runner, sites, full, reference, metric, fp64_outs)
+    stopped = "complete"
+    profiles: dict[int, SiteProfile] = {}
+    spaces: dict[int, SiteSpace] = {}
+    search_result: SearchResult | None = None
+    validation: list[Validation] = []
+    bar = SearchBar(f"mixjit: tuning {qualname}") if progress else None
+    try:
+        for s in called:
+            measured = tuple(Candidate(c.scheme, c.config, c.time, c.products, evaluator.error({s.id: i}))
+                             for i, c in enumerate(full[s.id].candidates))
+            profiles[s.id] = site_profile(s, logs[s.id], depths[s.id], target, measured)
+            spaces[s.id] = SiteSpace(s.id, pareto_front(measured))
+    except KeyboardInterrupt:
+        stopped = "interrupted"
+        notes.append("interrupted while measuring sites alone: the most precise plan is kept")
+    chosen_plan: dict[int, int] = {}
+    if stopped == "complete" and spaces:
+        evaluator.spaces = spaces
+        search_result, validation, margin = _search_and_validate(
+            f, key, spaces, evaluator, dag, validate, budget, search, margin, max_evals, bar, names, metric,
+            sites, notes)
+        stopped = search_result.stopped
+        chosen_plan = search_result.plan
+        if stopped == "interrupted":
+            notes.append("interrupted: the best plan found so far is used")
+    if bar is not None:
+        bar.close()
+    chosen = {sid: spaces[sid].candidates[i] for sid, i in chosen_plan.items()}
+    for s in sites:
+        set_plan(s.id, SitePlan(chosen[s.id].scheme, chosen[s.id].config, chosen[s.id].scheme)
+                 if s.id in chosen else initial[s.id])
+    within = search_result.within_budget if search_result is not None else True
+    error = search_result.error if search_result is not None else None
+    if validation and any(not v.within_budget for v in validation):
+        within = False
+    ref64 = fp64_error(reference, fp64_outs) if fp64_outs is not None else None
+    plan = _tuned_plan(f, key, target, budget, sites, initial, chosen, full, error, within)
+    return TuneResult(qualname, argtypes_text(key), target, budget, sites, profiles, spaces, chosen, plan,
+                      search_result, evaluator.judged, validation, margin, stopped, notes, 0.0, evaluator.runs,
+                      ref64)
+
+
+def _search_and_validate(f, key, spaces, evaluator, dag, validate, budget, search, margin, max_evals, bar,
+                         names, metric, sites, notes) -> tuple[SearchResult, list[Validation], float]:
+    held_out = [_HeldOut(f.overloads[key].entry_point, v, names, sites) for v in validate]
+    for attempt in range(MAX_TIGHTENINGS + 1):
+        result = _search(spaces, evaluator, dag, budget, search, margin, max_evals, bar)
+        if result.stopped == "interrupted" or not held_out:
+            return result, [], margin
+        try:
+            validation = [Validation(i, e, e <= budget) for i, h in enumerate(held_out)
+                          for e in [h.error(spaces, result.plan, metric)]]
+        except KeyboardInterrupt:
+            notes.append("validation interrupted: the plan was not checked on the held-out inputs")
+            return result, [], margin
+        worst = max(v.error for v in validation)
+        if worst <= budget:
+            return result, validation, margin
+        bad = [v.index for v in validation if not v.within_budget]
+        if not result.within_budget or all(i == 0 for i in result.plan.values()):
+            notes.append(f"the most precise plan exceeds the budget on held-out input(s) {bad} "
+                         f"(error {worst:.2e} > {budget:g})")
+            return result, validation, margin
+        ratio = worst / max(result.error, budget * 1e-6)
+        new_margin = max(1.0 - 0.8 / ratio, 1.0 - (1.0 - margin) / 2)
+        notes.append(f"plan with sample error {result.error:.2e} breaks the budget on held-out input(s) {bad} "
+                     f"(error {worst:.2e} > {budget:g}); searching again with margin {new_margin:.3f}")
+        if new_margin >= 0.999 or attempt == MAX_TIGHTENINGS:
+            break
+        margin = new_margin
+    precise = {sid: 0 for sid in spaces}
+    fallback = SearchResult(precise, evaluator.error(precise), sum(spaces[s].candidates[0].time for s in spaces),
+                            list(result.evaluations), result.within_budget, result.stopped)
+    validation = [Validation(i, e, e <= budget) for i, h in enumerate(held_out)
+                  for e in [h.error(spaces, precise, metric)]]
+    notes.append("no tightened plan held on the held-out inputs: the most precise plan is used")
+    if any(not v.within_budget for v in validation):
+        notes.append("the most precise plan also exceeds the budget on held-out inputs")
+    return fallback, validation, margin
+
+
+def _search(spaces, evaluator, dag, budget, search, margin, max_evals, bar) -> SearchResult:
+    if search == "exhaustive":
+        return exhaustive(spaces, evaluator, budget, max_evals=max_evals, margin=margin, progress=bar)
+    return greedy(spaces, evaluator, budget, dag=dag, max_evals=max_evals, margin=margin, progress=bar)
+
+
+class _HeldOut:
+    """One held-out input set: its reference outputs (computed once) and a plan's error on it."""
+
+    def __init__(self, call: Callable, args: Sequence[Any], names: Sequence[str],
+                 sites: Sequence[TunedSite]) -> None:
+        self.runner = ProgramRunner(call, args, names)
+        self.sites = sites
+        self.reference: list[Output] | None = None
+
+    def error(self, spaces, plan, metric) -> float:
+        if self.reference is None:
+            apply_plan(self.sites, spaces, {})
+            self.reference = self.runner.run()
+        apply_plan(self.sites, spaces, plan)
+        return program_error(self.runner.run(), self.reference, metric)
+
+
+def _dag(f: Any, args: Sequence[Any], notes: list[str]) -> Any:
+    try:
+        return f.dag_for(*args)
+    except Exception as e:  # the search still works without predecessor raising
+        notes.append(f"no GEMM DAG ({type(e).__name__}: {e}); the greedy search raises no predecessor")
+        return None
+
+
+_FLOAT64_PROGRAMS: "weakref.WeakKeyDictionary[Callable, Any]" = weakref.WeakKeyDictionary()
+
+
+def _float64_outputs(py_func: Callable, args: Sequence[Any], names: Sequence[str],
+                     written: Sequence[str] | None, notes: list[str]) -> list[Output] | None:
+    """The outputs of the whole program in float64 (plain Numba, float32 inputs upcast), or None
+    with a note when it cannot run."""
+    from numba import njit
+
+    try:
+        program = _FLOAT64_PROGRAMS.get(py_func)
+        if program is None:
+            program = _FLOAT64_PROGRAMS[py_func] = njit(py_func)
+        up = tuple(_upcast(a) for a in args)
+        return collect(program(*up), up, names, written or ())
+    except Exception as e:
+        notes.append(f"the float64 program did not run ({type(e).__name__}: {str(e).splitlines()[0][:120]}); "
+                     "no error against it")
+        return None
+
+
+def _upcast(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        if x.dtype == np.float32 or x.dtype == np.float16:
+            return x.astype(np.float64, order="K")
+        if x.dtype == np.complex64:
+            return x.astype(np.complex128, order="K")
+        return x.copy(order="K")
+    if isinstance(x, (np.float32, np.float16)):
+        return float(x)
+    if isinstance(x, tuple):
+        return tuple(_upcast(v) for v in x)
+    return x
+
+
+def _tuned_plan(f, key, target, budget, sites, initial, chosen, full, error, within) -> TunedPlan:
+    out = []
+    for s in sites:
+        c = chosen.get(s.id)
+        plan = SitePlan(c.scheme, c.config, c.scheme) if c is not None else initial[s.id]
+        out.append(PlanSite(s.index, s.record.function, s.record.loc, s.record.form, s.record.dtype,
+                            plan.scheme, plan.config, c.error if c is not None else None,
+                            c.time if c is not None else None))
+    native = [next((c.time for c in full[sid].candidates if c.scheme == "native"), None) for sid in chosen]
+    native_time = sum(native) if chosen and None not in native else None
+    plan_time = sum(c.time for c in chosen.values()) if chosen else None
+    return TunedPlan(f.py_func.__qualname__, source_hash(f.py_func), argtypes_text(key), target, float(budget),
+                     tuple(out), error, plan_time, native_time, bool(within))
+
+
+def print_summary(result: TuneResult) -> None:
+    """Print the one-line summary (and the notes) to stderr."""
+    print(result.summary(), file=sys.stderr)

@@ -1,0 +1,172 @@
+"""The reference plan (float64 products, one rounding), the profile flag's shape log, and what
+counts as a run's outputs (returned values and written arguments)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from numba import prange
+
+from mixjit import entry, gemm, mixjit
+from mixjit.plan import reference_plan, set_plan
+from mixjit.tuning.outputs import check_finite, collect, program_error, relative_frobenius, written_arguments
+
+RNG = np.random.default_rng(7)
+
+
+def _three_forms(a, b, s):
+    p = a @ b
+    q = np.dot(b.T, a.T)
+    s[2:, 2:] -= s[2:, :2] @ s[2:, :2].T
+    return p, q
+
+
+three_forms = mixjit(tune="never")(_three_forms)
+
+
+def _set_all(f, plan):
+    for site in f.sites:
+        if site.taken:
+            set_plan(site.id, plan)
+
+
+def test_float32_reference_is_float64_products_rounded_once():
+    a = RNG.standard_normal((6, 40)).astype(np.float32)
+    b = RNG.standard_normal((40, 5)).astype(np.float32)
+    s = RNG.standard_normal((7, 7)).astype(np.float32)
+    three_forms(a, b, s.copy())
+    _set_all(three_forms, reference_plan("float32"))
+    s_got = s.copy()
+    p, q = three_forms(a, b, s_got)
+    a64, b64, s64 = a.astype(np.float64), b.astype(np.float64), s.astype(np.float64)
+    np.testing.assert_array_equal(p, (a64 @ b64).astype(np.float32))
+    np.testing.assert_array_equal(q, (b64.T @ a64.T).astype(np.float32))
+    want = s.copy()
+    want[2:, 2:] = (s64[2:, 2:] - s64[2:, :2] @ s64[2:, :2].T).astype(np.float32)  # C - P in float64, one rounding
+    np.testing.assert_array_equal(s_got, want)
+    # and it is not what the float32 BLAS computes (the test can tell the executors apart)
+    assert not np.array_equal(p, a @ b) or not np.array_equal(q, b.T @ a.T)
+
+
+def test_float64_reference_is_the_most_precise_mixpert_fp64_config():
+    plan = reference_plan("float64")
+    assert (plan.scheme, plan.executor) == ("mixpert-fp64", "mixpert-fp64")
+    a = RNG.standard_normal((5, 30))
+    b = RNG.standard_normal((30, 4))
+    s = RNG.standard_normal((6, 6))
+    three_forms(a, b, s.copy())
+    _set_all(three_forms, plan)
+    p, _ = three_forms(a, b, s.copy())
+    np.testing.assert_array_equal(p, gemm(a, b, "mixpert-fp64", plan.config))
+
+
+def test_shape_log_counts_each_shape_only_while_profiling():
+    f = mixjit(tune="never")(_three_forms)
+    a = RNG.standard_normal((6, 40)).astype(np.float32)
+    b = RNG.standard_normal((40, 5)).astype(np.float32)
+    s = RNG.standard_normal((7, 7)).astype(np.float32)
+    f(a, b, s.copy())
+    ids = [site.id for site in f.sites if site.taken]
+    entry.reset_profile(ids)
+    f(a, b, s.copy())  # flag off: nothing logged
+    assert all(entry.shape_log(i) == ([], 0) for i in ids)
+    entry.set_profiling(True)
+    try:
+        f(a, b, s.copy())
+        f(a, b, s.copy())
+        f(a[:3], b, s.copy())
+    finally:
+        entry.set_profiling(False)
+    logs = [entry.shape_log(i)[0] for i in ids]
+    assert logs[0] == [(6, 5, 40, 2), (3, 5, 40, 1)]
+    assert logs[1] == [(5, 6, 40, 2), (5, 3, 40, 1)]
+    assert logs[2] == [(5, 5, 2, 3)]
+    stats = entry.site_stats(ids[0])
+    assert stats[1] > 0  # MixPert tiles counted (the default plan runs MixPert)
+    entry.reset_profile(ids)
+
+
+def test_outputs_are_returned_values_and_written_arguments():
+    a = np.ones((2, 2))
+    before = (a, np.zeros(3), 4)
+    after = (a, np.array([0.0, 1.0, 0.0]), 4)
+    written = written_arguments(before, after, ("a", "v", "n"))
+    assert written == ("arg 'v'",)
+    outs = collect((np.eye(2), 3.5), after, ("a", "v", "n"), written)
+    assert [o.name for o in outs] == ["return[0]", "return[1]", "arg 'v'"]
+    assert outs[1].value.shape == ()
+
+
+def test_relative_frobenius_and_program_error():
+    ref = np.array([3.0, 4.0])
+    assert relative_frobenius(ref, ref) == 0.0
+    assert relative_frobenius(np.array([3.0, 4.5]), ref) == pytest.approx(0.1)
+    assert relative_frobenius(np.array([np.nan, 4.0]), ref) == math.inf
+    assert relative_frobenius(np.zeros(2), np.zeros(2)) == 0.0
+    assert relative_frobenius(np.ones(2), np.zeros(2)) == math.inf
+    from mixjit.tuning.outputs import Output
+
+    outs = [Output("return[0]", np.array([3.0, 4.5])), Output("arg 'x'", np.array([1.0]))]
+    refs = [Output("return[0]", ref), Output("arg 'x'", np.array([2.0]))]
+    assert program_error(outs, refs) == pytest.approx(0.5)  # the max over outputs
+    assert program_error(outs, refs, metric=lambda o, r: float(np.abs(o - r).max())) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="metric returned"):
+        program_error(outs, refs, metric=lambda o, r: float("nan"))
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_check_finite_names_the_argument(bad):
+    x = np.ones((2, 2), np.float32)
+    x[1, 0] = bad
+    with pytest.raises(ValueError, match=r"input y of f contains (NaN|Inf)"):
+        check_finite((np.ones(2), x), ("a", "y"), "f")
+    with pytest.raises(ValueError, match=r"input t\[1\] of f is"):
+        check_finite(((1.0, float(bad)),), ("t",), "f")
+
+
+def _many_shapes(x, out):
+    for i in prange(out.shape[0]):
+        m = 1 + i % 3
+        out[i] = (x[:m] @ x[:m].T).sum()
+    return out
+
+
+def test_shape_log_is_exact_under_prange():
+    f = mixjit(tune="never", parallel=True)(_many_shapes)
+    x = RNG.standard_normal((4, 8))
+    out = np.zeros(60)
+    f(x, out)
+    (site,) = [s for s in f.sites if s.taken]
+    entry.reset_profile([site.id])
+    entry.set_profiling(True)
+    try:
+        f(x, out)
+    finally:
+        entry.set_profiling(False)
+    shapes, unlogged = entry.shape_log(site.id)
+    assert unlogged == 0
+    assert sorted(shapes) == [(1, 1, 8, 20), (2, 2, 8, 20), (3, 3, 8, 20)]
+    entry.reset_profile([site.id])
+
+
+def test_progress_line_appears_on_a_terminal_after_its_delay():
+    import io
+
+    from mixjit.passes.tuning.judge import SearchProgress
+    from mixjit.passes.tuning.space import Evaluation
+    from mixjit.tuning.progress import SearchBar
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    last = Evaluation({0: 1}, 2e-7, 1e-3)
+    quiet, shown = io.StringIO(), Tty()
+    for stream in (quiet, shown):
+        bar = SearchBar("mixjit: tuning f", delay=0.0, stream=stream)
+        bar(SearchProgress(3, 10, last, last))
+        bar.close()
+    assert quiet.getvalue() == ""  # not a terminal: silent
+    assert "mixjit: tuning f: 3/~10 plans, best 2.00e-07" in shown.getvalue()

@@ -1,0 +1,68 @@
+"""f.report(): the table (every time labelled modeled), the Pareto plot; profiles as
+mix.profile attributes on the mix.gemm ops of a dump."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import programs as P
+from mixjit import mixjit
+from mixjit.ir.parser import parse_module
+from mixjit.passes.tuning.profile import PROFILE_ATTR, SiteProfile
+from mixjit.tuning.annotate import profiled_module
+
+
+@pytest.fixture(scope="module")
+def tuned():
+    f = mixjit(error_budget=1e-9, target="rtx4090", tune="explicit")(P.mlp)
+    args = P.mlp_inputs(16, 32, 0, np.float64)
+    result = f.tune(*args, validate=[P.mlp_inputs(16, 32, 1, np.float64)])
+    return f, args, result
+
+
+def test_report_table_lists_every_site_with_modeled_times(tuned):
+    f, _, result = tuned
+    text = f.report()
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("site"))
+    for column in ("location", "form", "shapes", "calls", "config", "products", "error alone",
+                   "modeled time", "modeled speedup vs native"):
+        assert column in header
+    rows = lines[lines.index(header) + 2:][:3]
+    assert len(rows) == 3
+    for s, row in zip(result.plan.sites, rows):
+        assert f"{s.scheme}[{s.config}]" in row and "16x32x32" in row and "programs.py:" in row
+    assert "on rtx4090 (modeled)" in lines[0]
+    assert "held-out input 0: error" in text
+    assert "against the whole program in float64" in text
+
+
+def test_report_writes_the_pareto_plot(tuned, tmp_path):
+    f, _, _ = tuned
+    out = tmp_path / "pareto.png"
+    f.report(plot=out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_before_tuning_says_what_to_do():
+    f = mixjit(tune="explicit")(P.mlp)
+    with pytest.raises(ValueError, match="has not been tuned"):
+        f.report()
+
+
+def test_profiles_become_mix_profile_attributes_of_a_dump(tuned):
+    f, args, result = tuned
+    text = profiled_module(f, *args).text()
+    module = parse_module(text)
+    gemms = [op for op in module.walk() if op.name == "mix.gemm"]
+    assert len(gemms) == 3
+    for op in gemms:
+        profile = SiteProfile.from_attr(op.site.value, op.attributes[PROFILE_ATTR])
+        assert profile.shapes == ((16, 32, 32, 1),) and profile.calls == 1 and profile.target == "rtx4090"
+        assert [c.label for c in profile.candidates][0] == "mixpert-fp64[segments=9,pairs=sig8]"
+        assert all(c.error is not None for c in profile.candidates)
+    measured = sorted(c.error for p in result.profiles.values() for c in p.candidates)
+    dumped = sorted(c.error for op in gemms
+                    for c in SiteProfile.from_attr(0, op.attributes[PROFILE_ATTR]).candidates)
+    assert dumped == pytest.approx(measured, rel=1e-12)
