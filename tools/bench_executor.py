@@ -3,18 +3,35 @@
     python tools/bench_executor.py            # speed: level IV vs numpy float32 matmul
     python tools/bench_executor.py --accuracy # error tables behind docs/numerics.md
     python tools/bench_executor.py --accuracy --sizes 256 512 --configs level=IV level=I
+    python tools/bench_executor.py --schemes --phase after  # the other schemes vs numpy
 
 Speed mode times ``mixjit.gemm(A, B, "mixpert", "level=IV")`` (splitting both
 operands included) and ``A @ B`` in float32 side by side, alternating, several
 repeats, and reports the median ratio; then the same on wide-range data (entries
 ±2^U(-20, 20), where every tile falls back to tf32x3 products), with tf32x3 beside
 it; it writes docs/executor_speed.md.
+
+Schemes mode (``--schemes``) times ``scheme.run`` of tf32x3, bf16x3/x6/x9, fp16x2,
+int8 and split (default configs) against ``A @ B`` in float32, alternating, at 512
+and 2048, in CPU time, and records the median ratios under ``--phase`` (``before``:
+the NumPy executors, ``after``: the compiled ones) with the commit measured in
+docs/executor_speed_schemes.json; the table in docs/executor_speed.md (between the
+``schemes`` markers) shows both phases. To measure an older commit with this tool:
+
+    git archive BASE mixjit runtime ir passes | tar -x -C /tmp/old
+    mkdir /tmp/old/pkg && mv /tmp/old/mixjit /tmp/old/pkg/ && mv /tmp/old/runtime /tmp/old/ir /tmp/old/passes /tmp/old/pkg/mixjit/
+    MIXJIT_BENCH_CODE=/tmp/old/pkg python tools/bench_executor.py --schemes --phase before --commit BASE
+
+(``MIXJIT_BENCH_CODE``: import mixjit from that directory instead of the editable
+install of this checkout.)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import platform
 import statistics
 import sys
@@ -23,8 +40,12 @@ from pathlib import Path
 
 import numpy as np
 
-from mixjit import gemm
-from mixjit.runtime.schemes import get_scheme
+if os.environ.get("MIXJIT_BENCH_CODE"):  # measure an exported older commit (see the docstring)
+    sys.meta_path = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
+    sys.path.insert(0, os.environ["MIXJIT_BENCH_CODE"])
+
+from mixjit import gemm  # noqa: E402
+from mixjit.runtime.schemes import get_scheme  # noqa: E402
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "executor_speed.md"
 
@@ -175,6 +196,114 @@ def _write_doc(rows: list[tuple[int, float, float, float]], wide: list[tuple[int
     print(f"wrote {DOC}")
 
 
+SCHEME_CASES = (("tf32x3", "products=3"), ("bf16xn", "products=3"), ("bf16xn", "products=6"),
+                ("bf16xn", "products=9"), ("fp16x2", "products=3"), ("int8", "scale=row-col"),
+                ("split", "fp16=auto,width=32,rank=p99,target=a100"))
+SCHEMES_JSON = DOC.with_name("executor_speed_schemes.json")
+_BEGIN, _END = "<!-- schemes: begin (tools/bench_executor.py --schemes) -->", "<!-- schemes: end -->"
+
+
+def scheme_speed(sizes: list[int], repeats: int, phase: str, write: bool, commit: str | None = None) -> None:
+    """Median time ratio of each emulation scheme's ``run`` to numpy float32 matmul,
+    measured side by side (alternating) on uniform [-1, 1] data."""
+    rng = np.random.default_rng(0)
+    results: dict[str, dict[str, float]] = {}
+    doubt: dict[str, dict[str, float]] = {}  # fraction of outputs the GEMM's bound left in doubt
+    for n in sizes:
+        a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        for name, label in SCHEME_CASES:
+            s = get_scheme(name)
+            cfg = s.parse_config(label)
+            s.run(a[:64, :64], b[:64, :64], cfg)  # compile / load the kernels
+            t_np, t_s = [], []
+            for _ in range(repeats):  # CPU time of all threads: steadier than wall time on a shared machine
+                t0 = time.process_time()
+                a @ b
+                t_np.append(time.process_time() - t0)
+                t0 = time.process_time()
+                s.run(a, b, cfg)
+                t_s.append(time.process_time() - t0)
+            ratio = statistics.median([x / y for x, y in zip(t_s, t_np)])
+            key = f"{name} {label}"
+            results.setdefault(key, {})[str(n)] = ratio
+            slow = s.run_with_stats(a, b, cfg)[1].extra.get("slow_path_elements")
+            if slow is not None:
+                doubt.setdefault(key, {})[str(n)] = slow / (n * n)
+            print(f"n={n} {key}: numpy {statistics.median(t_np):.3f} s, scheme {statistics.median(t_s):.3f} s "
+                  f"(CPU), ratio {ratio:.1f}x")
+    if not write:
+        return
+    data = json.loads(SCHEMES_JSON.read_text()) if SCHEMES_JSON.exists() else {}
+    commit = commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                      cwd=DOC.parent).stdout.strip()
+    data[phase] = {"commit": commit, "repeats": repeats, "load": os.getloadavg()[0], "ratios": results,
+                   "doubt": doubt}
+    SCHEMES_JSON.write_text(json.dumps(data, indent=1) + "\n")
+    _write_scheme_section(data)
+
+
+def _scheme_section(data: dict) -> list[str]:
+    phases = [p for p in ("before", "after") if p in data]
+    sizes = sorted({n for p in phases for r in data[p]["ratios"].values() for n in r}, key=int)
+    head = " | ".join(f"{p} {n}" for n in sizes for p in phases)
+    lines = [
+        _BEGIN,
+        "## Other emulation schemes: time of `scheme.run` / numpy float32 matmul",
+        "",
+        "Square uniform [-1, 1] float32 GEMMs, each scheme's run and `A @ B` timed",
+        "alternately in one process in CPU time (`time.process_time`, all threads), median",
+        "ratio of the repeats (same machine as above).",
+        "Phases: " + "; ".join(f"{p} = commit {data[p]['commit']}, {data[p]['repeats']} repeats, "
+                               f"load {data[p]['load']:.1f}" for p in phases)
+        + " (before: the NumPy executors; after: the compiled ones). Raw numbers:",
+        "docs/executor_speed_schemes.json.",
+        "",
+        f"| scheme config | {head} |",
+        "|---|" + "---|" * (len(sizes) * len(phases)),
+    ]
+    keys = list(dict.fromkeys(k for p in phases for k in data[p]["ratios"]))
+    for k in keys:
+        cells = []
+        for n in sizes:
+            for p in phases:
+                v = data[p]["ratios"].get(k, {}).get(n)
+                cells.append(f"{v:.1f}x" if v is not None else "-")
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Why these ratios: the compiled executors' floor is their float64 GEMMs (dgemm runs at",
+        "about half sgemm's rate). Kept pairs that share B's parts form one group",
+        "(docs/numerics.md, tf32x3), so tf32x3, bf16x3 and fp16x2 run a 2K-deep dgemm (~4x",
+        "sgemm), bf16x6 a 3K-deep one (~6x) and bf16x9 a K-deep one, A·B itself (~2x); int8",
+        "runs exact sgemms on K blocks of 1024 (~1x) and split the same plus a dgemm over",
+        "its FP16 third. The rest is splitting, the rounding test and the doubtful outputs",
+        "(below). The NumPy executors grouped the pairs by A's part only (bf16x9: a 3K-deep",
+        "dgemm), added 256-deep chunk results (4x the accumulation passes), split and rounded",
+        "in several NumPy passes, and sent every doubtful output straight to the exact sum.",
+    ]
+    doubt = data[phases[-1]].get("doubt", {})
+    if doubt:
+        lines += ["", f"Outputs that the float64 GEMM's error bound left in doubt ({phases[-1]}; summed again in",
+                  "double-double, and exactly if still in doubt; docs/numerics.md, tf32x3):", "",
+                  "| scheme config | " + " | ".join(f"n = {n}" for n in sizes) + " |",
+                  "|---|" + "---|" * len(sizes)]
+        lines += [f"| {k} | " + " | ".join(f"{v[n]:.2%}" if n in v else "-" for n in sizes) + " |"
+                  for k, v in doubt.items()]
+    return lines + ["", _END]
+
+
+def _write_scheme_section(data: dict) -> None:
+    text = DOC.read_text() if DOC.exists() else ""
+    section = "\n".join(_scheme_section(data))
+    if _BEGIN in text and _END in text:
+        text = text[: text.index(_BEGIN)] + section + text[text.index(_END) + len(_END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    DOC.write_text(text)
+    print(f"wrote {DOC}")
+
+
 def _err(c: np.ndarray, ref: np.ndarray) -> float:
     return float(np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref))
 
@@ -252,8 +381,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--accuracy", action="store_true", help="print the accuracy tables instead")
     p.add_argument("--configs", nargs="+", help="with --accuracy: these config labels instead of the default list")
     p.add_argument("--no-write", action="store_true", help="do not rewrite docs/executor_speed.md")
+    p.add_argument("--schemes", action="store_true", help="time the other emulation schemes instead")
+    p.add_argument("--phase", choices=("before", "after"), default="after", help="with --schemes: which column")
+    p.add_argument("--commit", help="with --schemes: the commit of the code measured (default: HEAD), e.g. when "
+                   "PYTHONPATH points at an export of an older commit")
     args = p.parse_args(argv)
-    if args.accuracy:
+    if args.schemes:
+        sizes = [512, 2048] if args.sizes == [512, 1024, 2048] else args.sizes
+        scheme_speed(sizes, args.repeats, args.phase, not args.no_write, args.commit)
+    elif args.accuracy:
         sizes = [256, 512, 1024, 2048] if args.sizes == [512, 1024, 2048] else args.sizes
         accuracy(sizes, tuple(args.configs) if args.configs else ACCURACY_LABELS)
     else:

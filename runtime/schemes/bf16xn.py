@@ -9,7 +9,13 @@ C is ``RN32`` of the exact sum. Semantics: docs/numerics.md, "bf16x3, bf16x6, bf
 from __future__ import annotations
 
 from mixjit.runtime.schemes.base import register, register_alias
-from mixjit.runtime.schemes.emulation import MultiTermScheme
+from mixjit.runtime.schemes.emulation import MultiTermScheme, ProductsConfig
+
+
+class Bf16xNConfig(ProductsConfig):
+    """bf16xn config: ``products`` kept; its words encode the bf16 part format."""
+
+    fmt = "bf16"
 
 
 @register
@@ -17,6 +23,7 @@ class Bf16xN(MultiTermScheme):
     name = "bf16xn"
     summary = "FP32 emulation from a 3-way BF16 split keeping 9, 6, 3 or 1 products"
     fmt = "bf16"
+    config_class = Bf16xNConfig
     allowed = (9, 6, 3, 1)
 
 

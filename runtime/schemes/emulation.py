@@ -1,13 +1,11 @@
 """Pieces shared by the emulation schemes (tf32x3, bf16xn, fp16x2, int8, split).
 
-* the FP32 domain: every emulation scheme first rounds its inputs to float32 and
-  returns ``RN32`` of its exact result, widened to the input dtype;
-* the non-finite rule: an output element whose row of A or column of B holds an
-  inf or NaN is the IEEE value of the float64 dot product (order independent:
-  float32 products cannot overflow float64), NaN written as the quiet NaN;
-* the multi-term float split engine (:func:`multiterm_gemm`): split each operand
-  into parts of a low-precision format, keep a list of part pairs, and round the
-  exact sum of the kept products once (runtime/exactsum.py);
+* the multi-term float schemes' Python face (:func:`multiterm_gemm`,
+  :class:`MultiTermScheme`, :class:`ProductsConfig`): split each operand into parts
+  of a low-precision format, keep a list of part pairs, and round the exact sum of
+  the kept products once; the work is done by the compiled executor
+  runtime/executor_multiterm.py (the same code compiled callers run);
+* :func:`run_stats`: an executor's stats array as RunStats;
 * a small text parser for config labels.
 
 The semantics are written out in docs/numerics.md (sections "Common conventions for
@@ -19,12 +17,11 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 
-from mixjit.runtime.exactsum import round_exact_sum
-from mixjit.runtime.formats import round_to_bf16, round_to_fp16, round_to_tf32
+from mixjit.runtime import executor_multiterm as emt
 from mixjit.runtime.schemes.base import Config, RunStats, Scheme, Work
 
 __all__ = [
@@ -32,46 +29,31 @@ __all__ = [
     "PART_FORMATS",
     "PAIR_ORDER",
     "kept_pairs",
-    "split_parts",
     "multiterm_gemm",
-    "to_fp32",
-    "finite_or_zero",
-    "nonfinite_fixup",
-    "check_products",
+    "check_operands",
+    "NONFINITE_REASON",
     "parse_label",
+    "check_products",
     "ProductsConfig",
     "MultiTermScheme",
 ]
 
-# ---------------------------------------------------------------- FP32 domain
+NONFINITE_REASON = "inf/NaN in its row of A or column of B: IEEE propagation"
 
 
-def to_fp32(x: np.ndarray) -> np.ndarray:
-    """The operand in the FP32 domain: float32, RN from float64 (overflow gives ±inf)."""
-    with np.errstate(over="ignore"):
-        return np.asarray(x, dtype=np.float32)
-
-
-def nonfinite_fixup(c: np.ndarray, a32: np.ndarray, b32: np.ndarray) -> int:
-    """Apply the non-finite rule to ``c`` in place; return the number of elements set."""
-    bad_r = ~np.isfinite(a32).all(axis=1)
-    bad_c = ~np.isfinite(b32).all(axis=0)
-    nr, nc = int(bad_r.sum()), int(bad_c.sum())
-    if nr == 0 and nc == 0:
-        return 0
-    a64, b64 = a32.astype(np.float64), b32.astype(np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        if nr:
-            c[bad_r, :] = (a64[bad_r] @ b64).astype(np.float32)
-        if nc:
-            c[:, bad_c] = (a64 @ b64[:, bad_c]).astype(np.float32)
-    c[np.isnan(c)] = np.float32(np.nan)
-    return nr * c.shape[1] + nc * c.shape[0] - nr * nc
-
-
-def finite_or_zero(x32: np.ndarray) -> np.ndarray:
-    """``x32`` with inf/NaN replaced by 0 (their outputs are set by the non-finite rule)."""
-    return np.where(np.isfinite(x32), x32, np.float32(0.0))
+def check_operands(scheme: str, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a``, ``b`` as 2-D float32/float64 arrays with matching inner dimensions, or a
+    ValueError that names the problem."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"{scheme}: A and B must be 2-D, got shapes {a.shape} and {b.shape}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"{scheme}: inner dimensions differ: A is {a.shape[0]}x{a.shape[1]}, "
+                         f"B is {b.shape[0]}x{b.shape[1]}")
+    if a.dtype not in (np.float32, np.float64) or b.dtype not in (np.float32, np.float64):
+        raise ValueError(f"{scheme}: A and B must be float32 or float64, got {a.dtype} and {b.dtype}; "
+                         "convert with .astype(np.float32)")
+    return a, b
 
 
 # ---------------------------------------------------------- multi-term engine
@@ -79,7 +61,8 @@ def finite_or_zero(x32: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PartFormat:
-    """A low-precision format that float32 operands are split into.
+    """A low-precision format that float32 operands are split into (cost-model facts;
+    the rounding itself is compiled in runtime/executor_multiterm.py).
 
     ``scaled`` formats (FP16) have a narrow exponent range: each row of A and each
     column of B is first multiplied by a power of two ``2^s`` that puts its largest
@@ -89,7 +72,6 @@ class PartFormat:
     """
 
     name: str
-    round: Callable[[np.ndarray], np.ndarray]
     scaled: bool = False
     residual_shift: int = 0
     #: storage bytes of one part element (packing traffic in the cost model)
@@ -97,18 +79,15 @@ class PartFormat:
 
 
 PART_FORMATS: dict[str, PartFormat] = {
-    "tf32": PartFormat("tf32", round_to_tf32, part_bytes=4),
-    "bf16": PartFormat("bf16", round_to_bf16),
-    "fp16": PartFormat("fp16", round_to_fp16, scaled=True, residual_shift=11),
+    "tf32": PartFormat("tf32", part_bytes=4),
+    "bf16": PartFormat("bf16"),
+    "fp16": PartFormat("fp16", scaled=True, residual_shift=11),
 }
 
 #: the order in which part pairs (p, q) are kept: by p+q, then by p
 PAIR_ORDER: tuple[tuple[int, int], ...] = (
     (0, 0), (0, 1), (1, 0), (0, 2), (1, 1), (2, 0), (1, 2), (2, 1), (2, 2),
 )
-
-#: top of the scaled range: a scaled row's largest magnitude lies in [2^14, 2^15)
-SCALED_TOP_EXP = 15
 
 
 def kept_pairs(products: int) -> tuple[tuple[int, int], ...]:
@@ -118,88 +97,38 @@ def kept_pairs(products: int) -> tuple[tuple[int, int], ...]:
     return PAIR_ORDER[:products]
 
 
-def split_parts(x32: np.ndarray, fmt: PartFormat, nparts: int, axis: int) -> tuple[list[np.ndarray], np.ndarray]:
-    """Split finite float32 ``x32`` into ``nparts`` parts of ``fmt``.
-
-    Returns the parts as float64 arrays in the units of ``x32`` (scales undone,
-    exactly), and a boolean mask of the elements whose leading part overflowed to
-    ±inf (only possible for unscaled formats, for |x| near FLT_MAX). ``axis`` is the
-    reduction axis of the GEMM: 1 for A (one scale per row), 0 for B (per column).
-    """
-    if not fmt.scaled:
-        parts32 = []
-        r = x32
-        for _ in range(nparts):
-            p = fmt.round(r)
-            parts32.append(p)
-            with np.errstate(invalid="ignore"):
-                r = r - p  # exact in float32
-        overflow = np.isinf(parts32[0])
-        if overflow.any():  # rare: |x| near FLT_MAX; these rows/columns fall back
-            parts32 = [np.where(overflow, np.float32(0.0), p) for p in parts32]
-        return [p.astype(np.float64) for p in parts32], overflow
-    amax = np.abs(x32).max(axis=axis, keepdims=True).astype(np.float64)
-    _, e = np.frexp(amax)  # amax = f * 2^e, f in [0.5, 1)
-    shift = np.where(amax > 0, SCALED_TOP_EXP - e, 0)
-    r = np.ldexp(x32.astype(np.float64), shift)  # exact; |r| < 2^15
-    parts = []
-    for i in range(nparts):
-        s = shift + i * fmt.residual_shift
-        scaled = np.ldexp(r, i * fmt.residual_shift)
-        p = fmt.round(scaled.astype(np.float32)).astype(np.float64)
-        parts.append(np.ldexp(p, -s))
-        r = r - np.ldexp(p, -i * fmt.residual_shift)  # exact in float64
-    return parts, np.zeros(x32.shape, dtype=bool)
-
-
 def multiterm_gemm(a: np.ndarray, b: np.ndarray, fmt: str, products: int) -> tuple[np.ndarray, RunStats]:
     """``RN32`` of the exact sum of the kept part products of ``a @ b``.
 
     ``a`` (m×k) and ``b`` (k×n) are float32 or float64 (rounded to float32 first);
     ``fmt`` is ``"tf32"``, ``"bf16"`` or ``"fp16"``; the first ``products`` pairs of
-    :data:`PAIR_ORDER` are kept. Returns a float32 array and the run statistics.
-    This is the executor of tf32x3, bf16xn and fp16x2, and it may be called on
-    single tiles (e.g. as a per-tile fallback).
+    :data:`PAIR_ORDER` are kept. Returns C in ``a``'s dtype and the run statistics.
+    Runs the compiled executor (runtime/executor_multiterm.py).
     """
-    pf = PART_FORMATS[fmt]
-    pairs = kept_pairs(products)
-    nparts = 1 + max(max(p, q) for p, q in pairs)
-    a32, b32 = to_fp32(a), to_fp32(b)
-    m, n = a32.shape[0], b32.shape[1]
-    a_fin, b_fin = finite_or_zero(a32), finite_or_zero(b32)
-    a_parts, a_ovf = split_parts(a_fin, pf, nparts, axis=1)
-    b_parts, b_ovf = split_parts(b_fin, pf, nparts, axis=0)
-    c, slow = round_exact_sum(a_parts, b_parts, pairs)
-    # part overflow: the affected rows/columns are computed from the unsplit float32
-    # values (a correctly rounded float32 dot product)
-    ovf_r = a_ovf.any(axis=1)
-    ovf_c = b_ovf.any(axis=0)
-    n_ovf = 0
-    if ovf_r.any() or ovf_c.any():
-        a64, b64 = a_fin.astype(np.float64), b_fin.astype(np.float64)
-        if ovf_r.any():
-            c[ovf_r, :], s1 = round_exact_sum([a64[ovf_r]], [b64], [(0, 0)])
-            slow += s1
-        if ovf_c.any():
-            c[:, ovf_c], s2 = round_exact_sum([a64], [b64[:, ovf_c]], [(0, 0)])
-            slow += s2
-        nr, nc = int(ovf_r.sum()), int(ovf_c.sum())
-        n_ovf = nr * n + nc * m - nr * nc
-    n_nf = nonfinite_fixup(c, a32, b32)
-    stats = RunStats(
+    if fmt not in emt.FORMAT_CODES:
+        raise ValueError(f"unknown part format {fmt!r}; known: {', '.join(emt.FORMAT_CODES)}")
+    kept_pairs(products)
+    a, b = check_operands(f"{fmt} multi-term", a, b)
+    c = np.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
+    stats = np.zeros(emt.N_STATS, dtype=np.int64)
+    words = np.array([emt.FORMAT_CODES[fmt], products], dtype=np.int64)
+    status = emt.multiterm_gemm(a, b, c, words, stats)
+    if status != emt.OK:
+        raise ValueError(f"{fmt} multi-term: {emt.STATUS_MESSAGES[status]}")
+    n_nf, n_ovf = int(stats[emt.STAT_NONFINITE]), int(stats[emt.STAT_PART_OVERFLOW])
+    return c, RunStats(
         fallbacks=n_ovf + n_nf,
-        units=m * n,
+        units=c.size,
         fallback_unit="element",
-        fallback_reason=_reason(n_nf, n_ovf, pf.name),
-        extra={"nonfinite": n_nf, "part_overflow": n_ovf, "slow_path_elements": slow},
+        fallback_reason=_reason(n_nf, n_ovf, fmt),
+        extra={"nonfinite": n_nf, "part_overflow": n_ovf, "slow_path_elements": int(stats[emt.STAT_SLOW_ELEMENTS])},
     )
-    return c, stats
 
 
 def _reason(n_nf: int, n_ovf: int, fmt: str) -> str:
     reasons = []
     if n_nf:
-        reasons.append("inf/NaN in its row of A or column of B: IEEE propagation")
+        reasons.append(NONFINITE_REASON)
     if n_ovf:
         reasons.append(f"|x| rounds past the {fmt} range in its row/column: exact float32 dot product")
     return "; ".join(reasons)
@@ -208,8 +137,9 @@ def _reason(n_nf: int, n_ovf: int, fmt: str) -> str:
 # -------------------------------------------------------------- config labels
 
 
-def parse_label(text: str, cls: type[Config], scheme: str) -> Config:
-    """Parse ``"f1=v1,f2=v2"`` (any order, all fields required) into config ``cls``.
+def parse_label(text: str, cls: type[Config], scheme: str, partial: bool = False) -> Config:
+    """Parse ``"f1=v1,f2=v2"`` (any order) into config ``cls``: every field is
+    required, or with ``partial`` the missing ones take their defaults.
 
     Field values are converted with the field's annotated type (int, float, str, or
     ``float | str``, where a text that is not a number stays text).
@@ -227,7 +157,7 @@ def parse_label(text: str, cls: type[Config], scheme: str) -> Config:
             raise ValueError(f"{scheme}: bad config part {item!r} in {text!r}; fields are: {known}")
         values[key] = _convert(val.strip(), hints[key], scheme, key)
     missing = [f for f in fields if f not in values]
-    if missing:
+    if missing and not partial:
         raise ValueError(f"{scheme}: config {text!r} lacks {', '.join(missing)}; write e.g. {cls().label!r}")
     return cls(**values)
 
@@ -260,9 +190,19 @@ def check_products(scheme: str, products: int, allowed: Sequence[int]) -> None:
 
 @dataclass(frozen=True)
 class ProductsConfig(Config):
-    """Config of a multi-term scheme: how many part products are kept."""
+    """Config of a multi-term scheme: how many part products are kept. Each scheme
+    subclasses it to name its part format (``fmt``), which :meth:`words` encodes."""
 
     products: int = 3
+    fmt: ClassVar[str] = ""
+
+    def words(self) -> tuple[int, ...]:
+        """The config as int64 words for the compiled executor (and a plan table):
+        ``(format code, products)``, layout ``W_*`` in runtime/executor_multiterm.py."""
+        if self.fmt not in emt.FORMAT_CODES:
+            raise TypeError("ProductsConfig has no part format; use the scheme's config "
+                            "(scheme.parse_config(...) or scheme.configs())")
+        return (emt.FORMAT_CODES[self.fmt], self.products)
 
 
 class MultiTermScheme(Scheme):
@@ -271,12 +211,14 @@ class MultiTermScheme(Scheme):
     fmt: ClassVar[str]
     #: the kept-product counts offered as configs, most precise first
     allowed: ClassVar[tuple[int, ...]]
+    #: the scheme's ProductsConfig subclass (its ``fmt`` is the scheme's)
+    config_class: ClassVar[type[ProductsConfig]]
 
     def configs(self, dtype: np.dtype | type = np.float32) -> Sequence[Config]:
-        return [ProductsConfig(p) for p in self.allowed]
+        return [self.config_class(p) for p in self.allowed]
 
     def parse_config(self, text: str) -> Config:
-        cfg = parse_label(text, ProductsConfig, self.name)
+        cfg = parse_label(text, self.config_class, self.name)
         check_products(self.name, cfg.products, self.allowed)
         return cfg
 
@@ -287,8 +229,7 @@ class MultiTermScheme(Scheme):
         return config.products
 
     def run_with_stats(self, a: np.ndarray, b: np.ndarray, config: Config) -> tuple[np.ndarray, RunStats]:
-        c, stats = multiterm_gemm(a, b, self.fmt, self._products(config))
-        return c.astype(a.dtype, copy=False), stats
+        return multiterm_gemm(a, b, self.fmt, self._products(config))
 
     def products(self, config: Config) -> int:
         return self._products(config)

@@ -10,7 +10,13 @@ The ``lo·lo`` product (2^-22 relative) is dropped. Semantics: docs/numerics.md,
 from __future__ import annotations
 
 from mixjit.runtime.schemes.base import register
-from mixjit.runtime.schemes.emulation import MultiTermScheme
+from mixjit.runtime.schemes.emulation import MultiTermScheme, ProductsConfig
+
+
+class Fp16x2Config(ProductsConfig):
+    """fp16x2 config: ``products`` kept; its words encode the fp16 part format."""
+
+    fmt = "fp16"
 
 
 @register
@@ -18,4 +24,5 @@ class Fp16x2(MultiTermScheme):
     name = "fp16x2"
     summary = "FP32 emulation from range-scaled FP16 hi + scaled residual (3 products)"
     fmt = "fp16"
+    config_class = Fp16x2Config
     allowed = (3, 1)

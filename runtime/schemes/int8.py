@@ -4,6 +4,7 @@ The cheap approximate scheme, for error-tolerant code (k-means assignment, kNN
 candidate search). ``sa_i = max_k|a_ik| / 127``, ``qa_ik = rint(a_ik / sa_i)`` (and
 likewise per column of B), the integer GEMM is exact, and
 ``C = RN32((S·sa_i)·sb_j)`` with float64 products. docs/numerics.md, section "int8".
+The work is done by the compiled executor runtime/executor_int8.py.
 """
 
 from __future__ import annotations
@@ -13,49 +14,11 @@ from typing import Sequence
 
 import numpy as np
 
+from mixjit.runtime import executor_int8 as ei8
 from mixjit.runtime.schemes.base import Config, RunStats, Scheme, Work, register
-from mixjit.runtime.schemes.emulation import finite_or_zero, nonfinite_fixup, parse_label, to_fp32
+from mixjit.runtime.schemes.emulation import NONFINITE_REASON, check_operands, parse_label
 
-__all__ = ["Int8Config", "quantize_int8", "int_gemm_exact", "dequantize"]
-
-#: the largest K block whose int8×int8 sum is exact in a float32 accumulator:
-#: 1024 · 127² = 16,516,096 < 2^24
-EXACT_SGEMM_K = 1024
-
-
-def quantize_int8(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
-    """Symmetric INT8 quantization of finite float64 ``x`` along ``axis``.
-
-    Returns ``(q, s)``: ``q`` integer-valued float64 in [-127, 127] and the scales
-    ``s = RN64(amax / 127)`` (keepdims; 0 for an all-zero row/column, whose q is 0).
-    ``q = rint(RN64(x / s))``, ties to even. ``|x/s| <= 127(1+2^-52)``, so no clipping
-    is needed.
-    """
-    amax = np.abs(x).max(axis=axis, keepdims=True)
-    s = amax / 127.0
-    q = np.rint(x / np.where(s > 0, s, 1.0))
-    return q, s
-
-
-def int_gemm_exact(qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
-    """Exact ``qa @ qb`` for integer-valued arrays in [-127, 127], as float64.
-
-    Runs float32 BLAS on K blocks of at most :data:`EXACT_SGEMM_K` (each block's sum
-    is exact in float32 whatever the order) and adds the blocks in float64 (exact:
-    integers below 2^53 for K < 5·10^11).
-    """
-    m, k = qa.shape
-    n = qb.shape[1]
-    a32, b32 = qa.astype(np.float32), qb.astype(np.float32)
-    s = np.zeros((m, n))
-    for k0 in range(0, k, EXACT_SGEMM_K):
-        s += a32[:, k0 : k0 + EXACT_SGEMM_K] @ b32[k0 : k0 + EXACT_SGEMM_K, :]
-    return s
-
-
-def dequantize(s: np.ndarray, sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
-    """``RN64(RN64(S·sa_i)·sb_j)``: the dequantized INT8 result in float64."""
-    return (s * sa) * sb
+__all__ = ["Int8Config"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +26,13 @@ class Int8Config(Config):
     """The one int8 config: per-row (A) / per-column (B) symmetric scales."""
 
     scale: str = "row-col"
+
+    def words(self) -> tuple[int, ...]:
+        """The config as int64 words for the compiled executor (and a plan table):
+        layout ``W_*`` in runtime/executor_int8.py."""
+        if self.scale != "row-col":
+            raise ValueError(f"int8: unknown scale {self.scale!r}; the only one is 'row-col'")
+        return (ei8.SCALE_ROW_COL,)
 
 
 @register
@@ -84,19 +54,19 @@ class Int8(Scheme):
 
     def run_with_stats(self, a: np.ndarray, b: np.ndarray, config: Config) -> tuple[np.ndarray, RunStats]:
         self._check(config)
-        a32, b32 = to_fp32(a), to_fp32(b)
-        qa, sa = quantize_int8(finite_or_zero(a32).astype(np.float64), axis=1)
-        qb, sb = quantize_int8(finite_or_zero(b32).astype(np.float64), axis=0)
-        with np.errstate(over="ignore"):  # |C| > FLT_MAX rounds to inf
-            c = dequantize(int_gemm_exact(qa, qb), sa, sb).astype(np.float32) + np.float32(0.0)
-        n_nf = nonfinite_fixup(c, a32, b32)
-        stats = RunStats(
+        a, b = check_operands(self.name, a, b)
+        c = np.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
+        stats = np.zeros(ei8.N_STATS, dtype=np.int64)
+        status = ei8.int8_gemm(a, b, c, np.array(config.words(), dtype=np.int64), stats)
+        if status != ei8.OK:
+            raise ValueError(f"int8: {ei8.STATUS_MESSAGES[status]}")
+        n_nf = int(stats[ei8.STAT_NONFINITE])
+        return c, RunStats(
             fallbacks=n_nf,
             units=c.size,
             fallback_unit="element",
-            fallback_reason="inf/NaN in its row of A or column of B: IEEE propagation" if n_nf else "",
+            fallback_reason=NONFINITE_REASON if n_nf else "",
         )
-        return c.astype(a.dtype, copy=False), stats
 
     def products(self, config: Config) -> int:
         self._check(config)

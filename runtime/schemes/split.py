@@ -7,6 +7,7 @@ FP16 sub-GEMM, the rest as a symmetric INT8 sub-GEMM; the INT8 result is
 dequantized and the two are summed, exactly, then rounded once to float32.
 ``fp16=auto`` takes the fraction from the partition-size calculator
 (runtime/partition.py) for the config's ``target`` GPU. docs/numerics.md, "split".
+The work is done by the compiled executor runtime/executor_split.py.
 """
 
 from __future__ import annotations
@@ -18,19 +19,12 @@ from typing import Sequence
 
 import numpy as np
 
-from mixjit.runtime.exactsum import round_exact_sum
+from mixjit.runtime import executor_split as esp
+from mixjit.runtime.executor_common import row_form
 from mixjit.runtime.hardware import HARDWARE, get_hardware
 from mixjit.runtime.partition import partition_sizes
 from mixjit.runtime.schemes.base import Config, RunStats, Scheme, Work, register
-from mixjit.runtime.schemes.emulation import (
-    PART_FORMATS,
-    finite_or_zero,
-    nonfinite_fixup,
-    parse_label,
-    split_parts,
-    to_fp32,
-)
-from mixjit.runtime.schemes.int8 import dequantize, int_gemm_exact, quantize_int8
+from mixjit.runtime.schemes.emulation import NONFINITE_REASON, check_operands, parse_label
 
 __all__ = ["SplitConfig", "slice_importance", "fp16_slices"]
 
@@ -46,6 +40,26 @@ class SplitConfig(Config):
     width: int = 32
     rank: str = "p99"
     target: str = "a100"
+
+    def words(self) -> tuple[int, ...]:
+        """The config as int64 words for the compiled executor (and a plan table):
+        layout ``W_*`` in runtime/executor_split.py."""
+        cfg = _check(self)
+        k8 = k16 = unit = num = exp = 0
+        if cfg.fp16 == "auto":
+            hw = get_hardware(cfg.target)
+            if "int8" not in hw.mma or "fp16" not in hw.mma:
+                raise ValueError(f"split: target {cfg.target!r} has no int8/fp16 MMA shape for fp16=auto")
+            mode, k8, k16 = esp.FP16_AUTO, hw.mma["int8"].k, hw.mma["fp16"].k
+            unit = math.lcm(k8, k16)
+        else:
+            mode = esp.FP16_FIXED
+            share = Fraction(cfg.fp16)
+            num, exp = share.numerator, share.denominator.bit_length() - 1
+        q = _percentile(cfg.rank)
+        rank = esp.RANK_INDEX if q is None else esp.RANK_PERCENTILE
+        qbits = int(np.float64(q if q is not None else 0.0).view(np.int64))
+        return (mode, num, exp, k8, k16, unit, cfg.width, rank, qbits)
 
 
 def _check(config: Config) -> SplitConfig:
@@ -78,28 +92,6 @@ def _percentile(rank: str) -> float | None:
     return q
 
 
-def _nearest_rank(values: np.ndarray, q: float) -> float:
-    """Nearest-rank percentile: the ``ceil(q/100·N)``-th smallest value (1-based)."""
-    n = values.size
-    r = min(n, max(1, math.ceil(q / 100.0 * n))) - 1
-    return float(np.partition(values, r)[r])
-
-
-def slice_importance(a: np.ndarray, b: np.ndarray, width: int, rank: str) -> np.ndarray:
-    """Importance of each K slice: ``P_Q(|A[:, s]|) · P_Q(|B[s, :]|)`` in float64
-    (``rank="pQ"``), or ``-s`` (``rank="index"``)."""
-    k = a.shape[1]
-    nsl = -(-k // width)
-    q = _percentile(rank)
-    if q is None:
-        return -np.arange(nsl, dtype=np.float64)
-    imp = np.empty(nsl)
-    for s in range(nsl):
-        sl = slice(s * width, (s + 1) * width)
-        imp[s] = _nearest_rank(np.abs(a[:, sl]).ravel(), q) * _nearest_rank(np.abs(b[sl, :]).ravel(), q)
-    return imp
-
-
 def fp16_fraction(config: SplitConfig, m: int, n: int, k: int) -> Fraction:
     """The FP16 share of K: the config's number, or the calculator's for ``auto``."""
     if config.fp16 == "auto":
@@ -107,20 +99,30 @@ def fp16_fraction(config: SplitConfig, m: int, n: int, k: int) -> Fraction:
     return Fraction(config.fp16)
 
 
+def _row_forms(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    a, b = check_operands("split", a, b)
+    return row_form(a, False)[0], row_form(b, True)[0]
+
+
+def slice_importance(a: np.ndarray, b: np.ndarray, width: int, rank: str) -> np.ndarray:
+    """Importance of each K slice: ``P_Q(|A[:, s]|) · P_Q(|B[s, :]|)`` in float64
+    (``rank="pQ"``), or ``-s`` (``rank="index"``). Runs the executor's ranking."""
+    if width < 1:
+        raise ValueError(f"split: width={width}; the slice width must be >= 1")
+    q = _percentile(rank)
+    ar, br = _row_forms(a, b)
+    kind = esp.RANK_INDEX if q is None else esp.RANK_PERCENTILE
+    return esp.slice_importance(ar, br, width, kind, 0.0 if q is None else q)
+
+
 def fp16_slices(a: np.ndarray, b: np.ndarray, config: SplitConfig) -> np.ndarray:
     """Boolean mask over K: True for the columns of the slices that run in FP16.
 
     ``n16 = floor(f·nslices + 1/2)`` slices, the most important first, ties broken
-    by the lower slice index.
+    by the lower slice index. Runs the executor's ranking.
     """
-    m, k = a.shape
-    nsl = -(-k // config.width)
-    n16 = math.floor(fp16_fraction(config, m, b.shape[1], k) * nsl + Fraction(1, 2))
-    imp = slice_importance(a, b, config.width, config.rank)
-    order = np.lexsort((np.arange(nsl), -imp))
-    chosen = np.zeros(nsl, dtype=bool)
-    chosen[order[:n16]] = True
-    return np.repeat(chosen, config.width)[:k]
+    ar, br = _row_forms(a, b)
+    return esp.fp16_columns(ar, br, np.array(config.words(), dtype=np.int64))
 
 
 @register
@@ -132,39 +134,25 @@ class Split(Scheme):
         return [SplitConfig(fp16=f) for f in ("auto", 0.25, 0.125, 0.0625, 0.0)]
 
     def parse_config(self, text: str) -> Config:
-        return _check(parse_label(text, SplitConfig, self.name))
+        return _check(parse_label(text, SplitConfig, self.name, partial=True))
 
     def run_with_stats(self, a: np.ndarray, b: np.ndarray, config: Config) -> tuple[np.ndarray, RunStats]:
         cfg = _check(config)
-        a32, b32 = to_fp32(a), to_fp32(b)
-        a_fin, b_fin = finite_or_zero(a32), finite_or_zero(b32)
-        f16 = fp16_slices(a_fin, b_fin, cfg)
-        i8 = ~f16
-        m, n = a32.shape[0], b32.shape[1]
-        if i8.any():
-            qa, sa = quantize_int8(a_fin[:, i8].astype(np.float64), axis=1)
-            qb, sb = quantize_int8(b_fin[i8, :].astype(np.float64), axis=0)
-            d_int = dequantize(int_gemm_exact(qa, qb), sa, sb)
-        else:
-            d_int = np.zeros((m, n))
-        slow = 0
-        if f16.any():
-            fp16 = PART_FORMATS["fp16"]
-            (a16,), _ = split_parts(a_fin[:, f16], fp16, 1, axis=1)
-            (b16,), _ = split_parts(b_fin[f16, :], fp16, 1, axis=0)
-            c, slow = round_exact_sum([a16], [b16], [(0, 0)], addend=d_int)
-        else:
-            with np.errstate(over="ignore"):  # |C| > FLT_MAX rounds to inf
-                c = d_int.astype(np.float32) + np.float32(0.0)
-        n_nf = nonfinite_fixup(c, a32, b32)
-        stats = RunStats(
+        a, b = check_operands(self.name, a, b)
+        c = np.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
+        stats = np.zeros(esp.N_STATS, dtype=np.int64)
+        status = esp.split_gemm(a, b, c, np.array(cfg.words(), dtype=np.int64), stats)
+        if status != esp.OK:
+            raise ValueError(f"split: {esp.STATUS_MESSAGES[status]}")
+        n_nf = int(stats[esp.STAT_NONFINITE])
+        return c, RunStats(
             fallbacks=n_nf,
-            units=m * n,
+            units=c.size,
             fallback_unit="element",
-            fallback_reason="inf/NaN in its row of A or column of B: IEEE propagation" if n_nf else "",
-            extra={"k_fp16": int(f16.sum()), "k_int8": int(i8.sum()), "slow_path_elements": slow},
+            fallback_reason=NONFINITE_REASON if n_nf else "",
+            extra={"k_fp16": int(stats[esp.STAT_K_FP16]), "k_int8": int(stats[esp.STAT_K_INT8]),
+                   "slow_path_elements": int(stats[esp.STAT_SLOW_ELEMENTS])},
         )
-        return c.astype(a.dtype, copy=False), stats
 
     def products(self, config: Config) -> int:
         _check(config)

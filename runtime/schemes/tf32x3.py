@@ -9,7 +9,13 @@ Each float32 operand is split into ``big = RN_tf32(x)`` and
 from __future__ import annotations
 
 from mixjit.runtime.schemes.base import register
-from mixjit.runtime.schemes.emulation import MultiTermScheme
+from mixjit.runtime.schemes.emulation import MultiTermScheme, ProductsConfig
+
+
+class Tf32x3Config(ProductsConfig):
+    """tf32x3 config: ``products`` kept; its words encode the tf32 part format."""
+
+    fmt = "tf32"
 
 
 @register
@@ -17,4 +23,5 @@ class Tf32x3(MultiTermScheme):
     name = "tf32x3"
     summary = "FP32 emulation from TF32 parts (big/small split), exact sum rounded once"
     fmt = "tf32"
+    config_class = Tf32x3Config
     allowed = (3, 1)

@@ -25,6 +25,11 @@ FMT = {
     "bf16": (8, -126, 127),
     "fp16": (11, -14, 15),
 }
+#: the unscaled part formats as the multi-term split rounds to them: the format's
+#: significant bits and largest exponent, no lower exponent limit (docs/numerics.md,
+#: tf32x3 step 1: float32 subnormal inputs are split exactly)
+SPLIT_FMT = {"tf32": (11, -(10**6), 127), "bf16": (8, -(10**6), 127)}
+FMT.update({f"{k}-split": v for k, v in SPLIT_FMT.items()})
 
 PAIRS = [(0, 0), (0, 1), (1, 0), (0, 2), (1, 1), (2, 0), (1, 2), (2, 1), (2, 2)]
 
@@ -112,12 +117,13 @@ def _finish(a, b, compute) -> np.ndarray:
 
 
 def split_value(x: Fraction, fmt: str, nparts: int) -> list | None:
-    """Unscaled split (TF32, BF16): parts p_i = RN(x - sum of earlier parts); None if
-    the leading part overflows."""
+    """Unscaled split (TF32, BF16): parts p_i = RN(x - sum of earlier parts) to the
+    format's precision with no lower exponent limit; None if the leading part
+    overflows."""
     parts = []
     r = x
     for _ in range(nparts):
-        p = rn(r, fmt)
+        p = rn(r, f"{fmt}-split")
         if isinstance(p, float):
             return None
         parts.append(p)
@@ -127,7 +133,9 @@ def split_value(x: Fraction, fmt: str, nparts: int) -> list | None:
 
 def split_scaled_fp16(xs: list[Fraction], nparts: int) -> list[list[Fraction]]:
     """Scaled FP16 split of one row (or column): shift so that max|x| is in
-    [2^14, 2^15); part i = RN16(residual · 2^(11 i)); parts returned unscaled."""
+    [2^14, 2^15); part i = RN16(residual · 2^(11 i)); parts returned unscaled. With
+    one part, a hi that rounds up to 2^15 where the unscaled value would be 2^128
+    (the row's maximum is in float32's top binade) is truncated to 2^15 - 2^4."""
     amax = max((abs(v) for v in xs), default=Fraction(0))
     shift = 14 - floor_log2(amax) if amax > 0 else 0
     out = []
@@ -136,6 +144,8 @@ def split_scaled_fp16(xs: list[Fraction], nparts: int) -> list[list[Fraction]]:
         parts = []
         for i in range(nparts):
             p = rn(r * Fraction(2) ** (11 * i), "fp16")
+            if i == 0 and nparts == 1 and shift == 14 - 127 and abs(p) == 2**15:
+                p = (2**15 - 2**4) * (1 if p > 0 else -1)
             parts.append(p / Fraction(2) ** (shift + 11 * i))
             r = r - p / Fraction(2) ** (11 * i)
         out.append(parts)

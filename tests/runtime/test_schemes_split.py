@@ -93,8 +93,48 @@ def test_auto_uses_the_calculator():
     [("fp16=1.5,width=32,rank=p99,target=a100", "outside"), ("fp16=most,width=32,rank=p99,target=a100", "auto"),
      ("fp16=auto,width=0,rank=p99,target=a100", "width"), ("fp16=auto,width=32,rank=q9,target=a100", "pQ"),
      ("fp16=auto,width=32,rank=p0,target=a100", "pQ"), ("fp16=auto,width=32,rank=p99,target=tpu", "target"),
-     ("fp16=auto,width=32", "lacks rank"), ("fp16=auto,size=3", "bad config part")],
+     ("fp16=auto,size=3", "bad config part"), ("fp16=0.25,width=-1", "width")],
 )
 def test_bad_split_configs_are_named(label, match):
     with pytest.raises(ValueError, match=match):
         get_scheme("split").parse_config(label)
+
+
+@pytest.mark.parametrize(
+    "label,want",
+    [("fp16=0.25", SplitConfig(fp16=0.25)), ("fp16=auto", SplitConfig()), ("rank=index", SplitConfig(rank="index")),
+     ("width=16,target=h100", SplitConfig(width=16, target="h100")), ("fp16=0.0625,rank=p50", SplitConfig(fp16=0.0625, rank="p50"))],
+)
+def test_partial_split_labels_take_the_defaults(label, want):
+    # docs/numerics.md lists the configs by their fp16 share alone ("0.25", ...)
+    s = get_scheme("split")
+    assert s.parse_config(label) == want
+    rng = np.random.default_rng(1)
+    a, b = rng.random((3, 40), dtype=np.float32), rng.random((40, 2), dtype=np.float32)
+    assert np.array_equal(s.run(a, b, s.parse_config(label)), s.run(a, b, want))
+
+
+F32MAX = float(np.finfo(np.float32).max)
+
+
+@pytest.mark.parametrize("fp16", ["1.0", "0.5", "auto"])
+def test_split_of_flt_max_scale_inputs_stays_finite(fp16):
+    # RN16 of FLT_MAX * 2^-113 carries to 2^15, i.e. 2^128 unscaled: the hi part is
+    # truncated instead (mixpert's carry rule), so finite sums below FLT_MAX stay finite
+    s = get_scheme("split")
+    cfg = s.parse_config(f"fp16={fp16},width=1,rank=p100")
+    a = np.array([[F32MAX, 1.0], [-F32MAX, 0.5]], dtype=np.float32)
+    b = np.array([[1.0], [1.0]], dtype=np.float32)
+    c = s.run(a, b, cfg)
+    assert np.isfinite(c).all(), c
+    # the truncated hi is FLT_MAX's 11 leading bits: 1 - 2^-11 of 2^128 (within 2^-11)
+    assert abs(float(c[0, 0]) / F32MAX - 1.0) < 2.0**-10
+    assert float(c[1, 0]) == -float(c[0, 0])
+
+
+def test_fp16x2_hi_alone_of_flt_max_stays_finite():
+    s = get_scheme("fp16x2")
+    a = np.array([[F32MAX]], dtype=np.float32)
+    b = np.array([[1.0]], dtype=np.float32)
+    assert np.isfinite(s.run(a, b, s.parse_config("products=1"))).all()
+    assert s.run(a, b, s.parse_config("products=3"))[0, 0] == np.float32(F32MAX)
