@@ -31,14 +31,22 @@ Executors (each writes ``C = alpha * P + beta * C``, P the scheme's product):
   ``C = alpha * T + beta * C`` follows element by element: exactly the
   arithmetic of Numba's ``C -= A @ B`` (so results equal plain Numba bit for
   bit), and never a product that reads memory it is writing.
-* ``EXEC_MIXPERT`` (schemes ``mixpert`` and ``mixpert-fp64``; the config words say
-  which domain): P is computed into a fresh temporary by the compiled MixPert
-  executor (``runtime/executor_mixpert.mixpert_gemm``), the very code
-  ``scheme.run`` runs, so P equals ``mixjit.gemm(A, B, scheme, config)`` bit for
-  bit; then ``C = alpha * P + beta * C`` element by element in C's dtype, the
-  same arithmetic as the native path's temporary (for ``C -= A @ B``:
-  ``C - P``). The executor's refusals (exponent span, K too long, bad words)
-  come back as ``ENTRY_EXECUTOR_FAILED + status``.
+* The compiled executors the schemes declare (``Scheme.executor``, a
+  ``CompiledExecutor``: plan code, kernel, config words, statistics, refusal
+  messages; ``EXECUTORS`` maps every scheme name to its code): MixPert
+  (``mixpert``, ``mixpert-fp64``), multi-term (``tf32x3``, ``bf16xn``, ``fp16x2``),
+  ``int8``, ``split``, ``ozaki2``. The entry calls them through a table of C
+  addresses (``EXECUTOR_TABLE_SYMBOL``, one slot per plan code), filled by
+  ``load_executor`` when a plan row first names the executor (``write_plan_row``):
+  compiled then, or loaded from its own disk cache, so a function whose sites all
+  run ``native`` compiles no emulation code. Each executor's C function computes P
+  into a fresh temporary with the scheme's kernel, the very code ``scheme.run``
+  runs (so P equals ``mixjit.gemm(A, B, scheme, config)`` bit for bit, and C may
+  overlap A or B), then ``C = alpha * P + beta * C`` element by element in C's
+  dtype, the same arithmetic as the native path's temporary (for ``C -= A @ B``:
+  ``C - P``). A kernel's refusal (status s) comes back as
+  ``executor_status(code, s)``: each executor has its own block of 64 codes, so
+  ``ENTRY_ERRORS`` names the executor and its message.
 
 * ``EXEC_REFERENCE`` (the tuner's reference plan, not a scheme): P is the
   float64 BLAS product of the operands upcast to float64, and
@@ -53,13 +61,15 @@ Profiling (``set_profiling``): while the profile flag (``PROFILE_SYMBOL``) is
 set, each call also logs its (m, n, k) in its site's row of the shape log
 (``SHAPES_SYMBOL``: ``SHAPE_SLOTS`` slots of [key, count], lock-free, then an
 overflow count) and a MixPert call adds its executor statistics to its site's
-row of ``STATS_SYMBOL`` (sums; the widest exponent span as a maximum). With the
+row of ``STATS_SYMBOL`` (sums; the widest exponent span as a maximum); only
+executors that declare ``profile_stats`` record statistics. With the
 flag clear, a call costs one extra atomic load.
 
 The entry is cached on disk by ``RuntimeCache`` (``mixjit.runtime.jit_cache``),
 whose key also hashes the runtime sources it compiles in (this file's runtime
-imports, transitively): Numba's own key sees only this file, and a cached entry
-must not outlive a change of the executor it calls. An unreadable cache file is
+imports, transitively): Numba's own key sees only this file. Each executor's C
+function has its own cache files (``_ExecutorCache``), keyed also on its
+declaration and its kernel module's runtime sources. An unreadable cache file is
 a miss (a ``CacheFileWarning``, then the entry compiles again).
 """
 
