@@ -43,7 +43,7 @@ NONFINITE_REASON = "inf/NaN in its row of A or column of B: IEEE propagation"
 
 def check_operands(scheme: str, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``a``, ``b`` as 2-D float32/float64 arrays with matching inner dimensions, or a
-    ValueError that names the problem."""
+    ValueError (shapes) / TypeError (dtypes) that names the problem."""
     a, b = np.asarray(a), np.asarray(b)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"{scheme}: A and B must be 2-D, got shapes {a.shape} and {b.shape}")
@@ -51,7 +51,7 @@ def check_operands(scheme: str, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarra
         raise ValueError(f"{scheme}: inner dimensions differ: A is {a.shape[0]}x{a.shape[1]}, "
                          f"B is {b.shape[0]}x{b.shape[1]}")
     if a.dtype not in (np.float32, np.float64) or b.dtype not in (np.float32, np.float64):
-        raise ValueError(f"{scheme}: A and B must be float32 or float64, got {a.dtype} and {b.dtype}; "
+        raise TypeError(f"{scheme}: A and B must be float32 or float64, got {a.dtype} and {b.dtype}; "
                          "convert with .astype(np.float32)")
     return a, b
 

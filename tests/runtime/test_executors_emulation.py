@@ -235,3 +235,41 @@ def test_compiled_roundings_agree_with_the_format_definitions():
     y32 = y.astype(np.float32)
     got = np.array([emt._rn16(float(v)) for v in y32])
     assert np.array_equal(got, round_to_fp16(y32).astype(np.float64))
+
+
+@pytest.mark.parametrize("scheme,label", [("tf32x3", "products=3"), ("bf16xn", "products=6"), ("fp16x2", "products=3"),
+                                          ("int8", "scale=row-col"),
+                                          ("split", "fp16=0.5,width=64,rank=p99,target=a100")])
+def test_k_over_several_chunks_matches_the_reference(scheme, label):
+    # K = 2300 spans three 1024-wide float64 GEMM chunks (two for int8's exact sgemm
+    # blocks), with cancelling rows so that the bounds leave outputs in doubt
+    rng = np.random.default_rng(8)
+    k = 2300
+    a = (rng.standard_normal((2, k)) * 2.0 ** rng.integers(-8, 8, (2, k))).astype(np.float32)
+    b = rng.standard_normal((k, 2)).astype(np.float32)
+    a[1, k // 2:] = -a[1, : k - k // 2]  # row 1 cancels against itself ...
+    b[k // 2:, 1] = b[: k - k // 2, 1]  # ... in column 1
+    b[k - 1, 1] += np.float32(2.0**-20)
+    s = get_scheme(scheme)
+    cfg = s.parse_config(label)
+    got = s.run(a, b, cfg)
+    if scheme == "int8":
+        want = ref.int8(a, b)
+    elif scheme == "split":
+        want = ref.split(a, b, cfg.fp16, cfg.width, cfg.rank, cfg.target)
+    else:
+        want = ref.multiterm(a, b, {"tf32x3": "tf32", "bf16xn": "bf16", "fp16x2": "fp16"}[scheme], cfg.products)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (got, want)
+
+
+@pytest.mark.parametrize("target", ["a100", "h100", "patent-0066"])
+@pytest.mark.parametrize("k", [1, 16, 31, 32, 47, 48, 96, 100, 768, 1000, 4097])
+@pytest.mark.parametrize("width", [1, 3, 32])
+def test_auto_slice_count_matches_the_calculator(target, k, width):
+    from mixjit.runtime.hardware import get_hardware
+    from mixjit.runtime.partition import partition_sizes
+
+    words = np.array(SplitConfig(fp16="auto", width=width, target=target).words(), dtype=np.int64)
+    nsl = -(-k // width)
+    want = math.floor(partition_sizes(8, 8, k, get_hardware(target)).fp16_fraction * nsl + Fraction(1, 2))
+    assert esp._fp16_slice_count(words, k, nsl) == want
