@@ -8,6 +8,10 @@ fused update whose output overlaps one of its operands (the executor must read
 the operands before it writes C).
 """
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -90,3 +94,23 @@ def test_scheme_at_sites_equals_gemm_bit_for_bit(scheme, dtype, label):
 
     assert [entry.call_count(s) - n for s, n in zip(ids, before)] == [1, 1, 1, 1]
     assert scheme == "native" or all_schemes()[scheme].executor.name in entry.loaded_executors()
+
+
+def test_executor_loads_from_its_disk_cache_in_a_new_process():
+    site = entry.new_site()
+    set_plan(site, initial_plan(["int8"], np.float32))  # compiled (or loaded) here: the cache is written
+    code = textwrap.dedent(
+        """
+        import numpy as np
+        from mixjit import entry
+        from mixjit.plan import initial_plan, set_plan
+
+        assert entry.loaded_executors() == []
+        set_plan(entry.new_site(), initial_plan(["int8"], np.float32))
+        fn = entry._executor_functions[entry.EXECUTORS["int8"]]
+        print(*entry.loaded_executors(), "hits", fn.cache_hits)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["int8", "hits", "1"]
