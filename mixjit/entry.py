@@ -31,14 +31,22 @@ Executors (each writes ``C = alpha * P + beta * C``, P the scheme's product):
   ``C = alpha * T + beta * C`` follows element by element: exactly the
   arithmetic of Numba's ``C -= A @ B`` (so results equal plain Numba bit for
   bit), and never a product that reads memory it is writing.
-* ``EXEC_MIXPERT`` (schemes ``mixpert`` and ``mixpert-fp64``; the config words say
-  which domain): P is computed into a fresh temporary by the compiled MixPert
-  executor (``runtime/executor_mixpert.mixpert_gemm``), the very code
-  ``scheme.run`` runs, so P equals ``mixjit.gemm(A, B, scheme, config)`` bit for
-  bit; then ``C = alpha * P + beta * C`` element by element in C's dtype, the
-  same arithmetic as the native path's temporary (for ``C -= A @ B``:
-  ``C - P``). The executor's refusals (exponent span, K too long, bad words)
-  come back as ``ENTRY_EXECUTOR_FAILED + status``.
+* The compiled executors the schemes declare (``Scheme.executor``, a
+  ``CompiledExecutor``: plan code, kernel, config words, statistics, refusal
+  messages; ``EXECUTORS`` maps every scheme name to its code): MixPert
+  (``mixpert``, ``mixpert-fp64``), multi-term (``tf32x3``, ``bf16xn``, ``fp16x2``),
+  ``int8``, ``split``, ``ozaki2``. The entry calls them through a table of C
+  addresses (``EXECUTOR_TABLE_SYMBOL``, one slot per plan code), filled by
+  ``load_executor`` when a plan row first names the executor (``write_plan_row``):
+  compiled then, or loaded from its own disk cache, so a function whose sites all
+  run ``native`` compiles no emulation code. Each executor's C function computes P
+  into a fresh temporary with the scheme's kernel, the very code ``scheme.run``
+  runs (so P equals ``mixjit.gemm(A, B, scheme, config)`` bit for bit, and C may
+  overlap A or B), then ``C = alpha * P + beta * C`` element by element in C's
+  dtype, the same arithmetic as the native path's temporary (for ``C -= A @ B``:
+  ``C - P``). A kernel's refusal (status s) comes back as
+  ``executor_status(code, s)``: each executor has its own block of 64 codes, so
+  ``ENTRY_ERRORS`` names the executor and its message.
 
 * ``EXEC_REFERENCE`` (the tuner's reference plan, not a scheme): P is the
   float64 BLAS product of the operands upcast to float64, and
@@ -53,18 +61,21 @@ Profiling (``set_profiling``): while the profile flag (``PROFILE_SYMBOL``) is
 set, each call also logs its (m, n, k) in its site's row of the shape log
 (``SHAPES_SYMBOL``: ``SHAPE_SLOTS`` slots of [key, count], lock-free, then an
 overflow count) and a MixPert call adds its executor statistics to its site's
-row of ``STATS_SYMBOL`` (sums; the widest exponent span as a maximum). With the
+row of ``STATS_SYMBOL`` (sums; the widest exponent span as a maximum); only
+executors that declare ``profile_stats`` record statistics. With the
 flag clear, a call costs one extra atomic load.
 
 The entry is cached on disk by ``RuntimeCache`` (``mixjit.runtime.jit_cache``),
 whose key also hashes the runtime sources it compiles in (this file's runtime
-imports, transitively): Numba's own key sees only this file, and a cached entry
-must not outlive a change of the executor it calls. An unreadable cache file is
+imports, transitively): Numba's own key sees only this file. Each executor's C
+function has its own cache files (``_ExecutorCache``), keyed also on its
+declaration and its kernel module's runtime sources. An unreadable cache file is
 a miss (a ``CacheFileWarning``, then the entry compiles again).
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 
 import numpy as np
@@ -76,12 +87,9 @@ from numba.core.ccallback import CFunc
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
-from mixjit.runtime.executor_mixpert import N_STATS as _MIXPERT_STATS
-from mixjit.runtime.executor_mixpert import N_WORDS as _MIXPERT_WORDS
-from mixjit.runtime.executor_mixpert import STAT_WIDEST_SPAN as _STAT_WIDEST_SPAN
-from mixjit.runtime.executor_mixpert import STATUS_MESSAGES as _MIXPERT_MESSAGES
-from mixjit.runtime.executor_mixpert import mixpert_gemm
 from mixjit.runtime.jit_cache import RuntimeCache
+from mixjit.runtime.schemes.base import MAX_EXECUTOR_CODE, CompiledExecutor, compiled_executors
+from mixjit.runtime.source_hash import runtime_sources_hash
 
 ENTRY_SYMBOL = "mixjit_gemm_entry"
 """Name under which the entry is registered with llvmlite (``binding.add_symbol``)."""
@@ -101,8 +109,21 @@ ENTRY_TOO_LARGE = 3
 ENTRY_BLAS_FAILED = 4
 ENTRY_NO_PLAN = 5
 ENTRY_BAD_EXECUTOR = 6
-ENTRY_EXECUTOR_FAILED = 16
-"""Base of the codes of an emulated executor's refusals: ``ENTRY_EXECUTOR_FAILED + status``."""
+_STATUS_SPAN = MAX_EXECUTOR_CODE + 1
+
+
+def executor_status(code: int, status: int) -> int:
+    """The entry's return code for status ``status`` (1..63) of the compiled executor
+    with plan code ``code``: each executor's refusals have their own base."""
+    return _STATUS_SPAN * code + status
+
+
+_EXECUTORS_BY_SCHEME: dict[str, CompiledExecutor] = compiled_executors()
+
+EXECUTORS: dict[str, int] = {name: ex.code for name, ex in _EXECUTORS_BY_SCHEME.items()}
+"""Every scheme a site can run, by name: the plan code of its compiled executor (word 0
+of a plan row). Schemes declare their executor (``Scheme.executor``); this is the registry's view."""
+
 ENTRY_ERRORS: dict[int, str] = {
     ENTRY_BAD_SITE: f"site id outside [0, {MAX_SITES}); allocate ids with mixjit.entry.new_site()",
     ENTRY_BAD_DTYPE: "dtype code is not one of mixjit.entry.DTYPE_CODES (float64, float32)",
@@ -110,7 +131,9 @@ ENTRY_ERRORS: dict[int, str] = {
     ENTRY_BLAS_FAILED: "BLAS is unavailable (Numba found no scipy.linalg.cython_blas); install scipy",
     ENTRY_NO_PLAN: "the site has no plan; give it one with mixjit.plan.set_plan() before it runs",
     ENTRY_BAD_EXECUTOR: "the site's plan names an executor the entry does not have (see mixjit.entry.EXECUTORS)",
-    **{ENTRY_EXECUTOR_FAILED + code: f"mixpert executor: {msg}" for code, msg in _MIXPERT_MESSAGES.items()},
+    **{executor_status(ex.code, status): f"{ex.name} executor: {msg}"
+       for ex in {e.code: e for e in _EXECUTORS_BY_SCHEME.values()}.values()
+       for status, msg in ex.status_messages.items()},
 }
 """Message for each non-zero return code of the entry."""
 
@@ -132,10 +155,6 @@ PLAN_WORDS = 16
 
 EXEC_NONE = 0
 EXEC_NATIVE = 1
-EXEC_MIXPERT = 2
-EXECUTORS: dict[str, int] = {"native": EXEC_NATIVE, "mixpert": EXEC_MIXPERT, "mixpert-fp64": EXEC_MIXPERT}
-"""Compiled executors of the entry, by scheme name (word 0 of a plan row)."""
-
 EXEC_REFERENCE = 3
 REFERENCE_EXECUTOR = "reference"
 """The reference executor (word 0 = ``EXEC_REFERENCE``): not a scheme, so not in EXECUTORS."""
@@ -153,8 +172,9 @@ SHAPE_SLOTS = 64
 SHAPE_ROW = 2 * SHAPE_SLOTS + 1
 _SHAPE_BITS = 20
 _SHAPE_LIMIT = 1 << _SHAPE_BITS
-SITE_STATS = _MIXPERT_STATS
-"""Words per site in the statistics table: the MixPert executor's ``STAT_*`` counters."""
+SITE_STATS = max([ex.n_stats for ex in _EXECUTORS_BY_SCHEME.values() if ex.profile_stats] or [1])
+"""Words per site in the statistics table: the counters of the executors that declare
+``profile_stats`` (MixPert's ``STAT_*``)."""
 
 _PROFILE = np.zeros(1, dtype=np.int64)
 _SHAPES = np.zeros((MAX_SITES, SHAPE_ROW), dtype=np.int64)  # zero pages are mapped lazily
@@ -332,11 +352,11 @@ def _record_shape(site, m, n, k):
 
 
 @njit
-def _record_stats(site, stats):
-    """Add a MixPert call's statistics to ``site``'s row (the widest span as a maximum)."""
+def _record_stats(site, stats, max_stat):
+    """Add an executor call's statistics to ``site``'s row (word ``max_stat`` as a maximum)."""
     base = site * SITE_STATS
-    for w in range(SITE_STATS):
-        if w == _STAT_WIDEST_SPAN:
+    for w in range(min(SITE_STATS, stats.shape[0])):
+        if w == max_stat:
             _stat_max(base + w, stats[w])
         else:
             _stat_add(base + w, stats[w])
@@ -590,27 +610,6 @@ def _scale(c, beta):
 
 
 @njit
-def _mixpert(dt, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
-    """C = alpha * P + beta * C with P the MixPert product of the site's config
-    words (plan words 1..), computed into a temporary (so C may overlap A or B)."""
-    cv = _view(c, m, n, cs0, cs1, dt)
-    if m == 0 or n == 0:
-        return ENTRY_OK
-    params = np.empty(_MIXPERT_WORDS, np.int64)
-    for w in range(_MIXPERT_WORDS):
-        params[w] = _plan_word(site, 1 + w)
-    tmp = np.empty((m, n), dt)
-    stats = np.empty(_MIXPERT_STATS, np.int64)
-    status = mixpert_gemm(_view(a, m, k, as0, as1, dt), _view(b, k, n, bs0, bs1, dt), tmp, params, stats)
-    if status != 0:
-        return ENTRY_EXECUTOR_FAILED + status
-    if _profile_load(0) != 0:
-        _record_stats(site, stats)
-    _axpby(cv, tmp, alpha, beta)
-    return ENTRY_OK
-
-
-@njit
 def _upcast(x):
     """A C-ordered float64 copy of a 2-D array."""
     out = np.empty(x.shape, np.float64)
@@ -667,15 +666,158 @@ def _entry(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, 
         if dtype == DTYPE_F64:
             return _native(np.float64, 8, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
         return _native(np.float32, 4, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
-    if executor == EXEC_MIXPERT:
-        if dtype == DTYPE_F64:
-            return _mixpert(np.float64, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
-        return _mixpert(np.float32, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
     if executor == EXEC_REFERENCE:
         if dtype == DTYPE_F64:
             return _reference(np.float64, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
         return _reference(np.float32, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
-    return ENTRY_BAD_EXECUTOR
+    address = _executor_address(executor) if 0 < executor <= MAX_EXECUTOR_CODE else 0
+    if address == 0:
+        return ENTRY_BAD_EXECUTOR
+    return _call_executor(address, site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
+
+
+EXECUTOR_TABLE_SYMBOL = "mixjit_executor_table"
+"""Symbol of the table of compiled executors' C addresses, one int64 per plan code
+(0: not compiled yet), registered with llvmlite: the entry calls executors through it."""
+
+_EXEC_TABLE = np.zeros(MAX_EXECUTOR_CODE + 1, dtype=np.int64)
+llvm.add_symbol(EXECUTOR_TABLE_SYMBOL, _EXEC_TABLE.ctypes.data)
+_executor_address, _, _, _ = _table_ops(EXECUTOR_TABLE_SYMBOL, MAX_EXECUTOR_CODE + 1)
+
+
+@intrinsic
+def _call_executor(typingctx, address, site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
+    """Call the executor C function at ``address`` with the entry's own arguments."""
+    args = (site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
+    sig = types.int32(address, *args)
+
+    def codegen(context, builder, sig, llargs):
+        fnty = llir.FunctionType(llir.IntType(32), [context.get_value_type(t) for t in sig.args[1:]])
+        fn = builder.inttoptr(llargs[0], fnty.as_pointer())
+        return builder.call(fn, llargs[1:])
+
+    return sig, codegen
+
+
+def _executor_function(executor: CompiledExecutor):
+    """The C-ABI function (the entry's signature) that runs ``executor`` for a site:
+    config words from the plan row, ``P`` into a fresh temporary (so C may overlap A or
+    B), the executor's refusal as ``executor_status(code, status)``, statistics while
+    profiling, then ``C = alpha * P + beta * C`` element by element in C's dtype (the
+    arithmetic of the native path's temporary: for ``C -= A @ B``, ``C - P``)."""
+    kernel, code, n_words = executor.kernel, executor.code, executor.n_words
+    n_stats, max_stat, profiled = max(1, executor.n_stats), executor.max_stat, executor.profile_stats
+
+    # The kernel is called, never passed as a value (a first-class function would be a
+    # process address in the code, which then could not be cached).
+    def body(dt, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
+        if m == 0 or n == 0:
+            return ENTRY_OK
+        params = np.empty(n_words, np.int64)
+        for w in range(n_words):
+            params[w] = _plan_word(site, 1 + w)
+        tmp = np.empty((m, n), dt)
+        stats = np.zeros(n_stats, np.int64)
+        status = kernel(_view(a, m, k, as0, as1, dt), _view(b, k, n, bs0, bs1, dt), tmp, params, stats)
+        if status != 0:
+            return _STATUS_SPAN * code + status
+        if profiled and _profile_load(0) != 0:
+            _record_stats(site, stats, max_stat)
+        _axpby(_view(c, m, n, cs0, cs1, dt), tmp, alpha, beta)
+        return ENTRY_OK
+
+    # One name per executor: its own cache files, and distinct symbols when several load.
+    body.__name__ = body.__qualname__ = f"_executor_{executor.name}_body"
+    body = njit(body)
+
+    def run(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
+        if dtype == DTYPE_F64:
+            return body(np.float64, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
+        return body(np.float32, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
+
+    run.__name__ = run.__qualname__ = f"_executor_{executor.name}"
+    return run
+
+
+class _ExecutorCache(RuntimeCache):
+    """The disk cache of one executor's C function: keyed, beyond ``RuntimeCache``, on
+    the executor's declaration and its kernel module's runtime sources (the closure's
+    cells, which Numba would pickle, hold the kernel dispatcher)."""
+
+    def __init__(self, py_func, executor: CompiledExecutor) -> None:
+        super().__init__(py_func)
+        self._executor = executor
+
+    def _index_key(self, sig, codegen) -> tuple:
+        ex = self._executor
+        module = ex.kernel.py_func.__module__
+        declared = (ex.name, ex.code, ex.n_words, ex.n_stats, ex.profile_stats, ex.max_stat, module,
+                    ex.kernel.py_func.__qualname__)
+        code = hashlib.sha256(self._py_func.__code__.co_code).hexdigest()
+        return (sig, codegen.magic_tuple(), code, declared,
+                ("mixjit-runtime", runtime_sources_hash(self._py_func.__module__)),
+                ("kernel-sources", runtime_sources_hash(module)))
+
+
+_executor_functions: dict[int, CFunc] = {}
+_executor_lock = threading.Lock()
+
+
+def executor_for(scheme: str) -> CompiledExecutor:
+    """The compiled executor of ``scheme`` (ValueError naming the runnable schemes if it has none)."""
+    try:
+        return _EXECUTORS_BY_SCHEME[scheme]
+    except KeyError:
+        raise ValueError(
+            f"mixjit: scheme {scheme!r} has no compiled executor; schemes a site can run: {sorted(EXECUTORS)}"
+        ) from None
+
+
+def load_executor(code: int) -> None:
+    """Make the executor with plan code ``code`` callable by the entry: compile its C
+    function, or load it from the disk cache, the first time a plan needs it (so a
+    function whose sites run ``native`` never compiles emulation code)."""
+    if code in (EXEC_NATIVE, EXEC_REFERENCE) or _EXEC_TABLE[code] != 0:
+        return
+    with _executor_lock:
+        if _EXEC_TABLE[code] != 0:
+            return
+        executor = next((ex for ex in _EXECUTORS_BY_SCHEME.values() if ex.code == code), None)
+        if executor is None or executor.kernel is None:
+            raise ValueError(f"mixjit: no compiled executor has plan code {code}; see mixjit.entry.EXECUTORS")
+        py_func = _executor_function(executor)
+        fn = CFunc(py_func, sigutils.normalize_signature(_ENTRY_SIG), locals={}, options={"nopython": True})
+        fn._cache = _ExecutorCache(py_func, executor)
+        fn.compile()
+        _executor_functions[code] = fn
+        _EXEC_TABLE[code] = fn.address
+
+
+def loaded_executors() -> list[str]:
+    """The names of the compiled executors loaded in this process (the built-in native and
+    reference executors are part of the entry and not listed)."""
+    return sorted(_executor_functions[code].__qualname__.removeprefix("_executor_") for code in _executor_functions)
+
+
+def write_plan_row(site: int, row: "np.ndarray | tuple[int, ...]") -> None:
+    """Write ``site``'s plan row (word 0 the executor code, then its config words), loading
+    the executor first. The code is written last, so a concurrent call of the site never
+    sees it before its words (callers serialize writers of one site)."""
+    if not 0 <= site < MAX_SITES:
+        raise ValueError(f"mixjit: site id {site} is outside [0, {MAX_SITES})")
+    words = np.zeros(PLAN_WORDS, dtype=np.int64)
+    if len(row) > PLAN_WORDS:
+        raise ValueError(f"mixjit: a plan row has {len(row)} words, the table has {PLAN_WORDS}")
+    words[: len(row)] = row
+    if words[0] != EXEC_NONE:
+        load_executor(int(words[0]))
+    _PLANS[site, 1:] = words[1:]
+    _PLANS[site, 0] = words[0]
+
+
+def plan_row(site: int) -> np.ndarray:
+    """A copy of ``site``'s plan row."""
+    return _PLANS[site].copy()
 
 
 _compiled = None
@@ -686,8 +828,9 @@ def entry_cfunc():
     """The compiled entry (a Numba ``CFunc``; ``.address`` is its C address).
 
     Built on first use, once per process: loaded from the on-disk cache when an
-    earlier process compiled it with the same runtime sources, compiled (about a
-    minute, the MixPert executor included) otherwise."""
+    earlier process compiled it with the same runtime sources, compiled otherwise.
+    It holds the built-in executors (native BLAS, reference) only; the others are
+    compiled when a plan first needs them (``load_executor``)."""
     global _compiled
     with _compile_lock:
         if _compiled is None:

@@ -9,15 +9,13 @@ schemes that accepts the site's dtype, at that scheme's *most precise* config
 The compiled entry (``mixjit.entry``) reads the plan table, one row of
 ``PLAN_WORDS`` int64 per site: word 0 is the executor code
 (``mixjit.entry.EXECUTORS``), the following words that executor's config
-parameters, encoded by the executor's ``_ENCODERS`` entry here.
+parameters (``Scheme.executor_words(config)``); rows are written through
+``mixjit.entry.write_plan_row``, which loads the executor when a plan first needs it.
 
-Compiled executors: ``native`` (BLAS) and ``mixpert`` / ``mixpert-fp64`` (the
-compiled MixPert executor, runtime/executor_mixpert.py, the same code
-``scheme.run`` runs; its config words come from ``MixPertConfig.words()``). A
-site whose scheme has no compiled executor (tf32x3, bf16xN, ...) runs
-``native`` (never less precise than an emulation of the same format) and its
-plan says so in ``note``. What a scheme must expose to be dispatched: see
-docs/frontend.md, "The @mixjit decorator".
+Every scheme declares the compiled executor its sites run (``Scheme.executor``, a
+``CompiledExecutor``: the same code ``scheme.run`` runs); a scheme without one
+cannot be planned at a site (ValueError). What a scheme must expose to be
+dispatched: see docs/frontend.md, "The @mixjit decorator".
 
 The tuner's reference run is one more plan (``reference_plan``): the entry's
 ``reference`` executor for float32 sites, the most precise ``mixpert-fp64``
@@ -28,25 +26,20 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from mixjit.entry import _PLANS, EXEC_REFERENCE, EXECUTORS, MAX_SITES, PLAN_WORDS, REFERENCE_EXECUTOR
-from mixjit.runtime.schemes.base import Config, get_scheme
+from mixjit.entry import (
+    EXEC_REFERENCE, EXECUTORS, MAX_SITES, PLAN_WORDS, REFERENCE_EXECUTOR, executor_for, write_plan_row,
+)
+from mixjit.runtime.schemes.base import get_scheme
 
 DEFAULT_SCHEMES: dict[str, tuple[str, ...]] = {
     "float32": ("mixpert", "native"),
     "float64": ("mixpert-fp64", "native"),
 }
 """Candidate schemes of a site when the user gives none, by the site's dtype."""
-
-_ENCODERS: dict[str, Callable[[Config], tuple[int, ...]]] = {
-    "native": lambda config: (),
-    "mixpert": lambda config: config.words(),
-    "mixpert-fp64": lambda config: config.words(),
-}
-"""Config -> parameter words (after word 0), for each scheme in EXECUTORS."""
 
 
 @dataclass(frozen=True)
@@ -80,21 +73,15 @@ def candidate_schemes(schemes: Sequence[str] | None, dtype: np.dtype | str) -> t
 
 def initial_plan(schemes: Sequence[str] | None, dtype: np.dtype | str) -> SitePlan:
     """The plan of a site before tuning: the first candidate scheme that accepts
-    ``dtype``, at its most precise config, run by its compiled executor or, when
-    it has none, by ``native``."""
+    ``dtype``, at its most precise config, run by its compiled executor."""
     dt = np.dtype(dtype)
     names = candidate_schemes(schemes, dt)
     usable = [n for n in names if dt in get_scheme(n).dtypes]
     if not usable:
         raise ValueError(f"mixjit: none of the schemes {list(names)} accepts {dt} operands")
     scheme = get_scheme(usable[0])
-    config = scheme.default_config(dt)
-    if scheme.name in EXECUTORS:
-        return SitePlan(scheme.name, config.label, scheme.name)
-    return SitePlan(
-        scheme.name, config.label, "native",
-        note=f"scheme {scheme.name!r} has no compiled executor yet; the site runs 'native'",
-    )
+    executor_for(scheme.name)  # every registered scheme has one; a ValueError names the others
+    return SitePlan(scheme.name, scheme.default_config(dt).label, scheme.name)
 
 
 REFERENCE_CONFIG = "float64-products"
@@ -122,17 +109,18 @@ def plan_words(plan: SitePlan) -> np.ndarray:
         row = np.zeros(PLAN_WORDS, dtype=np.int64)
         row[0] = EXEC_REFERENCE
         return row
-    if plan.executor not in EXECUTORS:
-        raise ValueError(
-            f"mixjit: no compiled executor {plan.executor!r}; compiled executors: {sorted(EXECUTORS)}"
-        )
-    config = get_scheme(plan.executor).parse_config(plan.config) if plan.executor == plan.scheme \
-        else get_scheme(plan.executor).default_config()
-    words = (EXECUTORS[plan.executor], *_ENCODERS[plan.executor](config))
-    if len(words) > PLAN_WORDS:
-        raise ValueError(f"mixjit: executor {plan.executor!r} encodes {len(words)} words, the table has {PLAN_WORDS}")
+    executor = executor_for(plan.executor)
+    scheme = get_scheme(plan.executor)
+    config = scheme.parse_config(plan.config) if plan.executor == plan.scheme else scheme.default_config()
+    words = scheme.executor_words(config)
+    if len(words) != executor.n_words:
+        raise ValueError(f"mixjit: scheme {scheme.name!r} encodes {len(words)} config words, its executor "
+                         f"{executor.name!r} reads {executor.n_words}; fix its executor_words()")
     row = np.zeros(PLAN_WORDS, dtype=np.int64)
-    row[: len(words)] = words
+    if 1 + len(words) > PLAN_WORDS:
+        raise ValueError(f"mixjit: executor {executor.name!r} encodes {len(words)} words, the table has {PLAN_WORDS - 1}")
+    row[0] = EXECUTORS[plan.executor]
+    row[1: 1 + len(words)] = words
     return row
 
 
@@ -146,8 +134,7 @@ def set_plan(site: int, plan: SitePlan) -> None:
         raise ValueError(f"mixjit: site id {site} is outside [0, {MAX_SITES})")
     row = plan_words(plan)
     with _lock:
-        _PLANS[site, 1:] = row[1:]
-        _PLANS[site, 0] = row[0]  # the executor code last: a reader never sees it before its words
+        write_plan_row(site, row)
         _plans[site] = plan
 
 

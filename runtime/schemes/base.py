@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 
@@ -71,8 +71,58 @@ class Work:
     bytes_moved: float
 
 
+BUILTIN_EXECUTOR_CODES = range(0, 4)
+"""Plan codes the run-time entry keeps for itself (none, native BLAS, reference)."""
+
+MAX_EXECUTOR_CODE = 63
+"""Largest plan code a compiled executor may declare (the entry's table has one slot per code)."""
+
+
+@dataclass(frozen=True)
+class CompiledExecutor:
+    """The compiled code a ``@mixjit`` site runs for a scheme: the one place a scheme
+    declares it (``Scheme.executor``), read by the run-time entry and the plan table.
+
+    ``kernel(a, b, c, params, stats) -> status`` writes ``C = A @ B`` (``c`` in the
+    operands' dtype, may overlap nothing: the entry hands it a temporary), with
+    ``params`` the ``n_words`` int64 config words (``Scheme.executor_words``) and
+    ``stats`` ``n_stats`` int64 counters it fills; it returns 0 or a status in
+    ``status_messages`` (1..63). ``code`` is word 0 of a plan row, unique per
+    executor (several schemes may share one executor, as tf32x3/bf16xn/fp16x2 do).
+    ``profile_stats``: the entry adds ``stats`` to the site's statistics while
+    profiling (word ``max_stat`` as a maximum); only for an executor whose
+    statistics the tuner's profile names (MixPert's). ``kernel=None`` is the
+    entry's built-in BLAS executor (``native``)."""
+
+    name: str
+    code: int
+    kernel: Callable[..., int] | None
+    n_words: int = 0
+    n_stats: int = 0
+    status_messages: Mapping[int, str] = field(default_factory=dict)
+    profile_stats: bool = False
+    max_stat: int = -1
+
+    def __post_init__(self) -> None:
+        builtin = self.kernel is None
+        if builtin != (self.code in BUILTIN_EXECUTOR_CODES) or not 0 < self.code <= MAX_EXECUTOR_CODE:
+            raise ValueError(
+                f"executor {self.name!r}: code {self.code} must be in {BUILTIN_EXECUTOR_CODES[-1] + 1}.."
+                f"{MAX_EXECUTOR_CODE} for a compiled kernel (codes 1..3 are the entry's built-ins)")
+        bad = [s for s in self.status_messages if not 0 < s <= MAX_EXECUTOR_CODE]
+        if bad:
+            raise ValueError(f"executor {self.name!r}: status codes {bad} outside 1..{MAX_EXECUTOR_CODE}")
+
+
+NATIVE_EXECUTOR = CompiledExecutor("native", 1, None)
+"""The run-time entry's built-in BLAS executor (scheme ``native``)."""
+
+
 class Scheme(ABC):
     """A way of computing a GEMM; see the module docstring."""
+
+    #: the compiled executor ``@mixjit`` sites run for this scheme (None: not runnable at sites)
+    executor: ClassVar[CompiledExecutor | None] = None
 
     #: registry name, kebab/lower case: ``"mixpert"``, ``"tf32x3"``
     name: ClassVar[str]
@@ -113,6 +163,10 @@ class Scheme(ABC):
     def run(self, a: np.ndarray, b: np.ndarray, config: Config) -> np.ndarray:
         """Run the CPU executor and return only C."""
         return self.run_with_stats(a, b, config)[0]
+
+    def executor_words(self, config: Config) -> tuple[int, ...]:
+        """``config`` as the ``executor.n_words`` int64 words its kernel reads (a plan row's words 1..)."""
+        return tuple(int(w) for w in config.words())  # type: ignore[attr-defined]
 
     @abstractmethod
     def products(self, config: Config) -> int:
@@ -175,6 +229,18 @@ def scheme_aliases() -> dict[str, tuple[str, str]]:
     """Every alias: name -> (scheme name, config label)."""
     _load_builtin_schemes()
     return dict(_ALIASES)
+
+
+def compiled_executors() -> dict[str, CompiledExecutor]:
+    """The compiled executor of every scheme that declares one, by scheme name; raises
+    ValueError when two different executors claim one code."""
+    out = {name: s.executor for name, s in all_schemes().items() if s.executor is not None}
+    by_code: dict[int, CompiledExecutor] = {}
+    for name, ex in out.items():
+        if by_code.setdefault(ex.code, ex) is not ex:
+            raise ValueError(f"executor code {ex.code} is claimed by {by_code[ex.code].name!r} and {ex.name!r} "
+                             f"(scheme {name!r}); give each CompiledExecutor its own code")
+    return out
 
 
 def all_schemes() -> dict[str, Scheme]:

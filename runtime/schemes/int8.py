@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from mixjit.runtime import executor_int8 as ei8
-from mixjit.runtime.schemes.base import Config, RunStats, Scheme, Work, register
+from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.schemes.emulation import NONFINITE_REASON, check_operands, parse_label
 
 __all__ = ["Int8Config"]
@@ -38,6 +38,7 @@ class Int8Config(Config):
 @register
 class Int8(Scheme):
     name = "int8"
+    executor = CompiledExecutor("int8", 6, ei8.int8_gemm, ei8.N_WORDS, ei8.N_STATS, ei8.STATUS_MESSAGES)
     summary = "symmetric INT8 quantization (per-row A / per-column B scales), exact integer GEMM"
 
     def configs(self, dtype: np.dtype | type = np.float32) -> Sequence[Config]:

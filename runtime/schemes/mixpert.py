@@ -25,7 +25,7 @@ import numpy as np
 from mixjit.runtime import executor_mixpert as ex
 from mixjit.runtime.executor_mixpert import Prepared, prepare, run_mixpert
 from mixjit.runtime.pair_blocks import plan_blocks
-from mixjit.runtime.schemes.base import Config, RunStats, Scheme, Work, register
+from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.segments import BALANCED, MAGNITUDE, ROUND_NEAREST, ROUND_TRUNC, width
 
 __all__ = [
@@ -304,6 +304,9 @@ def parse_mixpert_config(text: str, cls: type[MixPertConfig]) -> MixPertConfig:
 
 class _MixPertBase(Scheme):
     """Shared scheme code; subclasses set the config class and the config family."""
+
+    executor = CompiledExecutor("mixpert", 4, ex.mixpert_gemm, ex.N_WORDS, ex.N_STATS, ex.STATUS_MESSAGES,
+                                profile_stats=True, max_stat=ex.STAT_WIDEST_SPAN)
 
     config_cls: ClassVar[type[MixPertConfig]]
 

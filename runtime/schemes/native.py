@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mixjit.runtime.schemes.base import Config, RunStats, Scheme, Work, register
+from mixjit.runtime.schemes.base import NATIVE_EXECUTOR, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.schemes.emulation import parse_label
 
 _ACCUMULATE = ("blas",)
@@ -30,6 +30,11 @@ class NativeConfig(Config):
 class Native(Scheme):
     name = "native"
     summary = "platform BLAS in the input precision (accumulation order implementation-defined)"
+    executor = NATIVE_EXECUTOR
+
+    def executor_words(self, config: Config) -> tuple[int, ...]:
+        self._check(config)
+        return ()
 
     def configs(self, dtype: np.dtype | type = np.float32) -> Sequence[Config]:
         return [NativeConfig()]

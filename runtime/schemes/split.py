@@ -23,7 +23,7 @@ from mixjit.runtime import executor_split as esp
 from mixjit.runtime.executor_common import row_form
 from mixjit.runtime.hardware import HARDWARE, get_hardware
 from mixjit.runtime.partition import partition_sizes
-from mixjit.runtime.schemes.base import Config, RunStats, Scheme, Work, register
+from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.schemes.emulation import NONFINITE_REASON, check_operands, parse_label
 
 __all__ = ["SplitConfig", "slice_importance", "fp16_slices"]
@@ -128,6 +128,7 @@ def fp16_slices(a: np.ndarray, b: np.ndarray, config: SplitConfig) -> np.ndarray
 @register
 class Split(Scheme):
     name = "split"
+    executor = CompiledExecutor("split", 7, esp.split_gemm, esp.N_WORDS, esp.N_STATS, esp.STATUS_MESSAGES)
     summary = "split-precision GEMM: important K slices in range-scaled FP16, the rest INT8 (patent)"
 
     def configs(self, dtype: np.dtype | type = np.float32) -> Sequence[Config]:

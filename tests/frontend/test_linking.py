@@ -421,13 +421,22 @@ def test_entry_error_codes():
     site = _new_site()
     assert _call_c(site, a, a, c, dtype_code=99) == entry.ENTRY_BAD_DTYPE
     assert _call_c(entry.new_site(), a, a, c) == entry.ENTRY_NO_PLAN  # no plan set
-    unknown = entry.new_site()
-    entry._PLANS[unknown, 0] = 99
-    assert _call_c(unknown, a, a, c) == entry.ENTRY_BAD_EXECUTOR
+    for code in (99, -1, 62):  # outside the executor table; inside it, but no executor has the code
+        unknown = entry.new_site()
+        entry._PLANS[unknown, 0] = code  # bypasses write_plan_row, which refuses unknown codes
+        assert _call_c(unknown, a, a, c) == entry.ENTRY_BAD_EXECUTOR
     assert (c == 0).all()
+    with pytest.raises(ValueError, match="no compiled executor has plan code 62"):
+        entry.write_plan_row(entry.new_site(), (62,))
+    executors = {ex_.code: ex_ for ex_ in map(entry.executor_for, entry.EXECUTORS) if ex_.kernel is not None}
+    refusals = {entry.executor_status(code, s): (e.name, msg) for code, e in executors.items()
+                for s, msg in e.status_messages.items()}
+    assert len(refusals) == sum(len(e.status_messages) for e in executors.values())  # no two share a code
     assert set(entry.ENTRY_ERRORS) == {entry.ENTRY_BAD_SITE, entry.ENTRY_BAD_DTYPE, entry.ENTRY_TOO_LARGE,
                                        entry.ENTRY_BLAS_FAILED, entry.ENTRY_NO_PLAN, entry.ENTRY_BAD_EXECUTOR,
-                                       *(entry.ENTRY_EXECUTOR_FAILED + s for s in ex.STATUS_MESSAGES)}
+                                       *refusals}
+    for code, (name, msg) in refusals.items():  # each refusal names its own executor
+        assert entry.ENTRY_ERRORS[code] == f"{name} executor: {msg}"
 
 
 def test_counter_increment_is_an_atomic_rmw_on_the_counter_symbol():
@@ -464,12 +473,13 @@ def test_entry_loads_from_disk_cache_in_a_new_process():
         p = lambda x: ctypes.c_void_p(x.ctypes.data)
         status = cf.ctypes(site, 0, 2, 2, 3, 1.0, 0.0, p(a), *a.strides, p(a.T), *a.T.strides, p(c), *c.strides)
         assert status == 0 and np.allclose(c, a @ a.T), (status, c)
-        print("hits", cf._cache_hits, "count", entry.call_count(site))
+        print("hits", cf._cache_hits, "count", entry.call_count(site), "loaded", *entry.loaded_executors())
         """
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.split() == ["hits", "1", "count", "1"]
+    # a native plan loads no emulation executor: the entry holds only the built-in ones
+    assert proc.stdout.split() == ["hits", "1", "count", "1", "loaded"]
 
 
 def test_counters_reject_bad_site_ids():
@@ -516,9 +526,11 @@ def test_entry_reports_what_the_mixpert_executor_refuses():
     set_plan(site, SitePlan("mixpert-fp64", "tile=1x1x1", "mixpert-fp64"))
     a, b, c = np.array([[1.0, 2.0**-1000]]), np.ones((2, 1)), np.zeros((1, 1))
     status = _call_c(site, a, b, c)
-    assert status == entry.ENTRY_EXECUTOR_FAILED + ex.ERR_SPAN and "binades" in entry.ENTRY_ERRORS[status]
+    code = entry.EXECUTORS["mixpert-fp64"]
+    assert status == entry.executor_status(code, ex.ERR_SPAN)
+    assert entry.ENTRY_ERRORS[status].startswith("mixpert executor:") and "binades" in entry.ENTRY_ERRORS[status]
     f32 = np.ones((1, 2), np.float32)  # a float64-domain plan on a float32 site
-    assert _call_c(site, f32, f32.T.copy(), np.zeros((1, 1), np.float32)) == entry.ENTRY_EXECUTOR_FAILED + ex.ERR_PARAMS
+    assert _call_c(site, f32, f32.T.copy(), np.zeros((1, 1), np.float32)) == entry.executor_status(code, ex.ERR_PARAMS)
 
 
 def test_prange_runs_mixpert_sites_bit_for_bit():

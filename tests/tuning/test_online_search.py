@@ -152,7 +152,8 @@ def test_non_finite_samples_are_refused_by_tune_and_left_untuned_by_first_call(c
 
 
 def test_an_unreachable_budget_keeps_the_most_precise_plan_and_warns():
-    f = mixjit(error_budget=1e-13, target="h100")(P.cholesky_ll)  # float32: no plan is that precise
+    # float32 under MixPert and native: no plan is that precise (bf16x9, ozaki2 can be exact: left out)
+    f = mixjit(error_budget=1e-13, target="h100", schemes=("mixpert", "native"))(P.cholesky_ll)
     with pytest.warns(MixjitWarning, match="meets error budget 1e-13.*exceeds the budget"):
         f(P.spd(32, 0), 16)
     assert not f.plan.within_budget and f.plan.error > 1e-13

@@ -1,0 +1,122 @@
+"""First-use cost of mixjit: CPU seconds of a fresh process, with empty and with warm caches.
+
+    python tools/bench_first_use.py [--write]
+
+Each scenario runs in a new Python process whose ``NUMBA_CACHE_DIR`` is a fresh,
+empty directory (the *cold* run: every runtime kernel, the run-time entry and the
+executors a plan needs compile), then once more in a new process over the same
+directory (the *warm* run: everything loads from the disk caches). The figure is
+the child's CPU time (``time.process_time``, all its threads) from before
+``import mixjit`` to the end of the first call, so a loaded machine inflates it
+less than wall time. Scenarios:
+
+* ``gemm``: ``mixjit.gemm(A, B, "mixpert")`` on 64x64 float32 (the MixPert kernel alone);
+* ``native_site``: the first call of a ``@mixjit(schemes=("native",))`` function (the
+  entry with its built-in executors; no emulation code is compiled or loaded);
+* ``cholesky_default_plan``: the first call of examples/cholesky.py's ``cholesky`` on a
+  64x64 float64 matrix with its default plan, untuned (``tune="never"``; ``mixpert-fp64``:
+  the entry, then the MixPert executor loaded when the plan is written);
+* ``cholesky``: the same call as the example declares it, so first-call tuning included
+  (the tuner runs every candidate scheme, loading each executor it tries).
+
+``--write`` stores the figures in docs/first_use.json and the generated section of
+docs/first_use.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import common
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "docs" / "first_use.json"
+DOC = ROOT / "docs" / "first_use.md"
+
+CHILD = """
+import json, sys, time, warnings
+t0 = time.process_time()
+import numpy as np
+warnings.simplefilter("ignore")
+scenario = sys.argv[1]
+if scenario == "gemm":
+    import mixjit
+    a = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    mixjit.gemm(a, a, "mixpert")
+elif scenario == "native_site":
+    from mixjit import mixjit
+    @mixjit(schemes=("native",))
+    def f(a, b):
+        return a @ b
+    a = np.ones((8, 8))
+    f(a, a)
+elif scenario in ("cholesky", "cholesky_default_plan"):
+    from mixjit.demo import load_example
+    from mixjit import mixjit
+    chol = load_example("cholesky")
+    f = chol.cholesky if scenario == "cholesky" else mixjit(tune="never")(chol.cholesky.py_func)
+    f(chol.spd_matrix(64), 16)
+else:
+    raise SystemExit(f"unknown scenario {scenario}")
+from mixjit import entry
+print(json.dumps({"cpu_s": time.process_time() - t0, "executors": entry.loaded_executors()}))
+"""
+
+SCENARIOS = ("gemm", "native_site", "cholesky_default_plan", "cholesky")
+
+
+def run_child(scenario: str, cache_dir: str) -> dict:
+    """One fresh process running ``scenario`` over the cache directory ``cache_dir``."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    proc = subprocess.run([sys.executable, "-c", CHILD, scenario], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(f"scenario {scenario} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def measure(scenarios: tuple[str, ...]) -> dict:
+    """Cold and warm CPU seconds of each scenario, and the executors its cold run loaded."""
+    out = {}
+    for scenario in scenarios:
+        with tempfile.TemporaryDirectory(prefix="mixjit-first-use-") as cache_dir:
+            cold = run_child(scenario, cache_dir)
+            warm = run_child(scenario, cache_dir)
+        out[scenario] = {"cold_cpu_s": round(cold["cpu_s"], 2), "warm_cpu_s": round(warm["cpu_s"], 2),
+                         "executors_loaded": cold["executors"]}
+        print(f"{scenario:12s} cold {cold['cpu_s']:7.1f} s CPU   warm {warm['cpu_s']:6.2f} s CPU   "
+              f"executors loaded: {', '.join(cold['executors']) or 'none'}", flush=True)
+    return out
+
+
+def table(results: dict) -> str:
+    """The Markdown table of ``results`` (what docs/first_use.md shows)."""
+    rows = [(f"`{name}`", f"{r['cold_cpu_s']:.1f}", f"{r['warm_cpu_s']:.2f}", ", ".join(r["executors_loaded"]) or "none")
+            for name, r in results.items()]
+    return "\n".join(common.markdown_table(
+        ("scenario", "empty caches (CPU s)", "warm caches (CPU s)", "executors loaded"), rows))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="write docs/first_use.json and docs/first_use.md")
+    parser.add_argument("--only", nargs="+", choices=SCENARIOS, help="measure these scenarios; --write keeps "
+                        "the other scenarios' figures from docs/first_use.json")
+    args = parser.parse_args()
+    results = measure(tuple(args.only or SCENARIOS))
+    if args.write:
+        if args.only and RESULTS.exists():
+            kept = json.loads(RESULTS.read_text())["results"]
+            results = {name: results.get(name, kept.get(name)) for name in SCENARIOS if name in results or name in kept}
+        common.write_json(RESULTS, {"machine": common.machine_info(), "results": results})
+        common.replace_generated_section(DOC, "first_use", table(results))
+
+
+if __name__ == "__main__":
+    main()
