@@ -551,6 +551,9 @@ class MixjitDispatcher(CPUDispatcher):
             if result.timing is not None:
                 sys.stderr.write(result.timing.report())
             annotate_sites(imported)
+            from mixjit.tuning.annotate import annotate_profiles
+
+            annotate_profiles(self, imported)  # tuned sites carry mix.profile: a dump re-tunes offline
         return imported
 
     def ir(self, *spec: Any, raw: bool = False, pipeline: str = "detect-gemm",
@@ -564,7 +567,8 @@ class MixjitDispatcher(CPUDispatcher):
         ``print_ir_after_all`` prints the IR after every pass and ``timing`` a per-pass timing
         report, both to stderr. Once the signature is compiled, a site's ``site`` is the id of
         ``sites`` / ``call_counts()`` and ``mix.runs`` says what it runs (``{config, executor,
-        scheme}``: its plan). ``raw=True`` gives the import alone (``py.*`` ops, no pass).
+        scheme}``: its plan); a tuned site also carries its profile (``mix.profile``), so
+        ``mixopt dump.mix -p "build-dag,tune{budget=...,target=...}"`` re-tunes it offline. ``raw=True`` gives the import alone (``py.*`` ops, no pass).
         Nothing is compiled."""
         return self._imported(spec, raw, pipeline, print_ir_after_all, timing).text()
 
