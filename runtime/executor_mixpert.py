@@ -52,6 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mixjit.runtime.executor_common import nonfinite_rule
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, lost_rows, recompute
 from mixjit.runtime.exactsum import _ACC_LIMBS, MAX_PARTIALS, acc_add, acc_round, add_piece, add_pieces, exact_dot_round, finish, finish_all, round32, round64_scaled
@@ -311,44 +312,6 @@ def _epilogue(d1, w1: float, d2, w2: float, two: bool, ea, eb, out, to32: bool):
                 out[i, j] = round32(s * fa * fb[j], err)
             else:
                 out[i, j] = round64_scaled(s, err, ea[i] + eb[j])
-
-
-@cached_njit(nogil=True)
-def _special(araw, braw, abad, bbad, out) -> int:
-    """The non-finite rule for every output whose row of A or column of B holds an
-    inf/NaN: NaN if any term is NaN (a NaN input or inf·0) or the inf terms have
-    both signs, else the inf's sign. Returns the number of such outputs."""
-    K = araw.shape[1]
-    count = 0
-    for i in range(araw.shape[0]):
-        for j in range(braw.shape[0]):
-            if not (abad[i] or bbad[j]):
-                continue
-            count += 1
-            pos = False
-            neg = False
-            nan = False
-            for k in range(K):
-                a = araw[i, k]
-                b = braw[j, k]
-                if math.isnan(a) or math.isnan(b):
-                    nan = True
-                    break
-                if math.isinf(a) or math.isinf(b):
-                    if a == 0.0 or b == 0.0:
-                        nan = True
-                        break
-                    if (a > 0.0) == (b > 0.0):
-                        pos = True
-                    else:
-                        neg = True
-            if nan or (pos and neg):
-                out[i, j] = np.nan
-            elif pos:
-                out[i, j] = np.inf
-            elif neg:
-                out[i, j] = -np.inf
-    return count
 
 
 @cached_njit(nogil=True)
@@ -895,7 +858,7 @@ def _product(pa, pb, params, out, stats) -> int:
         doubt = fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, params[W_TK], w, dropped, out)
         stats[STAT_RECOMPUTED] = recompute(araw, braw, doubt, out, False)
     if abad.any() or bbad.any():
-        stats[STAT_NONFINITE] = _special(araw, braw, abad, bbad, out)
+        stats[STAT_NONFINITE] = nonfinite_rule(araw, braw, abad, bbad, out)
     stats[STAT_FALLBACK_TILES] = afb_tiles + bfb_tiles
     stats[STAT_EXACT_ROWS] = rows.shape[0]
     stats[STAT_EXACT_COLS] = cols.shape[0]
