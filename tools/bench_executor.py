@@ -21,10 +21,11 @@ docs/executor_speed_schemes.json; the table in docs/executor_speed.md (between t
 
     git archive BASE mixjit runtime ir passes | tar -x -C /tmp/old
     mkdir /tmp/old/pkg && mv /tmp/old/mixjit /tmp/old/pkg/ && mv /tmp/old/runtime /tmp/old/ir /tmp/old/passes /tmp/old/pkg/mixjit/
-    MIXJIT_BENCH_CODE=/tmp/old/pkg python tools/bench_executor.py --schemes --phase before --commit BASE
+    python tools/bench_executor.py --code /tmp/old/pkg --schemes --phase before --commit BASE
 
-(``MIXJIT_BENCH_CODE``: import mixjit from that directory instead of the editable
-install of this checkout.)
+(``--code DIR``: import mixjit from that directory instead of the editable install of
+this checkout; it is read before mixjit is imported.)
+
 ``--fp64`` times ``mixpert-fp64``'s most precise config (``default_config``) against
 ``A @ B`` in float64 on uniform, normal and wide-range (±2^U(-30, 30)) data, CPU
 time, alternating, and measures both results elementwise against the exact product
@@ -48,9 +49,9 @@ from pathlib import Path
 
 import numpy as np
 
-if os.environ.get("MIXJIT_BENCH_CODE"):  # measure an exported older commit (see the docstring)
+if "--code" in sys.argv[:-1]:  # measure an exported older commit (see the docstring): before importing mixjit
     sys.meta_path = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
-    sys.path.insert(0, os.environ["MIXJIT_BENCH_CODE"])
+    sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1])
 
 from mixjit import gemm  # noqa: E402
 from mixjit.runtime.schemes import get_scheme  # noqa: E402
@@ -476,8 +477,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-write", action="store_true", help="do not rewrite docs/executor_speed.md")
     p.add_argument("--schemes", action="store_true", help="time the other emulation schemes instead")
     p.add_argument("--phase", choices=("before", "after"), default="after", help="with --schemes: which column")
-    p.add_argument("--commit", help="with --schemes: the commit of the code measured (default: HEAD), e.g. when "
-                   "PYTHONPATH points at an export of an older commit")
+    p.add_argument("--commit", help="with --schemes: the commit of the code measured (default: HEAD), e.g. with --code")
+    p.add_argument("--code", metavar="DIR", help="import mixjit from DIR (an exported older commit; see above)")
     p.add_argument("--fp64", action="store_true", help="mixpert-fp64 vs numpy float64: speed and elementwise error")
     args = p.parse_args(argv)
     if args.schemes:
