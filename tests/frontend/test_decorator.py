@@ -13,6 +13,7 @@ from numba import errors, njit, prange
 
 from mixjit import entry, gemm, mixjit, mixopt
 from mixjit.decorator import MixjitDispatcher, MixjitWarning
+from mixjit.runtime.schemes.base import get_scheme
 
 NATIVE = dict(schemes=["native"])
 
@@ -189,9 +190,9 @@ def test_default_plan_is_the_most_precise_level_and_says_what_runs():
         warnings.simplefilter("error", MixjitWarning)  # mixpert-fp64 has an executor: no note
         f(np.eye(2))
     (site,) = f.sites
-    assert (site.plan.scheme, site.plan.config, site.plan.executor) == (
-        "mixpert-fp64", "segments=9,pairs=sig8", "mixpert-fp64")
-    assert site.plan.label == "mixpert-fp64[segments=9,pairs=sig8]"
+    most_precise = get_scheme("mixpert-fp64").configs(np.float64)[0].label
+    assert (site.plan.scheme, site.plan.config, site.plan.executor) == ("mixpert-fp64", most_precise, "mixpert-fp64")
+    assert site.plan.label == f"mixpert-fp64[{most_precise}]"
     assert site.calls == 1
 
     @mixjit(schemes=["tf32x3"], tune="never")
