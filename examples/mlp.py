@@ -17,6 +17,7 @@ import numpy as np
 
 from mixjit import mixjit
 from mixjit.report import dag_report, sites_report
+from mixjit.tuning.outputs import relative_frobenius  # paper Eq. 10, in float64
 
 
 def mlp_forward(x, w1, b1, w2, b2, w3, b3):
@@ -53,17 +54,11 @@ def network(size: int, batch: int, seed: int = 0, dtype: type = np.float32) -> t
     return tuple(a.astype(dtype) for a in out)
 
 
-def rel_frobenius(x: np.ndarray, ref: np.ndarray) -> float:
-    """||x - ref||_F / ||ref||_F, computed in float64 (paper Eq. 10)."""
-    x64 = np.asarray(x, dtype=np.float64)
-    return float(np.linalg.norm(x64 - ref) / np.linalg.norm(ref))
-
-
 def main(size: int = 256, batch: int = 512, seed: int = 0) -> float:
     """Run the example; returns the error of the float32 output against float64."""
     args = network(size, batch, seed)
     ref = mlp_forward(*(a.astype(np.float64) for a in args))  # plain Python + NumPy in float64
-    err = rel_frobenius(mlp(*args), ref)
+    err = relative_frobenius(mlp(*args), ref)
     print(f"3-layer MLP, width {size}, batch {batch} (float32)")
     print(sites_report(mlp))
     print(dag_report(mlp))

@@ -31,6 +31,7 @@ import numpy as np
 from mixjit import mixopt
 from mixjit.decorator import MixjitWarning
 from mixjit.report import aligned, dag_report, short_path, sites_report
+from mixjit.tuning.outputs import relative_frobenius
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 PIPELINE = "detect-gemm,build-dag"
@@ -90,12 +91,6 @@ def cases(quick: bool = False) -> list[Case]:
 def cast(args: tuple, dtype: Any) -> tuple:
     """``args`` with every float array converted to ``dtype`` (others unchanged)."""
     return tuple(a.astype(dtype) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in args)
-
-
-def rel_frobenius(y: np.ndarray, ref: np.ndarray) -> float:
-    """||y - ref||_F / ||ref||_F, computed in float64 (MixPert paper, Eq. 10)."""
-    ref = np.asarray(ref, dtype=np.float64)
-    return float(np.linalg.norm(np.asarray(y, dtype=np.float64) - ref) / np.linalg.norm(ref))
 
 
 def best_time(fn: Callable, args: tuple, repeats: int) -> float:
@@ -159,7 +154,7 @@ def run_case(case: Case, repeats: int) -> CaseResult:
         sites, dag = sites_report(case.fn, one_run), dag_report(case.fn)
     rows = []
     for dtype, (args, got, base, ref) in runs.items():
-        rows.append(Row(np.dtype(dtype).name, rel_frobenius(got, ref), rel_frobenius(base, ref),
+        rows.append(Row(np.dtype(dtype).name, relative_frobenius(got, ref), relative_frobenius(base, ref),
                         best_time(case.fn, args, repeats), best_time(plain, args, repeats)))
     notes = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
     return CaseResult(sites, dag, rows, first_mixjit, first_njit, notes)

@@ -45,3 +45,26 @@ def test_kmeans_equals_plain_numba_and_is_accurate():
             np.testing.assert_array_equal(g, w)
     (s64, s32) = sorted((s for s in km.kmeans.sites if s.taken), key=lambda s: s.dtype, reverse=True)
     assert (s64.form, s64.calls, s32.calls) == ("a @ b.T", 5, 5)  # main() ran 5 iterations per dtype
+
+
+def test_tiled_cholesky_has_four_dependent_sites_and_is_accurate():
+    """The tuner benchmark's Cholesky: potrf -> trsm -> syrk -> gemm, each a taken site."""
+    chol = load_example("cholesky_tiled")
+    errors = chol.main(n=48, block=16)
+    assert errors["float64"] < 1e-13 and errors["float32"] < 1e-5
+    f = chol.cholesky_tiled
+    key = next(k for k in f.overloads if "float32" in str(k[0]))
+    dag = f.dag_for(*key)
+    sites = sorted(dag.nodes)
+    assert len(sites) == 4
+    potrf, trsm, syrk, gemm_ = sites  # source order
+    forward = {(u, v) for u, v, d in dag.edges(data=True) if not d.get("carried")}
+    assert {(potrf, trsm), (trsm, syrk), (trsm, gemm_), (syrk, gemm_)} <= forward
+
+
+def test_mlp_layers_form_a_chain_of_sites():
+    mlp = load_example("mlp")
+    assert mlp.main(size=32, batch=16) < 1e-5
+    dag = mlp.mlp.dag
+    a, b, c = sorted(dag.nodes)
+    assert {(u, v) for u, v in dag.edges} == {(a, b), (b, c)}
