@@ -7,10 +7,10 @@ renderer (:mod:`mixjit.runtime.cuda.emit`), the build cache (:mod:`mixjit.runtim
 and the CPU fragment model (:mod:`mixjit.runtime.cuda.fragments`) are all driven by it, so the
 model proves exactly the index arithmetic the generated code runs.
 
-Pure Python: no numba, numpy or CUDA import (the ``emit-cuda`` pass imports it), which is why
-:func:`parse_label` reads MixPert labels itself instead of importing the scheme (whose module
-loads the numba executor); tests/cuda/test_desc.py checks that it agrees with the scheme's
-parser field for field.
+Pure Python: no numba, numpy or CUDA import (the ``emit-cuda`` pass imports it).
+:func:`parse_label` reads MixPert labels with the scheme's own parser, which lives in the pure
+module :mod:`mixjit.runtime.mixpert_labels` for that reason (the scheme's module loads the
+numba executor); tests/cuda/test_desc.py checks the defaults agree with the scheme's config.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from mixjit.runtime.mixpert_labels import LEVELS, parse_label_fields
 
 __all__ = ["KernelDesc", "UnsupportedConfig", "parse_label", "MOST_PRECISE", "ARCHS", "ALPHA_BETA_MODES", "MMA_M", "MMA_N", "MMA_K"]
 
@@ -34,47 +36,16 @@ ACC_BITS = 126
 
 #: the MixPert scheme's most precise config (``MixPert().configs()[0]``; a test checks)
 MOST_PRECISE = "level=full"
-_LEVELS = {"full": (2, 2, None), "IV": (2, 2, (2, 2)), "III": (2, 1, None), "II": (1, 2, None), "I": (1, 1, None)}
 _DEFAULTS = {"segments": 3, "seg0_bits": 7, "digits": "magnitude", "align": "tile", "rounding": "round",
              "tile": (16, 32, 8), "fallback": 8}
 
 
 def parse_label(label: str) -> dict[str, Any]:
     """The fields of a ``mixpert`` config label (``level=IV,align=row``): segments, seg0_bits,
-    digits, pairs, align, rounding, tile, fallback (-1 for ``off``). ValueError names a bad part."""
-    values: dict[str, Any] = dict(_DEFAULTS)
-    level = pairs = None
-    for item in (p.strip() for p in label.split(",") if label.strip()):
-        key, sep, val = (x.strip() for x in item.partition("="))
-        if not sep or not val:
-            raise ValueError(f"cuda: bad config part {item!r} in {label!r}; e.g. 'level=IV,align=row'")
-        if key == "level":
-            if val not in _LEVELS:
-                raise ValueError(f"cuda: unknown level {val!r} in {label!r}")
-            level = val
-        elif key == "pairs":
-            pairs = val
-        elif key in ("segments", "seg0_bits"):
-            values[key] = int(val)
-        elif key in ("digits", "align", "rounding"):
-            values[key] = val
-        elif key == "tile":
-            values[key] = tuple(int(t) for t in val.split("x"))
-        elif key == "fallback":
-            values[key] = -1 if val == "off" else int(val)
-        else:
-            raise ValueError(f"cuda: unknown config field {key!r} in {label!r}")
-    s = values["segments"]
-    if level is not None:
-        l, r, drop = _LEVELS[level]
-        values["pairs"] = tuple((i, j) for i in range(l + 1) for j in range(r + 1) if (i, j) != drop)
-    elif pairs is not None and pairs.startswith("sig") and pairs[3:].isdigit():
-        values["pairs"] = tuple((i, j) for i in range(s) for j in range(s) if i + j <= int(pairs[3:]))
-    elif pairs is not None:
-        values["pairs"] = tuple(sorted({(int(t[0]), int(t[1])) for t in pairs.split(".")}))
-    else:
-        values["pairs"] = tuple((i, j) for i in range(2 + 1) for j in range(2 + 1) if (i, j) != (2, 2))
-    return values
+    digits, pairs, align, rounding, tile, fallback (-1 for ``off``), defaults filled in. Read by
+    the scheme's own parser (``runtime/mixpert_labels.py``); ValueError names a bad part."""
+    fields = parse_label_fields(label, _DEFAULTS["segments"])
+    return {**_DEFAULTS, "pairs": LEVELS["IV"], **fields}
 
 
 class UnsupportedConfig(ValueError):
