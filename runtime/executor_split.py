@@ -224,7 +224,7 @@ def split_gemm(a, b, c, params, stats) -> int:
     fcols = np.flatnonzero(f16)
     icols = np.flatnonzero(~f16)
     if icols.shape[0]:
-        d = dequantized_product(_columns(araw, icols), _columns(braw, icols), False)[0]
+        d = dequantized_product(_columns(araw, icols), _columns(braw, icols), False, 127.0)[0]
     else:
         d = np.zeros((m, n))
     out = np.empty((m, n), dtype=np.float32)
