@@ -14,7 +14,10 @@ Semantics: docs/numerics.md, section "int8". The same code runs for ``scheme.run
   (also the INT8 part of the split scheme);
 * :func:`quantize_symmetric`: the quantization step alone.
 
-Word layout (``N_WORDS = 1``): ``W_SCALE`` = ``SCALE_ROW_COL`` (the only scaling).
+Word layout (``N_WORDS = 3``): ``W_SCALE`` = ``SCALE_ROW_COL`` (the only scaling);
+``W_ENCODING``, ``W_ENCODING_P``: the operand encoding (runtime/encodings.py
+``encoding_words``: ``ENC_INT8`` is the symmetric quantization above; sf16, sf8 and
+pct<p> encode the operands and round the exact product once).
 """
 
 from __future__ import annotations
@@ -23,14 +26,20 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.executor_common import nonfinite_rule, row_form
+from mixjit.runtime.encodings import ENC_INT8, N_COUNTS, encode_rows, encoded_product, words_ok
+from mixjit.runtime.executor_common import nonfinite_rule, row_form, store
 from mixjit.runtime.jit_cache import cached_njit
 
 __all__ = [
     "W_SCALE",
+    "W_ENCODING",
+    "W_ENCODING_P",
     "N_WORDS",
     "SCALE_ROW_COL",
     "STAT_NONFINITE",
+    "STAT_OUTLIERS",
+    "STAT_UNITY",
+    "STAT_ZEROS",
     "N_STATS",
     "OK",
     "ERR_PARAMS",
@@ -44,17 +53,23 @@ __all__ = [
 ]
 
 W_SCALE = 0
-N_WORDS = 1
+W_ENCODING = 1
+W_ENCODING_P = 2
+N_WORDS = 3
 SCALE_ROW_COL = 0
 
 STAT_NONFINITE = 0  # outputs set by the non-finite rule
-N_STATS = 1
+STAT_OUTLIERS = 1  # encoded operand elements kept in FP32 (runtime/encodings.py COUNT_*)
+STAT_UNITY = 2  # encoded operand elements that are exactly +-1
+STAT_ZEROS = 3  # encoded operand elements that are 0
+N_STATS = 4
 
 OK = 0
 ERR_PARAMS = 3
 ERR_SHAPE = 4
 STATUS_MESSAGES: dict[int, str] = {
-    ERR_PARAMS: "the config words are invalid (encode configs with Int8Config.words(): scale 0 = row-col)",
+    ERR_PARAMS: "the config words are invalid (encode configs with Int8Config.words(): scale 0 = row-col, "
+                "then the encoding's two words)",
     ERR_SHAPE: "shapes do not match: A is m x k, B must be k x n and C m x n",
 }
 """What each non-zero status of :func:`int8_gemm` means."""
@@ -140,13 +155,39 @@ def int8_gemm(a, b, c, params, stats) -> int:
     is written."""
     if params.shape[0] < N_WORDS or params[W_SCALE] != SCALE_ROW_COL:
         return ERR_PARAMS
+    if not words_ok(params[W_ENCODING], params[W_ENCODING_P]):
+        return ERR_PARAMS
     m, K = a.shape
     n = b.shape[1]
     if b.shape[0] != K or c.shape[0] != m or c.shape[1] != n:
         return ERR_SHAPE
     stats[:] = 0
-    stats[STAT_NONFINITE] = quantized_gemm(a, b, c, 127.0)
+    if params[W_ENCODING] == ENC_INT8:
+        stats[STAT_NONFINITE] = quantized_gemm(a, b, c, 127.0)
+    elif m > 0 and n > 0:
+        stats[STAT_NONFINITE] = _encoded_gemm(a, b, c, params[W_ENCODING], params[W_ENCODING_P], stats)
     return OK
+
+
+@cached_njit(nogil=True)
+def _encoded_gemm(a, b, c, code: int, pbits: int, stats) -> int:
+    """C = RN32 of the exact product of the encoded operands, then the non-finite
+    rule (returns its count); the encoding's counts go to ``stats[STAT_OUTLIERS:]``."""
+    p = np.int64(pbits).view(np.float64)
+    araw, abad = row_form(a, False)
+    braw, bbad = row_form(b, True)
+    counts = np.zeros(N_COUNTS, dtype=np.int64)
+    xa = encode_rows(araw, code, p, counts)
+    xb = encode_rows(braw, code, p, counts)
+    out = np.empty((a.shape[0], b.shape[1]), dtype=np.float32)
+    encoded_product(xa, xb, out)
+    nf = 0
+    if abad.any() or bbad.any():
+        nf = nonfinite_rule(araw, braw, abad, bbad, out)
+    for t in range(N_COUNTS):
+        stats[STAT_OUTLIERS + t] = counts[t]
+    store(out, c)
+    return nf
 
 
 @cached_njit(nogil=True)
