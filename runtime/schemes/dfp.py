@@ -39,6 +39,8 @@ class DfpConfig(Config):
     out: str = "fp32"
 
     def __post_init__(self) -> None:
+        if isinstance(self.block, int) and not isinstance(self.block, bool):
+            object.__setattr__(self, "block", str(self.block))  # DfpConfig(8, 32) means block="32"
         if not ex.MIN_BITS <= self.bits <= ex.MAX_BITS:
             raise ValueError(f"dfp: bits={self.bits} must be in {ex.MIN_BITS}..{ex.MAX_BITS} (8 = INT8, 16 = INT16)")
         if self.block != "tensor" and not (self.block.isdigit() and int(self.block) >= 1):

@@ -150,6 +150,7 @@ def test_dfp_refuses_bad_words_and_names_the_fix():
         DfpConfig(bits=17)
     with pytest.raises(ValueError, match="block="):
         get_scheme("dfp").parse_config("block=row")
+    assert DfpConfig(8, 32) == get_scheme("dfp").parse_config("bits=8,block=32")
 
 
 def test_dfp_cost_facts():
