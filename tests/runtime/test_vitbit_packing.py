@@ -78,7 +78,7 @@ def test_column_split_is_algorithm_1():
 
 def test_config_defaults_limits_and_reachability():
     s = get_scheme("vitbit")
-    assert [c.label for c in s.configs()] == ["bits=8", "bits=6", "bits=5", "bits=4"]
+    assert [c.label for c in s.configs()] == ["bits=8", "bits=6"]
     cfg = s.parse_config("bits=5,m=2")
     assert (cfg.n, cfg.acc) == (3, ex.max_acc(5)) and cfg.label == "bits=5,m=2"
     with pytest.raises(ValueError, match="overflow a field"):
