@@ -1,0 +1,230 @@
+"""CPU model of the generated tf32x3 / bf16xN kernels (multiterm_pack.cu, multiterm_gemm.cu).
+
+Driven by the same :class:`~mixjit.runtime.cuda.desc_multiterm.MultiTermDesc` as the generated
+code, it runs the packer (split into parts, plane layout, status bits), the ``cp.async`` copy of
+each 64-byte K chunk unit by unit, the per-lane fragment loads at the template's word offsets,
+and the MMA evaluated from the PTX ISA's fragment tables (:func:`a_element`, :func:`b_element`;
+C as m16n8k32's, :func:`mixjit.runtime.cuda.fragments.c_element`), so a wrong load offset or
+layout gives a wrong product.
+
+What it can prove, and what it cannot. The PTX ISA does not say where a float MMA's FP32
+accumulator rounds. The model therefore has two accumulators:
+
+* ``accumulate="exact"``: every MMA adds its products exactly (Python integers in units of
+  2^-298), and the output is rounded once to float32: the scheme's own semantics. Bit-equal to
+  the CPU executor on any data proves the packer, the planes, the fragment layouts and the pair
+  selection.
+* ``accumulate="fp32"``: the accumulator is rounded to float32 (RN) after each MMA, one
+  plausible hardware behaviour. Where every partial sum is exact in FP32 all behaviours agree,
+  so bit-equality with the executor on such data checks the kernel's accumulation structure;
+  elsewhere the hardware result differs from the executor by FP32 accumulation error
+  (docs/cuda.md states the bound), which no CPU model can pin down bit for bit.
+
+NumPy and Python integers only; no numba.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mixjit.runtime.cuda.desc_multiterm import CHUNK_BYTES, PAD_BYTES, MultiTermDesc
+from mixjit.runtime.cuda.fragments import LANES, _axpby, c_element, round_to_f32
+
+__all__ = ["a_element", "b_element", "mma", "pack_parts", "run_gemm", "A_LOADS", "B_LOADS",
+           "STATUS_NONFINITE", "STATUS_PART_OVERFLOW", "STATUS_TINY_PART", "EXACT_SCALE"]
+
+STATUS_NONFINITE, STATUS_PART_OVERFLOW, STATUS_TINY_PART = 1, 8, 16
+#: the kernel's fragment loads (multiterm_gemm.cu): register j of a lane's A fragment is the
+#: word at [row g + A_LOADS[j][0]][k-step word + t + A_LOADS[j][1]] of its 16-row slice; B's at
+#: [col g][word + t + B_LOADS[j]]; tests read these offsets back out of the template
+A_LOADS = ((0, 0), (8, 0), (0, 4), (8, 4))
+B_LOADS = (0, 4)
+#: exact values are integers in units of 2^-EXACT_SCALE: every part is a multiple of 2^-149
+EXACT_SCALE = 298
+STEP_WORDS = 8
+
+
+# -- the PTX ISA fragment tables (element i of a lane's fragment -> matrix position) ----------
+def a_element(fmt: str, lane: int | np.ndarray, i: int) -> tuple:
+    """(row, k) of A held by element ``i`` of ``lane``'s A fragment. tf32 m16n8k8: 4 elements
+    (one per register); bf16 m16n8k16: 8 elements (two per register, the first in the low half)."""
+    g, t = lane // 4, lane % 4
+    if fmt == "tf32":
+        return g + 8 * (i % 2), t + 4 * (i // 2)
+    return g + 8 * ((i // 2) % 2), 2 * t + (i % 2) + 8 * (i // 4)
+
+
+def b_element(fmt: str, lane: int | np.ndarray, i: int) -> tuple:
+    """(k, col) of B held by element ``i`` of ``lane``'s B fragment (tf32: 2, bf16: 4 elements)."""
+    g, t = lane // 4, lane % 4
+    if fmt == "tf32":
+        return t + 4 * i, g
+    return 2 * t + (i % 2) + 8 * (i // 2), g
+
+
+def _values(fmt: str, regs: np.ndarray) -> np.ndarray:
+    """The part values (float32) of 32-bit registers: (..., r) -> (..., r) tf32 or (..., 2r) bf16."""
+    regs = np.ascontiguousarray(regs, np.uint32)
+    if fmt == "tf32":
+        return regs.view(np.float32)
+    halves = regs.view(np.uint16).astype(np.uint32) << 16  # little endian: low half first
+    return halves.view(np.float32)
+
+
+def _exact(x: np.ndarray) -> np.ndarray:
+    """float32 values as exact integers in units of 2^-149 (object array)."""
+    scaled = np.ldexp(x.astype(np.float64), 149)
+    return np.array([int(v) for v in scaled.ravel()], dtype=object).reshape(x.shape)
+
+
+def mma(fmt: str, a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
+    """acc + A·B for one warp, exactly: ``a`` (32 lanes × 4 u32), ``b`` (32 × 2 u32), ``acc``
+    (32 × 4, integers in units of 2^-298) -> the new acc. A and B are assembled and D is
+    distributed through the PTX fragment tables."""
+    mk = 8 if fmt == "tf32" else 16
+    av, bv = _exact(_values(fmt, a)), _exact(_values(fmt, b))
+    A = np.zeros((16, mk), object)
+    B = np.zeros((mk, 8), object)
+    for i in range(av.shape[1]):
+        A[a_element(fmt, LANES, i)] = av[:, i]
+    for i in range(bv.shape[1]):
+        B[b_element(fmt, LANES, i)] = bv[:, i]
+    D = A.dot(B)
+    return acc + np.stack([D[c_element(LANES, i)] for i in range(4)], axis=1)
+
+
+# -- packer ------------------------------------------------------------------------------------
+@dataclass
+class PackedParts:
+    """One packed operand: planes as bytes (parts × rows_pad × k_pad·part_bytes) and the status."""
+
+    planes: np.ndarray
+    status: int
+
+
+def _round_part(bits: np.ndarray, tf32: bool) -> np.ndarray:
+    """multiterm_pack.cu round_part on uint32 patterns (with the kernel's 32-bit wrap)."""
+    b = bits.astype(np.uint64)
+    if tf32:
+        r = (b + 0xFFF + ((b >> 13) & 1)) & ~np.uint64(0x1FFF)
+    else:
+        r = (b + 0x7FFF + ((b >> 16) & 1)) & np.uint64(0xFFFF0000)
+    return (r & 0xFFFFFFFF).astype(np.uint32)
+
+
+def pack_parts(rows_k: np.ndarray, desc: MultiTermDesc, rows_pad: int, k_pad: int) -> PackedParts:
+    """multiterm_pack.cu for one operand given as its rows × K view (A: op(A); B: op(B).T)."""
+    tf32 = desc.fmt.name == "tf32"
+    v = np.zeros((rows_pad, k_pad), np.float32)
+    with np.errstate(over="ignore"):
+        v[: rows_k.shape[0], : rows_k.shape[1]] = rows_k.astype(np.float32)  # RN32, overflow to inf
+    status = 0
+    bad = ((v.view(np.uint32) >> 23) & 0xFF) == 0xFF
+    if bad.any():
+        status |= STATUS_NONFINITE
+        v[bad] = 0.0
+    dtype = np.uint32 if tf32 else np.uint16
+    planes = np.zeros((desc.parts, rows_pad, k_pad), dtype)
+    for p in range(desc.parts):
+        bits = v.view(np.uint32)
+        if (((bits & 0x7F800000) == 0) & ((bits & 0x7FFFFF) != 0)).any():
+            status |= STATUS_TINY_PART
+        part = _round_part(bits, tf32)
+        over = (part & 0x7F800000) == 0x7F800000
+        if over.any():
+            status |= STATUS_PART_OVERFLOW
+            part = np.where(over, np.uint32(0), part)
+        planes[p] = part if tf32 else (part >> 16).astype(np.uint16)
+        v = v - part.view(np.float32)
+    return PackedParts(planes.view(np.uint8).reshape(desc.parts, rows_pad, -1), status)
+
+
+# -- the GEMM kernel ---------------------------------------------------------------------------
+def _load_chunk(desc: MultiTermDesc, pa: np.ndarray, pb: np.ndarray, m0: int, n0: int, chunk: int) -> tuple:
+    """multiterm_gemm.cu load_chunk: the 16-byte cp.async units of one chunk into padded rows."""
+    bm, bn = desc.block
+    row = CHUNK_BYTES + PAD_BYTES
+    sa = np.zeros((desc.parts, bm, row), np.uint8)
+    sb = np.zeros((desc.parts, bn, row), np.uint8)
+    units = CHUNK_BYTES // 16
+    k0 = chunk * CHUNK_BYTES
+    units_a = desc.parts * bm * units
+    for u in range(units_a + desc.parts * bn * units):
+        if u < units_a:
+            part, r, q = u // (bm * units), (u // units) % bm, u % units
+            sa[part, r, 16 * q:16 * q + 16] = pa[part, m0 + r, k0 + 16 * q:k0 + 16 * q + 16]
+        else:
+            v = u - units_a
+            part, c, q = v // (bn * units), (v // units) % bn, v % units
+            sb[part, c, 16 * q:16 * q + 16] = pb[part, n0 + c, k0 + 16 * q:k0 + 16 * q + 16]
+    return sa.view(np.uint32), sb.view(np.uint32)  # (parts, rows, row words)
+
+
+def run_gemm(a: np.ndarray, b: np.ndarray, desc: MultiTermDesc, accumulate: str = "exact", alpha: float = 1.0,
+             beta: float = 0.0, c: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    """The three kernels of ``desc`` on ``a`` (m×k) and ``b`` (k×n): (C, status), C in the input
+    dtype; a nonzero status means the launcher hands the GEMM to the CPU executor.
+    ``accumulate`` is ``"exact"`` or ``"fp32"`` (module docstring)."""
+    if accumulate not in ("exact", "fp32"):
+        raise ValueError(f"fragments_multiterm: accumulate={accumulate!r}; use 'exact' or 'fp32'")
+    if desc.alpha_beta == "update" and beta != 0.0 and c is None:
+        raise ValueError("fragments_multiterm: update mode with beta != 0 needs c")
+    m, k = a.shape
+    n = b.shape[1]
+    pack_a, pack_b, gemm = desc.launches(m, n, k)
+    m_pad = pack_a.grid[1] * pack_a.block[1]
+    n_pad = pack_b.grid[1] * pack_b.block[1]
+    k_pad = pack_a.grid[0] * pack_a.block[0]
+    A = pack_parts(a, desc, m_pad, k_pad)
+    B = pack_parts(b.T, desc, n_pad, k_pad)
+    status = A.status | B.status
+    fmt = desc.fmt.name
+    issue = desc.issue_order
+    wm, wn = desc.warp_tile
+    mi_n, ni_n = wm // 16, wn // 8
+    chunks = k_pad * desc.fmt.part_bytes // CHUNK_BYTES
+    g, t = LANES // 4, LANES % 4
+    out = np.zeros((m, n), a.dtype)
+    for by in range(gemm.grid[1]):
+        for bx in range(gemm.grid[0]):
+            m0, n0 = by * desc.block[0], bx * desc.block[1]
+            for warp in range(gemm.block[0] // 32):
+                wm0, wn0 = (warp // desc.warps[1]) * wm, (warp % desc.warps[1]) * wn
+                acc = np.zeros((mi_n, ni_n, 32, 4), object)
+                for chunk in range(chunks):
+                    sa, sb = _load_chunk(desc, A.planes, B.planes, m0, n0, chunk)
+                    for step in range(CHUNK_BYTES // 4 // STEP_WORDS):
+                        w0 = step * STEP_WORDS
+                        for pa, pb in issue:
+                            for mi in range(mi_n):
+                                r = wm0 + 16 * mi + g
+                                fa = np.stack([sa[pa, r + dr, w0 + t + dc] for dr, dc in A_LOADS], axis=1)
+                                for ni in range(ni_n):
+                                    cidx = wn0 + 8 * ni + g
+                                    fb = np.stack([sb[pb, cidx, w0 + t + dc] for dc in B_LOADS], axis=1)
+                                    acc[mi, ni] = mma(fmt, fa, fb, acc[mi, ni])
+                                    if accumulate == "fp32":
+                                        acc[mi, ni] = _round_fp32(acc[mi, ni])
+                for mi in range(mi_n):
+                    for ni in range(ni_n):
+                        for lane in range(32):
+                            for ci in range(4):
+                                row = m0 + wm0 + 16 * mi + g[lane] + 8 * (ci // 2)
+                                col = n0 + wn0 + 8 * ni + 2 * t[lane] + ci % 2
+                                if row < m and col < n:
+                                    p = round_to_f32(int(acc[mi, ni, lane, ci]), -EXACT_SCALE)
+                                    if desc.alpha_beta == "update":
+                                        p = _axpby(p, alpha, beta, c[row, col] if beta != 0.0 else None, out.dtype)
+                                    out[row, col] = p
+    return out, status
+
+
+def _round_fp32(acc: np.ndarray) -> np.ndarray:
+    """The accumulator rounded to float32 (RN), kept as exact integers in units of 2^-298."""
+    out = np.empty(acc.shape, object)
+    for idx in np.ndindex(acc.shape):
+        f = round_to_f32(int(acc[idx]), -EXACT_SCALE)
+        out[idx] = int(np.ldexp(np.float64(f), EXACT_SCALE)) if np.isfinite(f) else acc[idx]
+    return out
