@@ -95,6 +95,11 @@ class KernelSpec:
         """The kernels to launch, in order, for an m×n×k GEMM."""
         raise NotImplementedError
 
+    def main_loop_mma(self) -> tuple[str, str, int]:
+        """(GEMM entry point, its SASS MMA opcode, how many of them one warp issues per K chunk):
+        what the SASS check requires of the main loop."""
+        raise NotImplementedError
+
     @property
     def warp_tile(self) -> tuple[int, int]:
         return self.block[0] // self.warps[0], self.block[1] // self.warps[1]
@@ -165,7 +170,8 @@ class KernelDesc(KernelSpec):
     trans_b: bool = False
     alpha_beta: str = "product"
 
-    templates: ClassVar[tuple[str, ...]] = ("common.cuh", "mixpert_common.cuh", "mixpert_pack.cu", "mixpert_gemm.cu")
+    templates: ClassVar[tuple[str, ...]] = ("common.cuh", "imma.cuh", "mixpert_common.cuh", "mixpert_pack.cu",
+                                         "mixpert_gemm.cu")
     entry_points: ClassVar[tuple[str, ...]] = ("mixpert_pack_a", "mixpert_pack_b", "mixpert_gemm")
 
     # -- construction -----------------------------------------------------------------------
@@ -252,6 +258,10 @@ class KernelDesc(KernelSpec):
         return (Launch("mixpert_pack_a", (k_pad // tk, m_pad // tm, 1), (tk, tm, 1)),
                 Launch("mixpert_pack_b", (k_pad // tk, n_pad // tn, 1), (tk, tn, 1)),
                 Launch("mixpert_gemm", (n_pad // self.block[1], m_pad // self.block[0], 1), (self.threads, 1, 1), smem))
+
+    def main_loop_mma(self) -> tuple[str, str, int]:
+        wm, wn = self.warp_tile
+        return "mixpert_gemm", "IMMA.16832.S8.S8", len(self.pairs) * (wm // MMA_M) * (wn // MMA_N)
 
     def template_params(self) -> dict[str, Any]:
         """The typed compile-time parameters the templates declare (name -> Python value)."""

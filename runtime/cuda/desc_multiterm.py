@@ -161,6 +161,11 @@ class MultiTermDesc(KernelSpec):
         return (_cdiv(m, self.block[0]) * self.block[0], _cdiv(n, self.block[1]) * self.block[1],
                 max(_cdiv(k, unit), 1) * unit)
 
+    def main_loop_mma(self) -> tuple[str, str, int]:
+        wm, wn = self.warp_tile
+        steps = CHUNK_BYTES // 4 // 8  # 8-word MMA k-steps per chunk
+        return "multiterm_gemm", self.fmt.sass, steps * len(self.pairs) * (wm // 16) * (wn // 8)
+
     def template_params(self) -> dict[str, Any]:
         wm, wn = self.warp_tile
         mm, mn, mk = self.fmt.mma

@@ -23,7 +23,8 @@ CONFIGS = ["level=IV", "level=I", "level=IV,digits=balanced,align=row"]
 def _mmas_per_chunk(desc: KernelDesc) -> int:
     """m16n8k32 MMAs a warp issues per K chunk: one per kept pair and 16×8 piece of its tile."""
     wm, wn = desc.warp_tile
-    return len(desc.pairs) * (wm // 16) * (wn // 8)
+    assert desc.main_loop_mma() == ("mixpert_gemm", "IMMA.16832.S8.S8", len(desc.pairs) * (wm // 16) * (wn // 8))
+    return desc.main_loop_mma()[2]
 
 
 def _tool_or_skip() -> None:

@@ -20,19 +20,10 @@ except (CompilerNotFound, ToolNotFound) as exc:
 #: (scheme, config, desc fields): the kernels built here
 KERNELS = [("tf32x3", "products=3", {}), ("tf32x3", "products=1", {}), ("bf16xn", "products=9", {}),
            ("bf16xn", "products=3", {}),
-           ("bf16xn", "products=6", {"dtype": "f64", "trans_a": True, "trans_b": True, "alpha_beta": "update"})]
-
-
-def _gemm_kernel(desc) -> str:
-    return desc.entry_points[-1]
-
-
-def _expected_mmas(desc) -> tuple[str, int]:
-    """The SASS MMA opcode of the main loop and how many one K chunk issues per warp."""
-    wm, wn = desc.warp_tile
-    tiles = (wm // 16) * (wn // 8)
-    steps = 64 // 4 // 8  # multiterm: a 64-byte chunk is two 8-word MMA k-steps
-    return desc.fmt.sass, steps * len(desc.pairs) * tiles
+           ("bf16xn", "products=6", {"dtype": "f64", "trans_a": True, "trans_b": True, "alpha_beta": "update"}),
+           ("ozaki2", "moduli=8", {}), ("ozaki2", "moduli=20", {"dtype": "f64", "trans_b": True})]
+#: MMA opcodes no main loop of these kernels may contain besides its own (no FP32 FMA main loop)
+FOREIGN = ("FFMA", "IMMA.16832.S8.S8", "HMMA.1688.F32.TF32", "HMMA.16816.F32.BF16")
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +43,10 @@ def test_sass_has_the_mma_and_no_ffma(cubins, index, arch):
     desc, cubin = cubins[index, arch]
     sass = sass_by_kernel(cubin)
     assert set(desc.entry_points) <= set(sass)
-    opcode, count = _expected_mmas(desc)
-    ops = opcode_counts(sass[_gemm_kernel(desc)])
+    entry, opcode, count = desc.main_loop_mma()
+    ops = opcode_counts(sass[entry])
     assert ops[opcode] >= count, ops.most_common(12)
-    assert ops["FFMA"] == 0 and ops["IMMA.16832.S8.S8"] == 0
+    assert all(ops[other] == 0 for other in FOREIGN if other != opcode), ops.most_common(12)
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -17,14 +17,6 @@ constexpr int kMmaM = kWarpTileM / 16;
 constexpr int kMmaN = kWarpTileN / 8;
 constexpr int kChunksPerKTile = kTileK / kChunk;
 
-__device__ __forceinline__ void mma_s8(int (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 struct SharedTiles {
     i8 a[kStages][kPlanesA][kBlockM][kChunk];
     i8 b[kStages][kPlanesB][kBlockN][kChunk];
