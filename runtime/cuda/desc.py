@@ -57,12 +57,14 @@ class UnsupportedConfig(ValueError):
 
 @dataclass(frozen=True)
 class Launch:
-    """How to launch one entry point: grid and block (x, y, z) and its static shared memory."""
+    """How to launch one entry point: grid and block (x, y, z), its static shared memory, and the
+    stream it runs on (split: 0 and 1 run concurrently; every other launch waits for those before it)."""
 
     entry: str
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     shared_bytes: int = 0
+    stream: int = 0
 
 
 class KernelSpec:

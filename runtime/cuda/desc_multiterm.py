@@ -34,6 +34,8 @@ class PartFormat:
     """A part format as the kernel stores and multiplies it."""
 
     name: str
+    #: kFormat in the templates (common.cuh)
+    code: int
     #: significant bits of a part (11 TF32, 8 BF16)
     bits: int
     #: bytes of one stored part (TF32 parts are float32 patterns with 13 zero low bits)
@@ -45,10 +47,13 @@ class PartFormat:
 
 
 FORMATS = {
-    "tf32": PartFormat("tf32", 11, 4, (16, 8, 8), "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+    "tf32": PartFormat("tf32", 0, 11, 4, (16, 8, 8), "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
                        "HMMA.1688.F32.TF32"),
-    "bf16": PartFormat("bf16", 8, 2, (16, 8, 16), "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+    "bf16": PartFormat("bf16", 1, 8, 2, (16, 8, 16), "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
                        "HMMA.16816.F32.BF16"),
+    # split's FP16 part (desc_split.py): range-scaled, one part
+    "f16": PartFormat("f16", 2, 11, 2, (16, 8, 16), "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+                      "HMMA.16816.F32"),
 }
 #: scheme -> (part format, the products its configs offer, most precise first)
 MULTITERM_SCHEMES = {"tf32x3": ("tf32", (3, 1)), "bf16xn": ("bf16", (9, 6, 3, 1))}
@@ -170,7 +175,7 @@ class MultiTermDesc(KernelSpec):
         wm, wn = self.warp_tile
         mm, mn, mk = self.fmt.mma
         return {
-            "kFormatTf32": self.fmt.name == "tf32",
+            "kFormat": self.fmt.code,
             "kParts": self.parts,
             "kPartBytes": self.fmt.part_bytes,
             "kChunkBytes": CHUNK_BYTES, "kPadBytes": PAD_BYTES,
@@ -180,7 +185,7 @@ class MultiTermDesc(KernelSpec):
             "kWarpTileM": wm, "kWarpTileN": wn,
             "kStages": self.stages,
             "kTransA": self.trans_a, "kTransB": self.trans_b,
-            "kAlphaBetaUpdate": self.alpha_beta == "update",
+            "kGemmUpdate": self.alpha_beta == "update",
             "kPackRows": self.PACK_BLOCK[1], "kPackK": self.PACK_BLOCK[0],
             "kNumPairs": len(self.pairs),
             "kPairA": tuple(p for p, _ in self.issue_order),

@@ -126,7 +126,6 @@ class Ozaki2Desc(KernelSpec):
             "kStages": self.stages,
             "kTransA": self.trans_a, "kTransB": self.trans_b,
             "kPackRows": self.PACK_BLOCK[1], "kPackK": self.PACK_BLOCK[0],
-            "kAlphaBetaUpdate": False,  # common.cuh store_output (unused: the host forms the output)
             "kEpilogueModulus": True,
             "kNumModuli": self.moduli,
             "kModuli": self.moduli_table,

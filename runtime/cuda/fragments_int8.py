@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from mixjit.runtime import executor_ozaki2 as ex
-from mixjit.runtime.cuda.desc import MMA_K
+from mixjit.runtime.cuda.desc import MMA_K, Launch
 from mixjit.runtime.cuda.desc_ozaki2 import Ozaki2Desc
 from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS, LANES, _u32, mma_m16n8k32
 
@@ -64,13 +64,15 @@ def _load_chunk(desc, pa: np.ndarray, pb: np.ndarray, m0: int, n0: int, chunk: i
     return sa, sb
 
 
-def int8_gemm(planes_a: np.ndarray, planes_b: np.ndarray, desc: Ozaki2Desc, m: int, n: int) -> np.ndarray:
+def int8_gemm(planes_a: np.ndarray, planes_b: np.ndarray, desc, m: int, n: int, gemm: Launch | None = None) -> np.ndarray:
     """int8_gemm.cu over every batch z (grid.z): (batches × m × n), int16 residues in [0, p_z)
-    with the modulo epilogue (ozaki2), else the raw int32 sums."""
+    with the modulo epilogue (ozaki2), else the raw int32 sums (split). ``gemm`` is its launch
+    (default: the desc's for this shape)."""
     batches, m_pad, k_pad = planes_a.shape
     n_pad = planes_b.shape[1]
     params = desc.template_params()
-    gemm = next(launch for launch in desc.launches(m, n, k_pad) if launch.entry == "int8_gemm")
+    if gemm is None:
+        gemm = next(launch for launch in desc.launches(m, n, k_pad) if launch.entry == "int8_gemm")
     modulus = params["kEpilogueModulus"]
     out = np.zeros((batches, m, n), np.int16 if modulus else np.int32)
     wm, wn = desc.warp_tile

@@ -32,7 +32,7 @@ import numpy as np
 from mixjit.runtime.cuda.desc_multiterm import CHUNK_BYTES, PAD_BYTES, MultiTermDesc
 from mixjit.runtime.cuda.fragments import LANES, _axpby, c_element, round_to_f32
 
-__all__ = ["a_element", "b_element", "mma", "pack_parts", "run_gemm", "A_LOADS", "B_LOADS",
+__all__ = ["a_element", "b_element", "mma", "pack_parts", "gemm_planes", "run_gemm", "A_LOADS", "B_LOADS",
            "STATUS_NONFINITE", "STATUS_PART_OVERFLOW", "STATUS_TINY_PART", "EXACT_SCALE"]
 
 STATUS_NONFINITE, STATUS_PART_OVERFLOW, STATUS_TINY_PART = 1, 8, 16
@@ -65,10 +65,12 @@ def b_element(fmt: str, lane: int | np.ndarray, i: int) -> tuple:
 
 
 def _values(fmt: str, regs: np.ndarray) -> np.ndarray:
-    """The part values (float32) of 32-bit registers: (..., r) -> (..., r) tf32 or (..., 2r) bf16."""
+    """The part values (float32) of 32-bit registers: (..., r) -> (..., r) tf32 or (..., 2r) bf16/f16."""
     regs = np.ascontiguousarray(regs, np.uint32)
     if fmt == "tf32":
         return regs.view(np.float32)
+    if fmt == "f16":
+        return regs.view(np.float16).astype(np.float32)
     halves = regs.view(np.uint16).astype(np.uint32) << 16  # little endian: low half first
     return halves.view(np.float32)
 
@@ -142,16 +144,16 @@ def pack_parts(rows_k: np.ndarray, desc: MultiTermDesc, rows_pad: int, k_pad: in
 
 
 # -- the GEMM kernel ---------------------------------------------------------------------------
-def _load_chunk(desc: MultiTermDesc, pa: np.ndarray, pb: np.ndarray, m0: int, n0: int, chunk: int) -> tuple:
+def _load_chunk(desc, parts: int, pa: np.ndarray, pb: np.ndarray, m0: int, n0: int, chunk: int) -> tuple:
     """multiterm_gemm.cu load_chunk: the 16-byte cp.async units of one chunk into padded rows."""
     bm, bn = desc.block
     row = CHUNK_BYTES + PAD_BYTES
-    sa = np.zeros((desc.parts, bm, row), np.uint8)
-    sb = np.zeros((desc.parts, bn, row), np.uint8)
+    sa = np.zeros((parts, bm, row), np.uint8)
+    sb = np.zeros((parts, bn, row), np.uint8)
     units = CHUNK_BYTES // 16
     k0 = chunk * CHUNK_BYTES
-    units_a = desc.parts * bm * units
-    for u in range(units_a + desc.parts * bn * units):
+    units_a = parts * bm * units
+    for u in range(units_a + parts * bn * units):
         if u < units_a:
             part, r, q = u // (bm * units), (u // units) % bm, u % units
             sa[part, r, 16 * q:16 * q + 16] = pa[part, m0 + r, k0 + 16 * q:k0 + 16 * q + 16]
@@ -162,42 +164,31 @@ def _load_chunk(desc: MultiTermDesc, pa: np.ndarray, pb: np.ndarray, m0: int, n0
     return sa.view(np.uint32), sb.view(np.uint32)  # (parts, rows, row words)
 
 
-def run_gemm(a: np.ndarray, b: np.ndarray, desc: MultiTermDesc, accumulate: str = "exact", alpha: float = 1.0,
-             beta: float = 0.0, c: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-    """The three kernels of ``desc`` on ``a`` (m×k) and ``b`` (k×n): (C, status), C in the input
-    dtype; a nonzero status means the launcher hands the GEMM to the CPU executor.
-    ``accumulate`` is ``"exact"`` or ``"fp32"`` (module docstring)."""
+def gemm_planes(planes_a: np.ndarray, planes_b: np.ndarray, desc, m: int, n: int, accumulate: str) -> np.ndarray:
+    """multiterm_gemm.cu on packed planes (bytes, parts × rows_pad × row bytes): the m×n sums as
+    exact integers in units of 2^-298 (``accumulate="fp32"``: each rounded to float32 after every
+    MMA, as one plausible hardware accumulator). ``desc`` gives the format, the issue order of
+    the pairs, the block and warp grid (a MultiTermDesc, or split's FP16 part)."""
     if accumulate not in ("exact", "fp32"):
         raise ValueError(f"fragments_multiterm: accumulate={accumulate!r}; use 'exact' or 'fp32'")
-    if desc.alpha_beta == "update" and beta != 0.0 and c is None:
-        raise ValueError("fragments_multiterm: update mode with beta != 0 needs c")
-    m, k = a.shape
-    n = b.shape[1]
-    pack_a, pack_b, gemm = desc.launches(m, n, k)
-    m_pad = pack_a.grid[1] * pack_a.block[1]
-    n_pad = pack_b.grid[1] * pack_b.block[1]
-    k_pad = pack_a.grid[0] * pack_a.block[0]
-    A = pack_parts(a, desc, m_pad, k_pad)
-    B = pack_parts(b.T, desc, n_pad, k_pad)
-    status = A.status | B.status
+    parts, m_pad, row_bytes = planes_a.shape
+    n_pad = planes_b.shape[1]
     fmt = desc.fmt.name
-    issue = desc.issue_order
     wm, wn = desc.warp_tile
     mi_n, ni_n = wm // 16, wn // 8
-    chunks = k_pad * desc.fmt.part_bytes // CHUNK_BYTES
     g, t = LANES // 4, LANES % 4
-    out = np.zeros((m, n), a.dtype)
-    for by in range(gemm.grid[1]):
-        for bx in range(gemm.grid[0]):
+    sums = np.zeros((m, n), object)
+    for by in range(m_pad // desc.block[0]):
+        for bx in range(n_pad // desc.block[1]):
             m0, n0 = by * desc.block[0], bx * desc.block[1]
-            for warp in range(gemm.block[0] // 32):
+            for warp in range(desc.warps[0] * desc.warps[1]):
                 wm0, wn0 = (warp // desc.warps[1]) * wm, (warp % desc.warps[1]) * wn
                 acc = np.zeros((mi_n, ni_n, 32, 4), object)
-                for chunk in range(chunks):
-                    sa, sb = _load_chunk(desc, A.planes, B.planes, m0, n0, chunk)
+                for chunk in range(row_bytes // CHUNK_BYTES):
+                    sa, sb = _load_chunk(desc, parts, planes_a, planes_b, m0, n0, chunk)
                     for step in range(CHUNK_BYTES // 4 // STEP_WORDS):
                         w0 = step * STEP_WORDS
-                        for pa, pb in issue:
+                        for pa, pb in desc.issue_order:
                             for mi in range(mi_n):
                                 r = wm0 + 16 * mi + g
                                 fa = np.stack([sa[pa, r + dr, w0 + t + dc] for dr, dc in A_LOADS], axis=1)
@@ -209,16 +200,38 @@ def run_gemm(a: np.ndarray, b: np.ndarray, desc: MultiTermDesc, accumulate: str 
                                         acc[mi, ni] = _round_fp32(acc[mi, ni])
                 for mi in range(mi_n):
                     for ni in range(ni_n):
-                        for lane in range(32):
-                            for ci in range(4):
-                                row = m0 + wm0 + 16 * mi + g[lane] + 8 * (ci // 2)
-                                col = n0 + wn0 + 8 * ni + 2 * t[lane] + ci % 2
-                                if row < m and col < n:
-                                    p = round_to_f32(int(acc[mi, ni, lane, ci]), -EXACT_SCALE)
-                                    if desc.alpha_beta == "update":
-                                        p = _axpby(p, alpha, beta, c[row, col] if beta != 0.0 else None, out.dtype)
-                                    out[row, col] = p
-    return out, status
+                        for ci in range(4):
+                            rows = m0 + wm0 + 16 * mi + g + 8 * (ci // 2)
+                            cols = n0 + wn0 + 8 * ni + 2 * t + ci % 2
+                            ok = (rows < m) & (cols < n)
+                            sums[rows[ok], cols[ok]] = acc[mi, ni, ok, ci]
+    return sums
+
+
+def run_gemm(a: np.ndarray, b: np.ndarray, desc: MultiTermDesc, accumulate: str = "exact", alpha: float = 1.0,
+             beta: float = 0.0, c: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    """The three kernels of ``desc`` on ``a`` (m×k) and ``b`` (k×n): (C, status), C in the input
+    dtype; a nonzero status means the launcher hands the GEMM to the CPU executor.
+    ``accumulate`` is ``"exact"`` or ``"fp32"`` (module docstring)."""
+    if desc.alpha_beta == "update" and beta != 0.0 and c is None:
+        raise ValueError("fragments_multiterm: update mode with beta != 0 needs c")
+    m, k = a.shape
+    n = b.shape[1]
+    pack_a, pack_b, gemm = desc.launches(m, n, k)
+    m_pad = pack_a.grid[1] * pack_a.block[1]
+    n_pad = pack_b.grid[1] * pack_b.block[1]
+    k_pad = pack_a.grid[0] * pack_a.block[0]
+    assert gemm.grid == (n_pad // desc.block[1], m_pad // desc.block[0], 1) and gemm.block[0] == desc.threads
+    A = pack_parts(a, desc, m_pad, k_pad)
+    B = pack_parts(b.T, desc, n_pad, k_pad)
+    sums = gemm_planes(A.planes, B.planes, desc, m, n, accumulate)
+    out = np.zeros((m, n), a.dtype)
+    for row, col in np.ndindex(m, n):
+        p = round_to_f32(int(sums[row, col]), -EXACT_SCALE)
+        if desc.alpha_beta == "update":
+            p = _axpby(p, alpha, beta, c[row, col] if beta != 0.0 else None, out.dtype)
+        out[row, col] = p
+    return out, A.status | B.status
 
 
 def _round_fp32(acc: np.ndarray) -> np.ndarray:

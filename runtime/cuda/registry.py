@@ -11,6 +11,7 @@ from typing import Any, Callable
 from mixjit.runtime.cuda.desc import KernelDesc, KernelSpec, UnsupportedConfig
 from mixjit.runtime.cuda.desc_multiterm import MULTITERM_SCHEMES, MultiTermDesc
 from mixjit.runtime.cuda.desc_ozaki2 import Ozaki2Desc
+from mixjit.runtime.cuda.desc_split import SplitDesc
 
 __all__ = ["kernel_desc", "FAMILIES", "ALIASES"]
 
@@ -19,6 +20,7 @@ FAMILIES: dict[str, Callable[..., KernelSpec]] = {
     "mixpert": KernelDesc.for_config,
     **{scheme: MultiTermDesc.for_config for scheme in MULTITERM_SCHEMES},
     "ozaki2": Ozaki2Desc.for_config,
+    "split": SplitDesc.for_config,
 }
 #: scheme aliases (runtime/schemes register_alias) -> (scheme, the config they stand for)
 ALIASES = {f"bf16x{p}": ("bf16xn", f"products={p}") for p in (3, 6, 9)}

@@ -21,7 +21,8 @@ except (CompilerNotFound, ToolNotFound) as exc:
 KERNELS = [("tf32x3", "products=3", {}), ("tf32x3", "products=1", {}), ("bf16xn", "products=9", {}),
            ("bf16xn", "products=3", {}),
            ("bf16xn", "products=6", {"dtype": "f64", "trans_a": True, "trans_b": True, "alpha_beta": "update"}),
-           ("ozaki2", "moduli=8", {}), ("ozaki2", "moduli=20", {"dtype": "f64", "trans_b": True})]
+           ("ozaki2", "moduli=8", {}), ("ozaki2", "moduli=20", {"dtype": "f64", "trans_b": True}),
+           ("split", "fp16=auto", {}), ("split", "fp16=0.25", {"block": (64, 128), "warps": (2, 2), "alpha_beta": "update"})]
 #: MMA opcodes no main loop of these kernels may contain besides its own (no FP32 FMA main loop)
 FOREIGN = ("FFMA", "IMMA.16832.S8.S8", "HMMA.1688.F32.TF32", "HMMA.16816.F32.BF16")
 
@@ -47,6 +48,9 @@ def test_sass_has_the_mma_and_no_ffma(cubins, index, arch):
     ops = opcode_counts(sass[entry])
     assert ops[opcode] >= count, ops.most_common(12)
     assert all(ops[other] == 0 for other in FOREIGN if other != opcode), ops.most_common(12)
+    if desc.scheme == "split":  # the FP16 part's GEMM: HMMA f16 -> f32, one per 16x8 piece and k-step
+        wm, wn = desc.warp_tile
+        assert opcode_counts(sass["multiterm_gemm"])["HMMA.16816.F32"] >= 2 * (wm // 16) * (wn // 8)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -68,3 +72,5 @@ def test_static_shared_memory_is_what_the_desc_launches_with(cubins):
         usage = resource_usage(cubin)
         for launch in desc.launches(100, 70, 90):
             assert usage[launch.entry].shared_bytes == launch.shared_bytes, (desc.name, launch)
+        if desc.scheme == "split":
+            assert desc.shared_bytes == {k: usage[k].shared_bytes for k in ("int8_gemm", "multiterm_gemm")}

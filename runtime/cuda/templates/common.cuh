@@ -19,6 +19,9 @@ constexpr u32 kStatusSpan = 4u;          // mixpert: exponent span too wide for 
 constexpr u32 kStatusPartOverflow = 8u;  // tf32x3/bf16xN: a leading part rounds to inf (part overflow)
 constexpr u32 kStatusTinyPart = 16u;     // tf32x3/bf16xN: a part below 2^-126 (float32's subnormal grid)
 
+// Part formats of the float MMA kernels (kFormat).
+constexpr int kFormatTf32 = 0, kFormatBf16 = 1, kFormatF16 = 2;
+
 // Compile-time integer lists (kept pairs, their weights, the planes).
 template <int... V>
 struct IntList {
@@ -52,13 +55,14 @@ __device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(
 __device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
 __device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
 
-// out[row, col] = P (product mode) or alpha*P + beta*C (update mode; beta == 0 overwrites C,
-// its NaNs do not survive, as in BLAS). P is the float32 result, widened to the output type.
+// out[row, col] = P (product mode) or alpha*P + beta*C (kUpdate; beta == 0 overwrites C, its
+// NaNs do not survive, as in BLAS). P is the float32 result, widened to the output type.
+template <bool kUpdate>
 __device__ __forceinline__ void store_output(OutT* __restrict__ out, i64 ldo, int row, int col, float p,
                                              double alpha, double beta, const OutT* __restrict__ c_in,
                                              i64 ldc) {
     OutT value = (OutT)p;
-    if (kAlphaBetaUpdate) {
+    if (kUpdate) {
         const OutT av = (OutT)alpha, bv = (OutT)beta;
         value = beta == 0.0 ? mul_rn(av, value) : add_rn(mul_rn(av, value), mul_rn(bv, c_in[(i64)row * ldc + col]));
     }

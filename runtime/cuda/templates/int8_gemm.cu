@@ -6,6 +6,8 @@
 // Planes: [batch][rows_pad][k_pad] int8, A row-major, B column-major (k contiguous).
 // runtime/cuda/fragments_int8.py models exactly this arithmetic on the CPU.
 
+namespace int8 {  // one translation unit may hold several GEMM templates (split)
+
 constexpr int kThreads = 32 * kWarpsM * kWarpsN;
 constexpr int kMmaM = kWarpTileM / 16;
 constexpr int kMmaN = kWarpTileN / 8;
@@ -112,3 +114,5 @@ int8_gemm(const i8* __restrict__ planes_a, const i8* __restrict__ planes_b, int 
                 }
             }
 }
+
+}  // namespace int8

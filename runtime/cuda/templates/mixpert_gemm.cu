@@ -158,6 +158,6 @@ mixpert_gemm(const i8* __restrict__ planes_a, const i8* __restrict__ planes_b, c
                 if (row >= m || col >= n) continue;
                 const bool any = emin[mi][ni][c] != kNoScale;
                 const float p = any ? round_to_f32(acc[mi][ni][c], emin[mi][ni][c] - 2 * (kWidth - 1)) : 0.0f;
-                store_output(out, ldo, row, col, p, alpha, beta, c_in, ldc);
+                store_output<kAlphaBetaUpdate>(out, ldo, row, col, p, alpha, beta, c_in, ldc);
             }
 }

@@ -1,5 +1,5 @@
-// tf32x3 / bf16xN GEMM: the kept part pairs multiplied on tensor cores (mma.sync m16n8k8 .tf32
-// or m16n8k16 .bf16, FP32 accumulation), cp.async double buffering over 64-byte K chunks.
+// tf32x3 / bf16xN GEMM (and split's FP16 part, one part): the kept part pairs multiplied on
+// tensor cores (mma.sync m16n8k8 .tf32, or m16n8k16 .bf16 / .f16, FP32 accumulation), cp.async double buffering over 64-byte K chunks.
 // Within each MMA k-step the pairs are issued smallest first (kPairA/kPairB), so big·big comes
 // last, as in CUTLASS's 3xTF32. The FP32 accumulator rounds where the hardware rounds: this
 // kernel is NOT bit-equal to the CPU executor's exact-then-round-once semantics (docs/cuda.md).
@@ -12,6 +12,8 @@
 //   C (16×8 f32):          c0 = C[g][2t], c1 = C[g][2t+1], c2 = C[g+8][2t], c3 = C[g+8][2t+1]
 // runtime/cuda/fragments_multiterm.py models exactly this arithmetic on the CPU.
 
+namespace multiterm {  // one translation unit may hold several GEMM templates (split)
+
 constexpr int kThreads = 32 * kWarpsM * kWarpsN;
 constexpr int kMmaM = kWarpTileM / 16;
 constexpr int kMmaN = kWarpTileN / 8;
@@ -21,15 +23,21 @@ constexpr int kStepsPerChunk = kChunkBytes / 4 / kStepWords;
 constexpr int kUnitsPerRow = kChunkBytes / 16;             // 16-byte cp.async units
 
 __device__ __forceinline__ void mma_f32(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
-    if (kFormatTf32) {
+    if (kFormat == kFormatTf32) {
         asm volatile(
             "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
             "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-    } else {
+    } else if (kFormat == kFormatBf16) {
         asm volatile(
             "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+            "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    } else {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
             "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -136,6 +144,8 @@ multiterm_gemm(const void* __restrict__ planes_a, const void* __restrict__ plane
                 const int col = n0 + wn0 + 8 * ni + 2 * t + (c % 2);
                 if (row >= m || col >= n) continue;
                 const float p = acc[mi][ni][c] == 0.0f ? 0.0f : acc[mi][ni][c];
-                store_output(out, ldo, row, col, p, alpha, beta, c_in, ldc);
+                store_output<kGemmUpdate>(out, ldo, row, col, p, alpha, beta, c_in, ldc);
             }
 }
+
+}  // namespace multiterm

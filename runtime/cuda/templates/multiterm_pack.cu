@@ -8,11 +8,11 @@
 // fallback), and a nonzero part below 2^-126: the scheme rounds it to f's significand with no
 // lower exponent limit, which float32's subnormal grid cannot represent.
 
-typedef typename Select<kFormatTf32, u32, u16>::type PartT;
+typedef typename Select<kFormat == kFormatTf32, u32, u16>::type PartT;
 
 // RN_f of the float32 pattern `bits` (ties to even), as the stored part.
 __device__ __forceinline__ u32 round_part(u32 bits) {
-    if (kFormatTf32) return (bits + 0xFFFu + ((bits >> 13) & 1u)) & ~0x1FFFu;
+    if (kFormat == kFormatTf32) return (bits + 0xFFFu + ((bits >> 13) & 1u)) & ~0x1FFFu;
     return (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
 }
 
@@ -39,7 +39,7 @@ __device__ __forceinline__ void pack_parts(const InT* __restrict__ x, i64 ld, in
             flags |= kStatusPartOverflow;
             part = 0;
         }
-        planes[((i64)p * rows_pad + r) * k_pad + k] = kFormatTf32 ? (PartT)part : (PartT)(part >> 16);
+        planes[((i64)p * rows_pad + r) * k_pad + k] = kFormat == kFormatTf32 ? (PartT)part : (PartT)(part >> 16);
         v = __fsub_rn(v, __uint_as_float(part));  // exact: the part is a prefix of v's significand
     }
     if (flags) atomicOr(status, flags);
