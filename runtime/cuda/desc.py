@@ -1,11 +1,17 @@
-"""KernelDesc: everything a generated CUDA kernel is specialised to, as one frozen value.
+"""Kernel descs: everything a generated CUDA kernel is specialised to, as one frozen value.
 
-Like CUTLASS python's ``TileDescription``: the scheme and its config (segment layout, kept
-pairs, alignment, rounding, the alignment tile), the input dtype, the CTA tile and warp grid,
-the pipeline depth, the target arch, the transposes and the alpha/beta mode. The template
-renderer (:mod:`mixjit.runtime.cuda.emit`), the build cache (:mod:`mixjit.runtime.cuda.build`)
-and the CPU fragment model (:mod:`mixjit.runtime.cuda.fragments`) are all driven by it, so the
-model proves exactly the index arithmetic the generated code runs.
+:class:`KernelSpec` is what every family's desc gives the renderer
+(:mod:`mixjit.runtime.cuda.emit`), the build cache (:mod:`mixjit.runtime.cuda.build`), a
+launcher (:meth:`KernelSpec.launches`) and its CPU model: template files, entry points, typed
+template parameters, the problems that rule a config out, and the SASS MMA the main loop must
+contain. The families: :class:`KernelDesc` here (MixPert), and desc_multiterm.py (tf32x3,
+bf16xN), desc_ozaki2.py, desc_split.py; runtime/cuda/registry.py maps a scheme to its desc.
+
+:class:`KernelDesc` is MixPert's, like CUTLASS python's ``TileDescription``: the scheme and its
+config (segment layout, kept pairs, alignment, rounding, the alignment tile), the input dtype,
+the CTA tile and warp grid, the pipeline depth, the target arch, the transposes and the
+alpha/beta mode. The CPU fragment model (:mod:`mixjit.runtime.cuda.fragments`) is driven by
+it, so the model proves exactly the index arithmetic the generated code runs.
 
 Pure Python: no numba, numpy or CUDA import (the ``emit-cuda`` pass imports it).
 :func:`parse_label` reads MixPert labels with the scheme's own parser, which lives in the pure
