@@ -49,19 +49,19 @@ def residue_planes(rows_k: np.ndarray, shift: np.ndarray, moduli: tuple[int, ...
 
 
 def _load_chunk(desc, pa: np.ndarray, pb: np.ndarray, m0: int, n0: int, chunk: int) -> tuple:
-    """int8_gemm.cu load_chunk: the 16-byte cp.async units of one K chunk, per thread index."""
+    """int8_gemm.cu load_chunk: the 16-byte cp.async units of one K chunk, by the kernel's
+    unit -> (row, half) formulas (all units of the CTA at once)."""
     bm, bn = desc.block
-    sa = np.zeros((bm, MMA_K), np.int8)
-    sb = np.zeros((bn, MMA_K), np.int8)
     k0 = chunk * MMA_K
-    for u in range(2 * bm + 2 * bn):
-        if u < 2 * bm:
-            row, half = u // 2, u % 2
-            sa[row, 16 * half:16 * half + 16] = pa[m0 + row, k0 + 16 * half:k0 + 16 * half + 16]
-        else:
-            col, half = (u - 2 * bm) // 2, u % 2
-            sb[col, 16 * half:16 * half + 16] = pb[n0 + col, k0 + 16 * half:k0 + 16 * half + 16]
-    return sa, sb
+    sixteen = np.arange(16)
+    tiles = []
+    for rows_total, origin, plane in ((bm, m0, pa), (bn, n0, pb)):
+        u = np.arange(2 * rows_total)
+        row, half = u // 2, u % 2
+        tile = np.zeros((rows_total, 2, 16), np.int8)
+        tile[row, half] = plane[(origin + row)[:, None], k0 + 16 * half[:, None] + sixteen]
+        tiles.append(tile.reshape(rows_total, MMA_K))
+    return tiles[0], tiles[1]
 
 
 def int8_gemm(planes_a: np.ndarray, planes_b: np.ndarray, desc, m: int, n: int, gemm: Launch | None = None) -> np.ndarray:

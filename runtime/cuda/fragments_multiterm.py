@@ -81,20 +81,33 @@ def _exact(x: np.ndarray) -> np.ndarray:
     return np.array([int(v) for v in scaled.ravel()], dtype=object).reshape(x.shape)
 
 
+def _tables(fmt: str) -> tuple:
+    """The A, B and C fragment tables of ``fmt`` as index arrays (element × lane)."""
+    na, nb = (4, 2) if fmt == "tf32" else (8, 4)
+    out = []
+    for element, n in ((lambda lane, i: a_element(fmt, lane, i), na), (lambda lane, i: b_element(fmt, lane, i), nb),
+                       (c_element, 4)):
+        pos = [element(LANES, i) for i in range(n)]
+        out.append((np.stack([np.broadcast_to(p[0], LANES.shape) for p in pos]),
+                    np.stack([np.broadcast_to(p[1], LANES.shape) for p in pos])))
+    return tuple(out)
+
+
+_TABLES = {fmt: _tables(fmt) for fmt in ("tf32", "bf16", "f16")}
+
+
 def mma(fmt: str, a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
     """acc + A·B for one warp, exactly: ``a`` (32 lanes × 4 u32), ``b`` (32 × 2 u32), ``acc``
     (32 × 4, integers in units of 2^-298) -> the new acc. A and B are assembled and D is
     distributed through the PTX fragment tables."""
     mk = 8 if fmt == "tf32" else 16
-    av, bv = _exact(_values(fmt, a)), _exact(_values(fmt, b))
+    a_table, b_table, c_table = _TABLES[fmt]
     A = np.zeros((16, mk), object)
     B = np.zeros((mk, 8), object)
-    for i in range(av.shape[1]):
-        A[a_element(fmt, LANES, i)] = av[:, i]
-    for i in range(bv.shape[1]):
-        B[b_element(fmt, LANES, i)] = bv[:, i]
+    A[a_table] = _exact(_values(fmt, a)).T
+    B[b_table] = _exact(_values(fmt, b)).T
     D = A.dot(B)
-    return acc + np.stack([D[c_element(LANES, i)] for i in range(4)], axis=1)
+    return acc + D[c_table].T
 
 
 # -- packer ------------------------------------------------------------------------------------
