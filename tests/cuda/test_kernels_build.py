@@ -73,3 +73,18 @@ def test_static_shared_memory_is_what_the_desc_launches_with(cubins):
             assert usage[launch.entry].shared_bytes == launch.shared_bytes, (desc.name, launch)
         if desc.scheme == "split":
             assert desc.shared_bytes == {k: usage[k].shared_bytes for k in ("int8_gemm", "multiterm_gemm")}
+
+
+@pytest.mark.parametrize("scheme,config", [("tf32x3", "products=3"), ("bf16xn", "products=9"), ("ozaki2", "moduli=8"),
+                                           ("split", "fp16=auto")])
+def test_nvrtc_from_the_pip_wheel_builds_them_too(scheme, config, tmp_path):
+    """The backend works from pip alone: NVRTC builds every family (sm_90), same MMAs, no spills."""
+    try:
+        nvrtc = find_compiler("nvrtc")
+    except CompilerNotFound as exc:
+        pytest.skip(str(exc))
+    desc = kernel_desc(scheme, config, arch="sm_90")
+    cubin = build(render(desc), compiler=nvrtc, cache=tmp_path)
+    entry, opcode, count = desc.main_loop_mma()
+    assert opcode_counts(sass_by_kernel(cubin)[entry])[opcode] >= count
+    assert not any(r.spills for r in resource_usage(cubin).values())
