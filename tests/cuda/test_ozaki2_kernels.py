@@ -67,9 +67,12 @@ def test_a_wrong_fragment_layout_is_caught(monkeypatch):
     assert (res != _executor_residues(a, b, 6)).any()
 
 
-@pytest.mark.parametrize("config,dtype", [("moduli=8", np.float32), ("moduli=5", np.float32),
-                                          ("moduli=14", np.float64), ("moduli=20", np.float64)])
-@pytest.mark.parametrize("shape", [(37, 70, 20), (1, 1, 1), (130, 33, 65)])
+CASES = [(c, d, s) for c, d in [("moduli=8", np.float32), ("moduli=5", np.float32), ("moduli=14", np.float64),
+                                 ("moduli=20", np.float64)] for s in [(37, 70, 20), (1, 1, 1)]]
+CASES += [("moduli=8", np.float32, (130, 33, 65))]  # several CTAs in M and N (one modulus count suffices)
+
+
+@pytest.mark.parametrize("config,dtype,shape", CASES)
 def test_random_shapes_bit_equal(config, dtype, shape):
     m, k, n = shape
     rng = np.random.default_rng(m + k + n)
