@@ -19,7 +19,7 @@ import numpy as np
 
 from mixjit.runtime import executor_split as esp
 from mixjit.runtime.cuda.desc_split import SplitDesc
-from mixjit.runtime.cuda.fragments import round_to_f32
+from mixjit.runtime.cuda.fragments import _axpby, round_to_f32
 from mixjit.runtime.cuda.fragments_int8 import int8_gemm
 from mixjit.runtime.cuda.fragments_multiterm import EXACT_SCALE, gemm_planes
 from mixjit.runtime.executor_common import row_form
@@ -95,9 +95,12 @@ def pack_split(rows_k: np.ndarray, plan_cols: tuple[np.ndarray, np.ndarray], sca
     return p8, p16.view(np.uint8).reshape(rows_pad, 1, -1).transpose(1, 0, 2), status
 
 
-def run_split(a: np.ndarray, b: np.ndarray, desc: SplitDesc, config_words: np.ndarray,
-              accumulate: str = "exact") -> tuple[np.ndarray, int]:
-    """Host plan, the kernels of ``desc`` and the combine: (C in the input dtype, status)."""
+def run_split(a: np.ndarray, b: np.ndarray, desc: SplitDesc, config_words: np.ndarray, accumulate: str = "exact",
+              alpha: float = 1.0, beta: float = 0.0, c: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    """Host plan, the kernels of ``desc`` and the combine: (C in the input dtype, status).
+    ``alpha``, ``beta`` and ``c`` are read in ``alpha_beta="update"`` mode only."""
+    if desc.alpha_beta == "update" and beta != 0.0 and c is None:
+        raise ValueError("fragments_split: update mode with beta != 0 needs c")
     m, k = a.shape
     n = b.shape[1]
     plan = host_plan(a, b, config_words)
@@ -117,5 +120,8 @@ def run_split(a: np.ndarray, b: np.ndarray, desc: SplitDesc, config_words: np.nd
         total = num << (unit - den.bit_length() + 1)
         if s16 is not None:
             total += int(s16[i, j]) << (unit - EXACT_SCALE - int(plan.sigma_a[i] + plan.sigma_b[j]))
-        out[i, j] = round_to_f32(total, -unit)
+        p = round_to_f32(total, -unit)
+        if desc.alpha_beta == "update":
+            p = _axpby(p, alpha, beta, c[i, j] if beta != 0.0 else None, out.dtype)
+        out[i, j] = p
     return out, sa | sb

@@ -122,3 +122,14 @@ def test_host_plan_is_the_executors_k_split():
     plan = host_plan(a, b, words)
     _, stats = SCHEME.run_with_stats(a, b, SCHEME.parse_config("fp16=auto"))
     assert (plan.cols_f.size, plan.cols_i.size) == (stats.extra["k_fp16"], stats.extra["k_int8"])
+
+
+def test_update_mode_is_the_frontends_axpby():
+    rng = np.random.default_rng(12)
+    a, b = rng.standard_normal((20, 48)), rng.standard_normal((48, 9))
+    c0 = rng.standard_normal((20, 9))
+    words = np.array(SCHEME.parse_config("fp16=0.25").words(), np.int64)
+    desc = kernel_desc("split", "fp16=0.25", dtype="f64", alpha_beta="update")
+    got, status = run_split(a, b, desc, words, "exact", -1.0, 0.5, c0)
+    p = mixjit.gemm(a, b, scheme="split", config="fp16=0.25")
+    assert status == 0 and got.tobytes() == (-1.0 * p + 0.5 * c0).tobytes()
