@@ -793,6 +793,29 @@ def load_executor(code: int) -> None:
         _EXEC_TABLE[code] = fn.address
 
 
+_installed: dict[int, str] = {}
+
+
+def install_executor(name: str, address: int, status_messages: dict[int, str]) -> int:
+    """Put a C function with the entry's signature (e.g. a ctypes callback: mixjit.backends'
+    device executor) in the executor table under the highest plan code no scheme declares, and
+    its refusals (status 1..63) in ``ENTRY_ERRORS``; returns that code. Idempotent per name."""
+    with _executor_lock:
+        for code, known in _installed.items():
+            if known == name:
+                return code
+        taken = set(EXECUTORS.values()) | set(_installed) | {EXEC_NONE, EXEC_NATIVE, EXEC_REFERENCE}
+        free = [c for c in range(MAX_EXECUTOR_CODE, 0, -1) if c not in taken and _EXEC_TABLE[c] == 0]
+        if not free or not address:
+            raise ValueError(f"mixjit: cannot install executor {name!r}: "
+                             + ("no free plan code" if not free else "its address is 0"))
+        code = free[0]
+        ENTRY_ERRORS.update({executor_status(code, s): f"{name} executor: {msg}" for s, msg in status_messages.items()})
+        _installed[code] = name
+        _EXEC_TABLE[code] = address
+        return code
+
+
 def loaded_executors() -> list[str]:
     """The names of the compiled executors loaded in this process (the built-in native and
     reference executors are part of the entry and not listed)."""
