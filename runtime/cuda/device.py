@@ -171,12 +171,12 @@ class BufferPool:
 
 
 class CudaDevice:
-    """Device 0 through the driver API: its primary context, a buffer pool, streams created on
-    demand, cubins loaded once by content. ``lock`` serialises GEMMs (a site may be called from
+    """Device 0 through the driver API (``driver``: cuda-bindings' ``driver`` module): its primary
+    context, a buffer pool, streams created on demand, cubins loaded once by content. ``lock`` serialises GEMMs (a site may be called from
     several threads; each GEMM's launches and copies run under it)."""
 
-    def __init__(self, status: DeviceStatus) -> None:
-        driver = _driver()
+    def __init__(self, status: DeviceStatus, driver: Any = None) -> None:
+        driver = driver or _driver()  # a test passes a driver that checks the calls without a GPU
         self.driver, self.status = driver, status
         check(driver.cuInit(0), "cuInit")
         self.handle = check(driver.cuDeviceGet(0), "cuDeviceGet")
@@ -231,7 +231,9 @@ class CudaDevice:
     # -- execution ----------------------------------------------------------------------------
     def launch(self, function: Any, grid: tuple[int, ...], block: tuple[int, ...], args: tuple, types: tuple,
                stream: Any = 0, shared_bytes: int = 0) -> None:
-        """Launch ``function`` on ``stream`` (``types``: ctypes per argument, None for a pointer)."""
+        """Launch ``function`` on ``stream``. ``types`` gives the ctypes type of each argument:
+        ``ctypes.c_void_p`` for a device pointer passed as an int (cuda-bindings refuses an int
+        whose type is None), ``ctypes.c_int``/``c_int64``/``c_double`` for scalars."""
         gx, gy, gz = (*grid, 1, 1)[:3]
         bx, by, bz = (*block, 1, 1)[:3]
         check(self.driver.cuLaunchKernel(function, gx, gy, gz, bx, by, bz, shared_bytes, stream, (args, types), 0),

@@ -22,6 +22,7 @@ import ctypes
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable, ClassVar, Protocol
 
 import numpy as np
@@ -117,7 +118,16 @@ def kernel_schemes() -> tuple[str, ...]:
     return tuple(sorted(_LAUNCHERS))
 
 
-_I32, _I64, _F64 = ctypes.c_int, ctypes.c_int64, ctypes.c_double
+_I32, _I64, _F64, _PTR = ctypes.c_int, ctypes.c_int64, ctypes.c_double, ctypes.c_void_p
+
+
+@lru_cache(maxsize=64)
+def kernel_binary(desc: KernelDesc) -> bytes:
+    """The cubin of ``desc`` (rendered, then built or read from the disk cache: runtime/cuda/build.py)."""
+    from mixjit.runtime.cuda.build import build
+    from mixjit.runtime.cuda.emit import render
+
+    return build(render(desc)).read_bytes()
 
 
 class MixpertLauncher(KernelLauncher):
@@ -139,12 +149,11 @@ class MixpertLauncher(KernelLauncher):
         return ""
 
     def prepare(self, dev: CudaDevice, a: np.ndarray, b: np.ndarray, config: str) -> Launch:
-        from mixjit.runtime.cuda.build import build
-        from mixjit.runtime.cuda.emit import ENTRY_POINTS, render
+        from mixjit.runtime.cuda.emit import ENTRY_POINTS
 
         dtype = np.dtype(a.dtype)
         desc = self.desc(config, dtype, dev.status.target)
-        pack_a, pack_b, gemm = dev.functions(build(render(desc)).read_bytes(), ENTRY_POINTS)
+        pack_a, pack_b, gemm = dev.functions(kernel_binary(desc), ENTRY_POINTS)
         (m, k), n = a.shape, b.shape[1]
         bm, bn = desc.block
         tm, tk, tn = desc.tile
@@ -163,7 +172,7 @@ class MixpertLauncher(KernelLauncher):
             for buf in bufs:
                 dev.pool.give(buf)
             raise
-        ptr = None  # a device pointer argument
+        ptr = _PTR  # a device pointer argument (an int address)
 
         def enqueue(stream: Any) -> None:
             dev.launch(pack_a, (k_pad // tk, m_pad // tm), (tk, tm),
