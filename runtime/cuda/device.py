@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 __all__ = ["NoDevice", "DeviceStatus", "probe", "device", "CudaDevice", "BufferPool", "DeviceBuffer",
-           "MIN_ARCH", "DRIVER_LIBRARY"]
+           "MIN_ARCH", "DRIVER_LIBRARY", "classify"]
 
 #: the oldest architecture the kernels run on (INT8 m16n8k32 MMA)
 MIN_ARCH = 80
@@ -94,10 +94,20 @@ def probe() -> DeviceStatus:
         return DeviceStatus(False, str(exc))
     except Exception as exc:  # driver errors: no device, a driver too old for cuda-bindings, ...
         return DeviceStatus(False, f"no usable CUDA device: {exc}")
+    return classify(name, major, minor)
+
+
+def classify(name: str, major: int, minor: int) -> DeviceStatus:
+    """Whether a device of compute capability ``major.minor`` runs the kernels: they are built as
+    sm_80 and sm_90 cubins (no PTX), which load on sm_8x and sm_9x parts only."""
     arch = f"sm_{major}{minor}"
     if 10 * major + minor < MIN_ARCH:
         return DeviceStatus(False, f"device 0 ({name}) is {arch}; the kernels need sm_{MIN_ARCH} or newer "
                                    "(INT8 m16n8k32 MMA)", name, arch)
+    if major not in (8, 9):
+        return DeviceStatus(False, f"device 0 ({name}) is {arch}; the kernels are built as sm_80 and sm_90 "
+                                   "cubins, which do not load on it (runtime/cuda/build.py has no target for it "
+                                   "yet)", name, arch)
     return DeviceStatus(True, "", name, arch)
 
 

@@ -225,3 +225,13 @@ def test_gpu_a_mixjit_site_runs_on_the_device_without_recompiling():
     for s in f.sites:
         backends.set_backend(s.id, "cpu")
     assert f(a, b, c.copy()).tobytes() == got.tobytes() and len(f.overloads) == 1
+
+
+def test_which_architectures_run_the_kernels():
+    from mixjit.runtime.cuda.device import classify
+
+    assert "need sm_80 or newer" in classify("T4", 7, 5).reason and not classify("T4", 7, 5).available
+    assert [(s.available, s.target) for s in (classify("A10", 8, 6), classify("H100", 9, 0))] == [(True, "sm_80"),
+                                                                                               (True, "sm_90")]
+    b200 = classify("B200", 10, 0)
+    assert not b200.available and "sm_100" in b200.reason and "sm_80 and sm_90 cubins" in b200.reason
