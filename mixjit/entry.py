@@ -46,7 +46,9 @@ Executors (each writes ``C = alpha * P + beta * C``, P the scheme's product):
   dtype, the same arithmetic as the native path's temporary (for ``C -= A @ B``:
   ``C - P``). A kernel's refusal (status s) comes back as
   ``executor_status(code, s)``: each executor has its own block of 64 codes, so
-  ``ENTRY_ERRORS`` names the executor and its message.
+  ``ENTRY_ERRORS`` names the executor and its message. ``install_executor`` puts a
+  foreign C function with the entry's signature in a free slot (``mixjit.backends``'
+  device executor, a ctypes callback that runs a site's GEMM on a GPU).
 
 * ``EXEC_REFERENCE`` (the tuner's reference plan, not a scheme): P is the
   float64 BLAS product of the operands upcast to float64, and
