@@ -34,6 +34,10 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
+from mixjit.entry import (
+    DTYPE_F64, ENTRY_OK, EXEC_NATIVE, EXEC_REFERENCE, executor_address, install_executor, load_executor, profiling,
+)
+
 if TYPE_CHECKING:
     from mixjit.plan import SitePlan
     from mixjit.runtime.cuda.launch import GemmDevice
@@ -76,7 +80,8 @@ def check_backend(backend: str) -> str:
 _lock = threading.RLock()
 _requested: dict[int, str] = {}
 _choices: dict[int, BackendChoice] = {}
-_routes: dict[int, tuple[str, str, "GemmDevice"]] = {}
+_routes: dict[int, tuple[str, str, "GemmDevice", int]] = {}
+"""site -> (scheme, config, device, plan code of the site's CPU executor)"""
 _calls: dict[int, Counter] = {}
 _errors: dict[int, BaseException] = {}
 _device: "GemmDevice | None" = None
@@ -142,10 +147,14 @@ def route(site: int, plan: "SitePlan", row: np.ndarray) -> np.ndarray:
     ``mixjit.plan.set_plan`` before it writes the row; records :func:`backend_of`."""
     with _lock:
         choice, dev = _choose(_requested.get(site, "auto"), plan)
+        cpu_code = int(row[0])
+        if dev is not None and cpu_code in (EXEC_NATIVE, EXEC_REFERENCE):
+            choice, dev = BackendChoice(choice.requested, "cpu", "the entry's built-in BLAS executors stay on the CPU"), None
         _choices[site] = choice
         if dev is None:
             return row
-        _routes[site] = (plan.scheme, plan.config, dev)  # before the row names the device executor
+        load_executor(cpu_code)  # profiling calls go to it (see _device_gemm)
+        _routes[site] = (plan.scheme, plan.config, dev, cpu_code)  # before the row names the device executor
         out = np.array(row, dtype=np.int64)
         out[0] = install_device_executor()
         return out
@@ -214,15 +223,21 @@ def _axpby(c: np.ndarray, p: np.ndarray, alpha: float, beta: float) -> None:
 def _device_gemm(site: int, dtype_code: int, m: int, n: int, k: int, alpha: float, beta: float,
                  a: int | None, as0: int, as1: int, b: int | None, bs0: int, bs1: int,
                  c: int | None, cs0: int, cs1: int) -> int:
-    """The device executor: runs in the entry's place for a routed site; 0 or STATUS_FAILED."""
-    from mixjit.entry import DTYPE_F64, ENTRY_OK
+    """The device executor: runs in the entry's place for a routed site; 0 or STATUS_FAILED.
+    While the tuner profiles (``mixjit.entry.profiling()``), the site's compiled CPU executor runs
+    the call instead: it records the statistics the tuner reads (the kernels record none)."""
     from mixjit.runtime.cuda.launch import cpu_gemm
 
     try:
         route_ = _routes.get(site)
         if route_ is None:
             raise RuntimeError(f"site {site} names the device executor but was never routed to a device")
-        scheme, config, dev = route_
+        scheme, config, dev, cpu_code = route_
+        if profiling():
+            status = _cpu_executor(cpu_code)(site, dtype_code, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1,
+                                             c, cs0, cs1)
+            _calls.setdefault(site, Counter())[PROFILING] += 1
+            return status
         dt = np.dtype(np.float64 if dtype_code == DTYPE_F64 else np.float32)
         if m == 0 or n == 0:
             return ENTRY_OK
@@ -242,6 +257,21 @@ def _device_gemm(site: int, dtype_code: int, m: int, n: int, k: int, alpha: floa
     except BaseException as exc:  # an exception must not cross the C frame: the entry reports it
         _errors[site] = exc
         return STATUS_FAILED
+
+
+PROFILING = "cpu: profiling (the tuner reads the CPU executor's statistics)"
+"""The ``device_calls`` key of calls a routed site ran on its CPU executor while profiling."""
+
+_cpu_executors: dict[int, Any] = {}
+
+
+def _cpu_executor(code: int) -> Any:
+    """The compiled CPU executor with plan code ``code``, callable from Python (ctypes releases the
+    GIL around the call)."""
+    fn = _cpu_executors.get(code)
+    if fn is None:
+        fn = _cpu_executors[code] = _ENTRY_PROTOTYPE(executor_address(code))
+    return fn
 
 
 _warned: set[int] = set()
@@ -275,8 +305,6 @@ def install_device_executor() -> int:
     global _callback, _code
     with _lock:
         if _code is None:
-            from mixjit.entry import install_executor
-
             _callback = _ENTRY_PROTOTYPE(_device_gemm)  # kept alive for the process
             address = ctypes.cast(_callback, ctypes.c_void_p).value
             _code = install_executor("device", address, {

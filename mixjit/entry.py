@@ -253,6 +253,11 @@ def set_profiling(on: bool) -> None:
     _PROFILE[0] = 1 if on else 0
 
 
+def profiling() -> bool:
+    """Whether the shape log and the executor statistics are on (``set_profiling``)."""
+    return bool(_PROFILE[0])
+
+
 def reset_profile(sites: "range | list[int]") -> None:
     """Clear the shape log and statistics of ``sites``."""
     for s in sites:
@@ -793,6 +798,16 @@ def load_executor(code: int) -> None:
         fn.compile()
         _executor_functions[code] = fn
         _EXEC_TABLE[code] = fn.address
+
+
+def executor_address(code: int) -> int:
+    """The C address of the loaded executor with plan code ``code`` (``load_executor`` first);
+    ValueError for a code with no slot filled (the built-in native and reference executors are
+    part of the entry and have none)."""
+    address = int(_EXEC_TABLE[code]) if 0 < code <= MAX_EXECUTOR_CODE else 0
+    if not address:
+        raise ValueError(f"mixjit: no executor is loaded under plan code {code} (see mixjit.entry.EXECUTORS)")
+    return address
 
 
 _installed: dict[int, str] = {}

@@ -172,3 +172,26 @@ def test_without_a_device_auto_runs_the_cpu_and_cuda_is_refused_with_the_reason(
     for sid in _site_ids(_two_sites):
         choice = backends.set_backend(sid, "auto")
         assert (choice.runs, choice.reason) == ("cpu", status.reason)
+
+
+def test_while_profiling_a_routed_site_runs_its_compiled_cpu_executor_which_records_statistics():
+    a, b, c0 = _operands(5)
+    fake = FakeDevice()
+    with backends.use_device(fake):
+        _run(a, b, c0)
+        sites = _site_ids(_two_sites)
+        for sid in sites:
+            backends.set_backend(sid, "auto")
+        want = _run(a, b, c0)
+        entry.reset_profile(sites)
+        entry.set_profiling(True)
+        try:
+            calls = len(fake.calls)
+            got = _run(a, b, c0)
+        finally:
+            entry.set_profiling(False)
+        assert len(fake.calls) == calls  # the device did not run them
+        assert all(backends.device_calls(s)[backends.PROFILING] >= 1 for s in sites)
+        assert all(entry.site_stats(s).any() for s in sites)  # the MixPert executor's statistics
+        assert [entry.shape_log(s)[0][0][:3] for s in sites] == [(23, 17, 40), (22, 17, 40)]  # (m, n, k)
+    assert all(x.tobytes() == y.tobytes() for x, y in zip(got, want))
