@@ -117,10 +117,21 @@ def set_backend(site: int, backend: str) -> BackendChoice | None:
     returns what it now runs on (None while it has no plan)."""
     from mixjit.plan import get_plan, set_plan
 
-    request(site, backend)
+    check_backend(backend)
+    with _lock:
+        before = _requested.get(site)
+        _requested[site] = backend
     plan = get_plan(site)
-    if plan is not None:
-        set_plan(site, plan)  # takes the plan lock, then this module's (never the other way round)
+    try:
+        if plan is not None:
+            set_plan(site, plan)  # takes the plan lock, then this module's (never the other way round)
+    except BaseException:  # e.g. NoDeviceError: the site keeps what it asked for before
+        with _lock:
+            if before is None:
+                _requested.pop(site, None)
+            else:
+                _requested[site] = before
+        raise
     return _choices.get(site)
 
 
@@ -149,7 +160,8 @@ def route(site: int, plan: "SitePlan", row: np.ndarray) -> np.ndarray:
         choice, dev = _choose(_requested.get(site, "auto"), plan)
         cpu_code = int(row[0])
         if dev is not None and cpu_code in (EXEC_NATIVE, EXEC_REFERENCE):
-            choice, dev = BackendChoice(choice.requested, "cpu", "the entry's built-in BLAS executors stay on the CPU"), None
+            choice = BackendChoice(choice.requested, "cpu", "the entry's built-in BLAS executors stay on the CPU")
+            dev = None
         _choices[site] = choice
         if dev is None:
             return row

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mixjit import backends, entry, gemm, mixjit
-from mixjit.plan import get_plan
+from mixjit.plan import get_plan, set_plan
 from mixjit.runtime.cuda.device import probe
 from mixjit.runtime.cuda.launch import cpu_gemm
 
@@ -172,6 +172,10 @@ def test_without_a_device_auto_runs_the_cpu_and_cuda_is_refused_with_the_reason(
     for sid in _site_ids(_two_sites):
         choice = backends.set_backend(sid, "auto")
         assert (choice.runs, choice.reason) == ("cpu", status.reason)
+        with pytest.raises(backends.NoDeviceError, match="use backend='auto'"):
+            backends.set_backend(sid, "cuda")
+        set_plan(sid, get_plan(sid))  # as the tuner does: the refused request was not kept
+        assert backends.backend_of(sid) == choice
 
 
 def test_while_profiling_a_routed_site_runs_its_compiled_cpu_executor_which_records_statistics():
