@@ -159,15 +159,19 @@ class MixpertLauncher(KernelLauncher):
         tm, tk, tn = desc.tile
         m_pad, n_pad, k_pad = -(-m // bm) * bm, -(-n // bn) * bn, max(-(-k // tk), 1) * tk
         bufs: list[DeviceBuffer] = []
-        take = lambda nbytes: bufs.append(dev.pool.take(nbytes)) or bufs[-1]  # noqa: E731
+
+        def keep(buf: DeviceBuffer) -> DeviceBuffer:
+            bufs.append(buf)
+            return buf
+
         try:
-            bufs += [dev.upload(a), dev.upload(b)]
-            da, db = bufs
-            pa, pb = take(len(desc.a_segments) * m_pad * k_pad), take(len(desc.b_segments) * n_pad * k_pad)
-            ga, gb = take(4 * m_pad * k_pad // tk), take(4 * n_pad * k_pad // tk)
-            out = take(m * n * dtype.itemsize)
-            bufs.append(dev.zeros(4))
-            status = bufs[-1]
+            da, db = keep(dev.upload(a)), keep(dev.upload(b))
+            pa = keep(dev.pool.take(len(desc.a_segments) * m_pad * k_pad))  # INT8 segment planes
+            pb = keep(dev.pool.take(len(desc.b_segments) * n_pad * k_pad))
+            ga = keep(dev.pool.take(4 * m_pad * k_pad // tk))  # int32 tile exponents
+            gb = keep(dev.pool.take(4 * n_pad * k_pad // tk))
+            out = keep(dev.pool.take(m * n * dtype.itemsize))
+            status = keep(dev.zeros(4))
         except BaseException:
             for buf in bufs:
                 dev.pool.give(buf)
