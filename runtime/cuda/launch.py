@@ -6,7 +6,7 @@ gives; everything else is tested on the CPU (docs/cuda_launch.md).
 
 Each scheme with kernels plugs in one :class:`KernelLauncher` (:func:`register_launcher`): it
 says which configs its kernels implement (:meth:`KernelLauncher.why_not`) and queues them for
-one GEMM (:meth:`KernelLauncher.prepare`, a :class:`Launch`). MixPert's is here; a new scheme's
+one GEMM (:meth:`KernelLauncher.prepare`, a :class:`PreparedGemm`). MixPert's is here; a new scheme's
 kernels (tf32x3, bf16xN, ozaki2, split) add a launcher the same way, with no edit elsewhere.
 
 :class:`CudaBackend` is the :class:`GemmDevice` the ``@mixjit`` sites use (mixjit/backends.py):
@@ -30,7 +30,7 @@ import numpy as np
 from mixjit.runtime.cuda.desc import KernelDesc, UnsupportedConfig
 from mixjit.runtime.cuda.device import CudaDevice, DeviceBuffer, device, probe
 
-__all__ = ["GemmDevice", "HandBack", "Launch", "KernelLauncher", "register_launcher", "launcher_for",
+__all__ = ["GemmDevice", "HandBack", "PreparedGemm", "KernelLauncher", "register_launcher", "launcher_for",
            "kernel_schemes", "MixpertLauncher", "CudaBackend", "cuda_gemm", "cpu_gemm"]
 
 
@@ -54,7 +54,7 @@ class GemmDevice(Protocol):
 
 
 @dataclass
-class Launch:
+class PreparedGemm:
     """One GEMM's kernels, prepared on a device: operands uploaded, buffers taken.
     ``enqueue(stream)`` queues the kernels (again and again, for a benchmark);
     ``finish()`` waits and returns C, or raises HandBack; ``release()`` returns the buffers."""
@@ -81,7 +81,7 @@ class KernelLauncher(ABC):
         (``sm_80``/``sm_90``), else why not (the site then runs the CPU executor)."""
 
     @abstractmethod
-    def prepare(self, dev: CudaDevice, a: np.ndarray, b: np.ndarray, config: str) -> Launch:
+    def prepare(self, dev: CudaDevice, a: np.ndarray, b: np.ndarray, config: str) -> PreparedGemm:
         """Upload ``a`` (m x k) and ``b`` (k x n), non-empty and of one dtype, and take the buffers."""
 
     def run(self, dev: CudaDevice, a: np.ndarray, b: np.ndarray, config: str) -> np.ndarray:
@@ -148,7 +148,7 @@ class MixpertLauncher(KernelLauncher):
             return str(exc)
         return ""
 
-    def prepare(self, dev: CudaDevice, a: np.ndarray, b: np.ndarray, config: str) -> Launch:
+    def prepare(self, dev: CudaDevice, a: np.ndarray, b: np.ndarray, config: str) -> PreparedGemm:
         from mixjit.runtime.cuda.emit import ENTRY_POINTS
 
         dtype = np.dtype(a.dtype)
@@ -198,7 +198,7 @@ class MixpertLauncher(KernelLauncher):
                                "4 exponent span)")
             return dev.download(out, (m, n), dtype)
 
-        return Launch(dev, enqueue, finish, bufs)
+        return PreparedGemm(dev, enqueue, finish, bufs)
 
 
 register_launcher(MixpertLauncher())
