@@ -5,7 +5,10 @@ result bit for bit, and switches backend without recompiling."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
+from numba import prange
 import pytest
 
 from mixjit import backends, entry, gemm, mixjit
@@ -23,6 +26,7 @@ class FakeDevice:
                  refuse: str = "") -> None:
         self.schemes, self.fail, self.where, self.refuse = schemes, fail, where, refuse
         self.calls: list[tuple[str, str, tuple[int, int], tuple[int, int]]] = []
+        self.threads: set[int] = set()
 
     def status(self):
         return True, ""
@@ -34,6 +38,7 @@ class FakeDevice:
 
     def gemm(self, scheme, a, b, config):
         self.calls.append((scheme, config, a.shape, b.shape))
+        self.threads.add(threading.get_ident())
         if self.fail is not None:
             raise self.fail
         return cpu_gemm(scheme, np.array(a), np.array(b), config), self.where
@@ -199,3 +204,28 @@ def test_while_profiling_a_routed_site_runs_its_compiled_cpu_executor_which_reco
         assert all(entry.site_stats(s).any() for s in sites)  # the MixPert executor's statistics
         assert [entry.shape_log(s)[0][0][:3] for s in sites] == [(23, 17, 40), (22, 17, 40)]  # (m, n, k)
     assert all(x.tobytes() == y.tobytes() for x, y in zip(got, want))
+
+
+@mixjit(schemes=("mixpert",), tune="never", parallel=True)
+def _batched(a, b, out):
+    for i in prange(a.shape[0]):
+        out[i] = a[i] @ b[i]
+    return out
+
+
+def test_a_site_inside_prange_reaches_the_device_from_the_worker_threads():
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((6, 9, 33)).astype(np.float32)
+    b = rng.standard_normal((6, 33, 5)).astype(np.float32)
+    fake = FakeDevice()
+    with backends.use_device(fake):
+        _batched(a, b, np.zeros((6, 9, 5), np.float32))
+        (sid,) = _site_ids(_batched)
+        backends.set_backend(sid, "auto")
+        fake.calls.clear()
+        got = _batched(a, b, np.zeros((6, 9, 5), np.float32))
+        assert len(fake.calls) == 6 and backends.backend_of(sid).runs == "fake"
+        assert fake.threads - {threading.get_ident()}, "no call came from a Numba worker thread"
+    config = get_plan(sid).config
+    for i in range(6):
+        assert got[i].tobytes() == gemm(a[i], b[i], "mixpert", config).tobytes()
