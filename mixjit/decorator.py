@@ -1,6 +1,6 @@
 """``@mixjit``: compile a function with Numba and run its GEMMs through mixjit.
 
-``@mixjit`` / ``@mixjit(error_budget=1e-6, target="h100", schemes=None, **njit_options)`` /
+``@mixjit`` / ``@mixjit(error_budget=1e-6, target="h100", schemes=None, backend="auto", **njit_options)`` /
 ``@mixjit("float64[:, :](float64[:, :])", ...)`` wraps a function in a ``MixjitDispatcher``:
 a Numba ``CPUDispatcher`` built on mixjit's pipeline (``mixjit.numba_pipeline``). Every
 ``@njit`` option keeps its meaning (``parallel``, ``fastmath``, ``cache``, ``locals``, explicit
