@@ -28,7 +28,7 @@ from typing import Any, Callable, ClassVar, Protocol
 import numpy as np
 
 from mixjit.runtime.cuda.desc import KernelDesc, UnsupportedConfig
-from mixjit.runtime.cuda.device import CudaDevice, DeviceBuffer, device, probe
+from mixjit.runtime.cuda.device import CudaDevice, DeviceBuffer, DeviceStatus, device, probe
 
 __all__ = ["GemmDevice", "HandBack", "PreparedGemm", "KernelLauncher", "register_launcher", "launcher_for",
            "kernel_schemes", "MixpertLauncher", "CudaBackend", "cuda_gemm", "cpu_gemm"]
@@ -215,19 +215,26 @@ def cpu_gemm(scheme: str, a: np.ndarray, b: np.ndarray, config: str) -> np.ndarr
 
 
 class CudaBackend:
-    """Device 0 as a :class:`GemmDevice`: the registered launchers, else the CPU executor."""
+    """Device 0 as a :class:`GemmDevice`: the registered launchers, else the CPU executor.
+    ``dev`` replaces the process's device (a test passes one on a driver stand-in)."""
 
     name = "cuda"
 
+    def __init__(self, dev: CudaDevice | None = None) -> None:
+        self._dev = dev
+
+    def _status(self) -> DeviceStatus:
+        return self._dev.status if self._dev is not None else probe()
+
     def status(self) -> tuple[bool, str]:
-        s = probe()
+        s = self._status()
         return s.available, s.reason
 
     def why_not(self, scheme: str, config: str, dtype: np.dtype | type = np.float32) -> str:
         launcher = launcher_for(scheme)
         if launcher is None:
             return f"scheme {scheme!r} has no CUDA kernel (schemes with kernels: {', '.join(kernel_schemes())})"
-        return launcher.why_not(config, np.dtype(dtype), probe().target)
+        return launcher.why_not(config, np.dtype(dtype), self._status().target)
 
     def gemm(self, scheme: str, a: np.ndarray, b: np.ndarray, config: str) -> tuple[np.ndarray, str]:
         ok, why = self.status()
@@ -238,7 +245,7 @@ class CudaBackend:
             ok = not why
         if not ok:
             return cpu_gemm(scheme, a, b, config), f"cpu: {why}"
-        dev = device()
+        dev = self._dev or device()
         with dev.lock:
             dev.make_current()
             try:

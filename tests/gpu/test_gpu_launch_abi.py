@@ -147,3 +147,26 @@ def test_concurrent_parts_run_on_their_own_streams_and_the_default_stream_waits(
     assert len(waits_on_default) == 2
     assert sum(1 for n in names if n == "cuEventDestroy") == 3
     assert device.time_ms(lambda: None, repeats=4) == 0.5  # the stand-in's 2 ms over 4 runs
+
+
+def test_a_mixjit_site_reaches_the_driver_through_the_device_executor(device):
+    from mixjit import backends, gemm, mixjit
+    from mixjit.plan import get_plan
+
+    @mixjit(schemes=("mixpert",), tune="never")
+    def f(a, b, c):
+        c[1:, :] -= a[1:, :] @ b
+        return a @ b
+
+    rng = np.random.default_rng(0)
+    a, b, c = rng.standard_normal((20, 30)), rng.standard_normal((30, 10)), rng.standard_normal((20, 10))
+    with backends.use_device(launch.CudaBackend(device)):
+        out = c.copy()
+        p = f(a, b, out)  # routed at registration: the stand-in device runs both GEMMs
+        assert [(s.backend.runs, s.backend.reason) for s in f.sites] == [("cuda", ""), ("cuda", "")]
+        assert all(backends.device_calls(s.id) == {"cuda": 1} for s in f.sites)
+    assert sum(1 for name, _ in device.driver.calls if name == "cuLaunchKernel") == 6
+    # the stand-in's memory reads as zeros, so the products came from the device: P = 0 and
+    # C[1:] = -1 * 0 + 1 * C[1:]
+    assert not p.any() and out.tobytes() == c.tobytes()
+    assert f(a, b, c.copy()).tobytes() == gemm(a, b, "mixpert", get_plan(f.sites[1].id).config).tobytes()
