@@ -196,7 +196,7 @@ class CudaDevice:
                                lambda p: check(driver.cuMemFree(p), "cuMemFree"))
         self.lock = threading.RLock()
         self._streams: list[Any] = []
-        self._modules: dict[str, Any] = {}
+        self._functions: dict[tuple[str, tuple[str, ...]], tuple[Any, ...]] = {}
 
     def make_current(self) -> None:
         """Make the device's primary context current on the calling thread (each thread that
@@ -206,12 +206,13 @@ class CudaDevice:
     # -- code ---------------------------------------------------------------------------------
     def functions(self, cubin: bytes, names: Sequence[str]) -> tuple[Any, ...]:
         """The kernels ``names`` of ``cubin``, loading the module once per content."""
-        key = hashlib.sha256(cubin).hexdigest()
-        module = self._modules.get(key)
-        if module is None:
-            module = self._modules[key] = check(self.driver.cuModuleLoadData(cubin), "cuModuleLoadData")
-        return tuple(check(self.driver.cuModuleGetFunction(module, n.encode()), f"cuModuleGetFunction {n}")
-                     for n in names)
+        key = (hashlib.sha256(cubin).hexdigest(), tuple(names))
+        found = self._functions.get(key)
+        if found is None:
+            module = check(self.driver.cuModuleLoadData(cubin), "cuModuleLoadData")
+            found = self._functions[key] = tuple(
+                check(self.driver.cuModuleGetFunction(module, n.encode()), f"cuModuleGetFunction {n}") for n in names)
+        return found
 
     # -- memory -------------------------------------------------------------------------------
     def upload(self, array: np.ndarray, stream: Any = 0) -> DeviceBuffer:

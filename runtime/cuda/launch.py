@@ -137,6 +137,7 @@ class MixpertLauncher(KernelLauncher):
     scheme = "mixpert"
 
     @staticmethod
+    @lru_cache(maxsize=256)
     def desc(config: str, dtype: np.dtype, arch: str) -> KernelDesc:
         return KernelDesc.for_config("mixpert", config, dtype="f64" if np.dtype(dtype) == np.float64 else "f32",
                                      arch=arch)
