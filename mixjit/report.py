@@ -34,8 +34,9 @@ def sites_report(fn: Any, calls: Mapping[int, int] | None = None) -> str:
     """One row per GEMM candidate of ``fn`` (a MixjitDispatcher): its site id (or
     ``-`` when not taken), where the source wrote it (and in which function, when
     a helper), what the source said, its dtype, what it ran (the plan label of
-    ``f.sites``, with ``on cuda`` when a device runs it, or why it was not taken) and how many times it ran: ``calls[id]``
-    when given (e.g. the calls of one run), else its total so far."""
+    ``f.sites``, with ``on cuda`` when a device runs it, or why it was not taken) and
+    how many times it ran: ``calls[id]`` when given (e.g. the calls of one run), else
+    its total so far."""
     own = fn.py_func.__qualname__
     rows = []
     for s in fn.sites:

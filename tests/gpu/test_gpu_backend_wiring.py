@@ -13,6 +13,7 @@ import pytest
 
 from mixjit import backends, entry, gemm, mixjit
 from mixjit.plan import get_plan, set_plan
+from mixjit.report import sites_report
 from mixjit.runtime.cuda.device import probe
 from mixjit.runtime.cuda.launch import cpu_gemm
 
@@ -81,6 +82,7 @@ def test_a_routed_site_runs_through_the_device_callback_bit_equal_without_recomp
         p_dev, c_dev = _run(a, b, c0)
         assert len(fake.calls) == 2 and {call[0] for call in fake.calls} == {"mixpert"}
         assert [(s.backend.runs, s.backend.reason) for s in _two_sites.sites] == [("fake", ""), ("fake", "")]
+        assert sites_report(_two_sites).count("] on fake") == 2
         code = backends.install_device_executor()
         assert all(entry.plan_row(s)[0] == code for s in sites)
         assert all(backends.device_calls(s).get("cuda", 0) >= 1 for s in sites)
@@ -91,6 +93,7 @@ def test_a_routed_site_runs_through_the_device_callback_bit_equal_without_recomp
         assert len(fake.calls) == 2  # the CPU executor ran, not the device
         assert all(entry.plan_row(s)[0] == entry.EXECUTORS["mixpert"] for s in sites)
         assert [s.backend.runs for s in _two_sites.sites] == ["cpu", "cpu"]
+        assert " on " not in sites_report(_two_sites)
     assert len(_two_sites.overloads) == 1  # one compilation served both backends
     assert p_dev.tobytes() == p_cpu.tobytes() and c_dev.tobytes() == c_cpu.tobytes()
     config = get_plan(sites[0]).config
