@@ -1,15 +1,25 @@
-"""``make demo``: two example programs under ``@mixjit``, next to plain ``@njit``, on one screen.
+"""``make demo``: two Numba programs tuned end to end under ``@mixjit``, then re-tuned offline with ``mixopt``.
 
-    python -m mixjit.demo [--quick] [--repeats N] [--out DIR]
+    python -m mixjit.demo [--quick] [--out DIR]
 
-For each example (examples/cholesky.py, examples/kmeans.py) it prints the GEMM
-sites mixjit found (source line and form), their DAG, what each site ran (its
-plan label in ``f.sites``) and how often in one run of the program, the error of
-the result against the same program run in FP64 next to the same program under
-plain ``@njit`` in float32 and float64 (BLAS), and the time per call. Then it
-dumps the function's mix IR (``f.dump``) and runs ``mixopt -p detect-gemm,build-dag
---print-ir-after-all --timing`` on it: one summary line on the terminal, the full
-output in a file whose path is printed.
+For each example (examples/cholesky.py, examples/kmeans.py, both in float64) it
+wraps the example's function in ``@mixjit(error_budget=..., target=...)``, tunes it
+on a sample input with a held-out input for validation (``f.tune``), prints the
+tuner's report (``f.report()``, every time and speedup in it *modeled* for the
+target GPU), runs the tuned plan on an input the tuner never saw and prints its
+error against the same program in FP64 and the program's own metric (backward error
+of the factorization, agreement of the cluster assignments). Then, from the tuned
+function's IR dump alone (``f.dump``), ``mixopt`` re-tunes it offline under a tighter
+budget (``-p "build-dag,tune{...}" --report``) and emits the CUDA source of the plan
+the program runs (``-p "emit-cuda{arch=sm_90}" --emit-dir``).
+
+Both examples are tuned for an NVIDIA Jetson AGX Orin, whose FP64 rate is 1/64 of its
+FP32 rate: emulating FP64 (or FP32, where the budget allows) on its INT8 tensor cores
+is modeled faster than native FP64 already at these CPU-friendly sizes, so the tuner
+has real choices. On an H100 at these sizes the cost model picks native everywhere
+(docs/tuning.md, "Sizes"). Everything is written under ``--out`` (default
+``results/demo``): the reports, the Pareto plots, the plan files, the dumps, mixopt's
+output and the CUDA sources.
 """
 
 from __future__ import annotations
@@ -17,8 +27,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import io
+import json
 import sys
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass
@@ -29,15 +39,18 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from mixjit import mixopt
-from mixjit.decorator import MixjitWarning
-from mixjit.report import aligned, dag_report, short_path, sites_report
+from mixjit.decorator import MixjitWarning, mixjit
+from mixjit.report import short_path, sites_report
 from mixjit.tuning.outputs import relative_frobenius
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-PIPELINE = "detect-gemm,build-dag"
-DTYPES = (np.float64, np.float32)
-METRIC = ("error: relative Frobenius error ||y - y_ref||_F / ||y_ref||_F of the program's output y,\n"
-          "       y_ref = the same program under @njit in float64 on the same inputs (upcast to float64)")
+TARGET = "jetson-agx-orin"
+TARGET_WHY = "an NVIDIA Jetson AGX Orin (FP64 at 1/64 of its FP32 rate; INT8 tensor cores)"
+ARCH = "sm_90"
+DEFAULT_OUT = Path("results") / "demo"
+INPUTS = ("sample", "held_out", "unseen")
+"""The inputs of an example: the sample it is tuned on, the held-out input the plan is
+validated on, and an input the tuner never sees, on which the tuned plan then runs."""
 
 
 def load_example(name: str) -> ModuleType:
@@ -60,31 +73,80 @@ def load_example(name: str) -> ModuleType:
     return module
 
 
+def assignment_metric(out: Any, ref: Any) -> float:
+    """k-means' error for the tuner: for the labels (an integer output), the fraction of
+    points assigned to another cluster than in the reference run; for the centroids,
+    the relative Frobenius error. A budget of 1e-2 then means "at least 99% of the
+    points keep their cluster, and the centroids move by at most 1%"."""
+    out, ref = np.asarray(out), np.asarray(ref)
+    if out.dtype.kind in "iub":
+        return float(np.mean(out != ref)) if out.size else 0.0
+    return relative_frobenius(out, ref)
+
+
 @dataclass(frozen=True)
-class Case:
-    """One example program: ``fn`` (a ``@mixjit`` function) called with ``args``
-    (float arrays in float64; each run casts them to its dtype); ``output`` picks
-    from its result the array ``output_name`` the error is measured on."""
+class Example:
+    """One example program under ``@mixjit``: ``fn`` (tuned explicitly) and its inputs
+    ``inputs[kind]`` for each ``kind`` of ``INPUTS``, generated with the random seed
+    ``seeds[kind]`` (``why_sample`` says why that sample). ``output`` picks from a result
+    the array ``output_name`` whose error against FP64 is shown; ``application`` turns
+    (inputs, result, FP64 result) into the program's own metric, one line."""
 
     name: str
     title: str
     fn: Any
-    args: tuple
+    seeds: dict[str, int]
+    inputs: dict[str, tuple]
+    why_sample: str
     output: Callable[[Any], np.ndarray]
     output_name: str
+    application: Callable[[tuple, Any, Any], str]
+    offline_budget: float
+
+    @property
+    def budget(self) -> float:
+        return self.fn.mixjit_options.error_budget
+
+    @property
+    def target(self) -> str:
+        return self.fn.mixjit_options.target
 
 
-def cases(quick: bool = False) -> list[Case]:
-    """The demo's examples, at small sizes when ``quick`` (for tests)."""
+def _backward_error(args: tuple, L: np.ndarray, L64: np.ndarray) -> str:
+    a = np.asarray(args[0], np.float64)
+
+    def err(f: np.ndarray) -> float:
+        f = np.asarray(f, np.float64)
+        return float(np.linalg.norm(a - f @ f.T) / np.linalg.norm(a))
+
+    return f"backward error ||A - L L^T||_F / ||A||_F: {err(L):.2e} (FP64 run: {err(L64):.2e})"
+
+
+def _agreement(args: tuple, result: tuple, result64: tuple) -> str:
+    labels, labels64 = result[1], result64[1]
+    same = int(np.sum(labels == labels64))
+    return (f"cluster assignments agree with the FP64 run on {same / labels.size:.2%} of the points "
+            f"({same}/{labels.size})")
+
+
+def build_examples(quick: bool = False) -> list[Example]:
+    """The demo's examples (fresh ``@mixjit`` functions each call), at small sizes when ``quick``."""
     chol, km = load_example("cholesky"), load_example("kmeans")
-    n, block = (40, 16) if quick else (96, 32)
-    kn, d, k, iters = (200, 8, 4, 3) if quick else (512, 16, 8, 10)
-    X, C0 = km.blobs(kn, d, k)
+    n, block = (192, 64) if quick else (256, 64)
+    kn, d, k, iters = (1024, 32, 16, 4) if quick else (2048, 64, 32, 8)
+    cholesky = mixjit(error_budget=1e-6, target=TARGET, tune="explicit")(chol.cholesky.py_func)
+    kmeans = mixjit(error_budget=1e-2, target=TARGET, tune="explicit", metric=assignment_metric)(km.kmeans.py_func)
+    chol_seeds = dict(zip(INPUTS, (0, 1, 2)))
+    km_seeds = dict(zip(INPUTS, (1, 0, 2)))
     return [
-        Case("cholesky", f"blocked Cholesky (examples/cholesky.py), n={n}, block={block}",
-             chol.cholesky, (chol.spd_matrix(n), block), lambda L: L, "L"),
-        Case("kmeans", f"k-means (examples/kmeans.py), n={kn}, d={d}, k={k}, iters={iters}",
-             km.kmeans, (X, C0, iters), lambda result: result[0], "C, the centroids"),
+        Example("cholesky", f"blocked Cholesky (examples/cholesky.py), n={n}, block={block}, float64",
+                cholesky, chol_seeds, {kind: (chol.spd_matrix(n, seed), block) for kind, seed in chol_seeds.items()},
+                "", lambda L: L, "L", _backward_error, offline_budget=1e-12),
+        Example("kmeans", f"k-means (examples/kmeans.py), n={kn}, d={d}, k={k}, {iters} Lloyd iterations, float64",
+                kmeans, km_seeds, {kind: (*km.blobs(kn, d, k, seed), iters) for kind, seed in km_seeds.items()},
+                "near-ties between clusters, where too coarse a GEMM flips assignments: the tuner must see "
+                "them to avoid them", lambda result: result[0], "C, the centroids",
+                _agreement, offline_budget=1e-3),
     ]
 
 
@@ -93,115 +155,103 @@ def cast(args: tuple, dtype: Any) -> tuple:
     return tuple(a.astype(dtype) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in args)
 
 
-def best_time(fn: Callable, args: tuple, repeats: int) -> float:
-    """The shortest wall time of ``repeats`` calls ``fn(*args)`` (call it once before)."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn(*args)
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def timed(fn: Callable, args: tuple) -> tuple[Any, float]:
-    """``fn(*args)`` and its wall time."""
-    start = time.perf_counter()
-    result = fn(*args)
-    return result, time.perf_counter() - start
-
-
 @dataclass
-class Row:
-    """One dtype's errors (against the FP64 run) and times per call."""
+class Outcome:
+    """What one example did: the report, the run on the unseen input, the files written."""
 
-    dtype: str
-    err_mixjit: float
-    err_njit: float
-    t_mixjit: float
-    t_njit: float
-
-
-@dataclass
-class CaseResult:
-    """What ``run_case`` found: site and DAG reports (with each site's calls in one
-    run of the program), the rows, the first calls' times and any warnings."""
-
+    report: str
     sites: str
-    dag: str
-    rows: list[Row]
-    first_mixjit: float
-    first_njit: float
+    error: float
+    error_float32: float
+    application: str
+    native_time: float | None
+    files: dict[str, Path]
     warnings: list[str]
 
 
-def run_case(case: Case, repeats: int) -> CaseResult:
-    """Run ``case`` under ``@mixjit`` and plain ``@njit`` in each of ``DTYPES``."""
+def tune_and_run(ex: Example, out_dir: Path) -> Outcome:
+    """Tune ``ex.fn`` on its sample (validated on the held-out input), write the report, the
+    Pareto plot and the plan file, then run the tuned plan on the unseen input next to the
+    same program under plain ``@njit`` in float64 (the FP64 run) and in float32."""
     from numba import njit
 
-    plain = njit(case.fn.py_func)
-    before = case.fn.call_counts()
-    with warnings.catch_warnings(record=True) as caught:  # printed with the example
+    plain = njit(ex.fn.py_func)
+    files = {"report": out_dir / f"{ex.name}.report.txt", "pareto": out_dir / f"{ex.name}.pareto.png",
+             "plan": out_dir / f"{ex.name}.mixplan.json"}
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", MixjitWarning)
-        runs, first_mixjit, first_njit = {}, 0.0, 0.0
-        for dtype in DTYPES:
-            args = cast(case.args, dtype)
-            got, t_mixjit = timed(case.fn, args)
-            base, t_njit = timed(plain, args)
-            first_mixjit, first_njit = first_mixjit + t_mixjit, first_njit + t_njit
-            ref = plain(*cast(args, np.float64))  # the FP64 run on the same (upcast) inputs
-            runs[dtype] = (args, case.output(got), case.output(base), case.output(ref))
-        one_run = {site: n - before.get(site, 0) for site, n in case.fn.call_counts().items()}
-        sites, dag = sites_report(case.fn, one_run), dag_report(case.fn)
-    rows = []
-    for dtype, (args, got, base, ref) in runs.items():
-        rows.append(Row(np.dtype(dtype).name, relative_frobenius(got, ref), relative_frobenius(base, ref),
-                        best_time(case.fn, args, repeats), best_time(plain, args, repeats)))
-    notes = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
-    return CaseResult(sites, dag, rows, first_mixjit, first_njit, notes)
+        ex.fn.tune(*ex.inputs["sample"], validate=[ex.inputs["held_out"]])
+        report = ex.fn.report(plot=files["pareto"])
+        files["report"].write_text(report + "\n", encoding="utf-8")
+        ex.fn.save_plan(files["plan"])
+        unseen = ex.inputs["unseen"]
+        before = ex.fn.call_counts()
+        got = ex.fn(*unseen)
+        one_run = {site: n - before.get(site, 0) for site, n in ex.fn.call_counts().items()}
+        ref = plain(*unseen)
+        got32 = plain(*cast(unseen, np.float32))
+    notes = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught
+                               if issubclass(w.category, MixjitWarning)))
+    return Outcome(report, sites_report(ex.fn, one_run), relative_frobenius(ex.output(got), ex.output(ref)),
+                   relative_frobenius(ex.output(got32), ex.output(ref)), ex.application(unseen, got, ref),
+                   ex.fn.plan.native_modeled_time_s, files, notes)
 
 
-def _error(e: float) -> str:
-    return "0 (equal)" if e == 0.0 else f"{e:.2e}"
-
-
-def _seconds(t: float) -> str:
-    if t < 1e-3:
-        return f"{t * 1e6:.1f} us"
-    return f"{t * 1e3:.2f} ms" if t < 1.0 else f"{t:.2f} s"
-
-
-def results_table(result: CaseResult) -> list[str]:
-    """The error / time table of one example: a row per dtype."""
-    rows = [["dtype", "error @mixjit", "error @njit", "time @mixjit", "time @njit"]]
-    for r in result.rows:
-        njit_err = "(is y_ref)" if r.dtype == "float64" else _error(r.err_njit)
-        rows.append([r.dtype, _error(r.err_mixjit), njit_err, _seconds(r.t_mixjit), _seconds(r.t_njit)])
-    return aligned(rows, gap="   ")
-
-
-def mixopt_step(case: Case, out_dir: Path) -> tuple[int, str, Path]:
-    """Dump ``case.fn``'s IR for its first signature to ``<out_dir>/<name>.mix`` and run
-    ``mixopt -p PIPELINE --print-ir-after-all --timing`` on it. Returns mixopt's exit
-    status, a one-line summary and the path of the file holding its full output."""
-    from mixjit.ir.dialects.mix import GemmOp
-    from mixjit.ir.parser import parse_module
-
-    dump = case.fn.dump(out_dir / f"{case.name}.mix", *case.fn.signatures[0], raw=True)  # mixopt detects
-    argv = [str(dump), "-p", PIPELINE, "--print-ir-after-all", "--timing", "--source-dir", str(EXAMPLES)]
+def run_mixopt(argv: list[str], log_path: Path) -> tuple[int, str, str]:
+    """``mixopt argv`` in this process; its command line, stderr and result IR go to ``log_path``.
+    Returns the exit status, the result IR and stderr."""
     result, log = io.StringIO(), io.StringIO()
     status = mixopt.main(argv, stdout=result, stderr=log)
-    path = out_dir / f"{case.name}.mixopt.txt"
-    path.write_text(f"$ mixopt {' '.join(argv)}\n\n{log.getvalue()}// Result:\n{result.getvalue()}")
+    log_path.write_text(f"$ mixopt {' '.join(map(short_path, argv))}\n\n{log.getvalue()}\n// Result:\n"
+                        f"{result.getvalue()}", encoding="utf-8")
+    return status, result.getvalue(), log.getvalue()
+
+
+def retune_offline(ex: Example, dump: Path, out_dir: Path, native_time: float | None) -> tuple[int, str, Path]:
+    """``mixopt dump -p "build-dag,tune{budget=offline_budget,target=...}" --report``: re-tune
+    from the profiles in the dump, no program run. Returns the status, a one-line summary
+    (each site's new plan, the modeled program error and modeled speedup) and the log file."""
+    from mixjit.ir.attributes import DictAttr
+    from mixjit.ir.parser import parse_module
+    from mixjit.passes.tuning.plan_attr import PLAN_ATTR, TUNING_ATTR, SitePlan
+    from mixjit.passes.tuning.sites import gemm_sites
+
+    pipeline = f"build-dag,tune{{budget={ex.offline_budget:g},target={ex.target}}}"
+    log_path = out_dir / f"{ex.name}.retune.txt"
+    status, text, _ = run_mixopt([str(dump), "-p", pipeline, "--report", "-o", "-"], log_path)
     if status != 0:
-        return status, f"mixopt failed (exit {status}); see the file below", path
-    module = parse_module(result.getvalue(), str(dump))
-    gemms = [op for op in module.walk() if isinstance(op, GemmOp)]
-    ops = sum(1 for _ in module.walk())
-    found = "; ".join(
-        f"alpha={op.alpha.value}, beta={op.beta.value}, "
-        f"loop depth {op.attributes['mix.loop_depth'].value if 'mix.loop_depth' in op.attributes else '?'}"
-        for op in gemms)
-    return status, f"{ops} ops, {len(gemms)} mix.gemm ({found or 'none'})", path
+        return status, f"mixopt failed (exit {status}); see the file below", log_path
+    module = parse_module(text, str(dump))
+    plans = [f"site {site} -> {SitePlan.from_attr(site, op.attributes[PLAN_ATTR]).label}"
+             for site, op in gemm_sites(module).items() if PLAN_ATTR in op.attributes]
+    tuning = module.attributes[TUNING_ATTR]
+    assert isinstance(tuning, DictAttr)  # the tune pass writes it
+    error, modeled = tuning["error"].value, tuning["modeled_time"].value
+    speedup = f", modeled speedup {native_time / modeled:.2f}x vs native" if native_time and modeled else ""
+    fits = "within" if tuning["within_budget"].value else "EXCEEDS"
+    return status, (f"{'; '.join(plans)}; modeled program error {error:.2e} ({fits} budget "
+                    f"{ex.offline_budget:g}){speedup}"), log_path
+
+
+def emit_cuda(ex: Example, dump: Path, out_dir: Path) -> tuple[int, str, Path]:
+    """``mixopt dump -p "emit-cuda{arch=ARCH}" --emit-dir DIR``: the CUDA sources of the plan
+    the program runs (``mix.runs`` in the dump). Returns the status, a one-line summary and
+    the folder (sources, manifest.json and mixopt's log)."""
+    from mixjit.passes.emit_cuda import MANIFEST
+
+    emit_dir = out_dir / "cuda" / ex.name
+    emit_dir.mkdir(parents=True, exist_ok=True)
+    argv = [str(dump), "-p", f"emit-cuda{{arch={ARCH}}}", "--emit-dir", str(emit_dir), "-o", "-"]
+    status, _, log = run_mixopt(argv, emit_dir / "mixopt.txt")
+    if status != 0:
+        return status, f"mixopt failed (exit {status}); see {short_path(str(emit_dir / 'mixopt.txt'))}", emit_dir
+    kernels = json.loads((emit_dir / MANIFEST).read_text())["kernels"]
+    made = ", ".join(f"{k['file']} ({k['scheme']}[{k['config']}], sites {k['sites']})" for k in kernels)
+    kept = log.count("keeps its CPU executor")
+    summary = f"{len(kernels)} kernel(s)" + (f": {made}" if made else "")
+    if kept:
+        summary += f"; {kept} site(s) without a CUDA kernel keep their CPU executor (see mixopt.txt)"
+    return status, summary, emit_dir
 
 
 def entry_line() -> str:
@@ -218,50 +268,70 @@ def entry_line() -> str:
             f"first run only, cached in {short_path(str(where))}")
 
 
+def show(number: int, ex: Example, out_dir: Path) -> int:
+    """Run one example end to end and print its section; returns the first nonzero mixopt status."""
+    print(f"\n== {number}. {ex.title} ==")
+    print(f"@mixjit(error_budget={ex.budget:g}, target={ex.target!r}"
+          + (", metric=assignment_metric" if ex.fn.mixjit_options.metric else "") + ")")
+    print(f"f.tune(sample, validate=[held_out]): seeds {ex.seeds['sample']} and {ex.seeds['held_out']}"
+          + (f"; the sample has {ex.why_sample}" if ex.why_sample else ""))
+    outcome = tune_and_run(ex, out_dir)
+    print(outcome.report)
+    print(f"run on an input the tuner never saw (seed {ex.seeds['unseen']}):")
+    print("\n".join("  " + line for line in outcome.sites.splitlines()))
+    print(f"  error of {ex.output_name} vs the FP64 run (relative Frobenius): {outcome.error:.2e}; "
+          f"the same program in float32 (@njit): {outcome.error_float32:.2e}")
+    print(f"  {outcome.application}")
+    for note in outcome.warnings:
+        print(f"  warning: {note}")
+    dump = ex.fn.dump(out_dir / f"{ex.name}.mix", *ex.inputs["sample"])
+    print(f"mixopt on the dump {short_path(str(dump))} (offline: no program run):")
+    status, summary, path = retune_offline(ex, dump, out_dir, outcome.native_time)
+    print(f"  tune{{budget={ex.offline_budget:g}}}: {summary}")
+    code, emitted, emit_dir = emit_cuda(ex, dump, out_dir)
+    print(f"  emit-cuda{{arch={ARCH}}} (the plan it runs): {emitted}")
+    files = [outcome.files["report"], outcome.files["pareto"], outcome.files["plan"], path, emit_dir]
+    print("  files: " + ", ".join(short_path(str(p)) for p in files))
+    return status or code
+
+
 def build_arg_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m mixjit.demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small problem sizes (seconds, not minutes)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed calls per measurement (default 5)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="folder for the IR dumps and mixopt output (default: a new temporary folder)")
+    parser.add_argument("--quick", action="store_true", help="smaller problem sizes (for tests)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help=f"folder for the reports, plots, plans, dumps and CUDA sources (default: {DEFAULT_OUT})")
     return parser
 
 
+def run_demo(examples: Sequence[Example], out_dir: Path) -> int:
+    """Print the demo of ``examples``, writing its files under ``out_dir``; returns 0, or the
+    first nonzero mixopt exit status."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    start = time.process_time()
+    print("mixjit demo: float64 Numba programs tuned under @mixjit, run, and re-tuned offline with mixopt")
+    print(f"target: {TARGET_WHY}; every time and speedup printed is modeled for it by the cost model, "
+          "none is measured on a GPU")
+    print("error: relative Frobenius error against the reference run (the tuner) or the same program in "
+          "FP64 (@njit), unless named otherwise")
+    print("sites run mixjit's CPU executors, bit-exact simulators of each scheme's GPU arithmetic (docs/numerics.md)")
+    print(entry_line())
+    status = 0
+    for number, ex in enumerate(examples, 1):
+        code = show(number, ex, out_dir)
+        status = status or code
+    print(f"\nwritten under {short_path(str(out_dir.resolve()))}/ ; demo took {time.process_time() - start:.0f} s CPU")
+    return status
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the demo; returns 0, or the first nonzero mixopt exit status."""
+    """``python -m mixjit.demo``: returns 0, or the first nonzero mixopt exit status."""
     args = build_arg_parser().parse_args(argv)
-    if args.repeats < 1:
-        print("demo: --repeats must be at least 1", file=sys.stderr)
-        return 2
     try:
-        examples = cases(args.quick)
+        examples = build_examples(args.quick)
     except FileNotFoundError as e:
         print(e, file=sys.stderr)
         return 1
-    out_dir = args.out if args.out is not None else Path(tempfile.mkdtemp(prefix="mixjit-demo-"))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    print("mixjit demo: the GEMMs of two Numba programs under @mixjit, next to the same programs under @njit")
-    print(METRIC)
-    print(f"time: wall, best of {args.repeats} calls after a warm-up call, measured on this CPU")
-    print("note: mixjit's sites run its CPU executor, a bit-exact simulator of each scheme's GPU arithmetic "
-          "(docs/numerics.md), not a GPU kernel: its times are no GPU figures")
-    print(entry_line())
-    status = 0
-    for number, case in enumerate(examples, 1):
-        result = run_case(case, args.repeats)
-        print(f"\n== {number}. {case.title}; y = {case.output_name} ==")
-        print(result.sites)
-        print(result.dag)
-        print("\n".join(results_table(result)))
-        print(f"first calls (compile + run, both dtypes, wall): @mixjit {_seconds(result.first_mixjit)}, "
-              f"@njit {_seconds(result.first_njit)}")
-        for note in result.warnings:
-            print(f"warning: {note}")
-        code, summary, path = mixopt_step(case, out_dir)
-        status = status or code
-        print(f"mixopt {case.name}.mix -p {PIPELINE}: {summary}")
-        print(f"  full IR after each pass, with timing: {short_path(str(path))}")
-    return status
+    return run_demo(examples, args.out)
 
 
 if __name__ == "__main__":
