@@ -22,7 +22,7 @@ import numpy as np
 
 from mixjit.runtime import executor_int8 as ei8
 from mixjit.runtime.cuda.desc import MMA_K, Launch
-from mixjit.runtime.cuda.desc_vitbit import VitbitDesc, column_split, fp_block, qmax, slot_bits
+from mixjit.runtime.cuda.desc_vitbit import VitbitDesc, column_split, fp_block, pack_count, qmax, slot_bits
 from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS, LANES, _axpby, _u32, mma_m16n8k32
 
 __all__ = ["Planes", "host_scales", "pack_a", "pack_b", "extract_fields", "gemm", "run_vitbit", "STATUS_NONFINITE"]
@@ -89,7 +89,7 @@ def pack_b(b: np.ndarray, scale_b: np.ndarray, desc: VitbitDesc, n1: int, n2: in
 def extract_fields(reg: np.ndarray, bits: int) -> list[np.ndarray]:
     """vitbit_gemm.cu extract_fields on uint32 words: the kPack signed fields (field p at bit
     kSlot·(kPack−1−p)), lowest first, each sign-extended and its borrow returned, in uint32."""
-    npk, slot = 32 // slot_bits(bits), slot_bits(bits)
+    npk, slot = pack_count(bits), slot_bits(bits)
     half = 1 << (slot - 1)
     r = reg.astype(np.int64)
     fields: list[np.ndarray] = [np.empty(0)] * npk

@@ -21,7 +21,7 @@ from mixjit.runtime.cuda.emit import render, template_text
 from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS
 from mixjit.runtime.cuda.registry import kernel_desc
 from mixjit.runtime.schemes import get_scheme
-from mixjit.runtime.schemes.vitbit import emulate_integer_product, vitbit_quantize
+from mixjit.runtime.schemes.vitbit import emulate_integer_product, pack_words, vitbit_quantize
 
 SCHEME = get_scheme("vitbit")
 RNG = np.random.default_rng(29)
@@ -111,6 +111,24 @@ def test_model_loads_are_the_templates_loads():
     # the INT and FP threads' rows and columns, as the model indexes them
     assert "s.a[stage][int_row0 + j * kIntGroups][kk]" in text and "rt % kIntWords" in text
     assert "s.a[stage][fp_row0 + j * kFpGroups][kk]" in text and "rt % kFpCols" in text
+
+
+@pytest.mark.parametrize("bits", [8, 6, 5, 4, 2])
+def test_packed_words_are_the_schemes(bits):
+    """vitbit_pack_b's words are ``pack_words`` of the quantized packed columns (fields, padding, two's
+    complement), its converted and tensor-core parts the other columns, zero in the padding."""
+    a, b = RNG.standard_normal((5, 45)).astype(np.float32), RNG.standard_normal((45, 61)).astype(np.float32)
+    desc = kernel_desc("vitbit", f"bits={bits}")
+    n1, n2, n3 = dv.column_split(61, desc.m_ratio, desc.n_ratio, bits)
+    pads = desc.padded(5, 61, 45)
+    _, sb = fv.host_scales(a, b, bits)
+    planes, status = fv.pack_b(b, sb, desc, n1, n2, pads)
+    qb = vitbit_quantize(b, bits, transpose=True)[0].T
+    assert status == 0 and n1 and n2 and n3
+    assert (planes.words[:45, : n1 // desc.pack] == pack_words(qb[:, :n1], bits)).all()
+    assert not planes.words[45:].any() and not planes.words[:, n1 // desc.pack:].any()
+    assert (planes.conv[:45, :n2] == qb[:, n1:n1 + n2]).all() and not planes.conv[:, n2:].any()
+    assert (planes.tens[:n3, :45] == qb[:, n1 + n2:].T).all() and not planes.tens[n3:].any()
 
 
 CONFIGS = ["bits=8", "bits=6", "bits=5", "bits=4", "bits=3", "bits=2", "bits=8,m=1,n=1", "bits=4,m=0,acc=1"]
