@@ -204,6 +204,25 @@ def _toolchain():
         pytest.skip(str(exc))
 
 
+_INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s+([^;]*);")
+
+
+def _multiplies_of_loaded_data(sass: str, opcode: str) -> int:
+    """How many ``opcode`` instructions (IMAD, FFMA: d = a·b + c) multiply a register that a global
+    load (LDG) wrote last, i.e. B data: the packed words (IMAD) or the converted columns (FFMA),
+    not an address computation (those multiply indices by immediates or constants)."""
+    writer: dict[str, str] = {}
+    count = 0
+    for op, args in _INSTRUCTION.findall(sass):
+        regs = [a.strip().split(".")[0] for a in args.split(",")]
+        if op == opcode and len(regs) == 4 and any(writer.get(r, "").startswith("LDG") for r in regs[1:3]) \
+                and all(r.startswith("R") for r in regs[1:3]):
+            count += 1
+        if regs and regs[0].startswith("R"):
+            writer[regs[0]] = op
+    return count
+
+
 def _build_and_check(desc, cache, compiler=None):
     from mixjit.runtime.cuda.build import build
     from mixjit.runtime.cuda.sass import opcode_counts, resource_usage, sass_by_kernel
@@ -212,10 +231,12 @@ def _build_and_check(desc, cache, compiler=None):
     assert set(desc.entry_points) <= set(sass) and set(desc.entry_points) <= set(usage)
     entry, opcode, count = desc.main_loop_mma()
     ops = opcode_counts(sass[entry])
-    # the tensor warps' IMMA, the INT warps' IMADs on packed words and the FP warps' FFMAs (the
-    # k loops are unrolled 4 times: at least 4 per row a thread holds) in the one fused kernel
+    # the tensor warps' IMMA, the INT warps' IMADs on packed words and the FP warps' FFMAs on
+    # converted columns (the k loops are unrolled 4 times: at least 4 per row a thread holds)
     assert ops[opcode] >= count, ops.most_common(12)
-    assert ops["IMAD"] >= 4 * desc.int_rows and ops["FFMA"] >= 4 * desc.fp_rows, ops.most_common(12)
+    assert _multiplies_of_loaded_data(sass[entry], "IMAD") >= 4 * desc.int_rows, ops.most_common(12)
+    assert _multiplies_of_loaded_data(sass[entry], "FFMA") >= 4 * desc.fp_rows, ops.most_common(12)
+    assert _multiplies_of_loaded_data(sass["vitbit_pack_b"], "IMAD") == 0  # the packer shifts, never multiplies
     assert all(opcode_counts(sass[k])[opcode] == 0 for k in ("vitbit_pack_a", "vitbit_pack_b"))
     for kernel, res in usage.items():
         assert not res.spills and res.registers <= 255, (kernel, res)
