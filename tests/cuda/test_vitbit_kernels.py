@@ -156,6 +156,15 @@ def test_worst_case_bit_equal(bits):
     _check(a, b, f"bits={bits},m=0,n=100")  # almost everything on the packed path
 
 
+def test_k_past_the_fp_block():
+    """K = 1100 > fp_block(8) = 1040: the FP threads hand their FP32 sums to INT32 mid-K."""
+    assert dv.fp_block(8) < 1100
+    a, b = _extreme(16, 1100, 40)
+    _check(a, b, "bits=8")
+    # all +q_max: without the hand-over the FP32 running sum 16129·j passes 2^24 at odd values
+    _check(np.ones((16, 1100), np.float32), np.ones((1100, 40), np.float32), "bits=8")
+
+
 def test_float64_and_update_mode():
     a, b = RNG.standard_normal((33, 40)), RNG.standard_normal((40, 50))
     _check(a, b, "bits=7")
