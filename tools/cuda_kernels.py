@@ -2,9 +2,9 @@
 
     python tools/cuda_kernels.py [--configs level=IV level=I ...] [--no-write]
 
-For each kernel (MixPert at ``--configs``, plus tf32x3, bf16xN, the Ozaki-II residue kernels and
-split at fixed configs) and arch: the SASS instruction checks (the main loop's tensor-core MMA
-count, FFMA count) and ptxas's resources per kernel (registers, shared memory, spills) from
+For each kernel (MixPert at ``--configs``, plus tf32x3, bf16xN, the Ozaki-II residue kernels,
+split and vitbit at fixed configs) and arch: the SASS instruction checks (the main loop's
+tensor-core MMA count, FFMA and IMAD counts) and ptxas's resources per kernel (registers, shared memory, spills) from
 ``cuobjdump -res-usage``;
 and the *modeled* cost of running the INT8 products with ``mma.sync`` instead of ``wgmma`` on
 an H100 (runtime/costmodel.py with the hardware table's H100 minus its wgmma shapes). Writes
@@ -42,7 +42,8 @@ EXTRA_WARPS = [("level=full", (4, 1))]
 OTHER_KERNELS = [("tf32x3", "products=3", {}), ("tf32x3", "products=1", {}), ("bf16xn", "products=9", {}),
                  ("bf16xn", "products=6", {}), ("bf16xn", "products=3", {}), ("ozaki2", "moduli=8", {}),
                  ("ozaki2", "moduli=14", {"dtype": "f64"}), ("split", "fp16=auto", {}),
-                 ("split", "fp16=auto", {"block": (64, 128), "warps": (2, 2)})]
+                 ("split", "fp16=auto", {"block": (64, 128), "warps": (2, 2)}), ("vitbit", "bits=8", {}),
+                 ("vitbit", "bits=4", {})]
 #: the tensor-core MMA opcodes counted in each kernel
 MMA_OPCODES = ("IMMA.16832.S8.S8", "HMMA.1688.F32.TF32", "HMMA.16816.F32.BF16", "HMMA.16816.F32")
 
@@ -65,12 +66,13 @@ def kernel_rows(configs: list[str]) -> tuple[list[list[str]], list[dict]]:
                 record = {"scheme": scheme, "config": config, "dtype": desc.dtype, "block": list(desc.block),
                           "warps": list(desc.warps), "arch": arch, "kernel": kernel, "registers": res.registers,
                           "shared_bytes": res.shared_bytes, "local_bytes": res.local_bytes, "mma": mma,
-                          "ffma": ops["FFMA"]}
+                          "ffma": ops["FFMA"], "imad": ops["IMAD"]}
                 records.append(record)
                 rows.append([f"`{scheme}[{config}]`", desc.dtype, f"{desc.block[0]}×{desc.block[1]}",
                              f"{desc.warps[0]}×{desc.warps[1]}", arch, f"`{kernel}`", str(res.registers),
                              str(res.shared_bytes), "yes" if res.spills else "no",
-                             ", ".join(f"{v} {k}" for k, v in mma.items()) or "–", str(record["ffma"])])
+                             ", ".join(f"{v} {k}" for k, v in mma.items()) or "–", str(record["ffma"]),
+                             str(record["imad"])])
     return rows, records
 
 
@@ -106,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     head = provenance(["python", "tools/cuda_kernels.py", *(argv if argv is not None else sys.argv[1:])], None)
     kernels = "\n".join(head + [""] + markdown_table(
         ["kernel family[config]", "dtype", "block", "warps", "arch", "kernel", "registers", "static shared (B)",
-         "spills", "tensor-core MMAs in SASS", "FFMA"], krows))
+         "spills", "tensor-core MMAs in SASS", "FFMA", "IMAD"], krows))
     wgmma = "\n".join(head + [""] + markdown_table(
         ["config", "m×n×k", "modeled ms (wgmma)", "modeled ms (mma.sync)",
          f"modeled ms (mma.sync at an assumed {ASSUMED_MMA_SYNC_FRACTION:g} of the INT8 peak)",

@@ -12,6 +12,7 @@ from mixjit.runtime.cuda.desc import KernelDesc, KernelSpec, UnsupportedConfig
 from mixjit.runtime.cuda.desc_multiterm import MULTITERM_SCHEMES, MultiTermDesc
 from mixjit.runtime.cuda.desc_ozaki2 import Ozaki2Desc
 from mixjit.runtime.cuda.desc_split import SplitDesc
+from mixjit.runtime.cuda.desc_vitbit import VitbitDesc
 
 __all__ = ["kernel_desc", "FAMILIES", "ALIASES"]
 
@@ -21,6 +22,7 @@ FAMILIES: dict[str, Callable[..., KernelSpec]] = {
     **{scheme: MultiTermDesc.for_config for scheme in MULTITERM_SCHEMES},
     "ozaki2": Ozaki2Desc.for_config,
     "split": SplitDesc.for_config,
+    "vitbit": VitbitDesc.for_config,
 }
 #: scheme aliases (runtime/schemes register_alias) -> (scheme, the config they stand for)
 ALIASES = {f"bf16x{p}": ("bf16xn", f"products={p}") for p in (3, 6, 9)}
