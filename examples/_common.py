@@ -23,8 +23,10 @@ from mixjit import mixjit
 from mixjit.report import dag_report, sites_report
 from mixjit.runtime.hardware import HARDWARE
 from mixjit.tuning import TunedPlan
+from mixjit.tuning.outputs import relative_frobenius  # paper Eq. 10, in float64
 
-__all__ = ["ExampleResult", "Flags", "parse_flags", "spd_matrix", "tuned", "run_fp64", "upcast", "report"]
+__all__ = ["ExampleResult", "Flags", "parse_flags", "spd_matrix", "tuned", "relative_or_mismatch",
+           "relative_frobenius", "run_fp64", "upcast", "report"]
 
 DTYPES = ("float32", "float64")
 
@@ -88,14 +90,30 @@ def spd_matrix(n: int, seed: int = 0) -> np.ndarray:
     return x @ x.T / n + np.eye(n)
 
 
-def tuned(fn: Any, flags: Flags, sample: Sequence[Any]) -> Any:
+def tuned(fn: Any, flags: Flags, sample: Sequence[Any], metric: Callable[[Any, Any], float] | None = None) -> Any:
     """A fresh ``@mixjit`` copy of ``fn`` (a ``@mixjit`` function or plain Python function) for
-    the flags' budget, target and schemes, tuned on ``sample`` (its report goes to stderr).
-    A copy, so the module's own decorated function keeps its defaults for other callers."""
+    the flags' budget, target and schemes (and ``metric``, per output, in place of the relative
+    Frobenius error), tuned on ``sample`` (its one-line summary goes to stderr). A copy, so the
+    module's own decorated function keeps its defaults for other callers."""
     py_func = getattr(fn, "py_func", fn)
-    f = mixjit(error_budget=flags.budget, target=flags.target, schemes=flags.schemes, tune="explicit")(py_func)
+    f = mixjit(error_budget=flags.budget, target=flags.target, schemes=flags.schemes, tune="explicit",
+               metric=metric)(py_func)
     f.tune(*sample)
     return f
+
+
+def relative_or_mismatch(out: Any, ref: Any) -> float:
+    """Tuning metric for programs with integer outputs (labels, neighbour indices): the relative
+    Frobenius error for floating-point outputs; for integer ones the fraction of entries of each
+    row of ``ref`` missing from the same row of ``out`` (order within a row ignored), averaged
+    over rows. A label that changes, or a neighbour that drops out, costs ``1 / rows``, not its
+    numeric distance: index values carry no magnitude."""
+    out, ref = np.asarray(out), np.asarray(ref)
+    if ref.dtype.kind not in "iub":
+        return relative_frobenius(out, ref)
+    rows_out, rows_ref = out.reshape(len(out), -1), ref.reshape(len(ref), -1)
+    missing = sum(len(set(r.tolist()) - set(o.tolist())) for o, r in zip(rows_out, rows_ref))
+    return missing / max(rows_ref.size, 1)
 
 
 def upcast(args: Sequence[Any]) -> tuple[Any, ...]:
