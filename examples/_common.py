@@ -25,7 +25,7 @@ from mixjit.runtime.hardware import HARDWARE
 from mixjit.tuning import TunedPlan
 from mixjit.tuning.outputs import relative_frobenius  # paper Eq. 10, in float64
 
-__all__ = ["ExampleResult", "Flags", "parse_flags", "spd_matrix", "tuned", "relative_or_mismatch",
+__all__ = ["ExampleResult", "Flags", "parse_flags", "spd_matrix", "backward_error", "tuned", "relative_or_mismatch",
            "relative_frobenius", "run_fp64", "upcast", "report"]
 
 DTYPES = ("float32", "float64")
@@ -88,6 +88,12 @@ def spd_matrix(n: int, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, n))
     return x @ x.T / n + np.eye(n)
+
+
+def backward_error(a: np.ndarray, L: np.ndarray) -> float:
+    """``||A - L L^T||_F / ||A||_F`` in float64: how far a Cholesky factor ``L`` is from factoring ``a``."""
+    a, L = a.astype(np.float64), L.astype(np.float64)
+    return float(np.linalg.norm(a - L @ L.T) / np.linalg.norm(a))
 
 
 def tuned(fn: Any, flags: Flags, sample: Sequence[Any], metric: Callable[[Any, Any], float] | None = None) -> Any:

@@ -24,10 +24,10 @@ import numpy as np
 from mixjit import mixjit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # examples/_common.py
-from _common import ExampleResult, parse_flags, report, run_fp64, spd_matrix, tuned  # noqa: E402
-from mixjit.tuning.outputs import relative_frobenius  # noqa: E402  (paper Eq. 10, in float64)
+from _common import (ExampleResult, backward_error, parse_flags, relative_frobenius, report,  # noqa: E402
+                     run_fp64, spd_matrix, tuned)
 
-__all__ = ["cholesky", "spd_matrix", "backward_error", "main"]
+__all__ = ["cholesky", "spd_matrix", "main"]
 
 
 @mixjit
@@ -59,12 +59,6 @@ def cholesky(a, nb):
         for j in range(i + 1, n):
             L[i, j] = 0.0
     return L
-
-
-def backward_error(a: np.ndarray, L: np.ndarray) -> float:
-    """``||A - L L^T||_F / ||A||_F`` in float64: how far the factorisation is from ``a``."""
-    a, L = a.astype(np.float64), L.astype(np.float64)
-    return float(np.linalg.norm(a - L @ L.T) / np.linalg.norm(a))
 
 
 def main(argv: Sequence[str] | None = None) -> ExampleResult:
