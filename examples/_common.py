@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -104,7 +104,7 @@ def tuned(fn: Any, flags: Flags, sample: Sequence[Any], metric: Callable[[Any, A
     py_func = getattr(fn, "py_func", fn)
     f = mixjit(error_budget=flags.budget, target=flags.target, schemes=flags.schemes, tune="explicit",
                metric=metric)(py_func)
-    f.tune(*sample)
+    f.tune(*sample, fp64=False)  # the examples measure against FP64 themselves, on held-out inputs
     return f
 
 
@@ -142,13 +142,16 @@ def run_fp64(fn: Any, args: Sequence[Any]) -> Any:
 
 @dataclass(frozen=True)
 class ExampleResult:
-    """What an example's ``main()`` found on its held-out input."""
+    """What an example's ``main()`` found on its held-out input; ``function`` is the tuned
+    ``@mixjit`` copy that ran (its ``sites``, ``dag``, ``report()``)."""
 
+    function: Any
     plan: TunedPlan
     error_vs_fp64: float
     metric_name: str
     metric: float
     metric_goal: str
+    details: dict[str, Any] = field(default_factory=dict)
 
     @property
     def schemes(self) -> tuple[str, ...]:
@@ -161,8 +164,10 @@ class ExampleResult:
         return self.plan.modeled_speedup
 
 
-def report(title: str, f: Any, error: float, metric_name: str, metric: float, metric_goal: str) -> ExampleResult:
-    """Print the example's report (see the module docstring) and return it as an ``ExampleResult``."""
+def report(title: str, f: Any, error: float, metric_name: str, metric: float, metric_goal: str,
+           **details: Any) -> ExampleResult:
+    """Print the example's report (see the module docstring) and return it as an ``ExampleResult``
+    (``details``: what else the example found, e.g. HPL-AI's residual history)."""
     plan = f.plan
     print(f"== {title} ==")
     print(sites_report(f))
@@ -175,4 +180,4 @@ def report(title: str, f: Any, error: float, metric_name: str, metric: float, me
     print(f"modeled speedup on {plan.target} vs every site native: "
           + (f"{speedup:.2f}x" if speedup is not None else "n/a")
           + "  (modeled by mixjit's cost model, not measured: no GPU ran)")
-    return ExampleResult(plan, error, metric_name, metric, metric_goal)
+    return ExampleResult(f, plan, error, metric_name, metric, metric_goal, details)
