@@ -2,8 +2,8 @@
 function for those flags, the FP64 run it is judged against, and the printed report.
 
 Each example (``python examples/<name>.py --size N --budget B --target T``) tunes its
-program on one input (seed ``--seed``), runs the tuned plan on a held-out input (seed
-``--seed + 1``) and prints, through ``report``: the GEMM sites and their DAG, the tuned
+program on one input (seed ``--seed``), checks the plan on another (seed ``--seed + 2``), runs
+it on a held-out input (seed ``--seed + 1``) and prints, through ``report``: the GEMM sites and their DAG, the tuned
 plan (``f.report()``), the relative Frobenius error of the output against the same
 program run in FP64 (plain Numba, inputs upcast), the example's application metric, and
 the speedup the cost model predicts on the target, labelled "modeled" (no GPU runs here).
@@ -96,15 +96,19 @@ def backward_error(a: np.ndarray, L: np.ndarray) -> float:
     return float(np.linalg.norm(a - L @ L.T) / np.linalg.norm(a))
 
 
-def tuned(fn: Any, flags: Flags, sample: Sequence[Any], metric: Callable[[Any, Any], float] | None = None) -> Any:
+def tuned(fn: Any, flags: Flags, inputs: Callable[[int], tuple],
+          metric: Callable[[Any, Any], float] | None = None) -> Any:
     """A fresh ``@mixjit`` copy of ``fn`` (a ``@mixjit`` function or plain Python function) for
     the flags' budget, target and schemes (and ``metric``, per output, in place of the relative
-    Frobenius error), tuned on ``sample`` (its one-line summary goes to stderr). A copy, so the
-    module's own decorated function keeps its defaults for other callers."""
+    Frobenius error), tuned on ``inputs(seed)`` and validated on ``inputs(seed + 2)``: a plan
+    that breaks the budget there is tightened (docs/frontend_tuning.md). ``inputs(seed + 1)`` is
+    left for the example's held-out run. A copy, so the module's own decorated function keeps
+    its defaults for other callers. The tuner's one-line summary goes to stderr."""
     py_func = getattr(fn, "py_func", fn)
     f = mixjit(error_budget=flags.budget, target=flags.target, schemes=flags.schemes, tune="explicit",
                metric=metric)(py_func)
-    f.tune(*sample, fp64=False)  # the examples measure against FP64 themselves, on held-out inputs
+    # fp64=False: the examples measure against FP64 themselves, on the held-out input
+    f.tune(*inputs(flags.seed), validate=[inputs(flags.seed + 2)], fp64=False)
     return f
 
 

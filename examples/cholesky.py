@@ -67,9 +67,9 @@ def main(argv: Sequence[str] | None = None) -> ExampleResult:
                         target="rtx4090", dtype="float64",
                         extra=[("block", int, 32, "block size (columns per step)")])
     n, nb = flags.size, flags.extra["block"]
-    sample = (spd_matrix(n, flags.seed).astype(flags.dtype), nb)
-    held_out = (spd_matrix(n, flags.seed + 1).astype(flags.dtype), nb)
-    f = tuned(cholesky, flags, sample)
+    inputs = lambda seed: (spd_matrix(n, seed).astype(flags.dtype), nb)  # noqa: E731
+    held_out = inputs(flags.seed + 1)
+    f = tuned(cholesky, flags, inputs)
     L = f(*held_out)
     return report(f"blocked Cholesky, n={n}, block={nb}, {flags.dtype}", f,
                   relative_frobenius(L, run_fp64(f, held_out)),

@@ -108,9 +108,9 @@ def main(argv: Sequence[str] | None = None) -> ExampleResult:
     n, nb = flags.size, flags.extra["block"]
     if nb < 2 or nb % 2:
         raise SystemExit(f"cholesky_tiled: --block must be an even number >= 2, got {nb}")
-    sample = (spd_matrix(n, flags.seed).astype(flags.dtype), nb)
-    held_out = (spd_matrix(n, flags.seed + 1).astype(flags.dtype), nb)
-    f = tuned(cholesky_tiled, flags, sample)
+    inputs = lambda seed: (spd_matrix(n, seed).astype(flags.dtype), nb)  # noqa: E731
+    held_out = inputs(flags.seed + 1)
+    f = tuned(cholesky_tiled, flags, inputs)
     L = f(*held_out)
     return report(f"tiled Cholesky, n={n}, tile={nb}, {flags.dtype}", f, relative_frobenius(L, run_fp64(f, held_out)),
                   "backward error ||A - L L^T||_F / ||A||_F", backward_error(held_out[0], L),

@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> ExampleResult:
         return tuple(x.astype(flags.dtype) for x in cohort(k, m, n, seed))
 
     held_out = inputs(flags.seed + 1)
-    f = tuned(correlation, flags, inputs(flags.seed))
+    f = tuned(correlation, flags, inputs)
     R = f(*held_out)
     R64 = run_fp64(f, held_out)
     return report(f"Sparkler-like correlation, k={k} samples, {m} x {n} pairs, {flags.dtype}", f,

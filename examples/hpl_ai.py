@@ -100,9 +100,10 @@ def main(argv: Sequence[str] | None = None) -> ExampleResult:
     flags = parse_flags(__doc__, argv, size=512, size_help="order n of the system", budget=1e-3,
                         target="a100", dtype="float32", extra=[("block", int, 64, "block size of the LU")])
     n, nb = flags.size, flags.extra["block"]
+    inputs = lambda seed: (hpl_matrix(n, seed)[0].astype(flags.dtype), nb)  # noqa: E731
     a, b = hpl_matrix(n, flags.seed + 1)
     held_out = (a.astype(flags.dtype), nb)
-    f = tuned(lu, flags, (hpl_matrix(n, flags.seed)[0].astype(flags.dtype), nb))
+    f = tuned(lu, flags, inputs)
     factors = f(*held_out)
     x, history = refine(a, b, factors)
     result = report(f"HPL-AI, n={n}, block={nb}, LU in {flags.dtype}, refinement in float64", f,

@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> ExampleResult:
         return X.astype(flags.dtype), C0.astype(flags.dtype), iters
 
     held_out = inputs(flags.seed + 1)
-    f = tuned(kmeans, flags, inputs(flags.seed), metric=relative_or_mismatch)
+    f = tuned(kmeans, flags, inputs, metric=relative_or_mismatch)
     C, labels = f(*held_out)
     C64, labels64 = run_fp64(f, held_out)
     return report(f"k-means, n={n}, d={d}, k={k}, iters={iters}, {flags.dtype}", f,

@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> ExampleResult:
         return Q.astype(flags.dtype), X.astype(flags.dtype), kk
 
     held_out = inputs(flags.seed + 1)
-    f = tuned(knn, flags, inputs(flags.seed), metric=relative_or_mismatch)
+    f = tuned(knn, flags, inputs, metric=relative_or_mismatch)
     dist, idx = f(*held_out)
     dist64, idx64 = run_fp64(f, held_out)
     return report(f"kNN, {nq} queries, {n} points, d={d}, k={kk}, {flags.dtype}", f,

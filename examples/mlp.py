@@ -66,8 +66,9 @@ def main(argv: Sequence[str] | None = None) -> ExampleResult:
     flags = parse_flags(__doc__, argv, size=256, size_help="width of each layer", budget=1e-3,
                         target="a100", dtype="float32", extra=[("batch", int, 512, "samples per batch")])
     size, batch = flags.size, flags.extra["batch"]
-    held_out = network(size, batch, flags.seed + 1, flags.dtype)
-    f = tuned(mlp, flags, network(size, batch, flags.seed, flags.dtype))
+    inputs = lambda seed: network(size, batch, seed, flags.dtype)  # noqa: E731
+    held_out = inputs(flags.seed + 1)
+    f = tuned(mlp, flags, inputs)
     y = f(*held_out)
     y64 = run_fp64(f, held_out)
     return report(f"3-layer MLP, width {size}, batch {batch}, {flags.dtype}", f, relative_frobenius(y, y64),
