@@ -49,10 +49,22 @@ def test_kmeans_labels_agree_with_fp64_on_99_percent_of_points(run):
     assert r.metric >= 0.99
 
 
+KNN = ("--size", "512", "--queries", "128", "--d", "32", "--neighbours", "10")
+
+
 def test_knn_recall_at_10_is_at_least_099(run):
-    r = run("knn", "--size", "512", "--queries", "128", "--d", "32", "--neighbours", "10", *FP64_ON_ORIN)
+    r = run("knn", *KNN, *FP64_ON_ORIN)
     assert r.metric >= 0.99
     assert r.error_vs_fp64 <= 10 * float(BUDGET)  # the returned distances, held-out input
+
+
+def test_knn_recall_falls_below_099_when_a_loose_budget_lets_bf16_in(capsys):
+    """The control: the metric above can fail. Its points are uncentred, so the distances come
+    from cancellation and a single BF16 product (what a budget of 0.5 admits) loses neighbours."""
+    argv = [*KNN, "--budget", "0.5", "--target", "jetson-agx-orin", "--dtype", "float64", "--schemes", "bf16xn"]
+    r = load_example("knn").main(argv)
+    assert r.plan.sites[0].config == "products=1"
+    assert r.metric < 0.99
 
 
 def test_hpl_ai_refinement_reaches_a_scaled_residual_below_16(run):
