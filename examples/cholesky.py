@@ -1,14 +1,14 @@
 """Blocked right-looking Cholesky under @mixjit, tuned for an error budget and a GPU target.
 
-    python examples/cholesky.py [--size 128] [--block 32] [--budget 1e-6] [--target rtx4090] [--dtype float64]
+    python examples/cholesky.py [--size 256] [--block 64] [--budget 1e-6] [--target jetson-agx-orin] [--dtype float64]
 
 Each step factors a diagonal block, solves the panel below it and updates the trailing
 matrix with ``A[e:, e:] -= P @ P.T``: that fused update is the GEMM site mixjit links.
 The script tunes the site's scheme on one SPD matrix, runs the plan on another, and prints
 the site and its DAG, the tuned plan, the error of L against the same factorisation in FP64,
 the backward error ``||A - L L^T||_F / ||A||_F`` (the application metric) and the modeled
-speedup on the target. The default target, an RTX 4090, has 1/64-rate FP64, so emulating
-FP64 GEMMs on its INT8 tensor cores pays even at these sizes (modeled); on an H100
+speedup on the target. The default target, a Jetson AGX Orin, has weak FP64, so emulating
+FP64 GEMMs on its tensor cores pays even at these sizes (modeled); on an H100
 (``--target h100``) native FP64 tensor cores win at this size.
 """
 
@@ -63,9 +63,9 @@ def cholesky(a, nb):
 
 def main(argv: Sequence[str] | None = None) -> ExampleResult:
     """Tune, run on a held-out matrix and print the report (``--help`` for the flags)."""
-    flags = parse_flags(__doc__, argv, size=128, size_help="order n of the matrix", budget=1e-6,
-                        target="rtx4090", dtype="float64",
-                        extra=[("block", int, 32, "block size (columns per step)")])
+    flags = parse_flags(__doc__, argv, size=256, size_help="order n of the matrix", budget=1e-6,
+                        target="jetson-agx-orin", dtype="float64",
+                        extra=[("block", int, 64, "block size (columns per step)")])
     n, nb = flags.size, flags.extra["block"]
     inputs = lambda seed: (spd_matrix(n, seed).astype(flags.dtype), nb)  # noqa: E731
     held_out = inputs(flags.seed + 1)
