@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from mixjit import mixjit
+from mixjit.entry import EXECUTORS
 from mixjit.report import dag_report, sites_report
 from mixjit.runtime.hardware import HARDWARE
 from mixjit.tuning import TunedPlan
@@ -67,20 +68,27 @@ def parse_flags(doc: str, argv: Sequence[str] | None, *, size: int, size_help: s
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--size", type=_positive_int, default=size, help=size_help)
     parser.add_argument("--budget", type=_budget, default=budget,
-                        help="error budget of the tuner: relative Frobenius error against the reference run")
+                        help="error budget of the tuner: the plan's error against the reference run, by the "
+                             "example's tuning metric")
     parser.add_argument("--target", choices=sorted(HARDWARE), default=target,
                         help="GPU the plan is tuned for (its times are modeled, not measured)")
     parser.add_argument("--dtype", choices=DTYPES, default=dtype, help="dtype the program runs in")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the tuning input (held-out input: seed + 1)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the tuning input (validation input: seed + 2; held-out run: seed + 1)")
     parser.add_argument("--schemes", default=None,
                         help="comma-separated candidate schemes of every site (default: every compiled scheme)")
     for name, kind, default, help_text in extra:
         parser.add_argument(f"--{name}", type=_positive_int if kind is int else kind, default=default,
                             help=help_text)
     args = vars(parser.parse_args(argv))
-    schemes = args.pop("schemes")
+    names = args.pop("schemes")
+    schemes = tuple(names.split(",")) if names else None
+    unknown = sorted(set(schemes or ()) - set(EXECUTORS))
+    if unknown:
+        parser.error(f"--schemes: {', '.join(unknown)} not known; "
+                     f"schemes a site can run: {', '.join(sorted(EXECUTORS))}")
     common = {k: args.pop(k) for k in ("size", "budget", "target", "dtype", "seed")}
-    return Flags(**common, schemes=tuple(schemes.split(",")) if schemes else None, extra=args)
+    return Flags(**common, schemes=schemes, extra=args)
 
 
 def spd_matrix(n: int, seed: int = 0) -> np.ndarray:

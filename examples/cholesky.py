@@ -19,8 +19,6 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
-
 from mixjit import mixjit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # examples/_common.py

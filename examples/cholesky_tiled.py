@@ -1,6 +1,6 @@
 """Tiled right-looking Cholesky with four GEMM kinds under @mixjit, tuned for a budget and a target.
 
-    python examples/cholesky_tiled.py [--size 256] [--block 64] [--budget 1e-6] [--target jetson-agx-orin] [--dtype float64]
+    python examples/cholesky_tiled.py [--size 256] [--block 64] [--budget 1e-6] [--target jetson-agx-orin]
 
 Each step ``k`` of the tiled factorisation runs the four tasks of LAPACK/PLASMA-style
 tiled Cholesky, each with its own GEMM site:

@@ -1,4 +1,4 @@
-"""Sparkler-like correlation under @mixjit: all pairs of two sets of long vectors (k >> m, n), tuned for a budget and a target.
+"""Sparkler-like correlation under @mixjit: all pairs of two sets of long vectors (k >> m, n), tuned.
 
     python examples/correlation.py [--size 8192] [--m 128] [--n 128] [--budget 1e-3] [--target a100]
 

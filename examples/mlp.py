@@ -1,4 +1,4 @@
-"""A three-layer perceptron (forward pass, float32) under @mixjit: three dependent GEMMs, tuned for a budget and a target.
+"""A three-layer perceptron (forward pass, float32) under @mixjit: three dependent GEMMs, tuned.
 
     python examples/mlp.py [--size 256] [--batch 512] [--budget 1e-3] [--target a100]
 

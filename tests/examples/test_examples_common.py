@@ -36,9 +36,11 @@ def test_flags_parse_the_common_and_the_example_options():
                                target="h100", dtype="float32", extra=[("block", int, 2, "block")])
     assert (flags.size, flags.budget, flags.target, flags.dtype, flags.seed) == (7, 1e-4, "a100", "float32", 0)
     assert flags.schemes == ("tf32x3", "mixpert") and flags.extra == {"block": 4}
+    assert common.parse_flags("doc", [], size=1, size_help="n", budget=1e-3, target="h100", dtype="float32").extra == {}
 
 
 @pytest.mark.parametrize("argv", [["--size", "0"], ["--budget", "-1"], ["--budget", "nan"], ["--target", "gtx480"],
+                                  ["--schemes", "mixpert,fp4x99"],
                                   ["--block", "0"]])
 def test_bad_flags_exit_with_usage(argv, capsys):
     with pytest.raises(SystemExit) as e:
