@@ -1,6 +1,6 @@
 """Sparkler-like correlation under @mixjit: all pairs of two sets of long vectors (k >> m, n), tuned.
 
-    python examples/correlation.py [--size 8192] [--m 128] [--n 128] [--budget 1e-3] [--target a100]
+    python examples/correlation.py [--size 4096] [--m 128] [--n 128] [--budget 1e-3] [--target a100]
 
 Sparkler (the CoMet code) compares every pair of vectors of a genomics data set, each of
 ``k`` samples, with far more samples than vectors per block. Here ``A`` (k x m) and ``B``
@@ -82,7 +82,7 @@ def strongest_pairs_recall(R: np.ndarray, R_ref: np.ndarray, share: float = 0.01
 
 def main(argv: Sequence[str] | None = None) -> ExampleResult:
     """Tune, run on a held-out cohort and print the report (``--help`` for the flags)."""
-    flags = parse_flags(__doc__, argv, size=8192, size_help="k, the number of samples (inner size of the GEMM)",
+    flags = parse_flags(__doc__, argv, size=4096, size_help="k, the number of samples (inner size of the GEMM)",
                         budget=1e-3, target="a100", dtype="float32",
                         extra=[("m", int, 128, "vectors (loci) in A"), ("n", int, 128, "vectors (loci) in B")])
     k, m, n = flags.size, flags.extra["m"], flags.extra["n"]
