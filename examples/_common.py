@@ -2,11 +2,12 @@
 function for those flags, the FP64 run it is judged against, and the printed report.
 
 Each example (``python examples/<name>.py --size N --budget B --target T``) tunes its
-program on one input (seed ``--seed``), checks the plan on another (seed ``--seed + 2``), runs
-it on a held-out input (seed ``--seed + 1``) and prints, through ``report``: the GEMM sites and their DAG, the tuned
-plan (``f.report()``), the relative Frobenius error of the output against the same
-program run in FP64 (plain Numba, inputs upcast), the example's application metric, and
-the speedup the cost model predicts on the target, labelled "modeled" (no GPU runs here).
+program on one input (seed ``--seed``), checks the plan on another (seed ``--seed + 2``),
+runs it on a held-out input (seed ``--seed + 1``) and prints, through ``report``: the GEMM
+sites and their DAG, the tuned plan (``f.report()``), the relative Frobenius error of the
+output against the same program run in FP64 (plain Numba, inputs upcast), the example's
+application metric, and the speedup the cost model predicts on the target, labelled
+"modeled" (no GPU runs here).
 """
 
 from __future__ import annotations
@@ -122,10 +123,10 @@ def tuned(fn: Any, flags: Flags, inputs: Callable[[int], tuple],
 
 def relative_or_mismatch(out: Any, ref: Any) -> float:
     """Tuning metric for programs with integer outputs (labels, neighbour indices): the relative
-    Frobenius error for floating-point outputs; for integer ones the fraction of entries of each
-    row of ``ref`` missing from the same row of ``out`` (order within a row ignored), averaged
-    over rows. A label that changes, or a neighbour that drops out, costs ``1 / rows``, not its
-    numeric distance: index values carry no magnitude."""
+    Frobenius error for floating-point outputs; for integer ones the share of the entries of
+    ``ref`` missing from the same row of ``out`` (order within a row ignored; a 1-D output is
+    one entry per row). A label that changes, or a neighbour that drops out, costs
+    ``1 / ref.size``, not its numeric distance: index values carry no magnitude."""
     out, ref = np.asarray(out), np.asarray(ref)
     if ref.dtype.kind not in "iub":
         return relative_frobenius(out, ref)
