@@ -1,6 +1,6 @@
 """``@mixjit``: compile a function with Numba and run its GEMMs through mixjit.
 
-``@mixjit`` / ``@mixjit(error_budget=1e-6, target="h100", schemes=None, **njit_options)`` /
+``@mixjit`` / ``@mixjit(error_budget=1e-6, target="h100", schemes=None, backend="auto", **njit_options)`` /
 ``@mixjit("float64[:, :](float64[:, :])", ...)`` wraps a function in a ``MixjitDispatcher``:
 a Numba ``CPUDispatcher`` built on mixjit's pipeline (``mixjit.numba_pipeline``). Every
 ``@njit`` option keeps its meaning (``parallel``, ``fastmath``, ``cache``, ``locals``, explicit
@@ -46,7 +46,7 @@ from numba.core.options import TargetOptions
 from numba.core.registry import CPUDispatcher
 from numba.core.typing.typeof import Purpose, typeof
 
-from mixjit import entry, linking
+from mixjit import backends, entry, linking
 from mixjit.cache import MixjitCache, cache_tag
 from mixjit.linking import FoundSites, GemmCall
 from mixjit.numba_pipeline import StageError, make_pipeline, matmul_targets, stage
@@ -71,12 +71,14 @@ class Options:
     cache: bool = False
     tune: str = "first-call"
     metric: Callable[[Any, Any], float] | None = None
+    backend: str = "auto"
 
     def tag(self, targetoptions: dict[str, Any], locals: dict[str, Any] | None = None) -> str:
         """The cache tag: these options plus Numba's target options (``parallel``,
         ``fastmath``, ``error_model``, ``boundscheck`` ...) and ``locals``, which change the
         compiled code and its results while Numba's own cache key leaves them out."""
         return cache_tag({"error_budget": self.error_budget, "target": self.target, "schemes": self.schemes,
+                          "backend": self.backend,
                           "targetoptions": _stable_option(targetoptions),
                           "locals": _stable_option(locals or {})})
 
@@ -121,6 +123,11 @@ class Site:
     def calls(self) -> int:
         """How many times this site has run (0 for a site not taken)."""
         return entry.call_count(self.id) if self.id is not None else 0
+
+    @property
+    def backend(self) -> backends.BackendChoice | None:
+        """What the site runs on (CPU executor or a device) and why (None for a site not taken)."""
+        return backends.backend_of(self.id) if self.id is not None else None
 
 
 _PERF_WARNING = r".* is faster on contiguous arrays"
@@ -484,7 +491,7 @@ class MixjitDispatcher(CPUDispatcher):
             ) + tuple(_objmode_products(qualname, state.func_ir))
             schemes = self.mixjit_options.schemes
             plans = tuple(initial_plan(schemes, np.dtype(str(c.dtype))) for c in calls)
-            block = SiteBlock(_block_symbol(), records, plans, rejected, signature)
+            block = SiteBlock(_block_symbol(), records, plans, rejected, signature, self.mixjit_options.backend)
         with stage("link"):
             if self._compilations:
                 attempt.pending.append((block, _provisional_cell(block.symbol)))
@@ -727,7 +734,7 @@ NUMBA_OPTIONS: frozenset[str] = frozenset(
 options: ``parallel``, ``fastmath``, ``nogil``, ``boundscheck``, ``error_model``, ``inline``,
 ...); ``cache``, ``locals`` and signatures are taken too. docs/frontend.md has the table."""
 
-_MIXJIT_OPTIONS = ("error_budget", "target", "schemes")
+_MIXJIT_OPTIONS = ("error_budget", "target", "schemes", "backend")
 
 
 def _numba_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -768,6 +775,7 @@ def mixjit(
     cache: bool = False,
     tune: str = "first-call",
     metric: Callable[[Any, Any], float] | None = None,
+    backend: str = "auto",
     locals: dict[str, Any] | None = None,
     **numba_options: Any,
 ) -> Any:
@@ -780,6 +788,9 @@ def mixjit(
     ``tune``: ``"first-call"`` (tune on the first call's arguments), ``"explicit"`` (only
     ``f.tune(...)``) or ``"never"`` (every site runs its most precise config); ``metric``:
     ``metric(out, ref) -> float`` per output in place of the relative Frobenius error;
+    ``backend``: where the sites run, ``"auto"`` (a CUDA device where one exists and has a kernel
+    for the site's config, else the CPU executor), ``"cpu"`` or ``"cuda"`` (raises without a
+    device): chosen at run time, ``f.sites[i].backend`` says which and why (mixjit.backends);
     ``locals`` and every other ``@njit`` option (``parallel``, ``fastmath``, ``nogil``,
     ``boundscheck``, ``error_model``, ``inline``, ...: ``NUMBA_OPTIONS``) as ``@njit`` takes them.
 
@@ -805,7 +816,10 @@ def mixjit(
     if schemes is not None:
         schemes = tuple(schemes)
         candidate_schemes(schemes, np.float64)
-    options = Options(float(error_budget), target, schemes, bool(cache), tune, metric)
+    backends.check_backend(backend)
+    if backend == "cuda":
+        backends.require_device()
+    options = Options(float(error_budget), target, schemes, bool(cache), tune, metric, backend)
     targetoptions = _numba_options(numba_options)
 
     def wrap(func: Callable) -> MixjitDispatcher:

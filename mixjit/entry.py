@@ -46,7 +46,9 @@ Executors (each writes ``C = alpha * P + beta * C``, P the scheme's product):
   dtype, the same arithmetic as the native path's temporary (for ``C -= A @ B``:
   ``C - P``). A kernel's refusal (status s) comes back as
   ``executor_status(code, s)``: each executor has its own block of 64 codes, so
-  ``ENTRY_ERRORS`` names the executor and its message.
+  ``ENTRY_ERRORS`` names the executor and its message. ``install_executor`` puts a
+  foreign C function with the entry's signature in a free slot (``mixjit.backends``'
+  device executor, a ctypes callback that runs a site's GEMM on a GPU).
 
 * ``EXEC_REFERENCE`` (the tuner's reference plan, not a scheme): P is the
   float64 BLAS product of the operands upcast to float64, and
@@ -249,6 +251,11 @@ def reset_call_counts() -> None:
 def set_profiling(on: bool) -> None:
     """Switch the shape log and the executor statistics on or off for every site."""
     _PROFILE[0] = 1 if on else 0
+
+
+def profiling() -> bool:
+    """Whether the shape log and the executor statistics are on (``set_profiling``)."""
+    return bool(_PROFILE[0])
 
 
 def reset_profile(sites: "range | list[int]") -> None:
@@ -791,6 +798,39 @@ def load_executor(code: int) -> None:
         fn.compile()
         _executor_functions[code] = fn
         _EXEC_TABLE[code] = fn.address
+
+
+def executor_address(code: int) -> int:
+    """The C address of the loaded executor with plan code ``code`` (``load_executor`` first);
+    ValueError for a code with no slot filled (the built-in native and reference executors are
+    part of the entry and have none)."""
+    address = int(_EXEC_TABLE[code]) if 0 < code <= MAX_EXECUTOR_CODE else 0
+    if not address:
+        raise ValueError(f"mixjit: no executor is loaded under plan code {code} (see mixjit.entry.EXECUTORS)")
+    return address
+
+
+_installed: dict[int, str] = {}
+
+
+def install_executor(name: str, address: int, status_messages: dict[int, str]) -> int:
+    """Put a C function with the entry's signature (e.g. a ctypes callback: mixjit.backends'
+    device executor) in the executor table under the highest plan code no scheme declares, and
+    its refusals (status 1..63) in ``ENTRY_ERRORS``; returns that code. Idempotent per name."""
+    with _executor_lock:
+        for code, known in _installed.items():
+            if known == name:
+                return code
+        taken = set(EXECUTORS.values()) | set(_installed) | {EXEC_NONE, EXEC_NATIVE, EXEC_REFERENCE}
+        free = [c for c in range(MAX_EXECUTOR_CODE, 0, -1) if c not in taken and _EXEC_TABLE[c] == 0]
+        if not free or not address:
+            raise ValueError(f"mixjit: cannot install executor {name!r}: "
+                             + ("no free plan code" if not free else "its address is 0"))
+        code = free[0]
+        ENTRY_ERRORS.update({executor_status(code, s): f"{name} executor: {msg}" for s, msg in status_messages.items()})
+        _installed[code] = name
+        _EXEC_TABLE[code] = address
+        return code
 
 
 def loaded_executors() -> list[str]:

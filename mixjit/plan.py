@@ -11,6 +11,8 @@ The compiled entry (``mixjit.entry``) reads the plan table, one row of
 (``mixjit.entry.EXECUTORS``), the following words that executor's config
 parameters (``Scheme.executor_words(config)``); rows are written through
 ``mixjit.entry.write_plan_row``, which loads the executor when a plan first needs it.
+``set_plan`` writes the row ``mixjit.backends.route`` gives: the site's CPU row, or, for a
+site that runs on a GPU, that row with the device executor's code in word 0.
 
 Every scheme declares the compiled executor its sites run (``Scheme.executor``, a
 ``CompiledExecutor``: the same code ``scheme.run`` runs); a scheme without one
@@ -30,6 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
+from mixjit import backends
 from mixjit.entry import (
     EXEC_REFERENCE, EXECUTORS, MAX_SITES, PLAN_WORDS, REFERENCE_EXECUTOR, executor_for, write_plan_row,
 )
@@ -129,12 +132,13 @@ _plans: dict[int, SitePlan] = {}
 
 
 def set_plan(site: int, plan: SitePlan) -> None:
-    """Make ``site`` run ``plan`` from its next call on."""
+    """Make ``site`` run ``plan`` from its next call on, on the backend it asks for
+    (``mixjit.backends.route``: its CPU executor, or a device)."""
     if not 0 <= site < MAX_SITES:
         raise ValueError(f"mixjit: site id {site} is outside [0, {MAX_SITES})")
     row = plan_words(plan)
     with _lock:
-        write_plan_row(site, row)
+        write_plan_row(site, backends.route(site, plan, row))
         _plans[site] = plan
 
 
@@ -176,6 +180,8 @@ class SiteBlock:
     signature: str = ""
     """The argument types of the compilation, ``(array(float64, 2d, C), int64)``: a helper's
     block keeps the helper's own signature inside its callers."""
+    backend: str = "auto"
+    """What its sites run on (``mixjit.backends.BACKENDS``): the ``backend=`` of ``@mixjit``."""
 
     def __call__(self) -> int:
         """Register the block (once per process); returns its first site id."""
@@ -186,6 +192,7 @@ class SiteBlock:
         base, created = register_site_block(self.symbol, len(self.records))
         if created:
             for i, plan in enumerate(self.plans):
+                backends.request(base + i, self.backend)
                 set_plan(base + i, plan)
         return base
 

@@ -34,14 +34,18 @@ def sites_report(fn: Any, calls: Mapping[int, int] | None = None) -> str:
     """One row per GEMM candidate of ``fn`` (a MixjitDispatcher): its site id (or
     ``-`` when not taken), where the source wrote it (and in which function, when
     a helper), what the source said, its dtype, what it ran (the plan label of
-    ``f.sites``, or why it was not taken) and how many times it ran: ``calls[id]``
-    when given (e.g. the calls of one run), else its total so far."""
+    ``f.sites``, with ``on cuda`` when a device runs it, or why it was not taken) and
+    how many times it ran: ``calls[id]`` when given (e.g. the calls of one run), else
+    its total so far."""
     own = fn.py_func.__qualname__
     rows = []
     for s in fn.sites:
         where = _short_loc(s.loc) + ("" if s.function == own else f" in {s.function}")
         if s.taken:
             ran = s.plan.label if s.plan else "no plan"
+            backend = getattr(s, "backend", None)
+            if backend is not None and backend.runs != "cpu":
+                ran += f" on {backend.runs}"
             rows.append([f"site {s.id}", where, s.form, s.dtype, ran, f"calls={s.calls if calls is None else calls.get(s.id, 0)}"])
         else:
             rows.append(["-", where, s.form, s.dtype, f"not taken: {s.reason}"])

@@ -3,7 +3,8 @@
 For each ``mix.gemm`` the pass takes its chosen candidate: the tune pass's ``mix.plan``
 (``{scheme, config, ...}``), else the frontend's ``mix.runs`` (the plan the compiled site runs),
 else the default scheme for its dtype at its most precise config (``mixpert[level=full]`` for
-f32). It renders the kernel for that config, dtype, transposes and alpha/beta mode
+f32). It renders the kernel of that scheme's family (runtime/cuda/registry.py: mixpert,
+tf32x3, bf16xN, ...) for that config, dtype, transposes and alpha/beta mode
 (:class:`~mixjit.runtime.cuda.desc.KernelDesc`), and attaches one ``mix.kernel`` op per distinct
 kernel to the module (name, scheme, config, arch, source hash, file, sites). A site whose scheme
 or config has no CUDA kernel gets a remark saying why; it keeps its CPU executor.
@@ -26,8 +27,9 @@ from mixjit.passes.pass_base import ModulePass, OptionError, PassContext, option
 from mixjit.passes.registry import register_pass
 from mixjit.passes.tuning.plan_attr import PLAN_ATTR
 from mixjit.passes.tuning.sites import gemm_sites, site_loc
-from mixjit.runtime.cuda.desc import ARCHS, MOST_PRECISE, KernelDesc, UnsupportedConfig
+from mixjit.runtime.cuda.desc import ARCHS, MOST_PRECISE, KernelSpec, UnsupportedConfig
 from mixjit.runtime.cuda.emit import KernelSource, render
+from mixjit.runtime.cuda.registry import kernel_desc
 
 __all__ = ["EmitCuda", "RUNS_ATTR", "site_choice", "site_kernels", "write_kernels", "MANIFEST"]
 
@@ -49,14 +51,14 @@ def site_choice(op: GemmOp) -> tuple[str, str, str]:
     return scheme, config, "default"
 
 
-def _desc(op: GemmOp, arch: str) -> KernelDesc:
+def _desc(op: GemmOp, arch: str) -> KernelSpec:
     scheme, config, _ = site_choice(op)
     kind = op.dtype.value.kind
     if kind not in ("f32", "f64"):
         raise UnsupportedConfig(f"cuda: dtype {kind} has no CUDA kernel")
     plain = op.alpha.value == 1.0 and op.beta.value == 0.0
-    return KernelDesc.for_config(scheme, config, dtype=kind, arch=arch, trans_a=op.trans_a.value,
-                                 trans_b=op.trans_b.value, alpha_beta="product" if plain else "update")
+    return kernel_desc(scheme, config, dtype=kind, arch=arch, trans_a=op.trans_a.value,
+                       trans_b=op.trans_b.value, alpha_beta="product" if plain else "update")
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,16 @@ Semantics: docs/numerics.md, section "int8". The same code runs for ``scheme.run
   ``params`` the config words (``Int8Config.words()``); ``stats`` int64[N_STATS].
   Returns 0 or an ``ERR_*`` status (``STATUS_MESSAGES``); never raises, never takes
   the GIL; scratch is per call.
-* :func:`dequantized_product`: the dequantized INT8 GEMM ``RN64(RN64(S·s_i)·t_j)``
-  (also the INT8 part of the split scheme).
+* :func:`quantized_gemm`: the same with any symmetric range ``[-qmax, qmax]``
+  (qmax <= 127; the vitbit scheme's b-bit integers);
+* :func:`dequantized_product`: the dequantized integer GEMM ``RN64(RN64(S·s_i)·t_j)``
+  (also the INT8 part of the split scheme);
+* :func:`quantize_symmetric`: the quantization step alone.
 
-Word layout (``N_WORDS = 1``): ``W_SCALE`` = ``SCALE_ROW_COL`` (the only scaling).
+Word layout (``N_WORDS = 3``): ``W_SCALE`` = ``SCALE_ROW_COL`` (the only scaling);
+``W_ENCODING``, ``W_ENCODING_P``: the operand encoding (runtime/encodings.py
+``encoding_words``: ``ENC_INT8`` is the symmetric quantization above; sf16, sf8 and
+pct<p> encode the operands and round the exact product once).
 """
 
 from __future__ import annotations
@@ -20,36 +26,50 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.executor_common import nonfinite_rule, row_form
+from mixjit.runtime.encodings import ENC_INT8, N_COUNTS, encode_rows, encoded_product, words_ok
+from mixjit.runtime.executor_common import nonfinite_rule, row_form, store
 from mixjit.runtime.jit_cache import cached_njit
 
 __all__ = [
     "W_SCALE",
+    "W_ENCODING",
+    "W_ENCODING_P",
     "N_WORDS",
     "SCALE_ROW_COL",
     "STAT_NONFINITE",
+    "STAT_OUTLIERS",
+    "STAT_UNITY",
+    "STAT_ZEROS",
     "N_STATS",
     "OK",
     "ERR_PARAMS",
     "ERR_SHAPE",
     "STATUS_MESSAGES",
     "EXACT_SGEMM_K",
+    "quantize_symmetric",
     "dequantized_product",
+    "quantized_gemm",
     "int8_gemm",
 ]
 
 W_SCALE = 0
-N_WORDS = 1
+W_ENCODING = 1
+W_ENCODING_P = 2
+N_WORDS = 3
 SCALE_ROW_COL = 0
 
 STAT_NONFINITE = 0  # outputs set by the non-finite rule
-N_STATS = 1
+STAT_OUTLIERS = 1  # encoded operand elements kept in FP32 (runtime/encodings.py COUNT_*)
+STAT_UNITY = 2  # encoded operand elements that are exactly +-1
+STAT_ZEROS = 3  # encoded operand elements that are 0
+N_STATS = 4
 
 OK = 0
 ERR_PARAMS = 3
 ERR_SHAPE = 4
 STATUS_MESSAGES: dict[int, str] = {
-    ERR_PARAMS: "the config words are invalid (encode configs with Int8Config.words(): scale 0 = row-col)",
+    ERR_PARAMS: "the config words are invalid (encode configs with Int8Config.words(): scale 0 = row-col, "
+                "then the encoding's two words)",
     ERR_SHAPE: "shapes do not match: A is m x k, B must be k x n and C m x n",
 }
 """What each non-zero status of :func:`int8_gemm` means."""
@@ -66,10 +86,10 @@ _TB = 32
 
 
 @cached_njit(nogil=True)
-def _quantize(x, transpose: bool):
-    """``(q3, s, bad)``: symmetric INT8 quantization of each row of ``x`` (of ``x.T``
-    if ``transpose``), its values rounded to float32 first and non-finite ones as 0:
-    ``s_i = RN64(amax_i/127)``, ``q = rint(RN64(x/s_i))`` ties to even (0 for an
+def quantize_symmetric(x, transpose: bool, qmax: float):
+    """``(q3, s, bad)``: symmetric quantization to ``[-qmax, qmax]`` (127: INT8) of each
+    row of ``x`` (of ``x.T`` if ``transpose``), its values rounded to float32 first and
+    non-finite ones as 0: ``s_i = RN64(amax_i/qmax)``, ``q = rint(RN64(x/s_i))`` ties to even (0 for an
     all-zero row), stored block-major as float32, (⌈K/w⌉, rows, w) with
     w = min(EXACT_SGEMM_K, K), zero padded; ``bad[i]``: row i holds an inf/NaN."""
     r = x.shape[1] if transpose else x.shape[0]
@@ -88,7 +108,7 @@ def _quantize(x, transpose: bool):
                         bad[i] = True
                     elif abs(v) > amax[i]:
                         amax[i] = abs(v)
-    s = amax / 127.0
+    s = amax / qmax
     for i0 in range(0, r, _TB):
         for k0 in range(0, kk, _TB):
             for i in range(i0, min(i0 + _TB, r)):
@@ -103,14 +123,14 @@ def _quantize(x, transpose: bool):
 
 
 @cached_njit(nogil=True)
-def dequantized_product(a, b, b_transposed: bool):
+def dequantized_product(a, b, b_transposed: bool, qmax: float):
     """``(D, abad, bbad)``: ``D[i,j] = RN64(RN64(S[i,j]·s_i)·t_j)`` (float64 m×n) for
     A (m×K) and B (K×n if ``b_transposed``, else given as Bᵀ n×K), and their rows /
     columns holding an inf/NaN. ``S`` is the exact integer product of the quantized
     values, from float32 GEMMs on K blocks of :data:`EXACT_SGEMM_K` (each exact in
     any order) added in float64 (exact integers)."""
-    qa, sa, abad = _quantize(a, False)
-    qb, sb, bbad = _quantize(b, b_transposed)
+    qa, sa, abad = quantize_symmetric(a, False, qmax)
+    qb, sb, bbad = quantize_symmetric(b, b_transposed, qmax)
     m = sa.shape[0]
     n = sb.shape[0]
     d = np.zeros((m, n))
@@ -135,14 +155,51 @@ def int8_gemm(a, b, c, params, stats) -> int:
     is written."""
     if params.shape[0] < N_WORDS or params[W_SCALE] != SCALE_ROW_COL:
         return ERR_PARAMS
+    if not words_ok(params[W_ENCODING], params[W_ENCODING_P]):
+        return ERR_PARAMS
     m, K = a.shape
     n = b.shape[1]
     if b.shape[0] != K or c.shape[0] != m or c.shape[1] != n:
         return ERR_SHAPE
     stats[:] = 0
+    if params[W_ENCODING] == ENC_INT8:
+        stats[STAT_NONFINITE] = quantized_gemm(a, b, c, 127.0)
+    elif m > 0 and n > 0:
+        stats[STAT_NONFINITE] = _encoded_gemm(a, b, c, params[W_ENCODING], params[W_ENCODING_P], stats)
+    return OK
+
+
+@cached_njit(nogil=True)
+def _encoded_gemm(a, b, c, code: int, pbits: int, stats) -> int:
+    """C = RN32 of the exact product of the encoded operands, then the non-finite
+    rule (returns its count); the encoding's counts go to ``stats[STAT_OUTLIERS:]``."""
+    p = np.int64(pbits).view(np.float64)
+    araw, abad = row_form(a, False)
+    braw, bbad = row_form(b, True)
+    counts = np.zeros(N_COUNTS, dtype=np.int64)
+    xa = encode_rows(araw, code, p, counts)
+    xb = encode_rows(braw, code, p, counts)
+    out = np.empty((a.shape[0], b.shape[1]), dtype=np.float32)
+    encoded_product(xa, xb, out)
+    nf = 0
+    if abad.any() or bbad.any():
+        nf = nonfinite_rule(araw, braw, abad, bbad, out)
+    for t in range(N_COUNTS):
+        stats[STAT_OUTLIERS + t] = counts[t]
+    store(out, c)
+    return nf
+
+
+@cached_njit(nogil=True)
+def quantized_gemm(a, b, c, qmax: float) -> int:
+    """``C = RN32(RN64(RN64(S·s_i)·t_j))`` for symmetric ``[-qmax, qmax]`` quantization
+    (shapes already checked; ``c`` may overlap ``a`` or ``b``), then the non-finite
+    rule; returns the number of outputs that rule set."""
+    m = a.shape[0]
+    n = b.shape[1]
     if m == 0 or n == 0:
-        return OK
-    d, abad, bbad = dequantized_product(a, b, True)
+        return 0
+    d, abad, bbad = dequantized_product(a, b, True, qmax)
     special = abad.any() or bbad.any()
     if special:  # copies for the non-finite rule, taken before C (which may alias A or B) is written
         araw = row_form(a, False)[0]
@@ -151,5 +208,5 @@ def int8_gemm(a, b, c, params, stats) -> int:
         for j in range(n):
             c[i, j] = np.float32(d[i, j]) + np.float32(0.0)  # |C| > FLT_MAX rounds to inf
     if special:
-        stats[STAT_NONFINITE] = nonfinite_rule(araw, braw, abad, bbad, c)
-    return OK
+        return nonfinite_rule(araw, braw, abad, bbad, c)
+    return 0

@@ -10,7 +10,7 @@ Semantics: docs/numerics.md, section "split". The same code runs for ``scheme.ru
   the GIL; scratch is per call.
 * :func:`slice_importance` / :func:`fp16_columns`: the ranking steps alone.
 
-Word layout (``N_WORDS = 9``):
+Word layout (``N_WORDS = 11``):
 
 * ``W_FP16_MODE``: ``FP16_FIXED`` (the share is ``W_FP16_NUM / 2^W_FP16_EXP``, the
   exact value of the config's float) or ``FP16_AUTO`` (the partition-size
@@ -18,7 +18,9 @@ Word layout (``N_WORDS = 9``):
   ``W_MMA_UNIT`` = their lcm; runtime/partition.py);
 * ``W_WIDTH``: slice width (≥ 1);
 * ``W_RANK``: ``RANK_PERCENTILE`` (Q = the float64 whose bit pattern is
-  ``W_RANK_Q``) or ``RANK_INDEX``.
+  ``W_RANK_Q``) or ``RANK_INDEX``;
+* ``W_ENCODING``, ``W_ENCODING_P``: the INT8 part's operand encoding
+  (runtime/encodings.py ``encoding_words``; ``ENC_INT8`` = symmetric quantization).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import math
 
 import numpy as np
 
+from mixjit.runtime.encodings import ENC_INT8, N_COUNTS, encode_rows, encoded_product, nearest_rank, words_ok
 from mixjit.runtime.executor_common import nonfinite_rule, round_products32, row_form, store
 from mixjit.runtime.executor_int8 import dequantized_product
 from mixjit.runtime.executor_multiterm import FMT_FP16, build_parts
@@ -34,8 +37,8 @@ from mixjit.runtime.jit_cache import cached_njit
 
 __all__ = [
     "W_FP16_MODE", "W_FP16_NUM", "W_FP16_EXP", "W_MMA_K_INT8", "W_MMA_K_FP16", "W_MMA_UNIT",
-    "W_WIDTH", "W_RANK", "W_RANK_Q", "N_WORDS", "FP16_FIXED", "FP16_AUTO", "RANK_PERCENTILE",
-    "RANK_INDEX", "STAT_NONFINITE", "STAT_K_FP16", "STAT_K_INT8", "STAT_SLOW_ELEMENTS", "N_STATS",
+    "W_WIDTH", "W_RANK", "W_RANK_Q", "W_ENCODING", "W_ENCODING_P", "N_WORDS", "FP16_FIXED", "FP16_AUTO", "RANK_PERCENTILE",
+    "RANK_INDEX", "STAT_NONFINITE", "STAT_K_FP16", "STAT_K_INT8", "STAT_SLOW_ELEMENTS", "STAT_OUTLIERS", "STAT_UNITY", "STAT_ZEROS", "N_STATS",
     "OK", "ERR_PARAMS", "ERR_SHAPE", "STATUS_MESSAGES", "slice_importance", "fp16_columns", "split_gemm",
 ]
 
@@ -48,7 +51,9 @@ W_MMA_UNIT = 5
 W_WIDTH = 6
 W_RANK = 7
 W_RANK_Q = 8
-N_WORDS = 9
+W_ENCODING = 9
+W_ENCODING_P = 10
+N_WORDS = 11
 FP16_FIXED = 0
 FP16_AUTO = 1
 RANK_PERCENTILE = 0
@@ -58,7 +63,10 @@ STAT_NONFINITE = 0  # outputs set by the non-finite rule
 STAT_K_FP16 = 1  # K columns in the FP16 part
 STAT_K_INT8 = 2  # K columns in the INT8 part
 STAT_SLOW_ELEMENTS = 3  # outputs Ziv's test left in doubt: summed exactly
-N_STATS = 4
+STAT_OUTLIERS = 4  # encoded INT8-part elements kept in FP32 (runtime/encodings.py COUNT_*)
+STAT_UNITY = 5  # encoded INT8-part elements that are exactly +-1
+STAT_ZEROS = 6  # encoded INT8-part elements that are 0
+N_STATS = 7
 
 OK = 0
 ERR_PARAMS = 3
@@ -75,6 +83,8 @@ _MAX_K = 2**31
 @cached_njit(nogil=True)
 def _params_ok(params) -> bool:
     if params.shape[0] < N_WORDS or params[W_WIDTH] < 1:
+        return False
+    if not words_ok(params[W_ENCODING], params[W_ENCODING_P]):
         return False
     mode = params[W_FP16_MODE]
     if mode == FP16_FIXED:
@@ -134,14 +144,6 @@ def _fp16_slice_count(params, K: int, nsl: int) -> int:
 
 
 @cached_njit(nogil=True)
-def _nearest_rank(values, q: float) -> float:
-    """Nearest-rank percentile: the ``ceil(q/100·N)``-th smallest value (1-based)."""
-    n = values.shape[0]
-    r = min(n, max(1, math.ceil(q / 100.0 * n))) - 1
-    return np.partition(values, r)[r]
-
-
-@cached_njit(nogil=True)
 def slice_importance(araw, braw, width: int, rank: int, q: float):
     """Importance of each K slice of row-form operands (A m×K, Bᵀ n×K, non-finite
     values as 0): ``RN64(P_Q(|A[:, s]|)·P_Q(|B[s, :]|))``, or ``-s`` for ``RANK_INDEX``."""
@@ -169,7 +171,7 @@ def slice_importance(araw, braw, width: int, rank: int, q: float):
                 v = braw[j, k]
                 vb[t] = abs(v) if math.isfinite(v) else 0.0
                 t += 1
-        imp[s] = _nearest_rank(va, q) * _nearest_rank(vb, q)
+        imp[s] = nearest_rank(va, q) * nearest_rank(vb, q)
     return imp
 
 
@@ -223,26 +225,64 @@ def split_gemm(a, b, c, params, stats) -> int:
     f16 = fp16_columns(araw, braw, params)
     fcols = np.flatnonzero(f16)
     icols = np.flatnonzero(~f16)
+    out = np.empty((m, n), dtype=np.float32)
+    if params[W_ENCODING] == ENC_INT8:
+        stats[STAT_SLOW_ELEMENTS] = _quantized_split(araw, braw, icols, fcols, out)
+    else:
+        _encoded_split(araw, braw, icols, fcols, params, out, stats)
+    if abad.any() or bbad.any():
+        stats[STAT_NONFINITE] = nonfinite_rule(araw, braw, abad, bbad, out)
+    stats[STAT_K_FP16] = fcols.shape[0]
+    stats[STAT_K_INT8] = icols.shape[0]
+    store(out, c)
+    return OK
+
+
+@cached_njit(nogil=True)
+def _quantized_split(araw, braw, icols, fcols, out) -> int:
+    """``out = RN32(D + FP16 part)`` with D the dequantized INT8 part (docs: split,
+    steps 3-5); returns the outputs Ziv's test left in doubt."""
+    m = araw.shape[0]
+    n = braw.shape[0]
     if icols.shape[0]:
-        d = dequantized_product(_columns(araw, icols), _columns(braw, icols), False)[0]
+        d = dequantized_product(_columns(araw, icols), _columns(braw, icols), False, 127.0)[0]
     else:
         d = np.zeros((m, n))
-    out = np.empty((m, n), dtype=np.float32)
-    slow = 0
     if fcols.shape[0]:
         kf = fcols.shape[0]
         one = np.ones((1, 1), dtype=np.bool_)
         x3, _ = build_parts(_columns(araw, fcols), FMT_FP16, 1, one, kf)
         y3, _ = build_parts(_columns(braw, fcols), FMT_FP16, 1, one, kf)
-        slow = round_products32(x3, y3, kf, d, True, out)
-    else:
-        for i in range(m):
-            for j in range(n):
-                out[i, j] = np.float32(d[i, j]) + np.float32(0.0)  # |C| > FLT_MAX rounds to inf
-    if abad.any() or bbad.any():
-        stats[STAT_NONFINITE] = nonfinite_rule(araw, braw, abad, bbad, out)
-    stats[STAT_K_FP16] = fcols.shape[0]
-    stats[STAT_K_INT8] = icols.shape[0]
-    stats[STAT_SLOW_ELEMENTS] = slow
-    store(out, c)
-    return OK
+        return round_products32(x3, y3, kf, d, True, out)
+    for i in range(m):
+        for j in range(n):
+            out[i, j] = np.float32(d[i, j]) + np.float32(0.0)  # |C| > FLT_MAX rounds to inf
+    return 0
+
+
+@cached_njit(nogil=True)
+def _fp16_row_form(raw, cols):
+    """The FP16 part of columns ``cols`` of a row-form operand (range-scaled hi parts,
+    unscaled: h·2^-σ), in row form."""
+    kf = cols.shape[0]
+    x3, _ = build_parts(_columns(raw, cols), FMT_FP16, 1, np.ones((1, 1), dtype=np.bool_), kf)
+    w = x3.shape[2]
+    out = np.empty((raw.shape[0], kf))
+    for i in range(raw.shape[0]):
+        for k in range(kf):
+            out[i, k] = x3[k // w, i, k % w]
+    return out
+
+
+@cached_njit(nogil=True)
+def _encoded_split(araw, braw, icols, fcols, params, out, stats) -> None:
+    """``out = RN32`` of the exact sum of the INT8 part's encoded products and the
+    FP16 part's products (one rounding); the encoding's counts into ``stats``."""
+    p = np.int64(params[W_ENCODING_P]).view(np.float64)
+    counts = np.zeros(N_COUNTS, dtype=np.int64)
+    code = params[W_ENCODING]
+    xa = np.hstack((encode_rows(_columns(araw, icols), code, p, counts), _fp16_row_form(araw, fcols)))
+    xb = np.hstack((encode_rows(_columns(braw, icols), code, p, counts), _fp16_row_form(braw, fcols)))
+    stats[STAT_SLOW_ELEMENTS] = encoded_product(xa, xb, out)
+    for t in range(N_COUNTS):
+        stats[STAT_OUTLIERS + t] = counts[t]

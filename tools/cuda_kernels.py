@@ -1,9 +1,11 @@
-"""Build the MixPert CUDA kernels for sm_80 and sm_90 and report them in docs/cuda.md.
+"""Build the CUDA kernels of every family for sm_80 and sm_90 and report them in docs/cuda.md.
 
     python tools/cuda_kernels.py [--configs level=IV level=I ...] [--no-write]
 
-For each config and arch: the SASS instruction checks (IMMA.16832.S8.S8 count, FFMA count) and
-ptxas's resources per kernel (registers, shared memory, spills) from ``cuobjdump -res-usage``;
+For each kernel (MixPert at ``--configs``, plus tf32x3, bf16xN, the Ozaki-II residue kernels and
+split at fixed configs) and arch: the SASS instruction checks (the main loop's tensor-core MMA
+count, FFMA count) and ptxas's resources per kernel (registers, shared memory, spills) from
+``cuobjdump -res-usage``;
 and the *modeled* cost of running the INT8 products with ``mma.sync`` instead of ``wgmma`` on
 an H100 (runtime/costmodel.py with the hardware table's H100 minus its wgmma shapes). Writes
 the generated sections ``cuda-kernels`` and ``cuda-wgmma`` of docs/cuda.md and
@@ -22,6 +24,7 @@ from mixjit.runtime.costmodel import modeled_time
 from mixjit.runtime.cuda.build import build, find_compiler
 from mixjit.runtime.cuda.desc import ARCHS, KernelDesc
 from mixjit.runtime.cuda.emit import render
+from mixjit.runtime.cuda.registry import kernel_desc
 from mixjit.runtime.cuda.sass import opcode_counts, resource_usage, sass_by_kernel
 from mixjit.runtime.hardware import get_hardware
 
@@ -35,27 +38,39 @@ SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (16384, 25
 
 #: a non-default warp grid also reported, for comparison (16×32 per warp: twice the registers)
 EXTRA_WARPS = [("level=full", (4, 1))]
+#: the other families' kernels reported (scheme, config, desc fields)
+OTHER_KERNELS = [("tf32x3", "products=3", {}), ("tf32x3", "products=1", {}), ("bf16xn", "products=9", {}),
+                 ("bf16xn", "products=6", {}), ("bf16xn", "products=3", {}), ("ozaki2", "moduli=8", {}),
+                 ("ozaki2", "moduli=14", {"dtype": "f64"}), ("split", "fp16=auto", {}),
+                 ("split", "fp16=auto", {"block": (64, 128), "warps": (2, 2)})]
+#: the tensor-core MMA opcodes counted in each kernel
+MMA_OPCODES = ("IMMA.16832.S8.S8", "HMMA.1688.F32.TF32", "HMMA.16816.F32.BF16", "HMMA.16816.F32")
 
 
 def kernel_rows(configs: list[str]) -> tuple[list[list[str]], list[dict]]:
     compiler = find_compiler()
     rows, records = [], []
     default_warps = KernelDesc.for_config("mixpert", configs[0]).warps
-    for config, warps in [(c, default_warps) for c in configs] + EXTRA_WARPS:
+    specs = [("mixpert", c, {"warps": default_warps}) for c in configs]
+    specs += [("mixpert", c, {"warps": w}) for c, w in EXTRA_WARPS] + OTHER_KERNELS
+    for scheme, config, fields in specs:
         for arch in ARCHS:
-            desc = KernelDesc.for_config("mixpert", config, arch=arch, warps=warps)
+            desc = kernel_desc(scheme, config, arch=arch, **fields)
             progress(f"building {desc.name} with {compiler.kind}")
             cubin = build(render(desc), compiler=compiler)
             sass = sass_by_kernel(cubin)
             for kernel, res in sorted(resource_usage(cubin).items()):
                 ops = opcode_counts(sass[kernel])
-                record = {"config": config, "warps": list(warps), "arch": arch, "kernel": kernel,
-                          "registers": res.registers,
-                          "shared_bytes": res.shared_bytes, "local_bytes": res.local_bytes,
-                          "imma": ops["IMMA.16832.S8.S8"], "ffma": ops["FFMA"]}
+                mma = {op: ops[op] for op in MMA_OPCODES if ops[op]}
+                record = {"scheme": scheme, "config": config, "dtype": desc.dtype, "block": list(desc.block),
+                          "warps": list(desc.warps), "arch": arch, "kernel": kernel, "registers": res.registers,
+                          "shared_bytes": res.shared_bytes, "local_bytes": res.local_bytes, "mma": mma,
+                          "ffma": ops["FFMA"]}
                 records.append(record)
-                rows.append([f"`{config}`", f"{warps[0]}×{warps[1]}", arch, f"`{kernel}`", str(res.registers), str(res.shared_bytes),
-                             "yes" if res.spills else "no", str(record["imma"]), str(record["ffma"])])
+                rows.append([f"`{scheme}[{config}]`", desc.dtype, f"{desc.block[0]}×{desc.block[1]}",
+                             f"{desc.warps[0]}×{desc.warps[1]}", arch, f"`{kernel}`", str(res.registers),
+                             str(res.shared_bytes), "yes" if res.spills else "no",
+                             ", ".join(f"{v} {k}" for k, v in mma.items()) or "–", str(record["ffma"])])
     return rows, records
 
 
@@ -90,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     wrows, wrecords = wgmma_rows(args.configs)
     head = provenance(["python", "tools/cuda_kernels.py", *(argv if argv is not None else sys.argv[1:])], None)
     kernels = "\n".join(head + [""] + markdown_table(
-        ["config", "warps", "arch", "kernel", "registers", "static shared (B)", "spills", "IMMA.16832.S8.S8", "FFMA"], krows))
+        ["kernel family[config]", "dtype", "block", "warps", "arch", "kernel", "registers", "static shared (B)",
+         "spills", "tensor-core MMAs in SASS", "FFMA"], krows))
     wgmma = "\n".join(head + [""] + markdown_table(
         ["config", "m×n×k", "modeled ms (wgmma)", "modeled ms (mma.sync)",
          f"modeled ms (mma.sync at an assumed {ASSUMED_MMA_SYNC_FRACTION:g} of the INT8 peak)",

@@ -1,11 +1,17 @@
-"""KernelDesc: everything a generated CUDA kernel is specialised to, as one frozen value.
+"""Kernel descs: everything a generated CUDA kernel is specialised to, as one frozen value.
 
-Like CUTLASS python's ``TileDescription``: the scheme and its config (segment layout, kept
-pairs, alignment, rounding, the alignment tile), the input dtype, the CTA tile and warp grid,
-the pipeline depth, the target arch, the transposes and the alpha/beta mode. The template
-renderer (:mod:`mixjit.runtime.cuda.emit`), the build cache (:mod:`mixjit.runtime.cuda.build`)
-and the CPU fragment model (:mod:`mixjit.runtime.cuda.fragments`) are all driven by it, so the
-model proves exactly the index arithmetic the generated code runs.
+:class:`KernelSpec` is what every family's desc gives the renderer
+(:mod:`mixjit.runtime.cuda.emit`), the build cache (:mod:`mixjit.runtime.cuda.build`), a
+launcher (:meth:`KernelSpec.launches`) and its CPU model: template files, entry points, typed
+template parameters, the problems that rule a config out, and the SASS MMA the main loop must
+contain. The families: :class:`KernelDesc` here (MixPert), and desc_multiterm.py (tf32x3,
+bf16xN), desc_ozaki2.py, desc_split.py; runtime/cuda/registry.py maps a scheme to its desc.
+
+:class:`KernelDesc` is MixPert's, like CUTLASS python's ``TileDescription``: the scheme and its
+config (segment layout, kept pairs, alignment, rounding, the alignment tile), the input dtype,
+the CTA tile and warp grid, the pipeline depth, the target arch, the transposes and the
+alpha/beta mode. The CPU fragment model (:mod:`mixjit.runtime.cuda.fragments`) is driven by
+it, so the model proves exactly the index arithmetic the generated code runs.
 
 Pure Python: no numba, numpy or CUDA import (the ``emit-cuda`` pass imports it).
 :func:`parse_label` reads MixPert labels with the scheme's own parser, which lives in the pure
@@ -17,11 +23,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from mixjit.runtime.mixpert_labels import LEVELS, parse_label_fields
 
-__all__ = ["KernelDesc", "UnsupportedConfig", "parse_label", "MOST_PRECISE", "ARCHS", "ALPHA_BETA_MODES", "MMA_M", "MMA_N", "MMA_K"]
+__all__ = ["KernelSpec", "Launch", "KernelDesc", "UnsupportedConfig", "parse_label", "MOST_PRECISE", "ARCHS",
+           "ALPHA_BETA_MODES", "MMA_M", "MMA_N", "MMA_K", "STATIC_SHARED_LIMIT"]
 
 #: the m16n8k32 INT8 MMA shape (``mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32``)
 MMA_M, MMA_N, MMA_K = 16, 8, 32
@@ -30,6 +37,8 @@ ARCHS = ("sm_80", "sm_90")
 #: ``product``: the kernel writes P = RN(X); ``update``: out = alpha*P + beta*C in the output dtype
 ALPHA_BETA_MODES = ("product", "update")
 DTYPES = ("f32", "f64")
+#: the most static shared memory a kernel may declare (48 KiB; more needs dynamic shared memory)
+STATIC_SHARED_LIMIT = 48 * 1024
 #: accumulator headroom: the exact per-element accumulator is two 64-bit words
 ACC_BITS = 126
 
@@ -53,7 +62,95 @@ class UnsupportedConfig(ValueError):
 
 
 @dataclass(frozen=True)
-class KernelDesc:
+class Launch:
+    """How to launch one entry point: grid and block (x, y, z), its static shared memory, and the
+    stream it runs on (split: 0 and 1 run concurrently; every other launch waits for those before it)."""
+
+    entry: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0
+    stream: int = 0
+
+
+class KernelSpec:
+    """What every kernel desc gives the renderer, the build cache, the launcher and its CPU model.
+
+    Subclasses are frozen dataclasses with at least the fields ``scheme``, ``config``, ``dtype``,
+    ``arch``, ``block`` (BM, BN), ``warps`` (WM, WN), ``stages``, ``trans_a``, ``trans_b`` and
+    ``alpha_beta``; they set ``templates`` (the template files of the translation unit, the first
+    one ``common.cuh``) and ``entry_points``, and implement :meth:`template_params`,
+    :meth:`problems` and :meth:`launches`.
+    """
+
+    templates: ClassVar[tuple[str, ...]] = ()
+    entry_points: ClassVar[tuple[str, ...]] = ()
+
+    def __post_init__(self) -> None:
+        problems = self.problems()
+        if problems:
+            raise UnsupportedConfig(f"cuda: {self.scheme}[{self.config}] has no CUDA kernel: " + "; ".join(problems))
+
+    def template_params(self) -> dict[str, Any]:
+        """The typed compile-time parameters the templates declare (name -> Python value)."""
+        raise NotImplementedError
+
+    def problems(self) -> list[str]:
+        """Why this desc cannot be generated (empty when it can)."""
+        raise NotImplementedError
+
+    def launches(self, m: int, n: int, k: int) -> tuple[Launch, ...]:
+        """The kernels to launch, in order, for an m×n×k GEMM."""
+        raise NotImplementedError
+
+    def main_loop_mma(self) -> tuple[str, str, int]:
+        """(GEMM entry point, its SASS MMA opcode, how many of them one warp issues per K chunk):
+        what the SASS check requires of the main loop."""
+        raise NotImplementedError
+
+    @property
+    def warp_tile(self) -> tuple[int, int]:
+        return self.block[0] // self.warps[0], self.block[1] // self.warps[1]
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps[0] * self.warps[1]
+
+    @property
+    def name(self) -> str:
+        """A C identifier naming this specialisation (also the file stem)."""
+        text = f"{self.scheme}_{self.config}_{self.dtype}_{self.block[0]}x{self.block[1]}_w{self.warps[0]}x" \
+               f"{self.warps[1]}_s{self.stages}_{self.arch}_{'t' if self.trans_a else 'n'}" \
+               f"{'t' if self.trans_b else 'n'}_{self.alpha_beta}"
+        return re.sub(r"[^0-9A-Za-z]+", "_", text).strip("_")
+
+    def common_problems(self, mma_m: int, mma_n: int) -> list[str]:
+        """The checks every GEMM desc shares: dtype, arch, alpha/beta mode, warp grid and tile."""
+        out = []
+        bm, bn = self.block
+        if self.dtype not in DTYPES:
+            out.append(f"dtype {self.dtype!r} is not one of {DTYPES}")
+        if self.arch not in ARCHS:
+            out.append(f"arch {self.arch!r} is not one of {ARCHS}")
+        if self.alpha_beta not in ALPHA_BETA_MODES:
+            out.append(f"alpha_beta {self.alpha_beta!r} is not one of {ALPHA_BETA_MODES}")
+        if bm % self.warps[0] or bn % self.warps[1]:
+            out.append(f"block {bm}x{bn} is not divisible by the warp grid {self.warps}")
+        else:
+            wm, wn = self.warp_tile
+            if wm % mma_m or wn % mma_n:
+                out.append(f"warp tile {wm}x{wn} is not a multiple of the MMA {mma_m}x{mma_n}")
+        if self.stages != 2:
+            out.append(f"stages={self.stages}: the main loop is double-buffered (stages=2)")
+        return out
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class KernelDesc(KernelSpec):
     """One MixPert kernel specialisation (pack A, pack B, INT8 MMA GEMM with exact epilogue).
 
     ``config`` is the scheme's config label (``level=IV``); the layout fields below are
@@ -81,10 +178,9 @@ class KernelDesc:
     trans_b: bool = False
     alpha_beta: str = "product"
 
-    def __post_init__(self) -> None:
-        problems = self.problems()
-        if problems:
-            raise UnsupportedConfig(f"cuda: {self.scheme}[{self.config}] has no CUDA kernel: " + "; ".join(problems))
+    templates: ClassVar[tuple[str, ...]] = ("common.cuh", "imma.cuh", "mixpert_common.cuh", "mixpert_pack.cu",
+                                         "mixpert_gemm.cu")
+    entry_points: ClassVar[tuple[str, ...]] = ("mixpert_pack_a", "mixpert_pack_b", "mixpert_gemm")
 
     # -- construction -----------------------------------------------------------------------
     @staticmethod
@@ -93,7 +189,8 @@ class KernelDesc:
         names what the kernels lack (another scheme, a tile that is not a
         multiple of the MMA shape, ...), ValueError a malformed label."""
         if scheme != "mixpert":
-            raise UnsupportedConfig(f"cuda: scheme {scheme!r} has no CUDA kernel yet (only 'mixpert')")
+            raise UnsupportedConfig(f"cuda: KernelDesc is the mixpert desc, not {scheme!r}: use "
+                                    "mixjit.runtime.cuda.registry.kernel_desc")
         fields = parse_label(config)
         return KernelDesc(scheme=scheme, config=config, dtype=dtype, **fields, **kw)
 
@@ -134,39 +231,16 @@ class KernelDesc:
         return tuple(sorted({r for _, r in self.pairs}))
 
     @property
-    def warp_tile(self) -> tuple[int, int]:
-        return self.block[0] // self.warps[0], self.block[1] // self.warps[1]
-
-    @property
-    def threads(self) -> int:
-        return 32 * self.warps[0] * self.warps[1]
-
-    @property
     def partial_bits(self) -> int:
         """Bits of one k-tile's combined pair sum: < tk * 2^(2W) (|segment products| summed)."""
         return 2 * self.width + max(self.tile[1] - 1, 0).bit_length() + 1
 
-    @property
-    def name(self) -> str:
-        """A C identifier naming this specialisation (also the file stem)."""
-        text = f"{self.scheme}_{self.config}_{self.dtype}_{self.block[0]}x{self.block[1]}_w{self.warps[0]}x" \
-               f"{self.warps[1]}_s{self.stages}_{self.arch}_{'t' if self.trans_a else 'n'}" \
-               f"{'t' if self.trans_b else 'n'}_{self.alpha_beta}"
-        return re.sub(r"[^0-9A-Za-z]+", "_", text).strip("_")
-
     def problems(self) -> list[str]:
         """Why this desc cannot be generated (empty when it can)."""
-        out = []
         tm, tk, tn = self.tile
         bm, bn = self.block
-        if self.scheme != "mixpert":
-            out.append(f"scheme {self.scheme!r} is not 'mixpert'")
-        if self.dtype not in DTYPES:
-            out.append(f"dtype {self.dtype!r} is not one of {DTYPES}")
-        if self.arch not in ARCHS:
-            out.append(f"arch {self.arch!r} is not one of {ARCHS}")
-        if self.alpha_beta not in ALPHA_BETA_MODES:
-            out.append(f"alpha_beta {self.alpha_beta!r} is not one of {ALPHA_BETA_MODES}")
+        out = [] if self.scheme == "mixpert" else [f"scheme {self.scheme!r} is not 'mixpert'"]
+        out += self.common_problems(MMA_M, MMA_N)
         if any(not (0 <= i < self.segments and 0 <= j < self.segments) for i, j in self.pairs) or not self.pairs:
             out.append(f"pairs {self.pairs} must be a non-empty subset of 0..{self.segments - 1} squared")
         if self.digits not in ("magnitude", "balanced"):
@@ -177,19 +251,25 @@ class KernelDesc:
             out.append(f"tile k={tk} is not a multiple of the MMA k={MMA_K}")
         if tm * tk > 1024 or tn * tk > 1024:
             out.append(f"alignment tile {tm}x{tk}x{tn} needs more than 1024 packer threads per tile")
-        if bm % self.warps[0] or bn % self.warps[1]:
-            out.append(f"block {bm}x{bn} is not divisible by the warp grid {self.warps}")
-        else:
-            wm, wn = self.warp_tile
-            if wm % MMA_M or wn % MMA_N:
-                out.append(f"warp tile {wm}x{wn} is not a multiple of the MMA {MMA_M}x{MMA_N}")
         if bm % tm or bn % tn:
             out.append(f"block {bm}x{bn} is not a multiple of the alignment tile {tm}x{tn}")
         if self.partial_bits > 62:
             out.append(f"W={self.width} bits: a k-tile's pair sum ({self.partial_bits} bits) overflows int64")
-        if self.stages != 2:
-            out.append(f"stages={self.stages}: the main loop is double-buffered (stages=2)")
         return out
+
+    def launches(self, m: int, n: int, k: int) -> tuple[Launch, ...]:
+        """pack A, pack B, GEMM (mixpert_pack.cu, mixpert_gemm.cu); shared bytes are the GEMM's tiles."""
+        tm, tk, tn = self.tile
+        m_pad, n_pad = _cdiv(m, self.block[0]) * self.block[0], _cdiv(n, self.block[1]) * self.block[1]
+        k_pad = max(_cdiv(k, tk), 1) * tk
+        smem = self.stages * (len(self.a_segments) * self.block[0] + len(self.b_segments) * self.block[1]) * MMA_K
+        return (Launch("mixpert_pack_a", (k_pad // tk, m_pad // tm, 1), (tk, tm, 1)),
+                Launch("mixpert_pack_b", (k_pad // tk, n_pad // tn, 1), (tk, tn, 1)),
+                Launch("mixpert_gemm", (n_pad // self.block[1], m_pad // self.block[0], 1), (self.threads, 1, 1), smem))
+
+    def main_loop_mma(self) -> tuple[str, str, int]:
+        wm, wn = self.warp_tile
+        return "mixpert_gemm", "IMMA.16832.S8.S8", len(self.pairs) * (wm // MMA_M) * (wn // MMA_N)
 
     def template_params(self) -> dict[str, Any]:
         """The typed compile-time parameters the templates declare (name -> Python value)."""

@@ -64,19 +64,25 @@ def _bytes(regs: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(regs.astype(np.uint32)).view(np.int8).reshape(*regs.shape[:-1], -1)
 
 
+def _table(element, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A fragment table as index arrays: (first, second) coordinates, each n × 32 (element, lane)."""
+    pos = [element(LANES, i) for i in range(n)]
+    return np.stack([p[0] for p in pos]), np.stack([np.broadcast_to(p[1], LANES.shape) for p in pos])
+
+
+_A_TABLE, _B_TABLE, _C_TABLE = _table(a_element, 16), _table(b_element, 8), _table(c_element, 4)
+
+
 def mma_m16n8k32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """D = A·B for one warp: ``a`` (32 lanes × 4 u32), ``b`` (32 × 2 u32) -> d (32 × 4 int32),
     assembling A and B and distributing D through the PTX fragment tables."""
     A = np.zeros((16, 32), np.int64)
     B = np.zeros((32, 8), np.int64)
-    ab, bb = _bytes(a), _bytes(b)
-    for i in range(16):
-        A[a_element(LANES, i)] = ab[:, i]
-    for i in range(8):
-        B[b_element(LANES, i)] = bb[:, i]
+    A[_A_TABLE] = _bytes(a).T
+    B[_B_TABLE] = _bytes(b).T
     D = A @ B
     assert np.abs(D).max(initial=0) < 2**31, "INT32 MMA accumulator overflow"
-    return np.stack([D[c_element(LANES, i)] for i in range(4)], axis=1).astype(np.int32)
+    return D[_C_TABLE].T.astype(np.int32)
 
 
 # -- packer ------------------------------------------------------------------------------------

@@ -26,3 +26,5 @@ from mixjit.runtime.schemes import int8  # noqa: E402,F401
 from mixjit.runtime.schemes import split  # noqa: E402,F401
 from mixjit.runtime.schemes import mixpert  # noqa: F401,E402
 from mixjit.runtime.schemes import ozaki2  # noqa: F401,E402
+from mixjit.runtime.schemes import dfp  # noqa: F401,E402
+from mixjit.runtime.schemes import vitbit  # noqa: F401,E402

@@ -6,7 +6,8 @@ selective quantization); the most important ``fp16`` fraction runs as a range-sc
 FP16 sub-GEMM, the rest as a symmetric INT8 sub-GEMM; the INT8 result is
 dequantized and the two are summed, exactly, then rounded once to float32.
 ``fp16=auto`` takes the fraction from the partition-size calculator
-(runtime/partition.py) for the config's ``target`` GPU. docs/numerics.md, "split".
+(runtime/partition.py) for the config's ``target`` GPU. ``encoding=sf16|sf8|pct<p>``
+encodes the INT8 part's operands instead (runtime/encodings.py). docs/numerics.md, "split".
 The work is done by the compiled executor runtime/executor_split.py.
 """
 
@@ -20,6 +21,8 @@ from typing import Sequence
 import numpy as np
 
 from mixjit.runtime import executor_split as esp
+from mixjit.runtime.encoding_cost import encoding_products, outlier_share
+from mixjit.runtime.encodings import encoding_words, parse_encoding
 from mixjit.runtime.executor_common import row_form
 from mixjit.runtime.hardware import HARDWARE, get_hardware
 from mixjit.runtime.partition import partition_sizes
@@ -34,12 +37,20 @@ class SplitConfig(Config):
     """``fp16``: fraction of K slices run in FP16 (0..1) or ``"auto"`` (calculator);
     ``width``: slice width in K; ``rank``: ``"pQ"`` (Q-th magnitude percentile,
     0 < Q <= 100) or ``"index"`` (no ranking: the first slices go to FP16);
-    ``target``: the GPU whose MMA shapes drive ``fp16=auto``."""
+    ``target``: the GPU whose MMA shapes drive ``fp16=auto``; ``encoding``: the INT8
+    part's operand encoding, ``int8`` (symmetric quantization) or ``sf16``, ``sf8``,
+    ``pct<p>`` (runtime/encodings.py; the label leaves out the default)."""
 
     fp16: float | str = "auto"
     width: int = 32
     rank: str = "p99"
     target: str = "a100"
+    encoding: str = "int8"
+
+    @property
+    def label(self) -> str:
+        text = f"fp16={self.fp16},width={self.width},rank={self.rank},target={self.target}"
+        return text + ("" if self.encoding == "int8" else f",encoding={self.encoding}")
 
     def words(self) -> tuple[int, ...]:
         """The config as int64 words for the compiled executor (and a plan table):
@@ -59,7 +70,7 @@ class SplitConfig(Config):
         q = _percentile(cfg.rank)
         rank = esp.RANK_INDEX if q is None else esp.RANK_PERCENTILE
         qbits = int(np.float64(q if q is not None else 0.0).view(np.int64))
-        return (mode, num, exp, k8, k16, unit, cfg.width, rank, qbits)
+        return (mode, num, exp, k8, k16, unit, cfg.width, rank, qbits, *encoding_words(cfg.encoding))
 
 
 def _check(config: Config) -> SplitConfig:
@@ -74,6 +85,7 @@ def _check(config: Config) -> SplitConfig:
     if config.width < 1:
         raise ValueError(f"split: width={config.width}; the slice width must be >= 1")
     _percentile(config.rank)
+    parse_encoding(config.encoding)
     if config.target not in HARDWARE:
         raise ValueError(f"split: unknown target {config.target!r}; known: {', '.join(sorted(HARDWARE))}")
     return config
@@ -152,12 +164,14 @@ class Split(Scheme):
             fallback_unit="element",
             fallback_reason=NONFINITE_REASON if n_nf else "",
             extra={"k_fp16": int(stats[esp.STAT_K_FP16]), "k_int8": int(stats[esp.STAT_K_INT8]),
-                   "slow_path_elements": int(stats[esp.STAT_SLOW_ELEMENTS])},
+                   "slow_path_elements": int(stats[esp.STAT_SLOW_ELEMENTS]),
+                   **({} if cfg.encoding == "int8" else {"outliers": int(stats[esp.STAT_OUTLIERS]),
+                                                         "unity": int(stats[esp.STAT_UNITY]),
+                                                         "zeros": int(stats[esp.STAT_ZEROS])})},
         )
 
     def products(self, config: Config) -> int:
-        _check(config)
-        return 1
+        return encoding_products(_check(config).encoding)
 
     def work(self, config: Config, m: int, n: int, k: int, dtype: np.dtype | type = np.float32) -> Work:
         cfg = _check(config)
@@ -170,4 +184,10 @@ class Split(Scheme):
         elems16 = (m + n) * k16
         elems8 = (m + n) * (k - k16)
         packing = in_bytes * (m + n) * k + (2 * in_bytes + 2) * elems16 + (2 * in_bytes + 1) * elems8 + 8 * (m + n)
-        return Work(ops={"int8": 2.0 * m * n * (k - k16), "fp16": 2.0 * m * n * k16}, bytes_moved=float(packing))
+        ops = {"int8": 2.0 * m * n * (k - k16), "fp16": 2.0 * m * n * k16}
+        if cfg.encoding != "int8":  # see runtime/encoding_cost.py: dense products + sparse FP32 correction
+            phi = outlier_share(cfg.encoding)
+            ops["int8"] *= encoding_products(cfg.encoding)
+            ops["fp32"] = 2.0 * 2.0 * phi * m * n * (k - k16)
+            packing += 8 * phi * elems8 + (elems8 if encoding_products(cfg.encoding) > 1 else 0)
+        return Work(ops=ops, bytes_moved=float(packing))

@@ -10,6 +10,7 @@ import pytest
 
 from mixjit.runtime.cuda.desc import MOST_PRECISE, KernelDesc, UnsupportedConfig, parse_label
 from mixjit.runtime.cuda.emit import _declaration, render
+from mixjit.runtime.cuda.registry import kernel_desc
 from mixjit.runtime.schemes import get_scheme
 
 LABELS = ["", "level=IV", "level=I", "level=full,align=row,rounding=trunc", "segments=4,pairs=sig3",
@@ -37,12 +38,17 @@ def test_bad_labels_raise(label):
 
 
 @pytest.mark.parametrize("scheme,label,why", [
-    ("tf32x3", "products=3", "only 'mixpert'"), ("mixpert", "segments=8,pairs=sig6,digits=balanced", "at most 7"),
+    ("native", "", "has no CUDA kernel yet"), ("mixpert", "segments=8,pairs=sig6,digits=balanced", "at most 7"),
     ("mixpert", "level=IV,tile=16x48x8", "multiple of the MMA k"),
     ("mixpert", "segments=5,pairs=sig4", "overflows int64")])
 def test_unsupported_configs_name_the_reason(scheme, label, why):
     with pytest.raises(UnsupportedConfig, match=why):
-        KernelDesc.for_config(scheme, label)
+        kernel_desc(scheme, label)
+
+
+def test_mixpert_desc_refuses_other_schemes():
+    with pytest.raises(UnsupportedConfig, match="registry.kernel_desc"):
+        KernelDesc.for_config("tf32x3", "products=3")
 
 
 def test_render_is_deterministic_and_specialised():
@@ -62,7 +68,7 @@ def test_declarations_are_typed(value):
 
 def test_emitter_imports_no_numba():
     code = ("import sys, mixjit.runtime.cuda.emit, mixjit.runtime.cuda.desc, mixjit.runtime.cuda.build, "
-            "mixjit.runtime.cuda.sass, mixjit.passes.emit_cuda; "
+            "mixjit.runtime.cuda.sass, mixjit.runtime.cuda.registry, mixjit.passes.emit_cuda; "
             "mixjit.runtime.cuda.emit.render(mixjit.runtime.cuda.desc.KernelDesc.for_config('mixpert', 'level=IV')); "
             "print('numba' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -15,6 +15,7 @@ from mixjit.ir.parser import parse_module
 from mixjit.ir.printer import print_op
 from mixjit.passes.emit_cuda import EmitCuda, site_choice, write_kernels
 from mixjit.passes.manager import PassManager
+from mixjit.passes.pass_base import PassContext
 from mixjit.runtime.cuda.emit import render
 from mixjit.runtime.cuda.desc import KernelDesc
 
@@ -47,7 +48,8 @@ def test_rerunning_replaces_the_kernels():
     _run(module)
     assert print_op(module) == once
     kernels = _run(module, "sm_90")
-    assert {k.arch.value for k in kernels} == {"sm_90"} and len(kernels) == 4
+    assert {k.arch.value for k in kernels} == {"sm_90"} and len(kernels) == 6
+    assert {k.scheme.value for k in kernels} == {"mixpert", "tf32x3", "bf16xn"}
 
 
 def test_kernel_hash_is_the_rendered_source(tmp_path):
@@ -68,3 +70,22 @@ def test_emit_dir_refuses_a_module_changed_after_the_pass(tmp_path):
     site0.attributes["mix.plan"] = to_attr({"scheme": "mixpert", "config": "level=I", "modeled_time": 1e-4})
     with pytest.raises(ValueError, match="no longer matches its sites"):
         write_kernels(module, tmp_path)
+
+
+def test_every_kernel_family_is_emitted_and_unsupported_modes_are_remarked():
+    """ozaki2 and split sites get their kernels; an ozaki2 site with alpha/beta keeps its CPU
+    executor with a remark that says why."""
+    text = """"func.func"() <{sym_name = "f", function_type = (!py.array<f64, 2, C>, !py.array<f32, 2, C>) -> ()}> ({
+^bb0(%d: !py.array<f64, 2, C>, %x: !py.array<f32, 2, C>):
+  %a = "mix.gemm"(%d, %d) <{dtype = f64, site = 0 : i64}> {mix.plan = {config = "moduli=14", modeled_time = 1.0e-04 : f64, scheme = "ozaki2"}} : (!py.array<f64, 2, C>, !py.array<f64, 2, C>) -> !py.array<f64, 2, C> loc("f.py":2:8)
+  %b = "mix.gemm"(%x, %x) <{dtype = f32, site = 1 : i64}> {mix.plan = {config = "fp16=auto", modeled_time = 1.0e-04 : f64, scheme = "split"}} : (!py.array<f32, 2, C>, !py.array<f32, 2, C>) -> !py.array<f32, 2, C> loc("f.py":3:8)
+  %c = "mix.gemm"(%d, %d, %d) <{alpha = -1.0 : f64, beta = 1.0 : f64, dtype = f64, site = 2 : i64}> {mix.plan = {config = "moduli=14", modeled_time = 1.0e-04 : f64, scheme = "ozaki2"}} : (!py.array<f64, 2, C>, !py.array<f64, 2, C>, !py.array<f64, 2, C>) -> !py.array<f64, 2, C> loc("f.py":4:8)
+  "func.return"() : () -> ()
+}) : () -> ()
+"""
+    module = parse_module(text, "f.mix")
+    remarks = []
+    EmitCuda(arch="sm_90").run(module, PassContext(remarks.append))
+    kernels = {k.scheme.value: [s.value for s in k.sites] for k in module.walk() if isinstance(k, KernelOp)}
+    assert kernels == {"ozaki2": [0], "split": [1]}
+    assert any("site 2 keeps its CPU executor" in str(r) and "product mode" in str(r) for r in remarks), remarks

@@ -1,22 +1,11 @@
-// MixPert device helpers: the element split, the alignment shift, the exact two-word
+// MixPert device helpers (after common.cuh): the element split, the alignment shift, the exact two-word
 // accumulator and its single rounding to float32 (docs/numerics.md "mixpert", steps 1, 2, 5).
 // Compile-time parameters (kWidth, kRoundNearest, ...) come from the rendered Params block.
 // No standard headers, so that NVRTC compiles the file as nvcc does.
 
-typedef signed char i8;
-typedef unsigned int u32;
-typedef long long i64;
-typedef unsigned long long u64;
-typedef InputType InT;
-typedef InputType OutT;
-
 // Exponent of a zero or non-finite element, and of an all-zero alignment group (ZERO_EXP).
 constexpr int kNoExp = -32768;
 constexpr int kZeroExp = -(1 << 30);
-// Status bits (atomicOr): the CPU executor must run this GEMM instead.
-constexpr u32 kStatusNonFinite = 1u;   // an inf/NaN input (non-finite rule)
-constexpr u32 kStatusFallback = 2u;    // a fallback tile (step 4)
-constexpr u32 kStatusSpan = 4u;        // exponent span too wide for the two-word accumulator
 
 // Step 1: |x| = M * 2^(e - W + 1), 2^(W-1) <= M < 2^W, RNE at bit W+1, carry renormalised
 // except at emax = 127 (truncate). `bits` is a finite nonzero float32.
@@ -111,12 +100,3 @@ __device__ float round_to_f32(I128 acc, int scale) {
     const float r = (float)ldexp((double)q, scale + drop);
     return neg ? -r : r;
 }
-
-// Compile-time integer lists (the kept pairs and their weights).
-template <int... V>
-struct IntList {
-    __device__ static constexpr int at(int i) {
-        constexpr int v[] = {V...};
-        return v[i];
-    }
-};

@@ -17,22 +17,6 @@ constexpr int kMmaM = kWarpTileM / 16;
 constexpr int kMmaN = kWarpTileN / 8;
 constexpr int kChunksPerKTile = kTileK / kChunk;
 
-__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
-    const u32 dst = (u32)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-__device__ __forceinline__ void mma_s8(int (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 struct SharedTiles {
     i8 a[kStages][kPlanesA][kBlockM][kChunk];
     i8 b[kStages][kPlanesB][kBlockN][kChunk];
@@ -58,13 +42,6 @@ __device__ __forceinline__ void load_chunk(SharedTiles& s, int stage, int chunk,
         }
     }
 }
-
-// alpha*P + beta*C with every product and sum rounded on its own (no FMA contraction): the
-// arithmetic of the frontend's C = alpha*P + beta*C in C's dtype (mixjit/entry.py _axpby).
-__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
-__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
-__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
-__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
 
 // grid (N_pad / kBlockN, M_pad / kBlockM), block kThreads
 extern "C" __global__ void __launch_bounds__(kThreads)
@@ -181,12 +158,6 @@ mixpert_gemm(const i8* __restrict__ planes_a, const i8* __restrict__ planes_b, c
                 if (row >= m || col >= n) continue;
                 const bool any = emin[mi][ni][c] != kNoScale;
                 const float p = any ? round_to_f32(acc[mi][ni][c], emin[mi][ni][c] - 2 * (kWidth - 1)) : 0.0f;
-                OutT value = (OutT)p;
-                if (kAlphaBetaUpdate) {  // beta == 0 overwrites C (its NaNs do not survive, as in BLAS)
-                    const OutT av = (OutT)alpha, bv = (OutT)beta;
-                    value = beta == 0.0 ? mul_rn(av, value)
-                                        : add_rn(mul_rn(av, value), mul_rn(bv, c_in[(i64)row * ldc + col]));
-                }
-                out[(i64)row * ldo + col] = value;
+                store_output<kAlphaBetaUpdate>(out, ldo, row, col, p, alpha, beta, c_in, ldc);
             }
 }

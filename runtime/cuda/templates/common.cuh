@@ -1,0 +1,70 @@
+// Helpers shared by every generated kernel: integer typedefs, the input/output type, the
+// compile-time integer lists, the status bits a kernel raises to hand a GEMM back to the CPU
+// executor, cp.async, and the alpha/beta update of the output. The rendered Params block
+// (runtime/cuda/emit.py) comes first and declares InputType and the scalar parameters.
+// No standard headers, so that NVRTC compiles the file as nvcc does.
+
+typedef signed char i8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef long long i64;
+typedef unsigned long long u64;
+typedef InputType InT;
+typedef InputType OutT;
+
+// Status bits (atomicOr): the CPU executor must run this GEMM instead (never a silent wrong value).
+constexpr u32 kStatusNonFinite = 1u;     // an inf/NaN input (non-finite rule)
+constexpr u32 kStatusFallback = 2u;      // mixpert: a fallback tile (step 4)
+constexpr u32 kStatusSpan = 4u;          // mixpert: exponent span too wide for the two-word accumulator
+constexpr u32 kStatusPartOverflow = 8u;  // tf32x3/bf16xN: a leading part rounds to inf (part overflow)
+constexpr u32 kStatusTinyPart = 16u;     // tf32x3/bf16xN: a part below 2^-126 (float32's subnormal grid)
+
+// Part formats of the float MMA kernels (kFormat).
+constexpr int kFormatTf32 = 0, kFormatBf16 = 1, kFormatF16 = 2;
+
+// Compile-time integer lists (kept pairs, their weights, the planes).
+template <int... V>
+struct IntList {
+    __device__ static constexpr int at(int i) {
+        constexpr int v[] = {V...};
+        return v[i];
+    }
+};
+
+template <bool kCond, typename T, typename F>
+struct Select {
+    typedef T type;
+};
+template <typename T, typename F>
+struct Select<false, T, F> {
+    typedef F type;
+};
+
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
+    const u32 dst = (u32)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// alpha*P + beta*C with every product and sum rounded on its own (no FMA contraction): the
+// arithmetic of the frontend's C = alpha*P + beta*C in C's dtype (mixjit/entry.py _axpby).
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+
+// out[row, col] = P (product mode) or alpha*P + beta*C (kUpdate; beta == 0 overwrites C, its
+// NaNs do not survive, as in BLAS). P is the float32 result, widened to the output type.
+template <bool kUpdate>
+__device__ __forceinline__ void store_output(OutT* __restrict__ out, i64 ldo, int row, int col, float p,
+                                             double alpha, double beta, const OutT* __restrict__ c_in,
+                                             i64 ldc) {
+    OutT value = (OutT)p;
+    if (kUpdate) {
+        const OutT av = (OutT)alpha, bv = (OutT)beta;
+        value = beta == 0.0 ? mul_rn(av, value) : add_rn(mul_rn(av, value), mul_rn(bv, c_in[(i64)row * ldc + col]));
+    }
+    out[(i64)row * ldo + col] = value;
+}

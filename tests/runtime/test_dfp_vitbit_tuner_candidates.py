@@ -1,0 +1,57 @@
+"""The tuner's candidate space holds every dfp and vitbit config (they declare compiled
+executors), with modeled times from their ``work``: dfp at 8 bits is modeled about as fast
+as int8 (2-byte exponents instead of 8-byte scales), at 16 bits slower (four INT8 products).
+On an MLP, a loose budget lets the tuner pick 8-bit dfp (and vitbit when it is the scheme
+offered); a tight one keeps 8 bits out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mixjit import mixjit
+from mixjit.runtime.schemes import get_scheme
+from mixjit.tuning.profiling import site_candidates
+
+
+def test_dfp_and_vitbit_configs_are_tuner_candidates():
+    cands = site_candidates(np.dtype(np.float32), None, [(512, 512, 512, 3)], "a100")
+    by_label = {(c.scheme, c.config): c for c in cands}
+    for name in ("dfp", "vitbit"):
+        for cfg in get_scheme(name).configs(np.float32):
+            assert (name, cfg.label) in by_label, (name, cfg.label)
+    int8 = by_label[("int8", "scale=row-col")].time
+    assert by_label[("dfp", "bits=8,block=1,out=fp32")].time == pytest.approx(int8, rel=1e-3)  # exponents vs scales
+    assert by_label[("dfp", "bits=16,block=1,out=fp32")].time > int8
+    assert by_label[("dfp", "bits=16,block=1,out=fp32")].products == 4
+
+
+def _mlp(x, w1, w2, w3):
+    h = np.tanh(x @ w1)
+    g = np.tanh(h @ w2)
+    return g @ w3
+
+
+def _mlp_inputs(seed: int, n: int = 512) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((n, n)).astype(np.float32),
+            *[(rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32) for _ in range(3)])
+
+
+def _tuned(budget: float, scheme: str) -> list[tuple[str, str]]:
+    f = mixjit(error_budget=budget, target="a100", tune="explicit", schemes=[scheme])(_mlp)
+    result = f.tune(*_mlp_inputs(0), validate=[_mlp_inputs(1)])
+    assert result.plan.error <= budget
+    return [(s.scheme, s.config) for s in result.plan.sites]
+
+
+def test_a_loose_budget_lets_the_tuner_pick_8_bit_dfp():
+    # 512-wide layers: INT8 tensor cores are modeled 1.6x faster than SGEMM on an A100
+    plan = _tuned(3e-2, "dfp")
+    assert all(scheme == "dfp" for scheme, _ in plan) and any("bits=8" in cfg for _, cfg in plan)
+
+
+@pytest.mark.slow
+def test_a_tight_budget_keeps_8_bit_dfp_out_and_vitbit_is_picked_when_offered():
+    assert not any(cfg.startswith("bits=8") for _, cfg in _tuned(1e-4, "dfp"))
+    assert all(plan == ("vitbit", "bits=8") for plan in _tuned(3e-2, "vitbit"))
