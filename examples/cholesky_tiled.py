@@ -1,6 +1,6 @@
-"""Tiled right-looking Cholesky with four GEMM kinds under @mixjit (float32 or float64).
+"""Tiled right-looking Cholesky with four GEMM kinds under @mixjit, tuned for a budget and a target.
 
-    python examples/cholesky_tiled.py [--n 256] [--block 32]
+    python examples/cholesky_tiled.py [--size 256] [--block 64] [--budget 1e-6] [--target jetson-agx-orin]
 
 Each step ``k`` of the tiled factorisation runs the four tasks of LAPACK/PLASMA-style
 tiled Cholesky, each with its own GEMM site:
@@ -14,19 +14,28 @@ tiled Cholesky, each with its own GEMM site:
 
 The sites depend on each other (potrf -> trsm -> syrk, gemm -> the next step), which is
 what the tuner's DAG is for: this is the four-site Cholesky of the tuner benchmark
-(tools/bench_tuner.py), like the paper's (MixPert §4.4, Fig. 10).
+(tools/bench_tuner.py), like the paper's (MixPert §4.4, Fig. 10). The script tunes the four
+sites on one SPD matrix, runs the plan on another and prints the sites and their DAG, the
+tuned plan, the error of L against the same factorisation in FP64, the backward error
+``||A - L L^T||_F / ||A||_F`` (the application metric) and the modeled speedup on the target.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
+import sys
+from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
 from mixjit import mixjit
-from mixjit.report import dag_report, sites_report
-from mixjit.tuning.outputs import relative_frobenius  # paper Eq. 10, in float64
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # examples/_common.py
+from _common import (ExampleResult, backward_error, parse_flags, relative_frobenius, report,  # noqa: E402
+                     run_fp64, spd_matrix, tuned)
+
+__all__ = ["cholesky_tiled", "cholesky_tiled_py", "spd_matrix", "main"]
 
 
 def cholesky_tiled_py(a, nb):
@@ -91,32 +100,22 @@ def cholesky_tiled_py(a, nb):
 cholesky_tiled = mixjit(cholesky_tiled_py)
 
 
-def spd_matrix(n: int, seed: int = 0) -> np.ndarray:
-    """A well-conditioned symmetric positive definite float64 matrix."""
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, n))
-    return x @ x.T / n + np.eye(n)
-
-
-def main(n: int = 256, block: int = 32, seed: int = 0) -> dict[str, float]:
-    """Run the example in float32 and float64; returns the error of L per dtype."""
-    if block < 2 or block % 2:
-        raise ValueError(f"--block must be an even number >= 2, got {block}")
-    a = spd_matrix(n, seed)
-    ref = np.linalg.cholesky(a)
-    errors = {np.dtype(dt).name: relative_frobenius(cholesky_tiled(a.astype(dt), block), ref)
-              for dt in (np.float64, np.float32)}
-    print(f"tiled Cholesky, n={n}, tile={block}")
-    print(sites_report(cholesky_tiled))
-    print(dag_report(cholesky_tiled))
-    for name, err in errors.items():
-        print(f"error vs float64 reference ({name}): {err:.3e}")
-    return errors
+def main(argv: Sequence[str] | None = None) -> ExampleResult:
+    """Tune, run on a held-out matrix and print the report (``--help`` for the flags)."""
+    flags = parse_flags(__doc__, argv, size=256, size_help="order n of the matrix", budget=1e-6,
+                        target="jetson-agx-orin", dtype="float64",
+                        extra=[("block", int, 64, "tile size (even)")])
+    n, nb = flags.size, flags.extra["block"]
+    if nb < 2 or nb % 2:
+        raise SystemExit(f"cholesky_tiled: --block must be an even number >= 2, got {nb}")
+    inputs = lambda seed: (spd_matrix(n, seed).astype(flags.dtype), nb)  # noqa: E731
+    held_out = inputs(flags.seed + 1)
+    f = tuned(cholesky_tiled, flags, inputs)
+    L = f(*held_out)
+    return report(f"tiled Cholesky, n={n}, tile={nb}, {flags.dtype}", f, relative_frobenius(L, run_fp64(f, held_out)),
+                  "backward error ||A - L L^T||_F / ||A||_F", backward_error(held_out[0], L),
+                  "about the budget or below")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=256)
-    parser.add_argument("--block", type=int, default=32)
-    args = parser.parse_args()
-    main(args.n, args.block)
+    main()

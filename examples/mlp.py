@@ -1,23 +1,30 @@
-"""A three-layer perceptron (forward pass, float32) under @mixjit: three dependent GEMMs.
+"""A three-layer perceptron (forward pass, float32) under @mixjit: three dependent GEMMs, tuned.
 
-    python examples/mlp.py [--size 256] [--batch 512]
+    python examples/mlp.py [--size 256] [--batch 512] [--budget 1e-3] [--target a100]
 
 ``h1 = relu(x @ w1 + b1)``, ``h2 = relu(h1 @ w2 + b2)``, ``y = h2 @ w3 + b3``: each layer's
-GEMM reads the previous layer's output, so the site DAG is the chain 0 -> 1 -> 2 (the
-micro benchmark of the MixPert paper, §4.1, at CPU-friendly sizes). The script prints the
-sites found, their DAG and the relative Frobenius error of ``y`` against the same network
-run in float64.
+GEMM reads the previous layer's output, so the site DAG is the chain 0 -> 1 -> 2 (the micro
+benchmark of the MixPert paper, §4.1, at CPU-friendly sizes). The script tunes on one batch,
+runs the plan on another and prints the sites and their DAG, the tuned plan, the error of
+``y`` against the same network in FP64, the share of samples whose predicted class (the
+argmax of ``y``) agrees with the FP64 network (the application metric) and the modeled
+speedup on the target.
 """
 
 from __future__ import annotations
 
-import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
 from mixjit import mixjit
-from mixjit.report import dag_report, sites_report
-from mixjit.tuning.outputs import relative_frobenius  # paper Eq. 10, in float64
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # examples/_common.py
+from _common import ExampleResult, parse_flags, relative_frobenius, report, run_fp64, tuned  # noqa: E402
+
+__all__ = ["mlp", "mlp_forward", "network", "main"]
 
 
 def mlp_forward(x, w1, b1, w2, b2, w3, b3):
@@ -54,21 +61,20 @@ def network(size: int, batch: int, seed: int = 0, dtype: type = np.float32) -> t
     return tuple(a.astype(dtype) for a in out)
 
 
-def main(size: int = 256, batch: int = 512, seed: int = 0) -> float:
-    """Run the example; returns the error of the float32 output against float64."""
-    args = network(size, batch, seed)
-    ref = mlp_forward(*(a.astype(np.float64) for a in args))  # plain Python + NumPy in float64
-    err = relative_frobenius(mlp(*args), ref)
-    print(f"3-layer MLP, width {size}, batch {batch} (float32)")
-    print(sites_report(mlp))
-    print(dag_report(mlp))
-    print(f"error vs float64 reference: {err:.3e}")
-    return err
+def main(argv: Sequence[str] | None = None) -> ExampleResult:
+    """Tune, run on a held-out batch and print the report (``--help`` for the flags)."""
+    flags = parse_flags(__doc__, argv, size=256, size_help="width of each layer", budget=1e-3,
+                        target="a100", dtype="float32", extra=[("batch", int, 512, "samples per batch")])
+    size, batch = flags.size, flags.extra["batch"]
+    inputs = lambda seed: network(size, batch, seed, flags.dtype)  # noqa: E731
+    held_out = inputs(flags.seed + 1)
+    f = tuned(mlp, flags, inputs)
+    y = f(*held_out)
+    y64 = run_fp64(f, held_out)
+    return report(f"3-layer MLP, width {size}, batch {batch}, {flags.dtype}", f, relative_frobenius(y, y64),
+                  "predicted classes (argmax of y) agreeing with the FP64 network",
+                  float((y.argmax(1) == y64.argmax(1)).mean()), ">= 0.99 at budget 1e-3")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", type=int, default=256)
-    parser.add_argument("--batch", type=int, default=512)
-    args = parser.parse_args()
-    main(args.size, args.batch)
+    main()
