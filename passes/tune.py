@@ -109,6 +109,8 @@ class Tune(ModulePass):
     search: str = option("greedy", "greedy (MixPert §3.4) or exhaustive (small programs; the optimum)")
     order: str = option("dynamic", "greedy: lower the site with the largest current modeled time (dynamic), "
                                    "or visit each site once by its most precise modeled time (static)")
+    jump: bool = option(True, "greedy: judge only the furthest of the steps the sites' measured errors predict "
+                              "to fit, bisecting back when it does not (false: judge every step)")
     max_evals: int = option(0, "the most plans the search may judge (0: no limit)")
     max_plans: int = option(DEFAULT_MAX_PLANS, "exhaustive search: refuse programs with more plans than this")
     margin: float = option(0.0, "fraction of the budget kept in reserve: plans must meet budget * (1 - margin)")
@@ -171,7 +173,7 @@ class Tune(ModulePass):
             "search": self.search, "model": model, "error": float(result.error),
             "modeled_time": float(result.time), "precise_modeled_time": float(precise_time),
             "evaluations": result.evaluation_count, "within_budget": result.within_budget,
-            "stopped": result.stopped, **({"order": self.order} if self.search == "greedy" else {}),
+            "stopped": result.stopped, **({"order": self.order, "jump": self.jump} if self.search == "greedy" else {}),
         })
         search = f"greedy search ({self.order} order)" if self.search == "greedy" else "exhaustive search"
         summary = (f"{search}, {result.evaluation_count} evaluations: modeled program error "
@@ -264,7 +266,7 @@ class Tune(ModulePass):
         progress = backend.progress()
         if self.search == "greedy":
             return greedy(spaces, evaluator, self.budget, dag=dag, max_evals=max_evals, margin=self.margin,
-                          order=self.order, progress=progress)
+                          order=self.order, progress=progress, jump=self.jump)
         try:
             return exhaustive(spaces, evaluator, self.budget, max_plans=self.max_plans, max_evals=max_evals,
                               margin=self.margin, progress=progress)
