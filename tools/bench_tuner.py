@@ -10,6 +10,8 @@ budget in ``BUDGETS`` the online tuner (``mixjit.tuning.driver.tune``, target A1
 * **greedy** (the default search) on sample inputs (seed 0), validated on seed 1 (the driver
   tightens a plan that fails there); its plan is then run on seeds 2 and 3, which the tuner never
   saw (**held-out** errors);
+* **greedy judging every step** (``jump=False``): replayed on the errors the exhaustive tuning
+  recorded (no program run), to show that the jumps change the evaluation count, not the plan;
 * **exhaustive**: one online exhaustive tuning judges every plan of the Pareto-pruned candidates
   once; the optimum for each budget is the exhaustive search re-run over those recorded errors
   (same plans, same errors, no re-run of the program). Its evaluation count is the number of plans.
@@ -54,6 +56,7 @@ import mlp as mlp_example  # noqa: E402
 
 from mixjit import mixjit  # noqa: E402
 from mixjit.passes.tuning.exhaustive import SearchTooLarge, exhaustive  # noqa: E402
+from mixjit.passes.tuning.greedy import greedy  # noqa: E402
 from mixjit.passes.tuning.space import Evaluation, Plan, SiteSpace  # noqa: E402
 from mixjit.plan import SitePlan, reference_plan, set_plan  # noqa: E402
 from mixjit.runtime.costmodel import modeled_calls_time  # noqa: E402
@@ -113,6 +116,8 @@ class BudgetRow:
     optimum_time: float | None
     optimum_speedup: float | None  # modeled, over the most precise plan, on TARGET
     exhaustive_evals: int | None
+    stepwise_evals: int | None  # greedy judging every step (jump=False), replayed on the recorded errors
+    stepwise_same: bool | None  # did it end at the plan the jumping greedy chose?
     offline_plan: list[str]
     offline_predicted: float
     offline_measured: float
@@ -261,6 +266,7 @@ def bench_program(program: Program, budgets: Sequence[float] = BUDGETS, *, with_
         except SearchTooLarge as e:
             ex_note = f"exhaustive refused: {e}"
         common.progress(f"{program.name}: exhaustive judged {len(all_plans)} plans in {ex_cpu:.1f} s CPU")
+    dag = f.dag_for(*args)
     rows = []
     result = None
     for budget in budgets:
@@ -283,12 +289,16 @@ def bench_program(program: Program, budgets: Sequence[float] = BUDGETS, *, with_
                 opt_error, opt_time = opt.error, opt.time
                 opt_speedup = sum(ex_spaces[s].candidates[0].time for s in ex_spaces) / opt.time
             opt_evals = opt.evaluation_count
+        step_evals = step_same = None
+        if ex_spaces is not None and all(ex_spaces[s].candidates == result.spaces[s].candidates for s in ex_spaces):
+            steps = greedy(ex_spaces, RecordedErrors(all_plans), budget, dag=dag, margin=result.margin, jump=False)
+            step_evals, step_same = steps.evaluation_count, steps.plan == g.plan
         off_plan, predicted = offline_retune(f, result, args, budget)
         measured = measured_error(f, args, off_plan)
         rows.append(BudgetRow(
             budget, _labels(result), g.error, g.time, result.plan.within_budget, g.evaluation_count, result.runs,
             result.margin, speed, [v.error for v in result.validation], held, result.seconds, opt_plan, opt_error,
-            opt_time, opt_speedup, opt_evals,
+            opt_time, opt_speedup, opt_evals, step_evals, step_same,
             [f"s{s.index} {off_plan[s.id][0]}[{off_plan[s.id][1]}]" for s in result.sites if s.id in off_plan],
             predicted, measured, notes))
         common.progress(f"{program.name}: budget {budget:.0e} done ({result.seconds:.1f} s CPU)")
@@ -323,7 +333,8 @@ def _fmt(x: float | None, spec: str = ".2f", suffix: str = "") -> str:
 def plan_table(p: ProgramResult) -> list[str]:
     header = ["budget", "greedy plan", "error (sample)", "modeled speedup A100 vs precise / vs FP32",
               "modeled speedup H100 vs precise / vs FP32", "exhaustive optimum", "optimum modeled speedup A100",
-              "greedy / optimum", "evaluations greedy (runs) / exhaustive", "held-out errors (validate; unseen)",
+              "greedy / optimum", "evaluations greedy (runs) / exhaustive",
+              "greedy judging every step: evaluations, same plan", "held-out errors (validate; unseen)",
               "tuning CPU s"]
     rows = []
     for r in p.rows:
@@ -335,7 +346,9 @@ def plan_table(p: ProgramResult) -> list[str]:
                      f"{a['precise']:.2f}x / {a['native']:.2f}x", f"{h['precise']:.2f}x / {h['native']:.2f}x",
                      "<br>".join(r.optimum_plan) if r.optimum_plan else "-",
                      _fmt(r.optimum_speedup, ".2f", "x"), _fmt(r.greedy_over_optimum, ".3f"),
-                     f"{r.greedy_evals} ({r.greedy_runs}) / {_fmt(r.exhaustive_evals, 'd')}", held,
+                     f"{r.greedy_evals} ({r.greedy_runs}) / {_fmt(r.exhaustive_evals, 'd')}",
+                     "-" if r.stepwise_evals is None else f"{r.stepwise_evals}, {'yes' if r.stepwise_same else 'no'}",
+                     held,
                      f"{r.tuning_cpu_s:.1f}"])
     return common.markdown_table(header, rows)
 

@@ -317,12 +317,29 @@ def test_report_of_a_tuned_module_totals_the_modeled_speedup():
     module, _ = run_tune(module_text([profile(0), profile(1)]), budget=1e-5)
     lines = format_report(module).splitlines()
     assert lines[0].startswith("tuning report: target a100, budget 1e-05, greedy search")
-    row0 = lines[3].split()
+    cells = lambda line: [c.strip() for c in line.split("|")]  # noqa: E731  (plain: ASCII columns)
+    assert cells(lines[1])[:5] == ["site", "loc", "shapes (m x n x k)", "calls", "chosen"]
+    assert set(lines[2]) == {"-", "+"}
+    row0 = cells(lines[3])
     assert row0[:6] == ["0", "prog.py:10:5", "256x256x256", "2", "mixpert[level=II]", "3"]
     assert row0[-1] == f"{5.5e-4 / 1.5e-4:.2f}x"
-    total = lines[-1].split()
+    assert "\x1b" not in "\n".join(lines)  # no colour codes when not rendered for a terminal
+    total = cells(lines[-1])
     chosen_time = sum(p.modeled_time for p in plans(module).values())
     assert total[0] == "total" and total[-1] == f"{2 * 5.5e-4 / chosen_time:.2f}x"
+
+
+def test_report_table_is_rich_on_a_terminal_and_plain_elsewhere(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "300")  # the terminal's width (a narrow one wraps the cells)
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    module, _ = run_tune(module_text([profile(0), profile(1)]), budget=1e-5)
+    fancy = format_report(module, stream=Terminal())
+    assert "\x1b[" in fancy and "mixpert[level=II]" in fancy  # colour codes; cells are text, not markup
+    assert format_report(module, stream=io.StringIO()) == format_report(module)
 
 
 def test_report_of_an_untuned_module_and_of_sites_without_native():
