@@ -88,3 +88,13 @@ def test_a_dump_of_a_tuned_function_retunes_offline_in_mixopt(tuned, tmp_path, c
         assert len(plans) == 3
         times.append(sum(p["modeled_time"].value for p in plans))
     assert times[1] <= times[0]
+
+
+def test_rich_is_imported_only_when_a_report_is_rendered():
+    import subprocess
+    import sys
+
+    code = ("import sys, mixjit, mixjit.tuning, mixjit.tuning.report, mixjit.passes.tune, mixjit.mixopt; "
+            "print('rich' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
