@@ -98,3 +98,20 @@ def test_rich_is_imported_only_when_a_report_is_rendered():
             "print('rich' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_dump_names_predecessors_by_the_same_site_ids_as_its_sites(tuned):
+    """f.ir relabels the sites to their process ids (f.sites); build-dag's mix.deps follow, so a
+    dump re-tunes with tune alone (no second build-dag)."""
+    from mixjit.passes.build_dag import DEPS_ATTR
+
+    f, args, _ = tuned
+    other = mixjit(tune="never")(P.mlp)  # takes process site ids: f's no longer start at 0 ...
+    other(*args)
+    g = mixjit(tune="never")(P.mlp)  # ... and g's surely do not
+    g(*args)
+    module = parse_module(g.ir(*args, pipeline="detect-gemm,build-dag"))
+    gemms = [op for op in module.walk() if op.name == "mix.gemm"]
+    ids = [op.site.value for op in gemms]
+    assert ids == [s.id for s in g.sites] and ids != [0, 1, 2]
+    assert [[d["site"].value for d in op.attributes[DEPS_ATTR]] for op in gemms] == [[], ids[:1], ids[1:2]]
