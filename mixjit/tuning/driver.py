@@ -160,8 +160,16 @@ def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (),
         raise ValueError(f"mixjit: error budget must be a positive number, got {budget!r}")
     if search not in ("greedy", "exhaustive"):
         raise ValueError(f"mixjit: search must be 'greedy' or 'exhaustive', got {search!r}")
+    if max_evals is not None and (isinstance(max_evals, bool) or not isinstance(max_evals, int) or max_evals < 1):
+        raise ValueError(f"mixjit: max_evals must be a positive integer (None: no limit), got {max_evals!r}")
+    if metric is not None and not callable(metric):
+        raise TypeError(f"mixjit: metric must be a callable metric(out, ref) -> float, got {type(metric).__name__}")
     target = target or opts.target
     metric = metric or opts.metric
+    try:  # the tune pass checks its options: refuse bad ones before any program run
+        _tune_spec(margin, budget=float(budget), target=target, search=search, max_evals=max_evals)
+    except ValueError as err:
+        raise ValueError(f"mixjit: {err}") from None
     qualname = f.py_func.__qualname__
     names = argument_names(f.py_func, args)
     check_finite(args, names, qualname)

@@ -4,6 +4,7 @@ manager, with the online backend injected, rather than a search of its own."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import programs as P
 from mixjit import mixjit
@@ -65,3 +66,17 @@ def test_a_tightened_search_reruns_tune_alone_on_the_cached_dag():
     assert "margin=" in names[3]
     last = result.pipeline.runs[-1].analyses
     assert last.is_cached(GemmDag) and last.computations["gemm-dag"] == 1  # computed once, by build-dag
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"margin": 1.0}, r"option 'margin' of pass 'tune' must be in \[0, 1\), got 1.0"),
+    ({"margin": -0.1}, r"option 'margin' of pass 'tune' must be in \[0, 1\)"),
+    ({"max_evals": 0}, "max_evals must be a positive integer"),
+    ({"search": "random"}, "search must be 'greedy' or 'exhaustive'"),
+    ({"metric": "max"}, "metric must be a callable"),
+])
+def test_bad_tuning_options_are_refused_before_any_run(options, message):
+    f = mixjit(error_budget=1e-15, target=TARGET, tune="explicit", schemes=FP64)(P.mlp)
+    with pytest.raises((ValueError, TypeError), match=message):
+        f.tune(*_mlp64(0), **options)
+    assert not f.signatures  # refused before compiling, let alone running
