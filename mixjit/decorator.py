@@ -674,15 +674,33 @@ def annotate_sites(imported: Any) -> None:
     mappings = [(f, _process_site_ids(f)) for f in imported.functions]
     if any(ids is None for _, ids in mappings):
         return
+    every = {m: p for _, ids in mappings for m, p in ids.items()}
     for function, ids in mappings:
         for op in function.func.walk():
             if isinstance(op, GemmOp):
                 sid = ids[op.site.value]
                 op.site = IntegerAttr(sid, i64)
+                _relabel_deps(op, every)
                 plan = get_plan(sid)
                 if plan is not None:
                     op.attributes[RUNS_ATTR] = to_attr(
                         {"scheme": plan.scheme, "config": plan.config, "executor": plan.executor})
+
+
+def _relabel_deps(op: Any, ids: dict[int, int]) -> None:
+    """Make the predecessors in build-dag's ``mix.deps`` name process site ids too, so that the
+    dump stays consistent (``mixopt -p tune`` reads them)."""
+    from mixjit.ir.attributes import ArrayAttr, DictAttr, IntegerAttr
+    from mixjit.ir.types import i64
+    from mixjit.passes.build_dag import DEPS_ATTR
+
+    deps = op.attributes.get(DEPS_ATTR)
+    if not isinstance(deps, ArrayAttr):
+        return
+    op.attributes[DEPS_ATTR] = ArrayAttr([
+        DictAttr({**d.as_dict(), "site": IntegerAttr(ids[d["site"].value], i64)})
+        if isinstance(d, DictAttr) and "site" in d and isinstance(d["site"], IntegerAttr) and d["site"].value in ids
+        else d for d in deps])
 
 
 def _process_site_ids(function: Any) -> dict[int, int] | None:

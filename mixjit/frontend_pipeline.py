@@ -9,6 +9,11 @@ rejections among them, as :class:`~mixjit.passes.detect_gemm.NotGemmRemark`) and
 :class:`~mixjit.passes.analysis.AnalysisManager`, from which the GEMM DAG is taken
 (``result.dag``: computed once by build-dag, not recomputed).
 
+Tuning runs the same way: ``f.tune`` (``mixjit.tuning.online``) runs
+``detect-gemm,build-dag,tune{...}`` through :func:`run_frontend_pipeline` with its online
+backend registered, so the tuner is the ``tune`` pass ``mixopt`` runs, with verify-each, remarks
+and timing.
+
 ``f.ir(*args, pipeline=..., print_ir_after_all=True, timing=True)`` runs the same function on the
 imported module of a ``@mixjit`` function, to see what the JIT's pipeline does. A failing pass
 raises ``PassFailure`` naming it and the passes before it; ``find_sites`` turns that into the
@@ -30,6 +35,7 @@ from mixjit.passes.detect_gemm import GemmSite, NotGemmRemark, Rejection, detect
 from mixjit.passes.instrumentation import PrintIRInstrumentation, TimingInstrumentation, VerifyInstrumentation
 from mixjit.passes.manager import PassFailure, PassManager
 from mixjit.passes.pipeline import build_pipeline
+from mixjit.passes.tuning.backend import TuningBackend
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -76,14 +82,20 @@ def run_frontend_pipeline(
     verify_each: bool = True,
     print_ir_after_all: bool | TextIO = False,
     timing: bool = False,
+    analyses: AnalysisManager | None = None,
+    tuning_backend: Any = None,
 ) -> FrontendResult:
     """Run ``pipeline`` (default :data:`FRONTEND_PIPELINE`) on ``module`` with the pass manager.
 
     ``verify_each`` verifies the IR after every pass (a verifier error fails that pass).
     ``print_ir_after_all`` prints the module after every pass to a stream (``True``: stderr),
     as ``mixopt --print-ir-after-all`` does; ``timing`` records per-pass times in
-    ``result.timing``. Raises ``PipelineError`` for a bad pipeline and ``PassFailure`` (naming the
-    pass and those before it) when a pass fails."""
+    ``result.timing``. ``analyses``: the ``AnalysisManager`` of an earlier run on the same module,
+    whose still-valid analyses (the GEMM DAG) this run reuses. ``tuning_backend``: what the
+    ``tune`` pass profiles and judges plans with (``mixjit.passes.tuning.backend``; default: the
+    offline error model), registered as the run's ``TuningBackend`` analysis. Raises
+    ``PipelineError`` for a bad pipeline and ``PassFailure`` (naming the pass and those before it)
+    when a pass fails."""
     passes = build_pipeline(pipeline)
     instrumentations = []
     if verify_each:
@@ -94,7 +106,10 @@ def run_frontend_pipeline(
     timer = TimingInstrumentation() if timing else None
     if timer is not None:
         instrumentations.append(timer)  # added last: it wraps each pass most tightly
-    analyses = AnalysisManager(module)
+    if analyses is None:
+        analyses = AnalysisManager(module)
+    if tuning_backend is not None:
+        analyses.register(TuningBackend, lambda _module: tuning_backend)
     diagnostics = PassManager(passes, instrumentations).run(module, analyses)
     return FrontendResult(module, diagnostics, analyses, timer)
 

@@ -237,7 +237,7 @@ def _write_report(chunk: _Chunk, sources: SourceManager, stderr: TextIO) -> bool
     from mixjit.passes.tuning.report import format_report
 
     try:
-        stderr.write(format_report(chunk.module))
+        stderr.write(format_report(chunk.module, stream=stderr))
     except DiagnosticError as err:
         stderr.write("".join(sources.render(d) + "\n" for d in err.diagnostics))
         return False

@@ -17,6 +17,7 @@ sites, drops it.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, ClassVar, Final, TypeVar
 
 __all__ = ["Analysis", "AnalysisManager", "ALL_ANALYSES", "preserves"]
@@ -65,12 +66,22 @@ class AnalysisManager:
     def __init__(self, module: Any) -> None:
         self.module = module
         self._results: dict[type[Analysis], Any] = {}
+        self._computes: dict[type[Analysis], Callable[[Any], Any]] = {}
         self.computations: Counter[str] = Counter()
+
+    def register(self, analysis: type[Analysis], compute: Callable[[Any], Any]) -> None:
+        """Compute ``analysis`` with ``compute(module)`` instead of its ``compute`` class method, for
+        this manager only (LLVM's ``AnalysisManager::registerPass`` with a configured analysis, as
+        for ``TargetLibraryAnalysis``): how a caller hands passes what the IR does not carry, e.g.
+        the online tuner's evaluator (``mixjit.passes.tuning.backend``)."""
+        self._computes[analysis] = compute
+        self._results.pop(analysis, None)
 
     def get(self, analysis: type[A]) -> Any:
         """The result of ``analysis`` on the module: cached, or computed now and cached."""
         if analysis not in self._results:
-            self._results[analysis] = analysis.compute(self.module)
+            compute = self._computes.get(analysis, analysis.compute)
+            self._results[analysis] = compute(self.module)
             self.computations[analysis.name] += 1
         return self._results[analysis]
 

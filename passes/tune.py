@@ -1,12 +1,21 @@
-"""``tune``: choose every GEMM site's precision within an error budget, offline, from profiles.
+"""``tune``: choose every GEMM site's precision within an error budget.
 
-Each ``mix.gemm`` must carry ``mix.profile`` (:mod:`mixjit.passes.tuning.profile`: candidates
-with modeled times and the error each gives when its site alone runs it) and ``mix.deps``
+One pass for both ways in: ``mixopt`` re-tunes a dump offline, and ``@mixjit`` tunes on sample
+inputs, through the same pass run by the same pass manager. What differs is the run's
+:class:`~mixjit.passes.tuning.backend.TuningBackend` analysis: by default (offline) profiles come
+from ``mix.profile`` attributes and plans are judged by the error model fitted from them
+(:mod:`mixjit.passes.tuning.error_model`); the ``@mixjit`` tuner registers a backend that
+profiles unprofiled sites on the sample inputs and judges a plan by running the compiled
+function (``mixjit.tuning.online``).
+
+Each tuned ``mix.gemm`` needs a profile (:mod:`mixjit.passes.tuning.profile`: candidates with
+modeled times and the error each gives when its site alone runs it) and the GEMM DAG
 (``build-dag``). The pass prunes every site's candidates to their error/time Pareto front, runs
-the greedy (MixPert §3.4) or exhaustive search with the offline error model
-(:mod:`mixjit.passes.tuning.error_model`), writes ``mix.plan`` on every site and ``mix.tuning``
-on the module (:mod:`mixjit.passes.tuning.plan_attr`), and emits one remark per site and a
-summary remark. Candidates without a measured error are left out, with a warning.
+the greedy (MixPert §3.4) or exhaustive search with the backend's evaluator, writes
+``mix.profile`` (when measured now), ``mix.plan`` on every tuned site and ``mix.tuning`` on the
+module (:mod:`mixjit.passes.tuning.plan_attr`), and emits one remark per site and a summary
+remark. Candidates without a measured error are left out, with a warning; a site the backend
+does not profile (it never ran on the sample inputs) keeps its most precise config, with a remark.
 
 When ``target`` differs from the target the profiles were recorded for, candidate times are
 re-modeled with the cost model (:mod:`mixjit.passes.tuning.retarget`); without one, that is an
@@ -33,7 +42,8 @@ from mixjit.passes.pass_base import ModulePass, OptionError, PassContext, option
 from mixjit.passes.registry import register_pass
 from mixjit.passes.tuning.attrs import TuningAttrError
 from mixjit.passes.tuning.candidates import prune_space
-from mixjit.passes.tuning.error_model import ErrorModel, measured_space
+from mixjit.passes.tuning.backend import Backend, OfflineBackend, SiteProfiles, TuningBackend
+from mixjit.passes.tuning.error_model import measured_space
 from mixjit.passes.tuning.exhaustive import DEFAULT_MAX_PLANS, SearchTooLarge, exhaustive
 from mixjit.passes.tuning.greedy import ORDERS, greedy
 from mixjit.passes.tuning.plan_attr import PLAN_ATTR, TUNING_ATTR, SitePlan
@@ -99,6 +109,8 @@ class Tune(ModulePass):
     search: str = option("greedy", "greedy (MixPert §3.4) or exhaustive (small programs; the optimum)")
     order: str = option("dynamic", "greedy: lower the site with the largest current modeled time (dynamic), "
                                    "or visit each site once by its most precise modeled time (static)")
+    jump: bool = option(True, "greedy: judge only the furthest of the steps the sites' measured errors predict "
+                              "to fit, bisecting back when it does not (false: judge every step)")
     max_evals: int = option(0, "the most plans the search may judge (0: no limit)")
     max_plans: int = option(DEFAULT_MAX_PLANS, "exhaustive search: refuse programs with more plans than this")
     margin: float = option(0.0, "fraction of the budget kept in reserve: plans must meet budget * (1 - margin)")
@@ -127,14 +139,19 @@ class Tune(ModulePass):
         ops = gemm_sites(module)
         if not ops:
             return
-        profiles, remodeled = self._profiles(ops)
+        backend = context.analysis(TuningBackend) if context.analyses is not None else OfflineBackend()
+        profiles, remodeled = self._profiles(ops, backend, context)
+        if not profiles:
+            return
         dag = context.cached_analysis(GemmDag)
         if dag is None:  # build-dag ran in an earlier mixopt run: its mix.deps are the DAG
             dag = read_deps(ops)
+        ops = {site: op for site, op in ops.items() if site in profiles}  # the sites to tune
         spaces = self._spaces(ops, profiles, context)
-        result = self._search(spaces, dag, ops)
+        result = self._search(spaces, dag, ops, backend)
+        backend.searched(result, spaces)
         for site, op in ops.items():
-            if site in remodeled:  # the times are now the target's: keep the dump consistent
+            if site in remodeled:  # measured now, or re-modeled for the target: keep the dump consistent
                 op.attributes[PROFILE_ATTR] = profiles[site].to_attr()
             chosen = spaces[site].candidates[result.plan[site]]
             op.attributes[PLAN_ATTR] = SitePlan.of(chosen).to_attr()
@@ -143,19 +160,20 @@ class Tune(ModulePass):
             context.remark(
                 f"site {site}: {chosen.label}, error alone {error}, modeled {format_seconds(chosen.time)} "
                 f"(most precise: {top.label}, modeled {format_seconds(top.time)})", site_loc(op))
-        self._summarize(module, self._target(profiles), spaces, result, context, site_loc(ops[min(ops)]))
+        self._summarize(module, self._target(profiles), spaces, result, backend.model, context,
+                        site_loc(ops[min(ops)]))
 
     def _summarize(self, module: Operation, target: str, spaces: dict[int, SiteSpace], result: SearchResult,
-                   context: PassContext, loc: Location) -> None:
+                   model: str, context: PassContext, loc: Location) -> None:
         """Write ``mix.tuning`` on the module; a summary remark, or a warning when the plan is not
         within budget or the search stopped early."""
         precise_time = plan_time(spaces, {s: 0 for s in spaces})
         module.attributes[TUNING_ATTR] = to_attr({
             "budget": float(self.budget), "margin": float(self.margin), "target": target,
-            "search": self.search, "model": "additive", "error": float(result.error),
+            "search": self.search, "model": model, "error": float(result.error),
             "modeled_time": float(result.time), "precise_modeled_time": float(precise_time),
             "evaluations": result.evaluation_count, "within_budget": result.within_budget,
-            "stopped": result.stopped, **({"order": self.order} if self.search == "greedy" else {}),
+            "stopped": result.stopped, **({"order": self.order, "jump": self.jump} if self.search == "greedy" else {}),
         })
         search = f"greedy search ({self.order} order)" if self.search == "greedy" else "exhaustive search"
         summary = (f"{search}, {result.evaluation_count} evaluations: modeled program error "
@@ -172,23 +190,37 @@ class Tune(ModulePass):
     def _target(self, profiles: dict[int, SiteProfile]) -> str:
         return self.target or profiles[min(profiles)].target
 
-    def _profiles(self, ops: dict[int, GemmOp]) -> tuple[dict[int, SiteProfile], set[int]]:
-        """Every site's profile, re-modeled for the target when needed, and the sites re-modeled.
-        Reports all errors at once."""
-        errors, profiles = [], {}
+    def _profiles(self, ops: dict[int, GemmOp], backend: Backend,
+                  context: PassContext) -> tuple[dict[int, SiteProfile], set[int]]:
+        """Every site's profile (from ``mix.profile``, else measured by the backend), re-modeled
+        for the target when needed, and the sites whose profile attribute must be (re)written.
+        Sites the backend leaves alone get a remark; every other error is reported at once."""
+        found: dict[int, Diagnostic] = {}
+        profiles, missing = {}, {}
         for site, op in sorted(ops.items()):
             attr = op.attributes.get(PROFILE_ATTR)
             if attr is None:
-                errors.append(Diagnostic.error(
-                    f"GEMM site {site} has no {PROFILE_ATTR}: tune re-tunes from profiles; profile the program "
-                    "on sample inputs (f.tune(...)) and dump it with its profiles", site_loc(op)))
+                missing[site] = op
                 continue
             try:
                 profiles[site] = SiteProfile.from_attr(site, attr)
             except TuningAttrError as err:
-                errors.append(Diagnostic.error(f"bad {PROFILE_ATTR}: {err}", site_loc(op)))
-        if errors:
-            raise DiagnosticError(errors)
+                found[site] = Diagnostic.error(f"bad {PROFILE_ATTR}: {err}", site_loc(op))
+        measured = backend.profile(missing) if missing else SiteProfiles()
+        for site, op in missing.items():
+            if site in measured.profiles:
+                profiles[site] = measured.profiles[site]
+            elif site in measured.skipped:
+                context.remark(f"site {site} not tuned: {measured.skipped[site]}", site_loc(op))
+            else:
+                found[site] = Diagnostic.error(
+                    f"GEMM site {site} has no {PROFILE_ATTR}: tune re-tunes from profiles; profile the program "
+                    "on sample inputs (f.tune(...)) and dump it with its profiles", site_loc(op))
+        if found:
+            raise DiagnosticError([found[site] for site in sorted(found)])
+        errors = []
+        if not profiles:
+            return profiles, set()
         targets = sorted({p.target for p in profiles.values()})
         if not self.target and len(targets) > 1:
             raise DiagnosticError(Diagnostic.error(
@@ -196,7 +228,7 @@ class Tune(ModulePass):
                 "say which one to tune for with tune{target=...}", site_loc(ops[min(ops)])))
         target = self._target(profiles)
         model = cost_model() if any(p.target != target for p in profiles.values()) else None
-        remodeled = set()
+        remodeled = set(measured.profiles)
         for site, p in profiles.items():
             try:
                 profiles[site] = retarget(p, target, model)
@@ -227,15 +259,17 @@ class Tune(ModulePass):
             raise DiagnosticError(errors)
         return spaces
 
-    def _search(self, spaces: dict[int, SiteSpace], dag: nx.DiGraph, ops: dict[int, GemmOp]) -> SearchResult:
-        model = ErrorModel(spaces)
+    def _search(self, spaces: dict[int, SiteSpace], dag: nx.DiGraph, ops: dict[int, GemmOp],
+                backend: Backend) -> SearchResult:
+        evaluator = backend.evaluator(spaces)
         max_evals = self.max_evals or None
+        progress = backend.progress()
         if self.search == "greedy":
-            return greedy(spaces, model, self.budget, dag=dag, max_evals=max_evals, margin=self.margin,
-                          order=self.order)
+            return greedy(spaces, evaluator, self.budget, dag=dag, max_evals=max_evals, margin=self.margin,
+                          order=self.order, progress=progress, jump=self.jump)
         try:
-            return exhaustive(spaces, model, self.budget, max_plans=self.max_plans, max_evals=max_evals,
-                              margin=self.margin)
+            return exhaustive(spaces, evaluator, self.budget, max_plans=self.max_plans, max_evals=max_evals,
+                              margin=self.margin, progress=progress)
         except SearchTooLarge as err:
             raise DiagnosticError(Diagnostic.error(str(err), site_loc(ops[min(ops)]))) from None
 

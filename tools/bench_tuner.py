@@ -10,6 +10,8 @@ budget in ``BUDGETS`` the online tuner (``mixjit.tuning.driver.tune``, target A1
 * **greedy** (the default search) on sample inputs (seed 0), validated on seed 1 (the driver
   tightens a plan that fails there); its plan is then run on seeds 2 and 3, which the tuner never
   saw (**held-out** errors);
+* **greedy judging every step** (``jump=False``): replayed on the errors the exhaustive tuning
+  recorded (no program run), to show that the jumps change the evaluation count, not the plan;
 * **exhaustive**: one online exhaustive tuning judges every plan of the Pareto-pruned candidates
   once; the optimum for each budget is the exhaustive search re-run over those recorded errors
   (same plans, same errors, no re-run of the program). Its evaluation count is the number of plans.
@@ -24,6 +26,11 @@ site-alone measurements, search, validation.
 (``mixjit.tuning.annotate.profiled_module``) and re-tuned with ``mixopt -p tune{budget=...}``
 (the additive error model, no program run); the plan it chooses is then run on the sample inputs,
 and the table gives predicted / measured error.
+
+``--schemes`` (default ``mixpert,native``) restricts every site's candidates: with every
+compiled scheme a float32 site has 26 candidates (mixpert, native, tf32x3, bf16xN, fp16x2,
+int8, split, ozaki2), and the exhaustive optimum the targets are checked against would judge
+thousands of program runs, which a 2-core CPU cannot afford.
 
 ``--time-n`` also tunes the Cholesky at that size once (greedy, tightest budget) for the
 tuning-time target. ``--write`` replaces the generated section of docs/tuning.md and writes
@@ -54,6 +61,7 @@ import mlp as mlp_example  # noqa: E402
 
 from mixjit import mixjit  # noqa: E402
 from mixjit.passes.tuning.exhaustive import SearchTooLarge, exhaustive  # noqa: E402
+from mixjit.passes.tuning.greedy import greedy  # noqa: E402
 from mixjit.passes.tuning.space import Evaluation, Plan, SiteSpace  # noqa: E402
 from mixjit.plan import SitePlan, reference_plan, set_plan  # noqa: E402
 from mixjit.runtime.costmodel import modeled_calls_time  # noqa: E402
@@ -62,6 +70,7 @@ from mixjit.tuning.evaluator import ProgramRunner  # noqa: E402
 from mixjit.tuning.outputs import program_error  # noqa: E402
 
 BUDGETS = (1e-7, 1e-6, 1e-5, 1e-4, 1e-3)
+SCHEMES = ("mixpert", "native")
 TARGET = "a100"
 OTHER_TARGET = "h100"
 VALIDATE_SEED = 1
@@ -113,6 +122,8 @@ class BudgetRow:
     optimum_time: float | None
     optimum_speedup: float | None  # modeled, over the most precise plan, on TARGET
     exhaustive_evals: int | None
+    stepwise_evals: int | None  # greedy judging every step (jump=False), replayed on the recorded errors
+    stepwise_same: bool | None  # did it end at the plan the jumping greedy chose?
     offline_plan: list[str]
     offline_predicted: float
     offline_measured: float
@@ -238,9 +249,10 @@ def _exhaustive_all(f: Any, args: tuple, budget: float) -> TuneResult:
     return tune(f, args, search="exhaustive", budget=budget, target=TARGET, fp64=False, progress=False)
 
 
-def bench_program(program: Program, budgets: Sequence[float] = BUDGETS, *, with_exhaustive: bool = True) -> ProgramResult:
-    """Tune ``program`` at every budget (see the module docstring)."""
-    f = mixjit(error_budget=budgets[0], target=TARGET, tune="explicit")(program.py_func)
+def bench_program(program: Program, budgets: Sequence[float] = BUDGETS, *, with_exhaustive: bool = True,
+                  schemes: Sequence[str] | None = SCHEMES) -> ProgramResult:
+    """Tune ``program`` at every budget (see the module docstring) among ``schemes`` (None: all)."""
+    f = mixjit(error_budget=budgets[0], target=TARGET, tune="explicit", schemes=schemes)(program.py_func)
     args = program.make_args(0)
     validate = [program.make_args(VALIDATE_SEED)]
     held_out = [program.make_args(s) for s in HELD_OUT_SEEDS]
@@ -261,6 +273,7 @@ def bench_program(program: Program, budgets: Sequence[float] = BUDGETS, *, with_
         except SearchTooLarge as e:
             ex_note = f"exhaustive refused: {e}"
         common.progress(f"{program.name}: exhaustive judged {len(all_plans)} plans in {ex_cpu:.1f} s CPU")
+    dag = f.dag_for(*args)
     rows = []
     result = None
     for budget in budgets:
@@ -283,12 +296,16 @@ def bench_program(program: Program, budgets: Sequence[float] = BUDGETS, *, with_
                 opt_error, opt_time = opt.error, opt.time
                 opt_speedup = sum(ex_spaces[s].candidates[0].time for s in ex_spaces) / opt.time
             opt_evals = opt.evaluation_count
+        step_evals = step_same = None
+        if ex_spaces is not None and all(ex_spaces[s].candidates == result.spaces[s].candidates for s in ex_spaces):
+            steps = greedy(ex_spaces, RecordedErrors(all_plans), budget, dag=dag, margin=result.margin, jump=False)
+            step_evals, step_same = steps.evaluation_count, steps.plan == g.plan
         off_plan, predicted = offline_retune(f, result, args, budget)
         measured = measured_error(f, args, off_plan)
         rows.append(BudgetRow(
             budget, _labels(result), g.error, g.time, result.plan.within_budget, g.evaluation_count, result.runs,
             result.margin, speed, [v.error for v in result.validation], held, result.seconds, opt_plan, opt_error,
-            opt_time, opt_speedup, opt_evals,
+            opt_time, opt_speedup, opt_evals, step_evals, step_same,
             [f"s{s.index} {off_plan[s.id][0]}[{off_plan[s.id][1]}]" for s in result.sites if s.id in off_plan],
             predicted, measured, notes))
         common.progress(f"{program.name}: budget {budget:.0e} done ({result.seconds:.1f} s CPU)")
@@ -299,11 +316,12 @@ def bench_program(program: Program, budgets: Sequence[float] = BUDGETS, *, with_
                          all_plans, ex_cpu, ex_note)
 
 
-def time_cholesky(n: int, budget: float = BUDGETS[0], block: int = 32) -> tuple[float, int, int]:
+def time_cholesky(n: int, budget: float = BUDGETS[0], block: int = 32,
+                  schemes: Sequence[str] | None = SCHEMES) -> tuple[float, int, int]:
     """CPU seconds of one greedy tuning (with validation on one held-out set) of the tiled
     Cholesky at size ``n`` (tile ``block``), its program runs and its sites."""
     program = cholesky_program(n, block)
-    f = mixjit(error_budget=budget, target=TARGET, tune="explicit")(program.py_func)
+    f = mixjit(error_budget=budget, target=TARGET, tune="explicit", schemes=schemes)(program.py_func)
     args = program.make_args(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -323,7 +341,8 @@ def _fmt(x: float | None, spec: str = ".2f", suffix: str = "") -> str:
 def plan_table(p: ProgramResult) -> list[str]:
     header = ["budget", "greedy plan", "error (sample)", "modeled speedup A100 vs precise / vs FP32",
               "modeled speedup H100 vs precise / vs FP32", "exhaustive optimum", "optimum modeled speedup A100",
-              "greedy / optimum", "evaluations greedy (runs) / exhaustive", "held-out errors (validate; unseen)",
+              "greedy / optimum", "evaluations greedy (runs) / exhaustive",
+              "greedy judging every step: evaluations, same plan", "held-out errors (validate; unseen)",
               "tuning CPU s"]
     rows = []
     for r in p.rows:
@@ -335,7 +354,9 @@ def plan_table(p: ProgramResult) -> list[str]:
                      f"{a['precise']:.2f}x / {a['native']:.2f}x", f"{h['precise']:.2f}x / {h['native']:.2f}x",
                      "<br>".join(r.optimum_plan) if r.optimum_plan else "-",
                      _fmt(r.optimum_speedup, ".2f", "x"), _fmt(r.greedy_over_optimum, ".3f"),
-                     f"{r.greedy_evals} ({r.greedy_runs}) / {_fmt(r.exhaustive_evals, 'd')}", held,
+                     f"{r.greedy_evals} ({r.greedy_runs}) / {_fmt(r.exhaustive_evals, 'd')}",
+                     "-" if r.stepwise_evals is None else f"{r.stepwise_evals}, {'yes' if r.stepwise_same else 'no'}",
+                     held,
                      f"{r.tuning_cpu_s:.1f}"])
     return common.markdown_table(header, rows)
 
@@ -401,8 +422,10 @@ def check_targets(results: Sequence[ProgramResult], timing: tuple[int, float, in
     return checks
 
 
-def report(results: Sequence[ProgramResult], timing: tuple[int, float, int, int] | None, cpu: float) -> list[str]:
-    lines = []
+def report(results: Sequence[ProgramResult], timing: tuple[int, float, int, int] | None, cpu: float,
+           schemes: Sequence[str] | None = SCHEMES) -> list[str]:
+    lines = ["", "Candidate schemes at every site: " + (", ".join(schemes) if schemes else "every compiled scheme")
+             + " (`--schemes`; see the tool's docstring)."]
     for p in results:
         lines += ["", f"### {p.name} ({p.size}, float32, target {TARGET})", "",
                   f"{p.sites} sites; Pareto-pruned candidates per site: {p.candidates} "
@@ -466,20 +489,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mlp-batch", type=int, default=1024, help="MLP batch (default 1024)")
     parser.add_argument("--time-n", type=int, default=512,
                         help="Cholesky size of the tuning-time target, tile 32 (0: skip)")
+    parser.add_argument("--schemes", default=",".join(SCHEMES),
+                        help="candidate schemes, comma-separated ('all': every compiled scheme)")
     parser.add_argument("--budgets", default=",".join(f"{b:.0e}" for b in BUDGETS), help="comma-separated")
     parser.add_argument("--plot", type=Path, default=None, help="write the Pareto plot here")
     parser.add_argument("--write", action="store_true",
                         help="replace the generated section of docs/tuning.md and write docs/figures/tuner_pareto.png")
     args = parser.parse_args(argv)
     budgets = tuple(float(b) for b in args.budgets.split(","))
+    schemes = None if args.schemes == "all" else tuple(args.schemes.split(","))
     cpu0 = time.process_time()
-    results = [bench_program(cholesky_program(args.chol_n, args.block), budgets),
-               bench_program(mlp_program(args.mlp_width, args.mlp_batch), budgets)]
+    results = [bench_program(cholesky_program(args.chol_n, args.block), budgets, schemes=schemes),
+               bench_program(mlp_program(args.mlp_width, args.mlp_batch), budgets, schemes=schemes)]
     timing = None
     if args.time_n:
-        cpu, runs, sites = time_cholesky(args.time_n)
+        cpu, runs, sites = time_cholesky(args.time_n, schemes=schemes)
         timing = (args.time_n, cpu, runs, sites)
-    lines = report(results, timing, time.process_time() - cpu0)
+    lines = report(results, timing, time.process_time() - cpu0, schemes)
     print("\n".join(lines))
     plot_path = FIGURE if args.write else args.plot
     if plot_path is not None:

@@ -31,13 +31,10 @@ def annotate_profiles(f: Any, imported: Any) -> int:
 
 
 def profiled_module(f: Any, *args: Any) -> Any:
-    """``f``'s module for the signature of ``args`` after detect-gemm and build-dag (``mix.deps``,
-    ``mix.loop_depth``), with the profiles of its tuning (tune first: ``f.tune(*args)``). Its
-    ``.text()`` is a dump ``mixopt`` can re-tune offline."""
-    from mixjit.passes.build_dag import annotate_dag, gemm_dag
+    """``f``'s module for the signature of ``args`` after ``detect-gemm,build-dag`` (run by the pass
+    manager, as ``f.ir`` runs them: ``mix.deps``, ``mix.loop_depth``), with the process site ids
+    and the profiles of its tuning (tune first: ``f.tune(*args)``). Its ``.text()`` is a dump
+    ``mixopt -p "tune{...}"`` can re-tune offline."""
     from mixjit.tuning.driver import signature_of
 
-    imported = f._imported(signature_of(f, args), raw=False)
-    annotate_dag(imported.module, gemm_dag(imported.module))
-    annotate_profiles(f, imported)
-    return imported
+    return f._imported(signature_of(f, args), raw=False, pipeline="detect-gemm,build-dag")

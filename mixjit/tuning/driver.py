@@ -4,19 +4,21 @@
 
 1. **Profile**: one run under the initial plans (most precise configs) with the entry's
    profile flag set: shapes and calls per site, MixPert statistics
-   (``mixjit.tuning.profiling``); loop depths from ``f.dag_for``.
+   (``mixjit.tuning.profiling``).
 2. **Reference**: one run under the reference plan (``mixjit.plan.reference_plan``); its
    outputs are what every plan is measured against. Optionally the whole program in
    float64 (plain Numba, float32 inputs upcast), for information.
-3. **Candidates**: each profiled site's candidates with *modeled* times on the target; each
-   one measured alone (that site lowered, every other site at the reference), then pruned
-   to the error/time Pareto front (``passes.tuning.candidates.pareto_front``).
-4. **Search**: greedy (MixPert §3.4, ``passes.tuning.greedy``) or exhaustive, through the
-   online evaluator (``mixjit.tuning.evaluator``). No recompilation: each plan is written
-   to the plan table and the compiled function runs again on copies of the inputs.
-5. **Validation** on held-out inputs: a plan that breaks the budget there is reported and
-   the search repeats with a safety margin (at most ``MAX_TIGHTENINGS`` times, then the
-   most precise plan); never silently accepted.
+3. **The tune pass**: the signature's module runs ``detect-gemm,build-dag,tune{...}`` through
+   the pass manager (``mixjit.tuning.online``), as ``mixopt`` runs it, with the online backend
+   registered: the pass has each site's candidates (with *modeled* times on the target)
+   measured alone (that site lowered, every other site at the reference), prunes them to the
+   error/time Pareto front and runs the greedy search (MixPert §3.4) or the exhaustive one,
+   judging each plan through the online evaluator (``mixjit.tuning.evaluator``). No
+   recompilation: each plan is written to the plan table and the compiled function runs again
+   on copies of the inputs. Loop depths come from build-dag.
+4. **Validation** on held-out inputs: a plan that breaks the budget there is reported and
+   the search repeats (``tune{...}`` again, with a safety margin; at most ``MAX_TIGHTENINGS``
+   times, then the most precise plan); never silently accepted.
 
 Ctrl-C returns the best plan found so far, and says so. Tuning leaves no trace in the
 sites' call counters.
@@ -31,22 +33,22 @@ import time
 import warnings
 import weakref
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Sequence
 
 import numpy as np
 from numba.core import errors
 
 from mixjit import entry
-from mixjit.passes.tuning.candidates import pareto_front
-from mixjit.passes.tuning.exhaustive import exhaustive
-from mixjit.passes.tuning.greedy import greedy
+from mixjit.passes.tune import Tune
 from mixjit.passes.tuning.profile import SiteProfile
 from mixjit.passes.tuning.space import Candidate, SearchResult, SiteSpace
 from mixjit.plan import SitePlan, get_plan, initial_plan, set_plan
 from mixjit.tuning.evaluator import Judged, OnlineEvaluator, ProgramRunner, apply_plan, fp64_error
 from mixjit.tuning.outputs import Metric, Output, check_finite, collect, program_error
 from mixjit.tuning.persistence import PlanSite, TunedPlan, source_hash
-from mixjit.tuning.profiling import TunedSite, profile_run, site_candidates, site_profile
+from mixjit.tuning.online import OnlineBackend, TuningPipeline
+from mixjit.tuning.profiling import TunedSite, profile_run, site_candidates
 from mixjit.tuning.progress import SearchBar
 
 __all__ = ["TuneResult", "Validation", "tune", "signature_sites", "signature_of", "MAX_TIGHTENINGS"]
@@ -89,6 +91,9 @@ class TuneResult:
     seconds: float = 0.0
     runs: int = 0
     reference_vs_fp64: float | None = None
+    pipeline: TuningPipeline | None = None
+    """The pass-manager runs of the search (``detect-gemm,build-dag,tune{...}``, then ``tune{...}``
+    for each tightened search): their remarks, warnings, per-pass timing and the tuned module."""
 
     @property
     def error(self) -> float | None:
@@ -155,8 +160,16 @@ def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (),
         raise ValueError(f"mixjit: error budget must be a positive number, got {budget!r}")
     if search not in ("greedy", "exhaustive"):
         raise ValueError(f"mixjit: search must be 'greedy' or 'exhaustive', got {search!r}")
+    if max_evals is not None and (isinstance(max_evals, bool) or not isinstance(max_evals, int) or max_evals < 1):
+        raise ValueError(f"mixjit: max_evals must be a positive integer (None: no limit), got {max_evals!r}")
+    if metric is not None and not callable(metric):
+        raise TypeError(f"mixjit: metric must be a callable metric(out, ref) -> float, got {type(metric).__name__}")
     target = target or opts.target
     metric = metric or opts.metric
+    try:  # the tune pass checks its options: refuse bad ones before any program run
+        _tune_spec(margin, budget=float(budget), target=target, search=search, max_evals=max_evals)
+    except ValueError as err:
+        raise ValueError(f"mixjit: {err}") from None
     qualname = f.py_func.__qualname__
     names = argument_names(f.py_func, args)
     check_finite(args, names, qualname)
@@ -209,40 +222,35 @@ def _tune(f, key, args, names, sites, validate, search, budget, target, metric, 
         elif logs[s.id].unlogged_calls:
             notes.append(f"site {s.index}: {logs[s.id].unlogged_calls} calls of shapes beyond the shape log "
                          "are not in its modeled time")
-    dag = _dag(f, args, notes) if len(called) > 1 else None
-    depths = {s.id: int(dag.nodes[s.id].get("loop_depth", 0)) if dag is not None and s.id in dag else 0
-              for s in called}
     fp64_outs = _float64_outputs(f.py_func, args, names, runner.written, notes) if fp64 else None
     full = {s.id: SiteSpace(s.id, site_candidates(s.dtype, opts.schemes, logs[s.id].shapes, target))
             for s in called}
     evaluator = OnlineEvaluator(runner, sites, full, reference, metric, fp64_outs)
+    bar = SearchBar(f"mixjit: tuning {qualname}") if progress else None
+    imported = f._imported(key, raw=True)
+    backend = OnlineBackend(imported, sites, logs, full, evaluator, target, bar)
+    pipeline = TuningPipeline(imported, backend)
+    spec = partial(_tune_spec, budget=budget, target=target, search=search, max_evals=max_evals)
     stopped = "complete"
-    profiles: dict[int, SiteProfile] = {}
-    spaces: dict[int, SiteSpace] = {}
     search_result: SearchResult | None = None
     validation: list[Validation] = []
-    bar = SearchBar(f"mixjit: tuning {qualname}") if progress else None
     try:
-        for s in called:
-            measured = tuple(Candidate(c.scheme, c.config, c.time, c.products, evaluator.error({s.id: i}))
-                             for i, c in enumerate(full[s.id].candidates))
-            profiles[s.id] = site_profile(s, logs[s.id], depths[s.id], target, measured)
-            spaces[s.id] = SiteSpace(s.id, pareto_front(measured))
-    except KeyboardInterrupt:
+        if called:
+            search_result, validation, margin = _search_and_validate(
+                f, key, pipeline, spec, evaluator, validate, budget, margin, names, metric, sites, notes)
+    except KeyboardInterrupt:  # the search itself turns Ctrl-C into a result: this came while measuring
         stopped = "interrupted"
         notes.append("interrupted while measuring sites alone: the most precise plan is kept")
+    finally:
+        if bar is not None:
+            bar.close()
+    spaces = backend.spaces if search_result is not None else {}
     chosen_plan: dict[int, int] = {}
-    if stopped == "complete" and spaces:
-        evaluator.spaces = spaces
-        search_result, validation, margin = _search_and_validate(
-            f, key, spaces, evaluator, dag, validate, budget, search, margin, max_evals, bar, names, metric,
-            sites, notes)
+    if search_result is not None:
         stopped = search_result.stopped
         chosen_plan = search_result.plan
         if stopped == "interrupted":
             notes.append("interrupted: the best plan found so far is used")
-    if bar is not None:
-        bar.close()
     chosen = {sid: spaces[sid].candidates[i] for sid, i in chosen_plan.items()}
     for s in sites:
         set_plan(s.id, SitePlan(chosen[s.id].scheme, chosen[s.id].config, chosen[s.id].scheme)
@@ -253,16 +261,22 @@ def _tune(f, key, args, names, sites, validate, search, budget, target, metric, 
         within = False
     ref64 = fp64_error(reference, fp64_outs) if fp64_outs is not None else None
     plan = _tuned_plan(f, key, target, budget, sites, initial, chosen, full, error, within)
-    return TuneResult(qualname, argtypes_text(key), target, budget, sites, profiles, spaces, chosen, plan,
-                      search_result, evaluator.judged, validation, margin, stopped, notes, 0.0, evaluator.runs,
-                      ref64)
+    return TuneResult(qualname, argtypes_text(key), target, budget, sites, dict(backend.profiles), spaces, chosen,
+                      plan, search_result, evaluator.judged, validation, margin, stopped, notes, 0.0, evaluator.runs,
+                      ref64, pipeline)
 
 
-def _search_and_validate(f, key, spaces, evaluator, dag, validate, budget, search, margin, max_evals, bar,
-                         names, metric, sites, notes) -> tuple[SearchResult, list[Validation], float]:
+def _tune_spec(margin: float, *, budget: float, target: str, search: str, max_evals: int | None) -> str:
+    """The ``tune{...}`` pipeline text of one search (``OptionError`` for a bad option)."""
+    return Tune(budget=budget, target=target, search=search, margin=margin, max_evals=max_evals or 0).pipeline_spec()
+
+
+def _search_and_validate(f, key, pipeline, spec, evaluator, validate, budget, margin, names, metric, sites,
+                         notes) -> tuple[SearchResult, list[Validation], float]:
     held_out = [_HeldOut(f.overloads[key].entry_point, v, names, sites) for v in validate]
     for attempt in range(MAX_TIGHTENINGS + 1):
-        result = _search(spaces, evaluator, dag, budget, search, margin, max_evals, bar)
+        result = pipeline.search(spec(margin))
+        spaces = pipeline.backend.spaces
         if result.stopped == "interrupted" or not held_out:
             return result, [], margin
         try:
@@ -286,7 +300,9 @@ def _search_and_validate(f, key, spaces, evaluator, dag, validate, budget, searc
         if new_margin >= 0.999 or attempt == MAX_TIGHTENINGS:
             break
         margin = new_margin
+    spaces = pipeline.backend.spaces
     precise = {sid: 0 for sid in spaces}
+    evaluator.spaces = spaces
     fallback = SearchResult(precise, evaluator.error(precise), sum(spaces[s].candidates[0].time for s in spaces),
                             list(result.evaluations), result.within_budget, result.stopped)
     validation = [Validation(i, e, e <= budget) for i, h in enumerate(held_out)
@@ -295,12 +311,6 @@ def _search_and_validate(f, key, spaces, evaluator, dag, validate, budget, searc
     if any(not v.within_budget for v in validation):
         notes.append("the most precise plan also exceeds the budget on held-out inputs")
     return fallback, validation, margin
-
-
-def _search(spaces, evaluator, dag, budget, search, margin, max_evals, bar) -> SearchResult:
-    if search == "exhaustive":
-        return exhaustive(spaces, evaluator, budget, max_evals=max_evals, margin=margin, progress=bar)
-    return greedy(spaces, evaluator, budget, dag=dag, max_evals=max_evals, margin=margin, progress=bar)
 
 
 class _HeldOut:
@@ -318,14 +328,6 @@ class _HeldOut:
             self.reference = self.runner.run()
         apply_plan(self.sites, spaces, plan)
         return program_error(self.runner.run(), self.reference, metric)
-
-
-def _dag(f: Any, args: Sequence[Any], notes: list[str]) -> Any:
-    try:
-        return f.dag_for(*args)
-    except Exception as e:  # the search still works without predecessor raising
-        notes.append(f"no GEMM DAG ({type(e).__name__}: {e}); the greedy search raises no predecessor")
-        return None
 
 
 _FLOAT64_PROGRAMS: "weakref.WeakKeyDictionary[Callable, Any]" = weakref.WeakKeyDictionary()

@@ -1,7 +1,8 @@
-"""A progress line for long searches: tqdm when installed, else a plain stderr line.
+"""A progress bar for long searches (rich, imported only when a bar is shown).
 
 Shown only on a terminal and only once a search has run for ``delay`` seconds, so short
-tunings (and captured output) stay silent apart from the one summary line.
+tunings (and captured output) stay silent apart from the one summary line. The bar is
+transient: it disappears when the search ends.
 """
 
 from __future__ import annotations
@@ -21,38 +22,31 @@ class SearchBar:
         self.delay = delay
         self.stream = stream if stream is not None else sys.stderr
         self.start = time.monotonic()
-        self._bar: Any = None
-        self._plain = False
+        self._progress: Any = None
+        self._task: Any = None
 
     def __call__(self, p: SearchProgress) -> None:
-        if self._bar is None and not self._plain:
+        if self._progress is None:
             if time.monotonic() - self.start < self.delay or not _isatty(self.stream):
                 return
-            self._open(p.total)
+            self._open()
         best = f"best {p.best.error:.2e}" if p.best is not None else "none within budget yet"
-        if self._bar is not None:
-            self._bar.total = p.total
-            self._bar.n = p.evaluations
-            self._bar.set_postfix_str(best, refresh=True)
-        else:
-            total = f"/~{p.total}" if p.total else ""
-            self.stream.write(f"\r{self.label}: {p.evaluations}{total} plans, {best}   ")
-            self.stream.flush()
+        self._progress.update(self._task, completed=p.evaluations, total=p.total, best=best)
 
-    def _open(self, total: int | None) -> None:
-        try:
-            from tqdm import tqdm
+    def _open(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self._bar = tqdm(total=total, desc=self.label, unit="plan", file=self.stream, leave=False)
-        except ImportError:
-            self._plain = True
+        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                  TextColumn("plans, {task.fields[best]}"), TimeElapsedColumn(),
+                                  console=Console(file=self.stream), transient=True)
+        self._task = self._progress.add_task(self.label, total=None, best="")
+        self._progress.start()
 
     def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-        elif self._plain:
-            self.stream.write("\r" + " " * 79 + "\r")
-            self.stream.flush()
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
 
 
 def _isatty(stream: Any) -> bool:

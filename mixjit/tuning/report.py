@@ -1,6 +1,6 @@
 """``f.report()``: what the tuner chose for each site and why, and a Pareto plot of the plans.
 
-The table (rich when installed, else plain text) lists per site: its source location and form,
+The table (rendered with rich, as ``mixopt --report``'s) lists per site: its source location and form,
 the shapes and calls profiled, the chosen config, its low-precision products, its measured
 error when it alone runs that config (the rest at the reference), its *modeled* time over the
 profiled calls and the *modeled* speedup against native on the target. The plot
@@ -22,6 +22,7 @@ __all__ = ["report", "report_text", "pareto_plot"]
 
 HEADERS = ("site", "location", "form", "shapes (m x n x k)", "calls", "config", "products", "error alone",
            "modeled time", "modeled speedup vs native")
+_NUMBERS = (0, 4, 6, 7, 8, 9)  # right-aligned columns
 
 
 def report(f: Any, plot: str | Path | None = None) -> str:
@@ -99,32 +100,14 @@ def _header(result: TuneResult) -> list[str]:
 
 
 def report_text(result: TuneResult) -> str:
-    """The report as text: a header, the site table, the notes."""
-    body = _rich_table(result)
-    if body is None:
-        body = _plain_table(HEADERS, rows(result))
+    """The report as text: a header, the site table (``passes.tuning.report.render_table``, the
+    same renderer as ``mixopt --report``: plain ASCII, since the text is returned, not printed), the
+    notes."""
+    from mixjit.passes.tuning.report import render_table
+
+    body = render_table(HEADERS, rows(result), right=_NUMBERS).rstrip("\n")
     notes = [f"note: {n}" for n in result.notes]
     return "\n".join([*_header(result), body, *notes])
-
-
-def _plain_table(headers: Sequence[str], data: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in data)) if data else len(h) for i, h in enumerate(headers)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in data)])
-
-
-def _rich_table(result: TuneResult) -> str | None:
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        return None
-    table = Table(*HEADERS)
-    for r in rows(result):
-        table.add_row(*r)
-    console = Console(record=True, width=200, file=open(os.devnull, "w"))
-    console.print(table)
-    return console.export_text()
 
 
 def pareto_plot(result: TuneResult, path: str | Path) -> Path:

@@ -93,6 +93,11 @@ class Judge:
     def time(self, plan: Plan) -> float:
         return plan_time(self.spaces, plan)
 
+    def known(self, plan: Plan) -> float | None:
+        """The error of ``plan`` if it was judged already, else None (never evaluates)."""
+        evaluation = self._memo.get(tuple(sorted(plan.items())))
+        return None if evaluation is None else evaluation.error
+
     def error(self, plan: Plan) -> float:
         """The program error of ``plan``: from the memo, or one evaluator call. Raises
         SearchStopped when ``max_evals`` plans were judged already or on a KeyboardInterrupt."""

@@ -1,12 +1,19 @@
-"""A plain-text tuning report of a module (``mixopt --report``): one row per GEMM site with its
-location, shapes, calls, chosen config, products, error contribution, modeled time and modeled
-speedup against the site's ``native`` candidate, from ``mix.profile``, ``mix.plan`` and
-``mix.tuning``. Every time and speedup is from the cost model and labelled "modeled".
+"""The tuning report of a module (``mixopt --report``): one row per GEMM site with its location,
+shapes, calls, chosen config, products, error contribution, modeled time and modeled speedup
+against the site's ``native`` candidate, from ``mix.profile``, ``mix.plan`` and ``mix.tuning``.
+Every time and speedup is from the cost model and labelled "modeled".
+
+:func:`render_table` is the one table renderer of the tuner's reports (this one and
+``f.report()``, ``mixjit.tuning.report``). It uses ``rich``, imported when a table is rendered,
+never when the tuner is imported: for a terminal, with box lines and colour at the terminal's
+width; otherwise (a file, a pipe, a test) plain ASCII without colour, as wide as its rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import io
+from collections.abc import Collection, Sequence
+from typing import TextIO
 
 from mixjit.ir.attributes import Attribute, BoolAttr, DictAttr, FloatAttr, IntegerAttr, StringAttr
 from mixjit.ir.core import Operation
@@ -17,11 +24,12 @@ from mixjit.passes.tuning.profile import PROFILE_ATTR, SiteProfile
 from mixjit.passes.tuning.sites import gemm_sites, site_loc
 from mixjit.passes.tuning.space import Candidate
 
-__all__ = ["format_seconds", "format_report", "NATIVE_SCHEME"]
+__all__ = ["format_seconds", "format_report", "render_table", "NATIVE_SCHEME"]
 
 NATIVE_SCHEME = "native"
 _HEADER = ("site", "loc", "shapes (m x n x k)", "calls", "chosen", "products", "error alone",
            "modeled time", "modeled speedup vs native")
+_NUMBERS = (0, 3, 5, 6, 7, 8)  # right-aligned columns
 _MAX_SHAPES = 2
 
 
@@ -33,10 +41,43 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds / 1e-9:.3g} ns"
 
 
-def format_report(module: Operation) -> str:
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, right: Collection[int] = (),
+                 stream: TextIO | None = None) -> str:
+    """``rows`` under ``headers`` as text (see the module docstring); ``right``: the indices of the
+    columns to right-align (numbers). Rendered for ``stream`` when it is a terminal, else plain."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    terminal = _isatty(stream)
+    table = Table(box=box.HEAVY_HEAD if terminal else box.ASCII2, header_style="bold" if terminal else "",
+                  show_edge=terminal)
+    for i, header in enumerate(headers):
+        table.add_column(Text(header), justify="right" if i in right else "left")
+    for row in rows:
+        table.add_row(*(Text(c) for c in row))  # text, not rich markup: "mixpert[level=II]" stays
+    out = io.StringIO()
+    width = None if terminal else 4 + sum(3 + max(len(c) for c in column) for column in zip(headers, *rows))
+    console = Console(file=out, width=width, force_terminal=terminal, no_color=not terminal,
+                      color_system="standard" if terminal else None, highlight=False)
+    if terminal and stream is not None:
+        console.size = Console(file=stream).size  # the terminal's width, not the buffer's
+    console.print(table)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines()) + "\n"
+
+
+def _isatty(stream: TextIO | None) -> bool:
+    try:
+        return stream is not None and bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def format_report(module: Operation, stream: TextIO | None = None) -> str:
     """The report table of ``module``'s sites (see the module docstring), with a header line from
-    ``mix.tuning`` when the module was tuned. DiagnosticError (at the site) for a malformed
-    ``mix.profile`` or ``mix.plan``."""
+    ``mix.tuning`` when the module was tuned, rendered for ``stream`` (:func:`render_table`).
+    DiagnosticError (at the site) for a malformed ``mix.profile`` or ``mix.plan``."""
     rows, totals, errors = [], [0.0, 0.0], []
     for site, op in gemm_sites(module).items():
         try:
@@ -54,8 +95,7 @@ def format_report(module: Operation) -> str:
         return lines[0] + "\nno GEMM site\n"
     speedup = f"{totals[0] / totals[1]:.2f}x" if totals[1] > 0 and totals[0] > 0 else "-"
     rows.append(("total", "", "", "", "", "", "", format_seconds(totals[1]) if totals[1] else "-", speedup))
-    lines += _table([_HEADER, *rows])
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + render_table(_HEADER, rows, right=_NUMBERS, stream=stream)
 
 
 def _title(module: Operation) -> str:
@@ -116,14 +156,3 @@ def _native(profile: SiteProfile | None) -> Candidate | None:
     if profile is None:
         return None
     return next((c for c in profile.candidates if c.scheme == NATIVE_SCHEME), None)
-
-
-def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    left = {1, 2, 4}  # text columns; numbers right-aligned
-
-    def fmt(row: Sequence[str]) -> str:
-        cells = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))]
-        return "  ".join(cells).rstrip()
-
-    return [fmt(rows[0]), "  ".join("-" * w for w in widths), *(fmt(r) for r in rows[1:])]

@@ -16,9 +16,12 @@ from mixjit.ir.dialects.mix import GemmOp
 from mixjit.ir.parser import parse_module
 from mixjit.ir.printer import print_op
 from mixjit.passes import tune as tune_module
+from mixjit.passes.analysis import AnalysisManager
 from mixjit.passes.manager import PassFailure, PassManager
 from mixjit.passes.pass_base import OptionError
 from mixjit.passes.tune import Tune
+from mixjit.passes.tuning.backend import OfflineBackend, SiteProfiles, TuningBackend
+from mixjit.passes.tuning.candidates import prune_space
 from mixjit.passes.tuning.error_model import ErrorModel, measured_space
 from mixjit.passes.tuning.greedy import greedy
 from mixjit.passes.tuning.plan_attr import PLAN_ATTR, TUNING_ATTR, SitePlan
@@ -317,12 +320,29 @@ def test_report_of_a_tuned_module_totals_the_modeled_speedup():
     module, _ = run_tune(module_text([profile(0), profile(1)]), budget=1e-5)
     lines = format_report(module).splitlines()
     assert lines[0].startswith("tuning report: target a100, budget 1e-05, greedy search")
-    row0 = lines[3].split()
+    cells = lambda line: [c.strip() for c in line.split("|")]  # noqa: E731  (plain: ASCII columns)
+    assert cells(lines[1])[:5] == ["site", "loc", "shapes (m x n x k)", "calls", "chosen"]
+    assert set(lines[2]) == {"-", "+"}
+    row0 = cells(lines[3])
     assert row0[:6] == ["0", "prog.py:10:5", "256x256x256", "2", "mixpert[level=II]", "3"]
     assert row0[-1] == f"{5.5e-4 / 1.5e-4:.2f}x"
-    total = lines[-1].split()
+    assert "\x1b" not in "\n".join(lines)  # no colour codes when not rendered for a terminal
+    total = cells(lines[-1])
     chosen_time = sum(p.modeled_time for p in plans(module).values())
     assert total[0] == "total" and total[-1] == f"{2 * 5.5e-4 / chosen_time:.2f}x"
+
+
+def test_report_table_is_rich_on_a_terminal_and_plain_elsewhere(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "300")  # the terminal's width (a narrow one wraps the cells)
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    module, _ = run_tune(module_text([profile(0), profile(1)]), budget=1e-5)
+    fancy = format_report(module, stream=Terminal())
+    assert "\x1b[" in fancy and "mixpert[level=II]" in fancy  # colour codes; cells are text, not markup
+    assert format_report(module, stream=io.StringIO()) == format_report(module)
 
 
 def test_report_of_an_untuned_module_and_of_sites_without_native():
@@ -370,3 +390,62 @@ def test_tune_re_models_with_the_real_cost_model():
         chosen = SitePlan.from_attr(op.site.value, op.attributes[PLAN_ATTR])
         assert chosen.modeled_time in [c.time for c in written.candidates]
     assert module.attributes[TUNING_ATTR]["within_budget"].value
+
+
+# --- the backend a caller registers (how @mixjit runs this pass online) --------------------------
+
+class RecordingBackend:
+    """Profiles site 1 itself, leaves site 2 alone, judges plans with the error model + 1e-7 and
+    records what the pass asked."""
+
+    model = "recording"
+
+    def __init__(self):
+        self.asked, self.judged, self.result = [], [], None
+
+    def profile(self, ops):
+        self.asked.append(sorted(ops))
+        return SiteProfiles(profiles={1: profile(1)}, skipped={2: "it did not run on the sample inputs"})
+
+    def evaluator(self, spaces):
+        model, judged = ErrorModel(spaces), self.judged
+
+        class Shifted:
+            def error(self, plan):
+                judged.append(dict(plan))
+                return model.error(plan) + 1e-7
+
+        return Shifted()
+
+    def progress(self):
+        return None
+
+    def searched(self, result, spaces):
+        self.result = result
+
+
+def test_tune_profiles_and_judges_through_the_backend_registered_for_the_run():
+    module = parse_module(module_text([profile(0), None, None]), "t.mix")
+    backend = RecordingBackend()
+    analyses = AnalysisManager(module)
+    analyses.register(TuningBackend, lambda _module: backend)
+    diagnostics = PassManager([Tune(budget=1e-5)]).run(module, analyses)
+    assert backend.asked == [[1, 2]]  # only the sites without mix.profile
+    assert backend.judged and backend.result.evaluation_count == len(backend.judged)
+    assert backend.result.error == pytest.approx(ErrorModel(
+        {s: prune_space(profile(s).space()) for s in (0, 1)}).error(backend.result.plan) + 1e-7)
+    ops = {op.site.value: op for op in module.walk() if isinstance(op, GemmOp)}
+    assert SiteProfile.from_attr(1, ops[1].attributes["mix.profile"]) == profile(1)  # measured: now in the IR
+    assert PLAN_ATTR in ops[0].attributes and PLAN_ATTR in ops[1].attributes
+    assert PLAN_ATTR not in ops[2].attributes and "mix.profile" not in ops[2].attributes
+    assert any(d.message == "site 2 not tuned: it did not run on the sample inputs" for d in diagnostics)
+    tuning = module.attributes[TUNING_ATTR]
+    assert tuning["model"].value == "recording" and tuning["evaluations"].value == len(backend.judged)
+
+
+def test_without_a_registered_backend_tune_is_offline():
+    module = parse_module(module_text([profile(0)]), "t.mix")
+    analyses = AnalysisManager(module)
+    PassManager([Tune(budget=1e-5)]).run(module, analyses)
+    assert isinstance(analyses.cached(TuningBackend), OfflineBackend)
+    assert module.attributes[TUNING_ATTR]["model"].value == "additive"

@@ -11,7 +11,7 @@ import pytest
 
 from mixjit.passes.tuning.candidates import by_modeled_time, pareto_front, prune_space
 from mixjit.passes.tuning.exhaustive import SearchTooLarge, exhaustive, plan_count
-from mixjit.passes.tuning.greedy import greedy, visit_order
+from mixjit.passes.tuning.greedy import greedy, predicted_error, visit_order
 from mixjit.passes.tuning.judge import Judge, SearchStopped
 from mixjit.passes.tuning.space import Candidate, SiteSpace, plan_time
 from mixjit.passes.tuning.synthetic import AdditiveEvaluator, PropagatingEvaluator, random_problem
@@ -184,6 +184,63 @@ def test_greedy_is_feasible_and_never_beats_the_optimum(seed, kind, order):
     assert g.evaluation_count < x.evaluation_count // 4
 
 
+@pytest.mark.parametrize("kind", ["additive", "propagating"])
+@pytest.mark.parametrize("order", ["dynamic", "static"])
+def test_jumping_greedy_ends_where_the_step_by_step_greedy_does(kind, order):
+    # Both evaluators make errors grow as a site is lowered; the propagating one amplifies them
+    # along the DAG, so predictions from the sites' errors alone are optimistic and jumps that
+    # overshoot must bisect back.
+    total_steps = total_jumps = bisected = 0
+    for seed in range(60):
+        problem = random_problem(seed, sites=3 + seed % 4, candidates=3 + seed % 3)
+        spaces, dag = problem.spaces, problem.dag
+
+        def make():
+            return AdditiveEvaluator(spaces) if kind == "additive" else PropagatingEvaluator(spaces, dag)
+
+        budget = 10 ** (-7 + seed % 4)
+        steps = greedy(spaces, make(), budget, dag=dag, order=order, jump=False)
+        jumps = greedy(spaces, make(), budget, dag=dag, order=order)
+        assert (jumps.plan, jumps.error, jumps.within_budget) == (steps.plan, steps.error, steps.within_budget)
+        if kind == "additive":  # exact predictions: a jump never overshoots
+            assert jumps.evaluation_count <= steps.evaluation_count
+        total_steps += steps.evaluation_count
+        total_jumps += jumps.evaluation_count
+        bisected += sum(e.error > budget for e in jumps.evaluations) > sum(e.error > budget for e in steps.evaluations)
+    # an overshooting jump costs its bisection, but on the whole jumps save evaluations
+    assert total_jumps < (0.6 if kind == "additive" else 0.8) * total_steps
+    if kind == "propagating":
+        assert bisected > 0  # the optimistic predictions were caught by judging
+
+
+def test_jumps_judge_the_furthest_predicted_step_and_bisect_back_when_it_fails():
+    spaces = {0: space(0, (10, 0), (8, 1e-6), (6, 2e-6), (4, 3e-6), (2, 4e-6), (1, 5e-6))}
+
+    class Nonadditive:  # the real error of the last two candidates is far above the prediction
+        def error(self, plan):
+            return [0, 1e-6, 2e-6, 3e-6, 9e-6, 9e-6][plan[0]]
+
+    result = greedy(spaces, Nonadditive(), 6e-6)
+    # predicted to fit up to index 5 (5e-6): judged 5 (fails), bisected: 2 (fits), 3 (fits), 4 (fails)
+    assert [e.plan[0] for e in result.evaluations] == [0, 5, 2, 3, 4]
+    assert result.plan == {0: 3} and result.error == 3e-6
+    assert greedy(spaces, Nonadditive(), 6e-6, jump=False).plan == result.plan
+
+
+def test_greedy_does_not_jump_over_unmeasured_candidates():
+    spaces = {0: space(0, (10, 0), (8, None), (6, None), (4, None))}
+    result = greedy(spaces, AdditiveEvaluator(spaces), 1e-6)
+    assert [e.plan[0] for e in result.evaluations] == [0, 1, 2, 3]
+
+
+def test_predicted_error_anchors_on_a_judged_plan():
+    spaces = {0: space(0, (3, 1e-7), (2, 1e-6)), 1: space(1, (3, 0.0), (1, 4e-6))}
+    assert predicted_error(spaces, {0: 0, 1: 0}, 5e-7, {0: 1, 1: 1}) == pytest.approx(5e-7 + 9e-7 + 4e-6)
+    assert predicted_error(spaces, {0: 0, 1: 0}, 5e-7, {0: 0, 1: 0}) == 5e-7
+    spaces[1] = space(1, (3, 0.0), (1, None))
+    assert predicted_error(spaces, {0: 0, 1: 0}, 5e-7, {0: 0, 1: 1}) is None
+
+
 def test_greedy_counts_only_distinct_evaluator_calls():
     problem = random_problem(3, sites=5)
     ev = PropagatingEvaluator(problem.spaces, problem.dag)
@@ -206,10 +263,10 @@ def test_greedy_is_deterministic_whatever_the_order_of_the_spaces():
 
 def test_greedy_stops_at_max_evals_with_the_best_plan_so_far():
     problem = random_problem(1, sites=4)
-    full = greedy(problem.spaces, AdditiveEvaluator(problem.spaces), 1e-4, dag=problem.dag)
+    full = greedy(problem.spaces, AdditiveEvaluator(problem.spaces), 1e-4, dag=problem.dag, jump=False)
     assert full.evaluation_count > 3 and full.stopped == "complete"
     ev = AdditiveEvaluator(problem.spaces)
-    cut = greedy(problem.spaces, ev, 1e-4, dag=problem.dag, max_evals=3)
+    cut = greedy(problem.spaces, ev, 1e-4, dag=problem.dag, max_evals=3, jump=False)
     assert cut.stopped == "max-evals" and cut.evaluation_count == ev.calls == 3
     assert [e.plan for e in cut.evaluations] == [e.plan for e in full.evaluations[:3]]
     fitting = [e for e in cut.evaluations if e.error <= 1e-4]
@@ -231,7 +288,7 @@ class Interrupting:
 
 def test_greedy_returns_the_best_plan_so_far_on_ctrl_c():
     spaces, dag = trade_problem()
-    result = greedy(spaces, Interrupting(AdditiveEvaluator(spaces), at=4), 1e-5, dag=dag)
+    result = greedy(spaces, Interrupting(AdditiveEvaluator(spaces), at=4), 1e-5, dag=dag, jump=False)
     assert result.stopped == "interrupted" and result.evaluation_count == 3
     assert result.plan == {0: 2, 1: 0} and result.within_budget  # the third plan judged
     assert [e.plan for e in result.evaluations] == [{0: 0, 1: 0}, {0: 1, 1: 0}, {0: 2, 1: 0}]

@@ -42,6 +42,7 @@ def test_every_budget_has_a_row_with_greedy_exhaustive_and_offline_figures(bench
         assert len(r.greedy_plan) == 3 and r.optimum_plan is not None and len(r.optimum_plan) == 3
         assert r.exhaustive_evals == math.prod(p.candidates)
         assert 1 <= r.greedy_evals <= r.greedy_runs  # the runs add the site-alone measurements
+        assert r.stepwise_same is True and r.stepwise_evals >= 1  # jumps change the count, not the plan
         # the optimum is the fastest plan within budget: greedy can match it, never beat it
         assert r.optimum_time <= r.greedy_time * (1 + 1e-12) and 0 < r.greedy_over_optimum <= 1 + 1e-12
         assert r.greedy_error <= r.budget and r.optimum_error <= r.budget

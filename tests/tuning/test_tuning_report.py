@@ -26,7 +26,7 @@ def test_report_table_lists_every_site_with_modeled_times(tuned):
     f, _, result = tuned
     text = f.report()
     lines = text.splitlines()
-    header = next(line for line in lines if line.startswith("site"))
+    header = next(line for line in lines if line.split("|")[0].strip() == "site")
     for column in ("location", "form", "shapes", "calls", "config", "products", "error alone",
                    "modeled time", "modeled speedup vs native"):
         assert column in header
@@ -37,6 +37,7 @@ def test_report_table_lists_every_site_with_modeled_times(tuned):
     assert "on rtx4090 (modeled)" in lines[0]
     assert "held-out input 0: error" in text
     assert "against the whole program in float64" in text
+    assert "\x1b" not in text  # plain text: the report is returned, not printed to a terminal
 
 
 def test_report_writes_the_pareto_plot(tuned, tmp_path):
@@ -87,3 +88,30 @@ def test_a_dump_of_a_tuned_function_retunes_offline_in_mixopt(tuned, tmp_path, c
         assert len(plans) == 3
         times.append(sum(p["modeled_time"].value for p in plans))
     assert times[1] <= times[0]
+
+
+def test_rich_is_imported_only_when_a_report_is_rendered():
+    import subprocess
+    import sys
+
+    code = ("import sys, mixjit, mixjit.tuning, mixjit.tuning.report, mixjit.passes.tune, mixjit.mixopt; "
+            "print('rich' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_a_dump_names_predecessors_by_the_same_site_ids_as_its_sites(tuned):
+    """f.ir relabels the sites to their process ids (f.sites); build-dag's mix.deps follow, so a
+    dump re-tunes with tune alone (no second build-dag)."""
+    from mixjit.passes.build_dag import DEPS_ATTR
+
+    f, args, _ = tuned
+    other = mixjit(tune="never")(P.mlp)  # takes process site ids: f's no longer start at 0 ...
+    other(*args)
+    g = mixjit(tune="never")(P.mlp)  # ... and g's surely do not
+    g(*args)
+    module = parse_module(g.ir(*args, pipeline="detect-gemm,build-dag"))
+    gemms = [op for op in module.walk() if op.name == "mix.gemm"]
+    ids = [op.site.value for op in gemms]
+    assert ids == [s.id for s in g.sites] and ids != [0, 1, 2]
+    assert [[d["site"].value for d in op.attributes[DEPS_ATTR]] for op in gemms] == [[], ids[:1], ids[1:2]]

@@ -1,0 +1,156 @@
+"""The ``@mixjit`` tuner's side of the ``tune`` pass: the online backend and the pipeline runs.
+
+``f.tune`` does not search on its own: it imports the signature's module and runs
+``detect-gemm,build-dag,tune{...}`` (``mixopt``'s passes) through the pass manager, with
+verify-each and per-pass timing, after registering :class:`OnlineBackend` as the run's
+``TuningBackend`` (``mixjit.passes.tuning.backend``). The ``tune`` pass then asks the backend to
+profile its sites (each candidate measured with that site alone lowered, on the sample inputs)
+and to judge plans (``mixjit.tuning.evaluator``: write the plan table, run the compiled function).
+A repeated search (tightened after a validation failure) runs ``tune{..., margin=...}`` again on
+the same module: the profiles are attributes by then, and the DAG is still the cached analysis.
+
+The pass knows sites by their id in the imported module; the compiled code by process site ids
+(``f.sites``). The backend translates between the two.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any, Mapping, Sequence
+
+from mixjit.frontend_pipeline import FRONTEND_PIPELINE, FrontendResult, run_frontend_pipeline
+from mixjit.ir.attributes import IntegerAttr
+from mixjit.ir.dialects.mix import GemmOp
+from mixjit.passes.build_dag import LOOP_DEPTH_ATTR
+from mixjit.passes.tuning.backend import SiteProfiles
+from mixjit.passes.tuning.judge import ProgressCallback
+from mixjit.passes.tuning.profile import SiteProfile
+from mixjit.passes.tuning.space import Plan, SearchResult, SiteSpace
+from mixjit.tuning.evaluator import OnlineEvaluator
+from mixjit.tuning.profiling import ShapeLog, TunedSite, site_profile
+
+__all__ = ["OnlineBackend", "TuningPipeline"]
+
+
+class OnlineBackend:
+    """A ``TuningBackend`` that measures on the sample inputs (see the module docstring).
+
+    ``evaluator`` judges plans keyed by process site id over ``full`` (every site's candidates
+    with modeled times). After a search, ``profiles``, ``spaces`` and ``result`` hold what the
+    pass measured and found, keyed by process site id."""
+
+    model = "online"
+
+    def __init__(self, imported: Any, sites: Sequence[TunedSite], logs: Mapping[int, ShapeLog],
+                 full: Mapping[int, SiteSpace], evaluator: OnlineEvaluator, target: str,
+                 progress: ProgressCallback | None = None) -> None:
+        self.imported = imported
+        self.sites = {s.id: s for s in sites}
+        self.logs = logs
+        self.full = full
+        self.online = evaluator
+        self.target = target
+        self._progress = progress
+        self._ids: dict[int, int] | None = None
+        self.profiles: dict[int, SiteProfile] = {}
+        self.spaces: dict[int, SiteSpace] = {}
+        self.result: SearchResult | None = None
+
+    @property
+    def process_ids(self) -> dict[int, int]:
+        """Module site id -> process site id (the pass asks the backend only after detect-gemm)."""
+        if self._ids is None:
+            from mixjit.decorator import _process_site_ids
+
+            self._ids = {}
+            for function in self.imported.functions:
+                self._ids.update(_process_site_ids(function) or {})
+        return self._ids
+
+    def profile(self, ops: Mapping[int, GemmOp]) -> SiteProfiles:
+        """Measure every candidate of every site that ran on the sample inputs, that site alone
+        lowered (every other site at the reference). An error that is not a number (a candidate
+        that made the program produce NaN) is recorded as infinite: never within a budget."""
+        out = SiteProfiles()
+        for site, op in sorted(ops.items()):
+            pid = self.process_ids.get(site)
+            if pid is None or pid not in self.sites:
+                out.skipped[site] = "it is not linked in the compiled code (it runs as plain Numba)"
+                continue
+            if pid not in self.full:
+                out.skipped[site] = "it did not run on the sample inputs: it keeps its most precise config"
+                continue
+            self.online.spaces = self.full
+            measured = []
+            for i, c in enumerate(self.full[pid].candidates):
+                error = self.online.error({pid: i})
+                measured.append(replace(c, error=math.inf if math.isnan(error) else error))
+            depth = op.attributes.get(LOOP_DEPTH_ATTR)
+            profile = site_profile(self.sites[pid], self.logs[pid], depth.value if isinstance(depth, IntegerAttr)
+                                   else 0, self.target, measured)
+            self.profiles[pid] = profile
+            out.profiles[site] = replace(profile, site=site)
+        return out
+
+    def evaluator(self, spaces: Mapping[int, SiteSpace]) -> "_ByModuleId":
+        self.online.spaces = {self.process_ids[s]: replace(space, site=self.process_ids[s])
+                              for s, space in spaces.items()}
+        return _ByModuleId(self.online, self.process_ids)
+
+    def progress(self) -> ProgressCallback | None:
+        return self._progress
+
+    def searched(self, result: SearchResult, spaces: Mapping[int, SiteSpace]) -> None:
+        ids = self.process_ids
+        self.spaces = {ids[s]: replace(space, site=ids[s]) for s, space in spaces.items()}
+        evaluations = [replace(e, plan=_relabel(e.plan, ids)) for e in result.evaluations]
+        self.result = replace(result, plan=_relabel(result.plan, ids), evaluations=evaluations)
+
+
+class _ByModuleId:
+    """The online evaluator, for plans keyed by module site id."""
+
+    def __init__(self, online: OnlineEvaluator, ids: Mapping[int, int]) -> None:
+        self.online = online
+        self.ids = ids
+
+    def error(self, plan: Plan) -> float:
+        return self.online.error(_relabel(plan, self.ids))
+
+
+def _relabel(plan: Mapping[int, Any], ids: Mapping[int, int]) -> dict[int, Any]:
+    return {ids[s]: v for s, v in plan.items()}
+
+
+class TuningPipeline:
+    """The pass-manager runs of one tuning: ``detect-gemm,build-dag,tune{...}`` first, then
+    ``tune{...}`` alone on the same module and analyses for each repeated search."""
+
+    def __init__(self, imported: Any, backend: OnlineBackend) -> None:
+        self.module = imported.module
+        self.backend = backend
+        self.runs: list[FrontendResult] = []
+
+    def search(self, tune_spec: str) -> SearchResult:
+        """Run ``tune_spec`` (``Tune(...).pipeline_spec()``) through the pass manager; the search's
+        result, keyed by process site id. ``PassFailure`` when a pass fails."""
+        first = not self.runs
+        pipeline = f"{FRONTEND_PIPELINE},{tune_spec}" if first else tune_spec
+        result = run_frontend_pipeline(self.module, pipeline, timing=True,
+                                       analyses=None if first else self.runs[-1].analyses,
+                                       tuning_backend=self.backend)
+        self.runs.append(result)
+        assert self.backend.result is not None, "the tune pass ran without reporting its search"
+        return self.backend.result
+
+    @property
+    def diagnostics(self) -> list[Any]:
+        """The remarks and warnings of every run, in order."""
+        return [d for run in self.runs for d in run.diagnostics]
+
+    @property
+    def timings(self) -> list[tuple[str, float]]:
+        """(pass spec, seconds) of every pass of every run, in order."""
+        return [t for run in self.runs if run.timing is not None for t in run.timing.times]
+

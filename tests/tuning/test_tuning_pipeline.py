@@ -1,0 +1,82 @@
+"""One pipeline: ``f.tune`` runs mixopt's ``detect-gemm,build-dag,tune{...}`` through the pass
+manager, with the online backend injected, rather than a search of its own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import programs as P
+from mixjit import mixjit
+from mixjit.ir.attributes import DictAttr
+from mixjit.passes import tune as tune_module
+from mixjit.passes.build_dag import GemmDag
+from mixjit.passes.tuning.plan_attr import PLAN_ATTR, TUNING_ATTR, SitePlan
+from mixjit.passes.tuning.profile import PROFILE_ATTR
+from mixjit.passes.tuning.sites import gemm_sites
+
+TARGET = "jetson-agx-orin"
+FP64 = ["mixpert-fp64"]
+
+
+def _mlp64(seed: int, scale: float = 1.0):
+    x, w1, w2, w3 = P.mlp_inputs(48, 96, seed, np.float64)
+    return (x, w1, w2, w3 * scale)
+
+
+def test_f_tune_runs_the_tune_pass_through_the_pass_manager(monkeypatch):
+    runs = []
+    real_run = tune_module.Tune.run
+
+    def spy(self, module, context):
+        runs.append(self.pipeline_spec())
+        return real_run(self, module, context)
+
+    monkeypatch.setattr(tune_module.Tune, "run", spy)
+    f = mixjit(error_budget=1e-15, target=TARGET, tune="explicit", schemes=FP64)(P.mlp)
+    result = f.tune(*_mlp64(0))
+
+    assert runs == ["tune{budget=1e-15,target=jetson-agx-orin}"]
+    # the timing instrumentation of the pass manager saw the whole pipeline, in order
+    assert [name for name, _ in result.pipeline.timings] == ["detect-gemm", "build-dag", runs[0]]
+    # the pass's remarks: one per site and the summary, with the search's evaluation count
+    messages = [d.message for d in result.pipeline.diagnostics]
+    assert sum(m.startswith("site ") for m in messages) == 3
+    assert any(m.startswith(f"greedy search (dynamic order), {result.search.evaluation_count} evaluations")
+               for m in messages)
+    # the pass wrote the profiles it had measured, its plan and how it chose it into the module
+    module = result.pipeline.module
+    ops = gemm_sites(module)
+    tuning = module.attributes[TUNING_ATTR]
+    assert isinstance(tuning, DictAttr) and tuning["model"].value == "online"
+    assert tuning["evaluations"].value == result.search.evaluation_count
+    assert all(PROFILE_ATTR in op.attributes for op in ops.values())
+    chosen = [SitePlan.from_attr(site, op.attributes[PLAN_ATTR]).label for site, op in ops.items()]
+    assert chosen == [f"{s.scheme}[{s.config}]" for s in result.plan.sites]
+
+
+def test_a_tightened_search_reruns_tune_alone_on_the_cached_dag():
+    absolute = lambda out, ref: float(np.abs(out - ref).max())  # noqa: E731  (scale-dependent on purpose)
+    f = mixjit(error_budget=1e-14, target=TARGET, tune="explicit", schemes=FP64, metric=absolute)(P.mlp)
+    result = f.tune(*_mlp64(0), validate=[_mlp64(1, scale=100.0)])  # held-out errors 100x the sample's
+    assert any("searching again with margin" in n for n in result.notes)
+    names = [name for name, _ in result.pipeline.timings]
+    assert names[:2] == ["detect-gemm", "build-dag"] and len(names) >= 4
+    assert all(name.startswith("tune{") for name in names[2:])
+    assert "margin=" in names[3]
+    last = result.pipeline.runs[-1].analyses
+    assert last.is_cached(GemmDag) and last.computations["gemm-dag"] == 1  # computed once, by build-dag
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"margin": 1.0}, r"option 'margin' of pass 'tune' must be in \[0, 1\), got 1.0"),
+    ({"margin": -0.1}, r"option 'margin' of pass 'tune' must be in \[0, 1\)"),
+    ({"max_evals": 0}, "max_evals must be a positive integer"),
+    ({"search": "random"}, "search must be 'greedy' or 'exhaustive'"),
+    ({"metric": "max"}, "metric must be a callable"),
+])
+def test_bad_tuning_options_are_refused_before_any_run(options, message):
+    f = mixjit(error_budget=1e-15, target=TARGET, tune="explicit", schemes=FP64)(P.mlp)
+    with pytest.raises((ValueError, TypeError), match=message):
+        f.tune(*_mlp64(0), **options)
+    assert not f.signatures  # refused before compiling, let alone running
