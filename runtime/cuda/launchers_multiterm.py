@@ -15,13 +15,12 @@ import numpy as np
 
 from mixjit.runtime.cuda.desc_multiterm import MULTITERM_SCHEMES
 from mixjit.runtime.cuda.launch import _F64, _I32, _I64, _PTR, DescLauncher, register_launcher
-from mixjit.runtime.cuda.registry import ALIASES
 
 __all__ = ["MultiTermLauncher"]
 
 
 class MultiTermLauncher(DescLauncher):
-    """The kernels of one multi-term scheme (``tf32x3``, ``bf16xn`` or an alias such as ``bf16x3``)."""
+    """The kernels of one multi-term scheme (``tf32x3`` or ``bf16xn``)."""
 
     def queue(self, dev, desc, functions, bufs, a, b, config):
         dtype = np.dtype(a.dtype)
@@ -52,5 +51,5 @@ class MultiTermLauncher(DescLauncher):
         return enqueue, finish
 
 
-for _scheme in (*MULTITERM_SCHEMES, *(alias for alias, (target, _) in ALIASES.items() if target in MULTITERM_SCHEMES)):
+for _scheme in MULTITERM_SCHEMES:  # an alias (bf16x3) reaches a site as bf16xn[products=3]: no launcher of its own
     register_launcher(MultiTermLauncher(_scheme))
