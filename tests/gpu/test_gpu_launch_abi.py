@@ -37,6 +37,7 @@ class CheckingDriver:
         self.next_address = 0x10000
         self.streams = 0
         self.functions: list[str] = []  # CUfunction(i + 1) is the kernel named functions[i]
+        self.uploads: list[bytes] = []  # the bytes of each host-to-device copy
 
     def __getattr__(self, name: str):
         real = getattr(driver, name)
@@ -67,6 +68,8 @@ class CheckingDriver:
         if name == "cuStreamCreate":
             self.streams += 1
             return (driver.CUstream(self.streams),)
+        if name == "cuMemcpyHtoDAsync":
+            self.uploads.append(ctypes.string_at(args[1], args[2]))
         if name == "cuMemcpyDtoHAsync":
             ctypes.memset(args[0], 0, args[2])  # the device memory reads as zeros
         return {"cuDeviceGet": (driver.CUdevice(0),), "cuDevicePrimaryCtxRetain": (driver.CUcontext(),),
@@ -252,3 +255,42 @@ def test_a_mixjit_site_reaches_the_driver_through_the_device_executor(device):
     # C[1:] = -1 * 0 + 1 * C[1:]
     assert not p.any() and out.tobytes() == c.tobytes()
     assert f(a, b, c.copy()).tobytes() == gemm(a, b, "mixpert", get_plan(f.sites[1].id).config).tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_ozaki2_host_steps_around_the_model_residues_give_the_cpu_executors_bits(device, monkeypatch, dtype):
+    """The launcher's host shifts and CRT, fed the residues the CPU model of the kernels computes
+    (runtime/cuda/fragments_int8.py) where the device's would be: C bit-equal to the executor's."""
+    from mixjit.runtime.cuda import fragments_int8 as fi
+
+    rng = np.random.default_rng(4)
+    a = (rng.standard_normal((21, 40)) * 2.0 ** rng.integers(-30, 31, (21, 1))).astype(dtype)
+    b = rng.uniform(-1, 1, (40, 13)).astype(dtype)
+    desc = launch.launcher_for("ozaki2").desc("moduli=12", np.dtype(dtype), "sm_90")
+    _, residues, status = fi.run_ozaki2(a, b, desc)
+    assert status == 0
+    real = device.download
+
+    def device_residues(buf, shape, dt, stream=0):
+        return residues.copy() if shape == residues.shape else real(buf, shape, dt, stream)
+
+    monkeypatch.setattr(device, "download", device_residues)
+    c = launch.launcher_for("ozaki2").run(device, a, b, "moduli=12")
+    assert c.dtype == dtype and c.tobytes() == launch.cpu_gemm("ozaki2", a, b, "moduli=12").tobytes()
+    residues[0, 3, 4] = (residues[0, 3, 4] + 1) % 256  # one wrong residue: the reconstruction notices
+    assert launch.launcher_for("ozaki2").run(device, a, b, "moduli=12")[3, 4] != c[3, 4]
+
+
+def test_split_uploads_the_executors_k_split_scales_and_shifts(device):
+    from mixjit.runtime.cuda.fragments_split import host_plan
+    from mixjit.runtime.schemes import get_scheme
+
+    rng = np.random.default_rng(6)
+    a = (rng.standard_normal((30, 80)) * 2.0 ** rng.integers(-20, 21, (30, 1))).astype(np.float32)
+    b = rng.standard_normal((80, 14)).astype(np.float32)
+    launch.launcher_for("split").run(device, a, b, "fp16=0.25,width=16")
+    plan = host_plan(a, b, np.array(get_scheme("split").parse_config("fp16=0.25,width=16").words(), np.int64))
+    assert 0 < plan.cols_f.size < 80
+    want = [a, b, plan.cols_i.astype(np.int32), plan.cols_f.astype(np.int32), plan.scale_a, plan.scale_b,
+            plan.sigma_a.astype(np.int32), plan.sigma_b.astype(np.int32)]
+    assert device.driver.uploads == [np.ascontiguousarray(x).tobytes() for x in want]
