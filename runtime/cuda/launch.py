@@ -6,13 +6,16 @@ gives; everything else is tested on the CPU (docs/cuda_launch.md).
 
 Each scheme with kernels plugs in one :class:`KernelLauncher` (:func:`register_launcher`): it
 says which configs its kernels implement (:meth:`KernelLauncher.why_not`) and queues them for
-one GEMM (:meth:`KernelLauncher.prepare`, a :class:`PreparedGemm`). MixPert's is here; a new scheme's
-kernels (tf32x3, bf16xN, ozaki2, split) add a launcher the same way, with no edit elsewhere.
+one GEMM (:meth:`KernelLauncher.prepare`, a :class:`PreparedGemm`). Every family's launcher is a
+:class:`DescLauncher`, whose grids, blocks and streams come from the family's desc
+(``desc.launches()``, runtime/cuda/registry.py): MixPert's is here; tf32x3/bf16xn's, ozaki2's and
+split's are in runtime/cuda/launchers_*.py, imported at the end of this module.
 
 :class:`CudaBackend` is the :class:`GemmDevice` the ``@mixjit`` sites use (mixjit/backends.py):
 ``gemm(scheme, A, B, config) -> (C, where)``. It runs the kernels, or the scheme's CPU executor
 when there is no device, no kernel for that config, or the kernels hand the GEMM back (an
-inf/NaN input, a fallback tile, an exponent span too wide: docs/cuda.md), and says so in
+inf/NaN input, a fallback tile, an exponent span too wide, a part out of float32's range:
+docs/cuda.md), and says so in
 ``where``; so C always follows docs/numerics.md.
 """
 
