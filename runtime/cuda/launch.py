@@ -253,10 +253,11 @@ class MixpertLauncher(DescLauncher):
         ptr = _PTR  # a device pointer argument (an int address)
 
         def enqueue(stream: Any) -> None:
-            self.launch(dev, functions[pack_a.entry], pack_a, (da.ptr, k, m, k, m_pad, k_pad, pa.ptr, ga.ptr, status.ptr),
-                        (ptr, _I64, _I32, _I32, _I32, _I32, ptr, ptr, ptr), stream)
-            self.launch(dev, functions[pack_b.entry], pack_b, (db.ptr, n, n, k, n_pad, k_pad, pb.ptr, gb.ptr, status.ptr),
-                        (ptr, _I64, _I32, _I32, _I32, _I32, ptr, ptr, ptr), stream)
+            pack_types = (ptr, _I64, _I32, _I32, _I32, _I32, ptr, ptr, ptr)
+            self.launch(dev, functions[pack_a.entry], pack_a,
+                        (da.ptr, k, m, k, m_pad, k_pad, pa.ptr, ga.ptr, status.ptr), pack_types, stream)
+            self.launch(dev, functions[pack_b.entry], pack_b,
+                        (db.ptr, n, n, k, n_pad, k_pad, pb.ptr, gb.ptr, status.ptr), pack_types, stream)
             self.launch(dev, functions[gemm.entry], gemm,
                         (pa.ptr, pb.ptr, ga.ptr, gb.ptr, m, n, m_pad, n_pad, k_pad, out.ptr, n, 1.0, 0.0, out.ptr, n,
                          status.ptr),

@@ -45,11 +45,12 @@ class Ozaki2Launcher(DescLauncher):
         residue_types = (ptr, _I64, _I32, _I32, _I32, _I32, ptr, ptr, ptr)
 
         def enqueue(stream: Any) -> None:
-            self.launch(dev, functions[res_a.entry], res_a, (da.ptr, k, m, k, m_pad, k_pad, dsa.ptr, pa.ptr, status.ptr),
-                        residue_types, stream)
-            self.launch(dev, functions[res_b.entry], res_b, (db.ptr, n, n, k, n_pad, k_pad, dsb.ptr, pb.ptr, status.ptr),
-                        residue_types, stream)
-            self.launch(dev, functions[gemm.entry], gemm, (pa.ptr, pb.ptr, m, n, m_pad, n_pad, k_pad, res.ptr, n, m * n),
+            self.launch(dev, functions[res_a.entry], res_a,
+                        (da.ptr, k, m, k, m_pad, k_pad, dsa.ptr, pa.ptr, status.ptr), residue_types, stream)
+            self.launch(dev, functions[res_b.entry], res_b,
+                        (db.ptr, n, n, k, n_pad, k_pad, dsb.ptr, pb.ptr, status.ptr), residue_types, stream)
+            self.launch(dev, functions[gemm.entry], gemm,
+                        (pa.ptr, pb.ptr, m, n, m_pad, n_pad, k_pad, res.ptr, n, m * n),
                         (ptr, ptr, _I32, _I32, _I32, _I32, _I32, ptr, _I64, _I64), stream)
 
         def finish() -> np.ndarray:

@@ -22,7 +22,8 @@ except CompilerNotFound as exc:
     pytest.skip(str(exc), allow_module_level=True)
 
 #: level=IV is the representative config CI builds; the others run with -m slow
-CONFIGS = ["level=IV", *(pytest.param(c, marks=pytest.mark.slow) for c in ("level=I", "level=IV,digits=balanced,align=row"))]
+CONFIGS = ["level=IV",
+           *(pytest.param(c, marks=pytest.mark.slow) for c in ("level=I", "level=IV,digits=balanced,align=row"))]
 
 
 def _mmas_per_chunk(desc: KernelDesc) -> int:
