@@ -22,6 +22,9 @@ __all__ = ["MultiTermLauncher"]
 class MultiTermLauncher(DescLauncher):
     """The kernels of one multi-term scheme (``tf32x3`` or ``bf16xn``)."""
 
+    def inexact(self, config: str) -> str:
+        return "FP32 tensor-core accumulation"
+
     def queue(self, dev, desc, functions, bufs, a, b, config):
         dtype = np.dtype(a.dtype)
         (m, k), n = a.shape, b.shape[1]

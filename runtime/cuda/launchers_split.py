@@ -26,6 +26,12 @@ class SplitLauncher(DescLauncher):
 
     scheme = "split"
 
+    def inexact(self, config: str) -> str:
+        from mixjit.runtime.cuda.desc_split import parse_split_label
+
+        fp16 = parse_split_label(config)["fp16"]
+        return "" if fp16 != "auto" and float(fp16) == 0.0 else "the FP16 part's FP32 tensor-core accumulation"
+
     def queue(self, dev, desc, functions, bufs, a, b, config):
         from mixjit.runtime.cuda.fragments_split import host_plan  # numba: loaded on first use
         from mixjit.runtime.schemes import get_scheme

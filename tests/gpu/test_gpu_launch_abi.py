@@ -199,7 +199,7 @@ def test_a_nonzero_status_word_hands_the_gemm_back_to_the_cpu_executor(device, m
         launch.launcher_for(scheme).run(device, a, b, config)
     assert device.pool.cached_bytes > 0 and device.pool.cached_bytes == sum(
         cap * len(v) for cap, v in device.pool._cached.items())  # every buffer went back to the pool
-    c, where = launch.CudaBackend(device).gemm(scheme, a, b, config)
+    c, where = launch.CudaBackend(device, inexact=True).gemm(scheme, a, b, config)
     assert where == "cpu: kernel status 1 (an inf/NaN input)"
     assert c.tobytes() == launch.cpu_gemm(scheme, a, b, config).tobytes()
 
@@ -294,3 +294,19 @@ def test_split_uploads_the_executors_k_split_scales_and_shifts(device):
     want = [a, b, plan.cols_i.astype(np.int32), plan.cols_f.astype(np.int32), plan.scale_a, plan.scale_b,
             plan.sigma_a.astype(np.int32), plan.sigma_b.astype(np.int32)]
     assert device.driver.uploads == [np.ascontiguousarray(x).tobytes() for x in want]
+
+
+def test_a_site_gets_only_the_bit_exact_kernels_unless_inexact_is_asked_for(device):
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal((24, 40)).astype(np.float32), rng.standard_normal((40, 16)).astype(np.float32)
+    exact, inexact = launch.CudaBackend(device), launch.CudaBackend(device, inexact=True)
+    for scheme, config in [("mixpert", "level=IV"), ("ozaki2", "moduli=8"), ("split", "fp16=0")]:
+        assert exact.why_not(scheme, config) == "" and exact.gemm(scheme, a, b, config)[1] == "cuda"
+    for scheme, config, why in [("tf32x3", "products=3", "FP32 tensor-core accumulation"),
+                                ("bf16xn", "products=9", "FP32 tensor-core accumulation"),
+                                ("split", "fp16=0.25", "the FP16 part's FP32 tensor-core accumulation")]:
+        reason = f"{scheme}[{config}]'s kernels are not bit-equal to the CPU executor ({why})"
+        assert exact.why_not(scheme, config) == reason
+        c, where = exact.gemm(scheme, a, b, config)
+        assert where == f"cpu: {reason}" and c.tobytes() == launch.cpu_gemm(scheme, a, b, config).tobytes()
+        assert inexact.why_not(scheme, config) == "" and inexact.gemm(scheme, a, b, config)[1] == "cuda"
