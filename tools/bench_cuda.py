@@ -47,6 +47,11 @@ QUICK = ((256, 256, 256), (1024, 1024, 1024), (8192, 256, 64))
 EXIT_NO_DEVICE, EXIT_NO_CUBLAS = 2, 3
 
 
+#: the host work a launcher does outside the timed kernels (docs/cuda_launch.md)
+HOST_STEPS = {"ozaki2": "the shifts before and the CRT reconstruction after (CPU, O(N^2) per element)",
+              "split": "the slice ranking, scales and shifts before (CPU)"}
+
+
 @dataclass(frozen=True)
 class Row:
     """One benchmark row: its record key, what the table calls it (cuBLAS, or the scheme's name) and its config."""
@@ -191,15 +196,19 @@ def measure(shapes: list[tuple[int, int, int]], repeats: int, seed: int, blas: A
             else:
                 launcher = launcher_for(row.label)
                 with dev.lock:
-                    launch = launcher.prepare(dev, a, b, row.config)
                     try:
-                        launch.enqueue(0)  # warm-up (and the module load)
-                        ms = dev.time_ms(lambda: launch.enqueue(0), repeats)
-                        c = launch.finish()
-                    except HandBack as exc:
-                        ms, note = None, f"handed back: {exc}"
-                    finally:
-                        launch.release()
+                        launch = launcher.prepare(dev, a, b, row.config)  # host steps before the kernels
+                    except HandBack as exc:  # e.g. a K beyond exact INT32 sums
+                        launch, ms, note = None, None, f"handed back: {exc}"
+                    if launch is not None:
+                        try:
+                            launch.enqueue(0)  # warm-up (and the module load)
+                            ms = dev.time_ms(lambda: launch.enqueue(0), repeats)
+                            c = launch.finish()
+                        except HandBack as exc:
+                            ms, note = None, f"handed back: {exc}"
+                        finally:
+                            launch.release()
             records.append({"row": row.key, "shape": list(shape), "ms": ms,
                             "error": rel_frobenius(c, ref) if c is not None else None, "note": note})
     return rows, records
@@ -223,6 +232,9 @@ def render(rows: list[Row], records: list[dict], shapes: list[tuple[int, int, in
     cols = ["row", "config", *(shape_text(s) for s in shapes)]
     out = [*header, "", "### Device time per GEMM (speedup over cuBLAS SGEMM), measured", ""]
     out += markdown_table(cols, [[r.label, r.config, *(time_cell(r, s) for s in shapes)] for r in rows])
+    untimed = [f"{name}: {what}" for name, what in HOST_STEPS.items() if any(r.label == name for r in rows)]
+    if untimed:
+        out += ["", "Device time only; these host steps are not in it: " + "; ".join(untimed) + "."]
     out += ["", "### Relative Frobenius error against the FP64 product (paper Eq. 10)", ""]
     out += markdown_table(cols, [[r.label, r.config, *(error_cell(r, s) for s in shapes)] for r in rows])
     return "\n".join(out) + "\n"

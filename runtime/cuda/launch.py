@@ -6,13 +6,16 @@ gives; everything else is tested on the CPU (docs/cuda_launch.md).
 
 Each scheme with kernels plugs in one :class:`KernelLauncher` (:func:`register_launcher`): it
 says which configs its kernels implement (:meth:`KernelLauncher.why_not`) and queues them for
-one GEMM (:meth:`KernelLauncher.prepare`, a :class:`PreparedGemm`). MixPert's is here; a new scheme's
-kernels (tf32x3, bf16xN, ozaki2, split) add a launcher the same way, with no edit elsewhere.
+one GEMM (:meth:`KernelLauncher.prepare`, a :class:`PreparedGemm`). Every family's launcher is a
+:class:`DescLauncher`, whose grids, blocks and streams come from the family's desc
+(``desc.launches()``, runtime/cuda/registry.py): MixPert's is here; tf32x3/bf16xn's, ozaki2's and
+split's are in runtime/cuda/launchers_*.py, imported at the end of this module.
 
 :class:`CudaBackend` is the :class:`GemmDevice` the ``@mixjit`` sites use (mixjit/backends.py):
 ``gemm(scheme, A, B, config) -> (C, where)``. It runs the kernels, or the scheme's CPU executor
 when there is no device, no kernel for that config, or the kernels hand the GEMM back (an
-inf/NaN input, a fallback tile, an exponent span too wide: docs/cuda.md), and says so in
+inf/NaN input, a fallback tile, an exponent span too wide, a part out of float32's range:
+docs/cuda.md), and says so in
 ``where``; so C always follows docs/numerics.md.
 """
 
@@ -27,11 +30,13 @@ from typing import Any, Callable, ClassVar, Protocol
 
 import numpy as np
 
-from mixjit.runtime.cuda.desc import KernelDesc, UnsupportedConfig
+from mixjit.runtime.cuda.desc import KernelSpec, Launch, UnsupportedConfig
 from mixjit.runtime.cuda.device import CudaDevice, DeviceBuffer, DeviceStatus, device, probe
+from mixjit.runtime.cuda.registry import kernel_desc
 
-__all__ = ["GemmDevice", "HandBack", "PreparedGemm", "KernelLauncher", "register_launcher", "launcher_for",
-           "kernel_schemes", "MixpertLauncher", "CudaBackend", "cuda_gemm", "cpu_gemm"]
+__all__ = ["GemmDevice", "HandBack", "PreparedGemm", "KernelLauncher", "DescLauncher", "BufferSet",
+           "register_launcher", "launcher_for", "kernel_schemes", "kernel_desc_for", "status_reason",
+           "MixpertLauncher", "CudaBackend", "cuda_gemm", "cpu_gemm"]
 
 
 class HandBack(Exception):
@@ -84,6 +89,11 @@ class KernelLauncher(ABC):
     def prepare(self, dev: CudaDevice, a: np.ndarray, b: np.ndarray, config: str) -> PreparedGemm:
         """Upload ``a`` (m x k) and ``b`` (k x n), non-empty and of one dtype, and take the buffers."""
 
+    def inexact(self, config: str) -> str:
+        """"" when the kernels of ``config`` are bit-equal to the CPU executor, else how they differ
+        (a float accumulator the PTX ISA does not specify: docs/cuda.md gives the bound)."""
+        return ""
+
     def run(self, dev: CudaDevice, a: np.ndarray, b: np.ndarray, config: str) -> np.ndarray:
         """``a @ b`` on ``dev`` (HandBack when the kernels hand the GEMM back)."""
         launch = self.prepare(dev, a, b, config)
@@ -120,9 +130,19 @@ def kernel_schemes() -> tuple[str, ...]:
 
 _I32, _I64, _F64, _PTR = ctypes.c_int, ctypes.c_int64, ctypes.c_double, ctypes.c_void_p
 
+#: the status bits of templates/common.cuh: why the kernels hand a GEMM back to the CPU executor
+STATUS_BITS = {1: "an inf/NaN input", 2: "a fallback tile", 4: "an exponent span too wide",
+               8: "a leading part rounds to inf", 16: "a part below float32's normal range"}
+
+
+def status_reason(code: int) -> str:
+    """What a non-zero status word means (docs/cuda.md), bit by bit."""
+    said = [what for bit, what in STATUS_BITS.items() if code & bit]
+    return f"kernel status {code} ({', '.join(said) or 'unknown bits'})"
+
 
 @lru_cache(maxsize=64)
-def kernel_binary(desc: KernelDesc) -> bytes:
+def kernel_binary(desc: KernelSpec) -> bytes:
     """The cubin of ``desc`` (rendered, then built or read from the disk cache: runtime/cuda/build.py)."""
     from mixjit.runtime.cuda.build import build
     from mixjit.runtime.cuda.emit import render
@@ -130,19 +150,55 @@ def kernel_binary(desc: KernelDesc) -> bytes:
     return build(render(desc)).read_bytes()
 
 
-class MixpertLauncher(KernelLauncher):
-    """MixPert: pack A, pack B (INT8 segment planes, per-tile exponents), the INT8 MMA GEMM with
-    the exact epilogue, in ``product`` mode; a non-zero status word hands the GEMM back."""
+@lru_cache(maxsize=256)
+def kernel_desc_for(scheme: str, config: str, dtype: np.dtype, arch: str) -> KernelSpec:
+    """The desc the launcher of ``scheme`` runs for ``config`` and ``dtype`` operands on ``arch``
+    (runtime/cuda/registry.py: one desc, hence one cubin, per config; cached)."""
+    return kernel_desc(scheme, config, "f64" if np.dtype(dtype) == np.float64 else "f32", arch=arch)
 
-    scheme = "mixpert"
 
-    @staticmethod
-    @lru_cache(maxsize=256)
-    def desc(config: str, dtype: np.dtype, arch: str) -> KernelDesc:
-        return KernelDesc.for_config("mixpert", config, dtype="f64" if np.dtype(dtype) == np.float64 else "f32",
-                                     arch=arch)
+class BufferSet:
+    """The device buffers one GEMM takes from the pool; :meth:`release` gives them all back
+    (also when preparing fails half-way)."""
+
+    def __init__(self, dev: CudaDevice) -> None:
+        self.dev, self.items = dev, []
+
+    def keep(self, buf: DeviceBuffer) -> DeviceBuffer:
+        self.items.append(buf)
+        return buf
+
+    def upload(self, array: np.ndarray) -> DeviceBuffer:
+        return self.keep(self.dev.upload(array))
+
+    def take(self, nbytes: int) -> DeviceBuffer:
+        return self.keep(self.dev.pool.take(nbytes))
+
+    def zeros(self, nbytes: int) -> DeviceBuffer:
+        return self.keep(self.dev.zeros(nbytes))
+
+    def release(self) -> None:
+        for buf in self.items:
+            self.dev.pool.give(buf)
+        self.items.clear()
+
+
+class DescLauncher(KernelLauncher):
+    """A launcher whose kernels are one desc family of runtime/cuda/registry.py: it implements a
+    config exactly when the family's desc accepts it, and takes every grid, block and stream from
+    the desc's ``launches()`` (the one geometry source the CPU models and docs/cuda.md use too).
+    Subclasses implement :meth:`queue`, the argument lists of their entry points."""
+
+    def __init__(self, scheme: str | None = None) -> None:
+        if scheme is not None:
+            self.scheme = scheme  # type: ignore[misc]  # one class serves several schemes (tf32x3, bf16xn)
+
+    def desc(self, config: str, dtype: np.dtype, arch: str) -> KernelSpec:
+        return kernel_desc_for(self.scheme, config, np.dtype(dtype), arch)
 
     def why_not(self, config: str, dtype: np.dtype, arch: str) -> str:
+        if np.dtype(dtype) not in (np.float32, np.float64):
+            return f"{np.dtype(dtype)} operands (the kernels read float32 or float64)"
         try:
             self.desc(config, dtype, arch)
         except (UnsupportedConfig, ValueError) as exc:
@@ -150,59 +206,79 @@ class MixpertLauncher(KernelLauncher):
         return ""
 
     def prepare(self, dev: CudaDevice, a: np.ndarray, b: np.ndarray, config: str) -> PreparedGemm:
-        from mixjit.runtime.cuda.emit import ENTRY_POINTS
-
-        dtype = np.dtype(a.dtype)
-        desc = self.desc(config, dtype, dev.status.target)
-        pack_a, pack_b, gemm = dev.functions(kernel_binary(desc), ENTRY_POINTS)
-        (m, k), n = a.shape, b.shape[1]
-        bm, bn = desc.block
-        tm, tk, tn = desc.tile
-        m_pad, n_pad, k_pad = -(-m // bm) * bm, -(-n // bn) * bn, max(-(-k // tk), 1) * tk
-        bufs: list[DeviceBuffer] = []
-
-        def keep(buf: DeviceBuffer) -> DeviceBuffer:
-            bufs.append(buf)
-            return buf
-
+        desc = self.desc(config, a.dtype, dev.status.target)
+        functions = dict(zip(desc.entry_points, dev.functions(kernel_binary(desc), desc.entry_points)))
+        bufs = BufferSet(dev)
         try:
-            da, db = keep(dev.upload(a)), keep(dev.upload(b))
-            pa = keep(dev.pool.take(len(desc.a_segments) * m_pad * k_pad))  # INT8 segment planes
-            pb = keep(dev.pool.take(len(desc.b_segments) * n_pad * k_pad))
-            ga = keep(dev.pool.take(4 * m_pad * k_pad // tk))  # int32 tile exponents
-            gb = keep(dev.pool.take(4 * n_pad * k_pad // tk))
-            out = keep(dev.pool.take(m * n * dtype.itemsize))
-            status = keep(dev.zeros(4))
+            enqueue, finish = self.queue(dev, desc, functions, bufs, a, b, config)
         except BaseException:
-            for buf in bufs:
-                dev.pool.give(buf)
+            bufs.release()
             raise
+        return PreparedGemm(dev, enqueue, finish, bufs.items)
+
+    @abstractmethod
+    def queue(self, dev: CudaDevice, desc: Any, functions: dict[str, Any], bufs: BufferSet, a: np.ndarray,
+              b: np.ndarray, config: str) -> tuple[Callable[[Any], None], Callable[[], np.ndarray]]:
+        """Upload the operands into ``bufs`` and return (enqueue(stream), finish()) as
+        :class:`PreparedGemm` has them; HandBack when the kernels cannot compute this GEMM."""
+
+    @staticmethod
+    def launch(dev: CudaDevice, function: Any, geometry: Launch, args: tuple, types: tuple, stream: Any) -> None:
+        """Launch one entry point with its desc geometry. ``geometry.shared_bytes`` is the kernel's
+        *static* shared memory (declared in the template), so no dynamic shared memory is asked for."""
+        dev.launch(function, geometry.grid, geometry.block, args, types, stream)
+
+    @staticmethod
+    def check_status(dev: CudaDevice, status: DeviceBuffer) -> None:
+        """HandBack when the kernels set a status bit (the CPU executor runs the GEMM then)."""
+        code = int(dev.download(status, (1,), np.dtype(np.uint32))[0])
+        if code:
+            raise HandBack(status_reason(code))
+
+
+class MixpertLauncher(DescLauncher):
+    """MixPert: pack A, pack B (INT8 segment planes, per-tile exponents), the INT8 MMA GEMM with
+    the exact epilogue, in ``product`` mode; a non-zero status word hands the GEMM back."""
+
+    scheme = "mixpert"
+
+    def queue(self, dev, desc, functions, bufs, a, b, config):
+        dtype = np.dtype(a.dtype)
+        (m, k), n = a.shape, b.shape[1]
+        pack_a, pack_b, gemm = desc.launches(m, n, k)
+        tk = desc.tile[1]
+        m_pad, n_pad, k_pad = pack_a.grid[1] * pack_a.block[1], pack_b.grid[1] * pack_b.block[1], pack_a.grid[0] * tk
+        da, db = bufs.upload(a), bufs.upload(b)
+        pa = bufs.take(len(desc.a_segments) * m_pad * k_pad)  # INT8 segment planes
+        pb = bufs.take(len(desc.b_segments) * n_pad * k_pad)
+        ga = bufs.take(4 * m_pad * k_pad // tk)  # int32 tile exponents
+        gb = bufs.take(4 * n_pad * k_pad // tk)
+        out = bufs.take(m * n * dtype.itemsize)
+        status = bufs.zeros(4)
         ptr = _PTR  # a device pointer argument (an int address)
 
         def enqueue(stream: Any) -> None:
-            dev.launch(pack_a, (k_pad // tk, m_pad // tm), (tk, tm),
-                       (da.ptr, k, m, k, m_pad, k_pad, pa.ptr, ga.ptr, status.ptr),
-                       (ptr, _I64, _I32, _I32, _I32, _I32, ptr, ptr, ptr), stream)
-            dev.launch(pack_b, (k_pad // tk, n_pad // tn), (tk, tn),
-                       (db.ptr, n, n, k, n_pad, k_pad, pb.ptr, gb.ptr, status.ptr),
-                       (ptr, _I64, _I32, _I32, _I32, _I32, ptr, ptr, ptr), stream)
-            dev.launch(gemm, (n_pad // bn, m_pad // bm), (desc.threads, 1),
-                       (pa.ptr, pb.ptr, ga.ptr, gb.ptr, m, n, m_pad, n_pad, k_pad, out.ptr, n, 1.0, 0.0, out.ptr, n,
-                        status.ptr),
-                       (ptr, ptr, ptr, ptr, _I32, _I32, _I32, _I32, _I32, ptr, _I64, _F64, _F64, ptr, _I64, ptr),
-                       stream)
+            pack_types = (ptr, _I64, _I32, _I32, _I32, _I32, ptr, ptr, ptr)
+            self.launch(dev, functions[pack_a.entry], pack_a,
+                        (da.ptr, k, m, k, m_pad, k_pad, pa.ptr, ga.ptr, status.ptr), pack_types, stream)
+            self.launch(dev, functions[pack_b.entry], pack_b,
+                        (db.ptr, n, n, k, n_pad, k_pad, pb.ptr, gb.ptr, status.ptr), pack_types, stream)
+            self.launch(dev, functions[gemm.entry], gemm,
+                        (pa.ptr, pb.ptr, ga.ptr, gb.ptr, m, n, m_pad, n_pad, k_pad, out.ptr, n, 1.0, 0.0, out.ptr, n,
+                         status.ptr),
+                        (ptr, ptr, ptr, ptr, _I32, _I32, _I32, _I32, _I32, ptr, _I64, _F64, _F64, ptr, _I64, ptr),
+                        stream)
 
         def finish() -> np.ndarray:
-            code = int(dev.download(status, (1,), np.dtype(np.uint32))[0])
-            if code:
-                raise HandBack(f"kernel status {code} (docs/cuda.md: 1 inf/NaN input, 2 fallback tile, "
-                               "4 exponent span)")
+            self.check_status(dev, status)
             return dev.download(out, (m, n), dtype)
 
-        return PreparedGemm(dev, enqueue, finish, bufs)
+        return enqueue, finish
 
 
 register_launcher(MixpertLauncher())
+# the other families' launchers register themselves (runtime/cuda/launchers_*.py)
+from mixjit.runtime.cuda import launchers_multiterm, launchers_ozaki2, launchers_split  # noqa: E402,F401
 
 
 def cpu_gemm(scheme: str, a: np.ndarray, b: np.ndarray, config: str) -> np.ndarray:
@@ -217,12 +293,17 @@ def cpu_gemm(scheme: str, a: np.ndarray, b: np.ndarray, config: str) -> np.ndarr
 
 class CudaBackend:
     """Device 0 as a :class:`GemmDevice`: the registered launchers, else the CPU executor.
-    ``dev`` replaces the process's device (a test passes one on a driver stand-in)."""
+    ``dev`` replaces the process's device (a test passes one on a driver stand-in).
+
+    Only kernels bit-equal to the CPU executor run unless ``inexact`` is set: a ``@mixjit`` site
+    gives the same bits on either backend (the tuner measured its error on the CPU executor), so
+    tf32x3, bf16xN and split with an FP16 part stay on the CPU there; ``cuda_gemm(...,
+    inexact=True)`` runs them, within docs/cuda.md's bound."""
 
     name = "cuda"
 
-    def __init__(self, dev: CudaDevice | None = None) -> None:
-        self._dev = dev
+    def __init__(self, dev: CudaDevice | None = None, inexact: bool = False) -> None:
+        self._dev, self.inexact = dev, inexact
 
     def _status(self) -> DeviceStatus:
         return self._dev.status if self._dev is not None else probe()
@@ -235,7 +316,12 @@ class CudaBackend:
         launcher = launcher_for(scheme)
         if launcher is None:
             return f"scheme {scheme!r} has no CUDA kernel (schemes with kernels: {', '.join(kernel_schemes())})"
-        return launcher.why_not(config, np.dtype(dtype), self._status().target)
+        why = launcher.why_not(config, np.dtype(dtype), self._status().target)
+        if not why and not self.inexact:
+            differs = launcher.inexact(config)
+            if differs:
+                return f"{scheme}[{config}]'s kernels are not bit-equal to the CPU executor ({differs})"
+        return why
 
     def gemm(self, scheme: str, a: np.ndarray, b: np.ndarray, config: str) -> tuple[np.ndarray, str]:
         ok, why = self.status()
@@ -256,15 +342,17 @@ class CudaBackend:
         return cpu_gemm(scheme, a, b, config), f"cpu: {reason}"
 
 
-_BACKEND = CudaBackend()
+_BACKENDS = {False: CudaBackend(), True: CudaBackend(inexact=True)}
 
 
-def cuda_gemm(a: np.ndarray, b: np.ndarray, scheme: str = "mixpert", config: str = "level=IV") -> tuple[np.ndarray, str]:
+def cuda_gemm(a: np.ndarray, b: np.ndarray, scheme: str = "mixpert", config: str = "level=IV",
+              inexact: bool = False) -> tuple[np.ndarray, str]:
     """``a @ b`` under ``scheme[config]`` on device 0: (C, ``"cuda"`` or ``"cpu: <why>"``).
     C is bit-equal to the CPU executor's (the kernels follow docs/numerics.md; the GPU tests
-    check it where a device exists)."""
+    check it where a device exists). ``inexact=True`` also runs the kernels with a tensor-core
+    FP32 accumulator (tf32x3, bf16xN, split's FP16 part): C is then within docs/cuda.md's bound."""
     a, b = np.asarray(a), np.asarray(b)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or a.dtype != b.dtype:
         raise ValueError(f"cuda_gemm: A ({a.shape}, {a.dtype}) and B ({b.shape}, {b.dtype}) must be m x k and "
                          "k x n matrices of one dtype")
-    return _BACKEND.gemm(scheme, a, b, config)
+    return _BACKENDS[bool(inexact)].gemm(scheme, a, b, config)

@@ -1,5 +1,9 @@
 """The emitted MixPert kernels build for sm_80 and sm_90, contain the INT8 tensor-core MMA in
-SASS and no FFMA main loop, do not spill, and compile errors point at the template line."""
+SASS and no FFMA main loop, do not spill, and compile errors point at the template line.
+
+CI builds the representative config (level=IV) for both archs and with NVRTC; the other configs
+and variants are marked ``slow`` (run them with ``-m slow``). Cubins come from conftest.py's
+session build (the on-disk cache)."""
 
 from __future__ import annotations
 
@@ -17,7 +21,9 @@ try:
 except CompilerNotFound as exc:
     pytest.skip(str(exc), allow_module_level=True)
 
-CONFIGS = ["level=IV", "level=I", "level=IV,digits=balanced,align=row"]
+#: level=IV is the representative config CI builds; the others run with -m slow
+CONFIGS = ["level=IV",
+           *(pytest.param(c, marks=pytest.mark.slow) for c in ("level=I", "level=IV,digits=balanced,align=row"))]
 
 
 def _mmas_per_chunk(desc: KernelDesc) -> int:
@@ -34,45 +40,43 @@ def _tool_or_skip() -> None:
         pytest.skip(str(exc))
 
 
-@pytest.fixture(scope="module")
-def cubins(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cubins")
-    return {(config, arch): build(render(KernelDesc.for_config("mixpert", config, arch=arch)), cache=cache)
-            for config in CONFIGS for arch in ARCHS}
-
-
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("config", CONFIGS)
-def test_sass_has_imma_and_no_ffma_main_loop(cubins, config, arch):
+def test_sass_has_imma_and_no_ffma_main_loop(cubin, sass, config, arch):
     _tool_or_skip()
-    sass = sass_by_kernel(cubins[config, arch])
-    assert set(ENTRY_POINTS) <= set(sass)
-    ops = opcode_counts(sass["mixpert_gemm"])
+    text = sass(cubin(KernelDesc.for_config("mixpert", config, arch=arch)))
+    assert set(ENTRY_POINTS) <= set(text)
+    ops = opcode_counts(text["mixpert_gemm"])
     assert ops["IMMA.16832.S8.S8"] >= _mmas_per_chunk(KernelDesc.for_config("mixpert", config)), ops.most_common(12)
     assert ops["FFMA"] == 0 and ops["HMMA.1688.F32.TF32"] == 0
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("config", CONFIGS)
-def test_no_spills(cubins, config, arch):
+def test_no_spills(cubin, usage, config, arch):
     _tool_or_skip()
-    usage = resource_usage(cubins[config, arch])
-    assert set(ENTRY_POINTS) <= set(usage)
-    for kernel, res in usage.items():
+    resources = usage(cubin(KernelDesc.for_config("mixpert", config, arch=arch)))
+    assert set(ENTRY_POINTS) <= set(resources)
+    for kernel, res in resources.items():
         assert not res.spills, f"{kernel} ({config}, {arch}) spills {res.local_bytes} bytes to local memory"
         assert res.registers <= 255
     if arch == "sm_80":  # the launch table's shared bytes are ptxas's (sm_90 reserves 1 KiB more)
         gemm = KernelDesc.for_config("mixpert", config).launches(70, 40, 100)[-1]
-        assert gemm.shared_bytes == usage["mixpert_gemm"].shared_bytes
+        assert gemm.shared_bytes == resources["mixpert_gemm"].shared_bytes
 
 
-def test_cache_by_source_hash(cubins, tmp_path):
+def test_cache_by_source_hash(tmp_path, monkeypatch):
+    from mixjit.runtime.cuda import build as build_module
+
     kernel = render(KernelDesc.for_config("mixpert", "level=I"))
-    first = build(kernel, cache=tmp_path)
+    first = build(kernel, cache=tmp_path)  # a real build into an empty cache
     mtime = first.stat().st_mtime_ns
-    assert build(kernel, cache=tmp_path) == first and first.stat().st_mtime_ns == mtime
-    other = build(render(KernelDesc.for_config("mixpert", "level=II")), cache=tmp_path)
-    assert other != first
+    compiled = []
+    monkeypatch.setattr(build_module, "_nvcc" if COMPILER.kind == "nvcc" else "_nvrtc",
+                        lambda *args: compiled.append(args) or (b"stand-in cubin", ""))
+    assert build(kernel, cache=tmp_path) == first and first.stat().st_mtime_ns == mtime and not compiled
+    other = build(render(KernelDesc.for_config("mixpert", "level=II")), cache=tmp_path)  # another source: compiled
+    assert other != first and len(compiled) == 1 and other.read_bytes() == b"stand-in cubin"
 
 
 def test_compile_error_names_kernel_template_and_line(tmp_path):
@@ -96,15 +100,14 @@ def _nvrtc_or_skip():
         pytest.skip(str(exc))
 
 
-@pytest.mark.parametrize("arch", ARCHS)
-def test_nvrtc_builds_the_same_kernels(arch, tmp_path):
+@pytest.mark.parametrize("arch", [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90"])
+def test_nvrtc_builds_the_same_kernels(arch, cubin, sass, usage):
     nvrtc = _nvrtc_or_skip()
     _tool_or_skip()
     desc = KernelDesc.for_config("mixpert", "level=IV", arch=arch)
-    cubin = build(render(desc), compiler=nvrtc, cache=tmp_path)
-    sass = sass_by_kernel(cubin)
-    assert opcode_counts(sass["mixpert_gemm"])["IMMA.16832.S8.S8"] >= _mmas_per_chunk(desc)
-    assert not any(r.spills for r in resource_usage(cubin).values())
+    path = cubin(desc, nvrtc)
+    assert opcode_counts(sass(path)["mixpert_gemm"])["IMMA.16832.S8.S8"] >= _mmas_per_chunk(desc)
+    assert not any(r.spills for r in usage(path).values())
 
 
 def test_nvrtc_compile_error_is_mapped_too(tmp_path):
@@ -118,6 +121,7 @@ def test_nvrtc_compile_error_is_mapped_too(tmp_path):
                for d in info.value.diagnostics), info.value.log
 
 
+@pytest.mark.slow
 def test_update_and_transposed_f64_variant_builds_without_spills(tmp_path):
     _tool_or_skip()
     desc = KernelDesc.for_config("mixpert", "level=IV,align=row", dtype="f64", trans_a=True, trans_b=True,

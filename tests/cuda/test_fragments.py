@@ -78,8 +78,14 @@ def test_mma_model_is_a_matrix_product():
             assert d[lane, i] == D[c_element(lane, i)]
 
 
-@pytest.mark.parametrize("config", CONFIGS)
-@pytest.mark.parametrize("shape", [(16, 32, 8), (37, 70, 45), (65, 33, 9), (1, 1, 1)])
+SHAPES = [(16, 32, 8), (37, 70, 45), (65, 33, 9), (1, 1, 1)]
+
+
+#: CI: the representative config (level=IV) on every shape, every config on the ragged 37x70x45;
+#: the rest of the sweep with -m slow
+@pytest.mark.parametrize("config,shape", [
+    pytest.param(c, s, marks=() if c == CONFIGS[0] or s == SHAPES[1] else pytest.mark.slow)
+    for c in CONFIGS for s in SHAPES])
 def test_random_shapes_bit_equal(config, shape):
     m, k, n = shape
     rng = np.random.default_rng(m * 1000 + k * 10 + n)
@@ -93,7 +99,8 @@ def test_float64_inputs_and_other_block_shapes():
     _check(a.astype(np.float32), b.astype(np.float32), "level=IV,tile=16x64x8", block=(32, 64), warps=(2, 2))
 
 
-@pytest.mark.parametrize("config", ["level=IV", "level=full,align=row", "level=IV,digits=balanced",
+@pytest.mark.parametrize("config", ["level=IV", pytest.param("level=full,align=row", marks=pytest.mark.slow),
+                                    pytest.param("level=IV,digits=balanced", marks=pytest.mark.slow),
                                     "level=full,digits=balanced,align=row"])
 def test_adversarial_bit_equal(config):
     rng = np.random.default_rng(3)

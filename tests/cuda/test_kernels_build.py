@@ -1,15 +1,18 @@
 """Every kernel family other than MixPert (tests/cuda/test_build.py) builds for sm_80 and sm_90,
-contains its tensor-core MMA in SASS and no FFMA main loop, and does not spill."""
+contains its tensor-core MMA in SASS and no FFMA main loop, and does not spill.
+
+CI builds one representative config per family (for both archs, and with NVRTC); the variants
+(other dtypes, transposes, update mode, tiles) are marked ``slow``. Cubins come from conftest.py's
+session build (the on-disk cache)."""
 
 from __future__ import annotations
 
 import pytest
 
-from mixjit.runtime.cuda.build import CompilerNotFound, build, find_compiler
+from mixjit.runtime.cuda.build import CompilerNotFound, find_compiler
 from mixjit.runtime.cuda.desc import ARCHS
-from mixjit.runtime.cuda.emit import render
 from mixjit.runtime.cuda.registry import kernel_desc
-from mixjit.runtime.cuda.sass import ToolNotFound, find_tool, opcode_counts, resource_usage, sass_by_kernel
+from mixjit.runtime.cuda.sass import ToolNotFound, find_tool, opcode_counts
 
 try:
     find_compiler()
@@ -17,74 +20,66 @@ try:
 except (CompilerNotFound, ToolNotFound) as exc:
     pytest.skip(str(exc), allow_module_level=True)
 
-#: (scheme, config, desc fields): the kernels built here
-KERNELS = [("tf32x3", "products=3", {}), ("bf16xn", "products=9", {}),
-           ("bf16xn", "products=6", {"dtype": "f64", "trans_a": True, "trans_b": True, "alpha_beta": "update"}),
-           ("ozaki2", "moduli=8", {}), ("ozaki2", "moduli=20", {"dtype": "f64", "trans_b": True}),
-           ("split", "fp16=auto", {}), ("split", "fp16=0.25", {"block": (64, 128), "warps": (2, 2), "alpha_beta": "update"})]
+#: (scheme, config, desc fields): the representative kernel of each family, built in CI
+REPRESENTATIVE = [("tf32x3", "products=3", {}), ("bf16xn", "products=9", {}), ("ozaki2", "moduli=8", {}),
+                  ("split", "fp16=auto", {})]
+#: the variants, built with -m slow
+VARIANTS = [("bf16xn", "products=6", {"dtype": "f64", "trans_a": True, "trans_b": True, "alpha_beta": "update"}),
+            ("ozaki2", "moduli=20", {"dtype": "f64", "trans_b": True}),
+            ("split", "fp16=0.25", {"block": (64, 128), "warps": (2, 2), "alpha_beta": "update"})]
+KERNELS = [pytest.param(*k, id=f"{k[0]}[{k[1]}]") for k in REPRESENTATIVE] + \
+          [pytest.param(*k, id=f"{k[0]}[{k[1]}]", marks=pytest.mark.slow) for k in VARIANTS]
 #: MMA opcodes no main loop of these kernels may contain besides its own (no FP32 FMA main loop)
 FOREIGN = ("FFMA", "IMMA.16832.S8.S8", "HMMA.1688.F32.TF32", "HMMA.16816.F32.BF16")
 
 
-@pytest.fixture(scope="module")
-def cubins(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cubins")
-    out = {}
-    for i, (scheme, config, fields) in enumerate(KERNELS):
-        for arch in ARCHS:
-            desc = kernel_desc(scheme, config, arch=arch, **fields)
-            out[i, arch] = desc, build(render(desc), cache=cache)
-    return out
-
-
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("index", range(len(KERNELS)), ids=[f"{s}[{c}]" for s, c, _ in KERNELS])
-def test_sass_has_the_mma_and_no_ffma(cubins, index, arch):
-    desc, cubin = cubins[index, arch]
-    sass = sass_by_kernel(cubin)
-    assert set(desc.entry_points) <= set(sass)
+@pytest.mark.parametrize("scheme,config,fields", KERNELS)
+def test_sass_has_the_mma_and_no_ffma(cubin, sass, scheme, config, fields, arch):
+    desc = kernel_desc(scheme, config, arch=arch, **fields)
+    text = sass(cubin(desc))
+    assert set(desc.entry_points) <= set(text)
     entry, opcode, count = desc.main_loop_mma()
-    ops = opcode_counts(sass[entry])
+    ops = opcode_counts(text[entry])
     assert ops[opcode] >= count, ops.most_common(12)
     assert all(ops[other] == 0 for other in FOREIGN if other != opcode), ops.most_common(12)
     if desc.scheme == "split":  # the FP16 part's GEMM: HMMA f16 -> f32, one per 16x8 piece and k-step
         wm, wn = desc.warp_tile
-        assert opcode_counts(sass["multiterm_gemm"])["HMMA.16816.F32"] >= 2 * (wm // 16) * (wn // 8)
+        assert opcode_counts(text["multiterm_gemm"])["HMMA.16816.F32"] >= 2 * (wm // 16) * (wn // 8)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("index", range(len(KERNELS)), ids=[f"{s}[{c}]" for s, c, _ in KERNELS])
-def test_no_spills(cubins, index, arch):
-    desc, cubin = cubins[index, arch]
-    usage = resource_usage(cubin)
-    assert set(desc.entry_points) <= set(usage)
-    for kernel, res in usage.items():
+@pytest.mark.parametrize("scheme,config,fields", KERNELS)
+def test_no_spills(cubin, usage, scheme, config, fields, arch):
+    desc = kernel_desc(scheme, config, arch=arch, **fields)
+    resources = usage(cubin(desc))
+    assert set(desc.entry_points) <= set(resources)
+    for kernel, res in resources.items():
         assert not res.spills, f"{kernel} ({desc.name}) spills {res.local_bytes} bytes to local memory"
         assert res.registers <= 255
 
 
-def test_static_shared_memory_is_what_the_desc_launches_with(cubins):
+@pytest.mark.parametrize("scheme,config,fields", KERNELS)
+def test_static_shared_memory_is_what_the_desc_launches_with(cubin, usage, scheme, config, fields):
     """The launch table's shared bytes (desc.launches) match ptxas's static allocation on sm_80."""
-    for (index, arch), (desc, cubin) in cubins.items():
-        if arch != "sm_80":
-            continue
-        usage = resource_usage(cubin)
-        for launch in desc.launches(100, 70, 90):
-            assert usage[launch.entry].shared_bytes == launch.shared_bytes, (desc.name, launch)
-        if desc.scheme == "split":
-            assert desc.shared_bytes == {k: usage[k].shared_bytes for k in ("int8_gemm", "multiterm_gemm")}
+    desc = kernel_desc(scheme, config, arch="sm_80", **fields)
+    resources = usage(cubin(desc))
+    for launch in desc.launches(100, 70, 90):
+        assert resources[launch.entry].shared_bytes == launch.shared_bytes, (desc.name, launch)
+    if desc.scheme == "split":
+        assert desc.shared_bytes == {k: resources[k].shared_bytes for k in ("int8_gemm", "multiterm_gemm")}
 
 
 @pytest.mark.parametrize("scheme,config", [("tf32x3", "products=3"), ("bf16xn", "products=9"), ("ozaki2", "moduli=8"),
                                            ("split", "fp16=auto")])
-def test_nvrtc_from_the_pip_wheel_builds_them_too(scheme, config, tmp_path):
+def test_nvrtc_from_the_pip_wheel_builds_them_too(scheme, config, cubin, sass, usage):
     """The backend works from pip alone: NVRTC builds every family (sm_90), same MMAs, no spills."""
     try:
         nvrtc = find_compiler("nvrtc")
     except CompilerNotFound as exc:
         pytest.skip(str(exc))
     desc = kernel_desc(scheme, config, arch="sm_90")
-    cubin = build(render(desc), compiler=nvrtc, cache=tmp_path)
+    path = cubin(desc, nvrtc)
     entry, opcode, count = desc.main_loop_mma()
-    assert opcode_counts(sass_by_kernel(cubin)[entry])[opcode] >= count
-    assert not any(r.spills for r in resource_usage(cubin).values())
+    assert opcode_counts(sass(path)[entry])[opcode] >= count
+    assert not any(r.spills for r in usage(path).values())

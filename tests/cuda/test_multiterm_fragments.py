@@ -116,8 +116,15 @@ def test_a_wrong_fragment_layout_is_caught(monkeypatch):
 
 
 # -- exact accumulator: bit-equal to the executor on any data -----------------------------------
-@pytest.mark.parametrize("scheme,config", CONFIGS)
-@pytest.mark.parametrize("shape", [(16, 16, 8), (37, 45, 20), (1, 1, 1)])
+SHAPES = [(16, 16, 8), (37, 45, 20), (1, 1, 1)]
+REPRESENTATIVE = (("tf32x3", "products=3"), ("bf16xn", "products=9"))
+
+
+#: CI: each family's representative (tf32x3 products=3, bf16xn products=9) on every shape, every
+#: config on the ragged 37x45x20; the rest of the sweep with -m slow
+@pytest.mark.parametrize("scheme,config,shape", [
+    pytest.param(sc, c, s, marks=() if (sc, c) in REPRESENTATIVE or s == SHAPES[1] else pytest.mark.slow)
+    for sc, c in CONFIGS for s in SHAPES])
 def test_exact_accumulator_bit_equal(scheme, config, shape):
     m, k, n = shape
     rng = np.random.default_rng(m * 100 + k + n)
@@ -175,10 +182,11 @@ def _exact_in_fp32(fmt: str, side: str, rng, m: int, k: int, n: int) -> tuple[np
     return two((m, k)).astype(np.float32), two((k, n)).astype(np.float32)
 
 
-@pytest.mark.parametrize("scheme,config,side", [("tf32x3", "products=3", "both"), ("tf32x3", "products=1", "both"),
-                                                ("bf16xn", "products=9", "a"), ("bf16xn", "products=9", "b"),
-                                                ("bf16xn", "products=9", "both"), ("bf16xn", "products=6", "a"),
-                                                ("bf16xn", "products=3", "both")])
+@pytest.mark.parametrize("scheme,config,side", [
+    ("tf32x3", "products=3", "both"), pytest.param("tf32x3", "products=1", "both", marks=pytest.mark.slow),
+    ("bf16xn", "products=9", "a"), ("bf16xn", "products=9", "b"), ("bf16xn", "products=9", "both"),
+    pytest.param("bf16xn", "products=6", "a", marks=pytest.mark.slow),
+    pytest.param("bf16xn", "products=3", "both", marks=pytest.mark.slow)])
 def test_fp32_accumulator_bit_equal_where_fp32_sums_are_exact(scheme, config, side):
     rng = np.random.default_rng(len(config) + len(side))
     fmt = "tf32" if scheme == "tf32x3" else "bf16"

@@ -67,8 +67,11 @@ def test_a_wrong_fragment_layout_is_caught(monkeypatch):
     assert (res != _executor_residues(a, b, 6)).any()
 
 
-CASES = [(c, d, s) for c, d in [("moduli=8", np.float32), ("moduli=5", np.float32), ("moduli=14", np.float64),
-                                 ("moduli=20", np.float64)] for s in [(37, 70, 20), (1, 1, 1)]]
+#: CI: the representative (moduli=8) on every shape, the other modulus counts on 37x70x20; 1x1x1 of
+#: those with -m slow
+CASES = [pytest.param(c, d, s, marks=() if c == "moduli=8" or s != (1, 1, 1) else pytest.mark.slow)
+         for c, d in [("moduli=8", np.float32), ("moduli=5", np.float32), ("moduli=14", np.float64),
+                      ("moduli=20", np.float64)] for s in [(37, 70, 20), (1, 1, 1)]]
 CASES += [("moduli=8", np.float32, (130, 33, 65))]  # several CTAs in M and N (one modulus count suffices)
 
 

@@ -64,6 +64,15 @@ def test_the_tables_have_the_accuracy_tables_form(bench):
     assert "| mixpert | level=IV | 0.500 ms (4.00×) | handed back: x |" in lines
     assert "| mixpert | level=I | - | - |" in lines
     assert "| mixpert | level=IV | 4.46e-07 | - |" in lines
+    assert not any("host steps" in line for line in lines)  # mixpert does no host work
+
+
+def test_untimed_host_steps_are_said_under_the_time_table(bench):
+    rows = [bench.Row("ozaki2:moduli=8", "ozaki2", "moduli=8")]
+    records = [{"row": "ozaki2:moduli=8", "shape": [64, 64, 64], "ms": 0.5, "error": 1e-9, "note": ""}]
+    text = bench.render(rows, records, [(64, 64, 64)], ["- command: `x`"])
+    assert "Device time only; these host steps are not in it: ozaki2: the shifts before and the CRT" in text
+    assert "split:" not in text
 
 
 @pytest.mark.gpu
