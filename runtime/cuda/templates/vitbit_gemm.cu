@@ -110,7 +110,8 @@ vitbit_gemm(const i8* __restrict__ plane_a, const u32* __restrict__ words, const
     }
 
     pipelined_k_loop<kStages>(
-        chunks, [&](int stage, int chunk) { load_tiles(s, stage, chunk, plane_a, tens, m0, blockIdx.x * kBlockN, k_pad); },
+        chunks,
+        [&](int stage, int chunk) { load_tiles(s, stage, chunk, plane_a, tens, m0, blockIdx.x * kBlockN, k_pad); },
         [&](int stage, int chunk) {
             const int k0 = chunk * kChunk;
             if (tensor) {
@@ -152,12 +153,13 @@ vitbit_gemm(const i8* __restrict__ plane_a, const u32* __restrict__ words, const
 
     if (tensor) {
         const int base = n1 + n2 + blockIdx.x * kBlockN;
-        for_each_fragment_element<kMmaM, kMmaN>(m0 + wm0, base + wn0, g, t, [&](int mi, int ni, int c, int row, int col) {
-            if (row < m && col < n)
-                store_output<kAlphaBetaUpdate>(out, ldo, row, col,
-                                               (float)dequantize(acc[mi][ni][c], scale_a[row], scale_b[col]), alpha,
-                                               beta, c_in, ldc);
-        });
+        for_each_fragment_element<kMmaM, kMmaN>(
+            m0 + wm0, base + wn0, g, t, [&](int mi, int ni, int c, int row, int col) {
+                if (row < m && col < n)
+                    store_output<kAlphaBetaUpdate>(out, ldo, row, col,
+                                                   (float)dequantize(acc[mi][ni][c], scale_a[row], scale_b[col]),
+                                                   alpha, beta, c_in, ldc);
+            });
     } else if (is_int) {
 #pragma unroll
         for (int j = 0; j < kIntRows; ++j) {
