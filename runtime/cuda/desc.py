@@ -108,6 +108,24 @@ class KernelSpec:
         what the SASS check requires of the main loop."""
         raise NotImplementedError
 
+    def layout_params(self) -> dict[str, Any]:
+        """The template parameters of the CTA tile, warp grid, pipeline and operand layout, which
+        every GEMM template reads (each desc's :meth:`template_params` includes them)."""
+        wm, wn = self.warp_tile
+        return {
+            "kBlockM": self.block[0], "kBlockN": self.block[1],
+            "kWarpsM": self.warps[0], "kWarpsN": self.warps[1],
+            "kWarpTileM": wm, "kWarpTileN": wn,
+            "kStages": self.stages,
+            "kTransA": self.trans_a, "kTransB": self.trans_b,
+        }
+
+    @property
+    def imma_per_chunk(self) -> int:
+        """m16n8k32 MMAs one warp issues per 32-wide K chunk for one pair of INT8 planes."""
+        wm, wn = self.warp_tile
+        return (wm // MMA_M) * (wn // MMA_N)
+
     @property
     def warp_tile(self) -> tuple[int, int]:
         return self.block[0] // self.warps[0], self.block[1] // self.warps[1]
@@ -268,12 +286,10 @@ class KernelDesc(KernelSpec):
                 Launch("mixpert_gemm", (n_pad // self.block[1], m_pad // self.block[0], 1), (self.threads, 1, 1), smem))
 
     def main_loop_mma(self) -> tuple[str, str, int]:
-        wm, wn = self.warp_tile
-        return "mixpert_gemm", "IMMA.16832.S8.S8", len(self.pairs) * (wm // MMA_M) * (wn // MMA_N)
+        return "mixpert_gemm", "IMMA.16832.S8.S8", len(self.pairs) * self.imma_per_chunk
 
     def template_params(self) -> dict[str, Any]:
         """The typed compile-time parameters the templates declare (name -> Python value)."""
-        wm, wn = self.warp_tile
         return {
             "kSegments": self.segments,
             "kWidth": self.width,
@@ -285,11 +301,7 @@ class KernelDesc(KernelSpec):
             "kAlignRow": self.align == "row",
             "kTileM": self.tile[0], "kTileK": self.tile[1], "kTileN": self.tile[2],
             "kFallbackBits": self.fallback,
-            "kBlockM": self.block[0], "kBlockN": self.block[1],
-            "kWarpsM": self.warps[0], "kWarpsN": self.warps[1],
-            "kWarpTileM": wm, "kWarpTileN": wn,
-            "kStages": self.stages,
-            "kTransA": self.trans_a, "kTransB": self.trans_b,
+            **self.layout_params(),
             "kAlphaBetaUpdate": self.alpha_beta == "update",
             "kNumPairs": len(self.pairs),
             "kPairA": tuple(self.a_segments.index(p) for p, _ in self.pairs),

@@ -172,19 +172,13 @@ class MultiTermDesc(KernelSpec):
         return "multiterm_gemm", self.fmt.sass, steps * len(self.pairs) * (wm // 16) * (wn // 8)
 
     def template_params(self) -> dict[str, Any]:
-        wm, wn = self.warp_tile
-        mm, mn, mk = self.fmt.mma
         return {
             "kFormat": self.fmt.code,
             "kParts": self.parts,
             "kPartBytes": self.fmt.part_bytes,
             "kChunkBytes": CHUNK_BYTES, "kPadBytes": PAD_BYTES,
-            "kMmaK": mk,
-            "kBlockM": self.block[0], "kBlockN": self.block[1],
-            "kWarpsM": self.warps[0], "kWarpsN": self.warps[1],
-            "kWarpTileM": wm, "kWarpTileN": wn,
-            "kStages": self.stages,
-            "kTransA": self.trans_a, "kTransB": self.trans_b,
+            "kMmaK": self.fmt.mma[2],
+            **self.layout_params(),
             "kGemmUpdate": self.alpha_beta == "update",
             "kPackRows": self.PACK_BLOCK[1], "kPackK": self.PACK_BLOCK[0],
             "kNumPairs": len(self.pairs),

@@ -114,17 +114,11 @@ class Ozaki2Desc(KernelSpec):
                        (self.threads, 1, 1), self.shared_bytes))
 
     def main_loop_mma(self) -> tuple[str, str, int]:
-        wm, wn = self.warp_tile
-        return "int8_gemm", "IMMA.16832.S8.S8", (wm // MMA_M) * (wn // MMA_N)
+        return "int8_gemm", "IMMA.16832.S8.S8", self.imma_per_chunk
 
     def template_params(self) -> dict[str, Any]:
-        wm, wn = self.warp_tile
         return {
-            "kBlockM": self.block[0], "kBlockN": self.block[1],
-            "kWarpsM": self.warps[0], "kWarpsN": self.warps[1],
-            "kWarpTileM": wm, "kWarpTileN": wn,
-            "kStages": self.stages,
-            "kTransA": self.trans_a, "kTransB": self.trans_b,
+            **self.layout_params(),
             "kPackRows": self.PACK_BLOCK[1], "kPackK": self.PACK_BLOCK[0],
             "kEpilogueModulus": True,
             "kNumModuli": self.moduli,

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from mixjit.runtime.cuda.desc import MMA_K, MMA_M, MMA_N, STATIC_SHARED_LIMIT, KernelSpec, Launch, UnsupportedConfig, _cdiv
+from mixjit.runtime.cuda.desc import MMA_K, STATIC_SHARED_LIMIT, KernelSpec, Launch, UnsupportedConfig, _cdiv
 from mixjit.runtime.cuda.desc_multiterm import CHUNK_BYTES, FORMATS, PAD_BYTES
 from mixjit.runtime.hardware import HARDWARE, get_hardware
 from mixjit.runtime.partition import partition_sizes
@@ -161,17 +161,11 @@ class SplitDesc(KernelSpec):
         return tuple(out)
 
     def main_loop_mma(self) -> tuple[str, str, int]:
-        wm, wn = self.warp_tile
-        return "int8_gemm", "IMMA.16832.S8.S8", (wm // MMA_M) * (wn // MMA_N)
+        return "int8_gemm", "IMMA.16832.S8.S8", self.imma_per_chunk
 
     def template_params(self) -> dict[str, Any]:
-        wm, wn = self.warp_tile
         return {
-            "kBlockM": self.block[0], "kBlockN": self.block[1],
-            "kWarpsM": self.warps[0], "kWarpsN": self.warps[1],
-            "kWarpTileM": wm, "kWarpTileN": wn,
-            "kStages": self.stages,
-            "kTransA": self.trans_a, "kTransB": self.trans_b,
+            **self.layout_params(),
             "kAlphaBetaUpdate": self.alpha_beta == "update",
             "kPackRows": self.PACK_BLOCK[1], "kPackK": self.PACK_BLOCK[0],
             # the INT8 part: raw INT32 sums

@@ -230,22 +230,16 @@ class VitbitDesc(KernelSpec):
                        self.shared_bytes))
 
     def main_loop_mma(self) -> tuple[str, str, int]:
-        wm, wn = self.warp_tile
-        return "vitbit_gemm", "IMMA.16832.S8.S8", (wm // MMA_M) * (wn // MMA_N)
+        return "vitbit_gemm", "IMMA.16832.S8.S8", self.imma_per_chunk
 
     def template_params(self) -> dict[str, Any]:
-        wm, wn = self.warp_tile
         return {
             "kBits": self.bits, "kPack": self.pack, "kSlot": slot_bits(self.bits),
             "kAcc": self.acc, "kFpBlock": fp_block(self.bits),
-            "kBlockM": self.block[0], "kBlockN": self.block[1],
-            "kWarpsM": self.warps[0], "kWarpsN": self.warps[1],
-            "kWarpTileM": wm, "kWarpTileN": wn,
+            **self.layout_params(),
             "kTensorWarps": self.tensor_warps, "kIntWarps": self.int_warps, "kFpWarps": self.fp_warps,
             "kIntWords": self.int_words, "kFpCols": self.fp_cols,
             "kIntRows": self.int_rows, "kFpRows": self.fp_rows,
-            "kStages": self.stages,
-            "kTransA": self.trans_a, "kTransB": self.trans_b,
             "kAlphaBetaUpdate": self.alpha_beta == "update",
             "kPackRows": self.PACK_BLOCK[1], "kPackK": self.PACK_BLOCK[0],
         }

@@ -30,11 +30,12 @@ def _check(a: np.ndarray, b: np.ndarray, config: str, **desc_kw) -> None:
 
 
 def test_model_loads_are_the_templates_loads():
-    """The fragment loads the model runs are read out of mixpert_gemm.cu, so the model cannot
-    drift from the kernel."""
-    text = template_text("mixpert_gemm.cu")
-    a = re.findall(r"fa\[mi\]\[(\d)\] = .*?s\.a\[stage\]\[pa\]\[r( \+ 8)?\]\[(16 \+ )?4 \* t\]", text)
-    b = re.findall(r"fb\[ni\]\[(\d)\] = .*?s\.b\[stage\]\[pb\]\[cidx\]\[(16 \+ )?4 \* t\]", text)
+    """The fragment loads the model runs are read out of imma.cuh (which mixpert_gemm.cu calls),
+    so the model cannot drift from the kernel."""
+    imma = template_text("imma.cuh")  # load_fragments_s8, which the kernel calls on planes pa and pb
+    assert "load_fragments_s8(fa, fb, s.a[stage][pa], s.b[stage][pb]," in template_text("mixpert_gemm.cu")
+    a = re.findall(r"fa\[mi\]\[(\d)\] = .*?&a\[r( \+ 8)?\]\[(16 \+ )?4 \* t\]", imma)
+    b = re.findall(r"fb\[ni\]\[(\d)\] = .*?&b\[col\]\[(16 \+ )?4 \* t\]", imma)
     assert [int(j) for j, _, _ in a] == [0, 1, 2, 3] and [int(j) for j, _ in b] == [0, 1]
     assert tuple((8 if r else 0, 16 if c else 0) for _, r, c in a) == fragments.A_LOADS
     assert tuple(16 if c else 0 for _, c in b) == fragments.B_LOADS

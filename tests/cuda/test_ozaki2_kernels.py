@@ -50,9 +50,10 @@ def test_moduli_table_and_labels_agree_with_the_executor():
 
 
 def test_model_loads_are_the_templates_loads():
-    text = template_text("int8_gemm.cu")
-    a = re.findall(r"fa\[mi\]\[(\d)\] = .*?s\.a\[stage\]\[r( \+ 8)?\]\[(16 \+ )?4 \* t\]", text)
-    b = re.findall(r"fb\[ni\]\[(\d)\] = .*?s\.b\[stage\]\[cidx\]\[(16 \+ )?4 \* t\]", text)
+    imma = template_text("imma.cuh")  # warp_mma_s8 -> load_fragments_s8, which the kernel calls
+    assert "warp_mma_s8(acc, s.a[stage], s.b[stage]," in template_text("int8_gemm.cu")
+    a = re.findall(r"fa\[mi\]\[(\d)\] = .*?&a\[r( \+ 8)?\]\[(16 \+ )?4 \* t\]", imma)
+    b = re.findall(r"fb\[ni\]\[(\d)\] = .*?&b\[col\]\[(16 \+ )?4 \* t\]", imma)
     assert [int(j) for j, _, _ in a] == [0, 1, 2, 3] and [int(j) for j, _ in b] == [0, 1]
     assert tuple((8 if r else 0, 16 if c else 0) for _, r, c in a) == A_LOADS
     assert tuple(16 if c else 0 for _, c in b) == B_LOADS

@@ -104,8 +104,10 @@ def test_warp_roles_and_launches():
 # -- the CPU model of the kernels against the executor -------------------------------------------
 def test_model_loads_are_the_templates_loads():
     text = template_text("vitbit_gemm.cu")
-    a = re.findall(r"fa\[mi\]\[(\d)\] = .*?s\.a\[stage\]\[r( \+ 8)?\]\[(16 \+ )?4 \* t\]", text)
-    b = re.findall(r"fb\[ni\]\[(\d)\] = .*?s\.b\[stage\]\[col\]\[(16 \+ )?4 \* t\]", text)
+    imma = template_text("imma.cuh")  # warp_mma_s8 -> load_fragments_s8, which the tensor warps call
+    assert "warp_mma_s8(acc, s.a[stage], s.b[stage]," in text
+    a = re.findall(r"fa\[mi\]\[(\d)\] = .*?&a\[r( \+ 8)?\]\[(16 \+ )?4 \* t\]", imma)
+    b = re.findall(r"fb\[ni\]\[(\d)\] = .*?&b\[col\]\[(16 \+ )?4 \* t\]", imma)
     assert tuple((8 if r else 0, 16 if c else 0) for _, r, c in a) == A_LOADS
     assert tuple(16 if c else 0 for _, c in b) == B_LOADS
     # the INT and FP threads' rows and columns, as the model indexes them

@@ -1,6 +1,7 @@
 // Helpers shared by every generated kernel: integer typedefs, the input/output type, the
 // compile-time integer lists, the status bits a kernel raises to hand a GEMM back to the CPU
-// executor, cp.async, and the alpha/beta update of the output. The rendered Params block
+// executor, cp.async and the pipelined K loop, the m16n8 accumulator helpers, and the alpha/beta
+// update of the output. The rendered Params block
 // (runtime/cuda/emit.py) comes first and declares InputType and the scalar parameters.
 // No standard headers, so that NVRTC compiles the file as nvcc does.
 
@@ -47,6 +48,54 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// The cp.async main loop over `chunks` K chunks with kStages shared-memory stages (the descs
+// allow kStages == 2: one chunk in flight while the previous one is consumed).
+// load(stage, chunk) issues the cp.async copies of K chunk `chunk` into `stage`;
+// compute(stage, chunk) consumes a resident stage. Both are inlined device lambdas.
+template <int kStages, typename Load, typename Compute>
+__device__ __forceinline__ void pipelined_k_loop(int chunks, Load&& load, Compute&& compute) {
+    load(0, 0);
+    cp_async_commit();
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+        const int stage = chunk % kStages;
+        if (chunk + 1 < chunks) {
+            load((chunk + 1) % kStages, chunk + 1);
+            cp_async_commit();
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads();
+        compute(stage, chunk);
+        __syncthreads();
+    }
+}
+
+// Per-warp accumulator tiles of m16n8 MMAs, [kMmaM][kMmaN][4] (both the IMMA and the HMMA
+// C fragment): set every element to `value`.
+template <typename T, int kM, int kN>
+__device__ __forceinline__ void fill_fragments(T (&acc)[kM][kN][4], const T& value) {
+#pragma unroll
+    for (int mi = 0; mi < kM; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < kN; ++ni)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) acc[mi][ni][c] = value;
+}
+
+// f(mi, ni, c, row, col) for every C-fragment element a lane owns in a warp's kM×kN m16n8 MMA
+// tiles (lane = 4*g + t: c0 = C[g][2t], c1 = C[g][2t+1], c2 = C[g+8][2t], c3 = C[g+8][2t+1]);
+// row0/col0: the warp tile's first row and column.
+template <int kM, int kN, typename F>
+__device__ __forceinline__ void for_each_fragment_element(int row0, int col0, int g, int t, F&& f) {
+#pragma unroll
+    for (int mi = 0; mi < kM; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < kN; ++ni)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) f(mi, ni, c, row0 + 16 * mi + g + 8 * (c / 2), col0 + 8 * ni + 2 * t + (c % 2));
+}
 
 // alpha*P + beta*C with every product and sum rounded on its own (no FMA contraction): the
 // arithmetic of the frontend's C = alpha*P + beta*C in C's dtype (mixjit/entry.py _axpby).

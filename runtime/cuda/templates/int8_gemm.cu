@@ -50,69 +50,26 @@ int8_gemm(const i8* __restrict__ planes_a, const i8* __restrict__ planes_b, int 
     const i8* pb = planes_b + (i64)z * n_pad * k_pad;
 
     int acc[kMmaM][kMmaN][4];
-#pragma unroll
-    for (int mi = 0; mi < kMmaM; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < kMmaN; ++ni)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) acc[mi][ni][c] = 0;
+    fill_fragments(acc, 0);
+    pipelined_k_loop<kStages>(
+        chunks, [&](int stage, int chunk) { load_chunk(s, stage, chunk, pa, pb, m0, n0, k_pad); },
+        [&](int stage, int) { warp_mma_s8(acc, s.a[stage], s.b[stage], wm0, wn0, g, t); });
 
-    load_chunk(s, 0, 0, pa, pb, m0, n0, k_pad);
-    cp_async_commit();
-    for (int chunk = 0; chunk < chunks; ++chunk) {
-        const int stage = chunk % kStages;
-        if (chunk + 1 < chunks) {
-            load_chunk(s, (chunk + 1) % kStages, chunk + 1, pa, pb, m0, n0, k_pad);
-            cp_async_commit();
-            cp_async_wait<1>();
+    for_each_fragment_element<kMmaM, kMmaN>(m0 + wm0, n0 + wn0, g, t, [&](int mi, int ni, int c, int row, int col) {
+        if (row >= m || col >= n) return;
+        const i64 at = (i64)z * batch_stride + (i64)row * ldo + col;
+        if (kEpilogueModulus) {
+            int p = 1;
+#pragma unroll
+            for (int l = 0; l < kNumModuli; ++l)
+                if (l == z) p = kModuli::at(l);  // unrolled: no indexed (local-memory) array
+            int r = acc[mi][ni][c] % p;
+            if (r < 0) r += p;
+            static_cast<short*>(out)[at] = (short)r;
         } else {
-            cp_async_wait<0>();
+            static_cast<int*>(out)[at] = acc[mi][ni][c];
         }
-        __syncthreads();
-        u32 fa[kMmaM][4], fb[kMmaN][2];
-#pragma unroll
-        for (int mi = 0; mi < kMmaM; ++mi) {
-            const int r = wm0 + 16 * mi + g;
-            fa[mi][0] = *reinterpret_cast<const u32*>(&s.a[stage][r][4 * t]);
-            fa[mi][1] = *reinterpret_cast<const u32*>(&s.a[stage][r + 8][4 * t]);
-            fa[mi][2] = *reinterpret_cast<const u32*>(&s.a[stage][r][16 + 4 * t]);
-            fa[mi][3] = *reinterpret_cast<const u32*>(&s.a[stage][r + 8][16 + 4 * t]);
-        }
-#pragma unroll
-        for (int ni = 0; ni < kMmaN; ++ni) {
-            const int cidx = wn0 + 8 * ni + g;
-            fb[ni][0] = *reinterpret_cast<const u32*>(&s.b[stage][cidx][4 * t]);
-            fb[ni][1] = *reinterpret_cast<const u32*>(&s.b[stage][cidx][16 + 4 * t]);
-        }
-#pragma unroll
-        for (int mi = 0; mi < kMmaM; ++mi)
-#pragma unroll
-            for (int ni = 0; ni < kMmaN; ++ni) mma_s8(acc[mi][ni], fa[mi], fb[ni]);
-        __syncthreads();
-    }
-
-#pragma unroll
-    for (int mi = 0; mi < kMmaM; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < kMmaN; ++ni)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) {
-                const int row = m0 + wm0 + 16 * mi + g + 8 * (c / 2);
-                const int col = n0 + wn0 + 8 * ni + 2 * t + (c % 2);
-                if (row >= m || col >= n) continue;
-                const i64 at = (i64)z * batch_stride + (i64)row * ldo + col;
-                if (kEpilogueModulus) {
-                    int p = 1;
-#pragma unroll
-                    for (int l = 0; l < kNumModuli; ++l)
-                        if (l == z) p = kModuli::at(l);  // unrolled: no indexed (local-memory) array
-                    int r = acc[mi][ni][c] % p;
-                    if (r < 0) r += p;
-                    static_cast<short*>(out)[at] = (short)r;
-                } else {
-                    static_cast<int*>(out)[at] = acc[mi][ni][c];
-                }
-            }
+    });
 }
 
 }  // namespace int8

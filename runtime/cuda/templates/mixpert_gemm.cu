@@ -60,104 +60,60 @@ mixpert_gemm(const i8* __restrict__ planes_a, const i8* __restrict__ planes_b, c
     // and a span check against the accumulator's width.
     constexpr int kNoScale = 0x7FFFFFFF;
     int emin[kMmaM][kMmaN][4];
-#pragma unroll
-    for (int mi = 0; mi < kMmaM; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < kMmaN; ++ni)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) {
-                const int row = m0 + wm0 + 16 * mi + g + 8 * (c / 2);
-                const int col = n0 + wn0 + 8 * ni + 2 * t + (c % 2);
-                int lo = kNoScale, hi = kZeroExp;
-                for (int kt = 0; kt < ktiles; ++kt) {
-                    const int ea = gexp_a[(i64)row * ktiles + kt], eb = gexp_b[(i64)col * ktiles + kt];
-                    if (ea != kZeroExp && eb != kZeroExp) { lo = min(lo, ea + eb); hi = max(hi, ea + eb); }
-                }
-                emin[mi][ni][c] = lo;
-                const int kt_bits = 32 - __clz(ktiles);
-                if (hi != kZeroExp && hi - lo + kPartialBits + kt_bits > kAccBits) atomicOr(status, kStatusSpan);
-            }
+    for_each_fragment_element<kMmaM, kMmaN>(m0 + wm0, n0 + wn0, g, t, [&](int mi, int ni, int c, int row, int col) {
+        int lo = kNoScale, hi = kZeroExp;
+        for (int kt = 0; kt < ktiles; ++kt) {
+            const int ea = gexp_a[(i64)row * ktiles + kt], eb = gexp_b[(i64)col * ktiles + kt];
+            if (ea != kZeroExp && eb != kZeroExp) { lo = min(lo, ea + eb); hi = max(hi, ea + eb); }
+        }
+        emin[mi][ni][c] = lo;
+        const int kt_bits = 32 - __clz(ktiles);
+        if (hi != kZeroExp && hi - lo + kPartialBits + kt_bits > kAccBits) atomicOr(status, kStatusSpan);
+    });
 
     I128 acc[kMmaM][kMmaN][4];
     i64 part[kMmaM][kMmaN][4];
-#pragma unroll
-    for (int mi = 0; mi < kMmaM; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < kMmaN; ++ni)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) { acc[mi][ni][c].lo = 0; acc[mi][ni][c].hi = 0; part[mi][ni][c] = 0; }
+    fill_fragments(acc, I128{0, 0});
+    fill_fragments(part, (i64)0);
 
-    load_chunk(s, 0, 0, planes_a, planes_b, m0, n0, m_pad, n_pad, k_pad);
-    cp_async_commit();
-    for (int chunk = 0; chunk < chunks; ++chunk) {
-        const int stage = chunk % kStages;
-        if (chunk + 1 < chunks) {
-            load_chunk(s, (chunk + 1) % kStages, chunk + 1, planes_a, planes_b, m0, n0, m_pad, n_pad, k_pad);
-            cp_async_commit();
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
-        __syncthreads();
+    pipelined_k_loop<kStages>(
+        chunks,
+        [&](int stage, int chunk) {
+            load_chunk(s, stage, chunk, planes_a, planes_b, m0, n0, m_pad, n_pad, k_pad);
+        },
+        [&](int stage, int chunk) {
 #pragma unroll
-        for (int pi = 0; pi < kNumPairs; ++pi) {
-            const int pa = kPairA::at(pi), pb = kPairB::at(pi), shift = kPairShift::at(pi);
-            u32 fa[kMmaM][4], fb[kMmaN][2];
+            for (int pi = 0; pi < kNumPairs; ++pi) {
+                const int pa = kPairA::at(pi), pb = kPairB::at(pi), shift = kPairShift::at(pi);
+                u32 fa[kMmaM][4], fb[kMmaN][2];
+                load_fragments_s8(fa, fb, s.a[stage][pa], s.b[stage][pb], wm0, wn0, g, t);
 #pragma unroll
-            for (int mi = 0; mi < kMmaM; ++mi) {
-                const int r = wm0 + 16 * mi + g;
-                fa[mi][0] = *reinterpret_cast<const u32*>(&s.a[stage][pa][r][4 * t]);
-                fa[mi][1] = *reinterpret_cast<const u32*>(&s.a[stage][pa][r + 8][4 * t]);
-                fa[mi][2] = *reinterpret_cast<const u32*>(&s.a[stage][pa][r][16 + 4 * t]);
-                fa[mi][3] = *reinterpret_cast<const u32*>(&s.a[stage][pa][r + 8][16 + 4 * t]);
+                for (int mi = 0; mi < kMmaM; ++mi)
+#pragma unroll
+                    for (int ni = 0; ni < kMmaN; ++ni) {
+                        int d[4] = {0, 0, 0, 0};
+                        mma_s8(d, fa[mi], fb[ni]);
+#pragma unroll
+                        for (int c = 0; c < 4; ++c) part[mi][ni][c] += (i64)d[c] << shift;
+                    }
             }
-#pragma unroll
-            for (int ni = 0; ni < kMmaN; ++ni) {
-                const int cidx = wn0 + 8 * ni + g;
-                fb[ni][0] = *reinterpret_cast<const u32*>(&s.b[stage][pb][cidx][4 * t]);
-                fb[ni][1] = *reinterpret_cast<const u32*>(&s.b[stage][pb][cidx][16 + 4 * t]);
-            }
-#pragma unroll
-            for (int mi = 0; mi < kMmaM; ++mi)
-#pragma unroll
-                for (int ni = 0; ni < kMmaN; ++ni) {
-                    int d[4] = {0, 0, 0, 0};
-                    mma_s8(d, fa[mi], fb[ni]);
-#pragma unroll
-                    for (int c = 0; c < 4; ++c) part[mi][ni][c] += (i64)d[c] << shift;
-                }
-        }
-        if ((chunk + 1) % kChunksPerKTile == 0) {  // end of a k-tile: scale and add exactly
-            const int kt = chunk / kChunksPerKTile;
-#pragma unroll
-            for (int mi = 0; mi < kMmaM; ++mi)
-#pragma unroll
-                for (int ni = 0; ni < kMmaN; ++ni)
-#pragma unroll
-                    for (int c = 0; c < 4; ++c) {
-                        const int row = m0 + wm0 + 16 * mi + g + 8 * (c / 2);
-                        const int col = n0 + wn0 + 8 * ni + 2 * t + (c % 2);
+            if ((chunk + 1) % kChunksPerKTile == 0) {  // end of a k-tile: scale and add exactly
+                const int kt = chunk / kChunksPerKTile;
+                for_each_fragment_element<kMmaM, kMmaN>(
+                    m0 + wm0, n0 + wn0, g, t, [&](int mi, int ni, int c, int row, int col) {
                         const int ea = gexp_a[(i64)row * ktiles + kt], eb = gexp_b[(i64)col * ktiles + kt];
                         if (ea != kZeroExp && eb != kZeroExp && part[mi][ni][c] != 0)
                             add_shifted(acc[mi][ni][c], part[mi][ni][c], ea + eb - emin[mi][ni][c]);
                         part[mi][ni][c] = 0;
-                    }
-        }
-        __syncthreads();
-    }
+                    });
+            }
+        });
 
     // Epilogue: C = RN32(acc * 2^(emin - 2(W-1))), widened to the output type.
-#pragma unroll
-    for (int mi = 0; mi < kMmaM; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < kMmaN; ++ni)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) {
-                const int row = m0 + wm0 + 16 * mi + g + 8 * (c / 2);
-                const int col = n0 + wn0 + 8 * ni + 2 * t + (c % 2);
-                if (row >= m || col >= n) continue;
-                const bool any = emin[mi][ni][c] != kNoScale;
-                const float p = any ? round_to_f32(acc[mi][ni][c], emin[mi][ni][c] - 2 * (kWidth - 1)) : 0.0f;
-                store_output<kAlphaBetaUpdate>(out, ldo, row, col, p, alpha, beta, c_in, ldc);
-            }
+    for_each_fragment_element<kMmaM, kMmaN>(m0 + wm0, n0 + wn0, g, t, [&](int mi, int ni, int c, int row, int col) {
+        if (row >= m || col >= n) return;
+        const bool any = emin[mi][ni][c] != kNoScale;
+        const float p = any ? round_to_f32(acc[mi][ni][c], emin[mi][ni][c] - 2 * (kWidth - 1)) : 0.0f;
+        store_output<kAlphaBetaUpdate>(out, ldo, row, col, p, alpha, beta, c_in, ldc);
+    });
 }

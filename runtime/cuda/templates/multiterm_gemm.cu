@@ -84,68 +84,46 @@ multiterm_gemm(const void* __restrict__ planes_a, const void* __restrict__ plane
     const char* pb = static_cast<const char*>(planes_b);
 
     float acc[kMmaM][kMmaN][4];
+    fill_fragments(acc, 0.0f);
+    pipelined_k_loop<kStages>(
+        chunks,
+        [&](int stage, int chunk) { load_chunk(s, stage, chunk, pa, pb, m0, n0, m_pad, n_pad, row_bytes); },
+        [&](int stage, int) {
 #pragma unroll
-    for (int mi = 0; mi < kMmaM; ++mi)
+            for (int step = 0; step < kStepsPerChunk; ++step) {
+                const int w0 = step * kStepWords;
 #pragma unroll
-        for (int ni = 0; ni < kMmaN; ++ni)
+                for (int pi = 0; pi < kNumPairs; ++pi) {
+                    const int pa_ = kPairA::at(pi), pb_ = kPairB::at(pi);
+                    u32 fa[kMmaM][4], fb[kMmaN][2];
 #pragma unroll
-            for (int c = 0; c < 4; ++c) acc[mi][ni][c] = 0.0f;
-
-    load_chunk(s, 0, 0, pa, pb, m0, n0, m_pad, n_pad, row_bytes);
-    cp_async_commit();
-    for (int chunk = 0; chunk < chunks; ++chunk) {
-        const int stage = chunk % kStages;
-        if (chunk + 1 < chunks) {
-            load_chunk(s, (chunk + 1) % kStages, chunk + 1, pa, pb, m0, n0, m_pad, n_pad, row_bytes);
-            cp_async_commit();
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
-        __syncthreads();
+                    for (int mi = 0; mi < kMmaM; ++mi) {
+                        const int r = wm0 + 16 * mi + g;
+                        fa[mi][0] = s.a[stage][pa_][r][w0 + t];
+                        fa[mi][1] = s.a[stage][pa_][r + 8][w0 + t];
+                        fa[mi][2] = s.a[stage][pa_][r][w0 + t + 4];
+                        fa[mi][3] = s.a[stage][pa_][r + 8][w0 + t + 4];
+                    }
 #pragma unroll
-        for (int step = 0; step < kStepsPerChunk; ++step) {
-            const int w0 = step * kStepWords;
+                    for (int ni = 0; ni < kMmaN; ++ni) {
+                        const int cidx = wn0 + 8 * ni + g;
+                        fb[ni][0] = s.b[stage][pb_][cidx][w0 + t];
+                        fb[ni][1] = s.b[stage][pb_][cidx][w0 + t + 4];
+                    }
 #pragma unroll
-            for (int pi = 0; pi < kNumPairs; ++pi) {
-                const int pa_ = kPairA::at(pi), pb_ = kPairB::at(pi);
-                u32 fa[kMmaM][4], fb[kMmaN][2];
+                    for (int mi = 0; mi < kMmaM; ++mi)
 #pragma unroll
-                for (int mi = 0; mi < kMmaM; ++mi) {
-                    const int r = wm0 + 16 * mi + g;
-                    fa[mi][0] = s.a[stage][pa_][r][w0 + t];
-                    fa[mi][1] = s.a[stage][pa_][r + 8][w0 + t];
-                    fa[mi][2] = s.a[stage][pa_][r][w0 + t + 4];
-                    fa[mi][3] = s.a[stage][pa_][r + 8][w0 + t + 4];
+                        for (int ni = 0; ni < kMmaN; ++ni) mma_f32(acc[mi][ni], fa[mi], fb[ni]);
                 }
-#pragma unroll
-                for (int ni = 0; ni < kMmaN; ++ni) {
-                    const int cidx = wn0 + 8 * ni + g;
-                    fb[ni][0] = s.b[stage][pb_][cidx][w0 + t];
-                    fb[ni][1] = s.b[stage][pb_][cidx][w0 + t + 4];
-                }
-#pragma unroll
-                for (int mi = 0; mi < kMmaM; ++mi)
-#pragma unroll
-                    for (int ni = 0; ni < kMmaN; ++ni) mma_f32(acc[mi][ni], fa[mi], fb[ni]);
             }
-        }
-        __syncthreads();
-    }
+        });
 
     // Epilogue: the FP32 accumulator (a zero written +0), widened to the output type.
-#pragma unroll
-    for (int mi = 0; mi < kMmaM; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < kMmaN; ++ni)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) {
-                const int row = m0 + wm0 + 16 * mi + g + 8 * (c / 2);
-                const int col = n0 + wn0 + 8 * ni + 2 * t + (c % 2);
-                if (row >= m || col >= n) continue;
-                const float p = acc[mi][ni][c] == 0.0f ? 0.0f : acc[mi][ni][c];
-                store_output<kGemmUpdate>(out, ldo, row, col, p, alpha, beta, c_in, ldc);
-            }
+    for_each_fragment_element<kMmaM, kMmaN>(m0 + wm0, n0 + wn0, g, t, [&](int mi, int ni, int c, int row, int col) {
+        if (row >= m || col >= n) return;
+        const float p = acc[mi][ni][c] == 0.0f ? 0.0f : acc[mi][ni][c];
+        store_output<kGemmUpdate>(out, ldo, row, col, p, alpha, beta, c_in, ldc);
+    });
 }
 
 }  // namespace multiterm

@@ -96,12 +96,7 @@ vitbit_gemm(const i8* __restrict__ plane_a, const u32* __restrict__ words, const
     int fsum[kFpRows];
     int fsteps = 0;
 
-#pragma unroll
-    for (int mi = 0; mi < kMmaM; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < kMmaN; ++ni)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) acc[mi][ni][c] = 0;
+    fill_fragments(acc, 0);
 #pragma unroll
     for (int j = 0; j < kIntRows; ++j) {
         reg[j] = 0u;
@@ -114,90 +109,57 @@ vitbit_gemm(const i8* __restrict__ plane_a, const u32* __restrict__ words, const
         fsum[j] = 0;
     }
 
-    load_tiles(s, 0, 0, plane_a, tens, m0, blockIdx.x * kBlockN, k_pad);
-    cp_async_commit();
-    for (int chunk = 0; chunk < chunks; ++chunk) {
-        const int stage = chunk % kStages;
-        if (chunk + 1 < chunks) {
-            load_tiles(s, (chunk + 1) % kStages, chunk + 1, plane_a, tens, m0, blockIdx.x * kBlockN, k_pad);
-            cp_async_commit();
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
-        __syncthreads();
-        const int k0 = chunk * kChunk;
-        if (tensor) {
-            u32 fa[kMmaM][4], fb[kMmaN][2];
-#pragma unroll
-            for (int mi = 0; mi < kMmaM; ++mi) {
-                const int r = wm0 + 16 * mi + g;
-                fa[mi][0] = *reinterpret_cast<const u32*>(&s.a[stage][r][4 * t]);
-                fa[mi][1] = *reinterpret_cast<const u32*>(&s.a[stage][r + 8][4 * t]);
-                fa[mi][2] = *reinterpret_cast<const u32*>(&s.a[stage][r][16 + 4 * t]);
-                fa[mi][3] = *reinterpret_cast<const u32*>(&s.a[stage][r + 8][16 + 4 * t]);
-            }
-#pragma unroll
-            for (int ni = 0; ni < kMmaN; ++ni) {
-                const int col = wn0 + 8 * ni + g;
-                fb[ni][0] = *reinterpret_cast<const u32*>(&s.b[stage][col][4 * t]);
-                fb[ni][1] = *reinterpret_cast<const u32*>(&s.b[stage][col][16 + 4 * t]);
-            }
-#pragma unroll
-            for (int mi = 0; mi < kMmaM; ++mi)
-#pragma unroll
-                for (int ni = 0; ni < kMmaN; ++ni) mma_s8(acc[mi][ni], fa[mi], fb[ni]);
-        } else if (is_int) {
+    pipelined_k_loop<kStages>(
+        chunks,
+        [&](int stage, int chunk) { load_tiles(s, stage, chunk, plane_a, tens, m0, blockIdx.x * kBlockN, k_pad); },
+        [&](int stage, int chunk) {
+            const int k0 = chunk * kChunk;
+            if (tensor) {
+                warp_mma_s8(acc, s.a[stage], s.b[stage], wm0, wn0, g, t);
+            } else if (is_int) {
 #pragma unroll 4
-            for (int kk = 0; kk < kChunk; ++kk) {
-                const u32 w = words[(i64)(k0 + kk) * g_pad + word_col];
+                for (int kk = 0; kk < kChunk; ++kk) {
+                    const u32 w = words[(i64)(k0 + kk) * g_pad + word_col];
 #pragma unroll
-                for (int j = 0; j < kIntRows; ++j)
-                    reg[j] += (u32)(int)s.a[stage][int_row0 + j * kIntGroups][kk] * w;  // IMAD, packed
-                if (++steps == kAcc) {
+                    for (int j = 0; j < kIntRows; ++j)
+                        reg[j] += (u32)(int)s.a[stage][int_row0 + j * kIntGroups][kk] * w;  // IMAD, packed
+                    if (++steps == kAcc) {
 #pragma unroll
-                    for (int j = 0; j < kIntRows; ++j) {
-                        extract_fields(reg[j], isum[j]);
-                        reg[j] = 0u;
+                        for (int j = 0; j < kIntRows; ++j) {
+                            extract_fields(reg[j], isum[j]);
+                            reg[j] = 0u;
+                        }
+                        steps = 0;
                     }
-                    steps = 0;
+                }
+            } else {
+#pragma unroll 4
+                for (int kk = 0; kk < kChunk; ++kk) {
+                    const float b = conv[(i64)(k0 + kk) * n2_pad + fp_col];
+#pragma unroll
+                    for (int j = 0; j < kFpRows; ++j)
+                        facc[j] = __fmaf_rn((float)s.a[stage][fp_row0 + j * kFpGroups][kk], b, facc[j]);  // FFMA
+                    if (++fsteps == kFpBlock) {
+#pragma unroll
+                        for (int j = 0; j < kFpRows; ++j) {
+                            fsum[j] += __float2int_rn(facc[j]);
+                            facc[j] = 0.0f;
+                        }
+                        fsteps = 0;
+                    }
                 }
             }
-        } else {
-#pragma unroll 4
-            for (int kk = 0; kk < kChunk; ++kk) {
-                const float b = conv[(i64)(k0 + kk) * n2_pad + fp_col];
-#pragma unroll
-                for (int j = 0; j < kFpRows; ++j)
-                    facc[j] = __fmaf_rn((float)s.a[stage][fp_row0 + j * kFpGroups][kk], b, facc[j]);  // FFMA
-                if (++fsteps == kFpBlock) {
-#pragma unroll
-                    for (int j = 0; j < kFpRows; ++j) {
-                        fsum[j] += __float2int_rn(facc[j]);
-                        facc[j] = 0.0f;
-                    }
-                    fsteps = 0;
-                }
-            }
-        }
-        __syncthreads();
-    }
+        });
 
     if (tensor) {
         const int base = n1 + n2 + blockIdx.x * kBlockN;
-#pragma unroll
-        for (int mi = 0; mi < kMmaM; ++mi)
-#pragma unroll
-            for (int ni = 0; ni < kMmaN; ++ni)
-#pragma unroll
-                for (int c = 0; c < 4; ++c) {
-                    const int row = m0 + wm0 + 16 * mi + g + 8 * (c / 2);
-                    const int col = base + wn0 + 8 * ni + 2 * t + (c % 2);
-                    if (row < m && col < n)
-                        store_output<kAlphaBetaUpdate>(out, ldo, row, col,
-                                                       (float)dequantize(acc[mi][ni][c], scale_a[row], scale_b[col]),
-                                                       alpha, beta, c_in, ldc);
-                }
+        for_each_fragment_element<kMmaM, kMmaN>(
+            m0 + wm0, base + wn0, g, t, [&](int mi, int ni, int c, int row, int col) {
+                if (row < m && col < n)
+                    store_output<kAlphaBetaUpdate>(out, ldo, row, col,
+                                                   (float)dequantize(acc[mi][ni][c], scale_a[row], scale_b[col]),
+                                                   alpha, beta, c_in, ldc);
+            });
     } else if (is_int) {
 #pragma unroll
         for (int j = 0; j < kIntRows; ++j) {
