@@ -805,7 +805,8 @@ def mixjit(
     ``mixjit.plan.DEFAULT_SCHEMES`` by dtype, and the tuner chooses among the
     FP32-class-or-better emulations, ``mixjit.tuning.profiling.TUNING_DEFAULT_SCHEMES``:
     ``mixpert`` and ``native``, plus ``mixpert-fp64`` and ``ozaki2`` for float64; error-tolerant
-    schemes such as ``int8``, ``split``, ``dfp``, ``vitbit`` only when named here); ``cache``: cache compiled code on disk (apart from plain Numba's);
+    schemes such as ``int8``, ``split``, ``dfp``, ``vitbit`` only when named here);
+    ``cache``: cache compiled code on disk (apart from plain Numba's);
     ``tune``: ``"first-call"`` (tune on the first call's arguments), ``"explicit"`` (only
     ``f.tune(...)``) or ``"never"`` (every site runs its most precise config); ``metric``:
     ``metric(out, ref) -> float`` per output in place of the relative Frobenius error (also for
