@@ -77,7 +77,8 @@ def parse_flags(doc: str, argv: Sequence[str] | None, *, size: int, size_help: s
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the tuning input (validation input: seed + 2; held-out run: seed + 1)")
     parser.add_argument("--schemes", default=None,
-                        help="comma-separated candidate schemes of every site (default: every compiled scheme)")
+                        help="comma-separated candidate schemes of every site "
+                             "(default: the tuner's FP32-class-or-better set, docs/tuning.md)")
     for name, kind, default, help_text in extra:
         parser.add_argument(f"--{name}", type=_positive_int if kind is int else kind, default=default,
                             help=help_text)

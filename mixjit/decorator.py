@@ -801,11 +801,16 @@ def mixjit(
 
     ``error_budget``: the relative Frobenius error the tuner may spend;
     ``target``: the hardware the plans are tuned for; ``schemes``: the candidate
-    schemes of every site, most wanted first (default: ``mixjit.plan.DEFAULT_SCHEMES``
-    by dtype); ``cache``: cache compiled code on disk (apart from plain Numba's);
+    schemes of every site, most wanted first (default: the initial plan runs the first of
+    ``mixjit.plan.DEFAULT_SCHEMES`` by dtype, and the tuner chooses among the
+    FP32-class-or-better emulations, ``mixjit.tuning.profiling.TUNING_DEFAULT_SCHEMES``:
+    ``mixpert`` and ``native``, plus ``mixpert-fp64`` and ``ozaki2`` for float64; error-tolerant
+    schemes such as ``int8``, ``split``, ``dfp``, ``vitbit`` only when named here);
+    ``cache``: cache compiled code on disk (apart from plain Numba's);
     ``tune``: ``"first-call"`` (tune on the first call's arguments), ``"explicit"`` (only
     ``f.tune(...)``) or ``"never"`` (every site runs its most precise config); ``metric``:
-    ``metric(out, ref) -> float`` per output in place of the relative Frobenius error;
+    ``metric(out, ref) -> float`` per output in place of the relative Frobenius error (also for
+    the report's error against the whole program in float64);
     ``backend``: where the sites run, ``"auto"`` (a CUDA device where one exists and has a kernel
     for the site's config, else the CPU executor), ``"cpu"`` or ``"cuda"`` (raises without a
     device): chosen at run time, ``f.sites[i].backend`` says which and why (mixjit.backends);

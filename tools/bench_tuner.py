@@ -60,6 +60,7 @@ import cholesky_tiled  # noqa: E402  (examples/)
 import mlp as mlp_example  # noqa: E402
 
 from mixjit import mixjit  # noqa: E402
+from mixjit.entry import EXECUTORS  # noqa: E402
 from mixjit.passes.tuning.exhaustive import SearchTooLarge, exhaustive  # noqa: E402
 from mixjit.passes.tuning.greedy import greedy  # noqa: E402
 from mixjit.passes.tuning.space import Evaluation, Plan, SiteSpace  # noqa: E402
@@ -497,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="replace the generated section of docs/tuning.md and write docs/figures/tuner_pareto.png")
     args = parser.parse_args(argv)
     budgets = tuple(float(b) for b in args.budgets.split(","))
-    schemes = None if args.schemes == "all" else tuple(args.schemes.split(","))
+    schemes = tuple(sorted(EXECUTORS)) if args.schemes == "all" else tuple(args.schemes.split(","))
     cpu0 = time.process_time()
     results = [bench_program(cholesky_program(args.chol_n, args.block), budgets, schemes=schemes),
                bench_program(mlp_program(args.mlp_width, args.mlp_batch), budgets, schemes=schemes)]

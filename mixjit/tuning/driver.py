@@ -7,7 +7,7 @@
    (``mixjit.tuning.profiling``).
 2. **Reference**: one run under the reference plan (``mixjit.plan.reference_plan``); its
    outputs are what every plan is measured against. Optionally the whole program in
-   float64 (plain Numba, float32 inputs upcast), for information.
+   float64 (plain Numba, float32 inputs upcast), for information, compared by the same metric.
 3. **The tune pass**: the signature's module runs ``detect-gemm,build-dag,tune{...}`` through
    the pass manager (``mixjit.tuning.online``), as ``mixopt`` runs it, with the online backend
    registered: the pass has each site's candidates (with *modeled* times on the target)
@@ -259,7 +259,7 @@ def _tune(f, key, args, names, sites, validate, search, budget, target, metric, 
     error = search_result.error if search_result is not None else None
     if validation and any(not v.within_budget for v in validation):
         within = False
-    ref64 = fp64_error(reference, fp64_outs) if fp64_outs is not None else None
+    ref64 = fp64_error(reference, fp64_outs, metric) if fp64_outs is not None else None
     plan = _tuned_plan(f, key, target, budget, sites, initial, chosen, full, error, within)
     return TuneResult(qualname, argtypes_text(key), target, budget, sites, dict(backend.profiles), spaces, chosen,
                       plan, search_result, evaluator.judged, validation, margin, stopped, notes, 0.0, evaluator.runs,

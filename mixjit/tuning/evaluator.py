@@ -13,10 +13,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
+
 from mixjit.passes.tuning.space import Plan, SiteSpace
 from mixjit.plan import SitePlan, reference_plan, set_plan
-from mixjit.tuning.outputs import Metric, Output, collect, copy_args, program_error, relative_frobenius, \
-    written_arguments
+from mixjit.tuning.outputs import Metric, Output, collect, copy_args, program_error, written_arguments
 from mixjit.tuning.profiling import TunedSite
 
 __all__ = ["ProgramRunner", "OnlineEvaluator", "Judged"]
@@ -83,16 +84,19 @@ class OnlineEvaluator:
         outs = self.runner.run()
         self.runs += 1
         err = program_error(outs, self.reference, self.metric)
-        vs64 = fp64_error(outs, self.fp64) if self.fp64 is not None else None
+        vs64 = fp64_error(outs, self.fp64, self.metric) if self.fp64 is not None else None
         chosen = {s: self.spaces[s].candidates[i] for s, i in plan.items()}
         self.judged.append(Judged(dict(plan), err, vs64, sum(c.time for c in chosen.values()),
                                   {s: c.label for s, c in chosen.items()}))
         return err
 
 
-def fp64_error(outs: Sequence[Output], fp64: Sequence[Output]) -> float:
-    """Relative Frobenius error of the outputs against the float64 program's, maximised
-    (NaN when the float64 program's outputs do not match these in number or shape)."""
-    if len(outs) != len(fp64) or any(o.value.shape != r.value.shape for o, r in zip(outs, fp64)):
+def fp64_error(outs: Sequence[Output], fp64: Sequence[Output], metric: Metric | None = None) -> float:
+    """The error of the outputs against the whole program run in float64, by the same metric as
+    the program error (``metric``, or relative Frobenius when None), maximised over outputs; so it
+    compares with the budget in the user's own terms. NaN when the float64 program's outputs do
+    not match these in number, name or shape (nothing to compare)."""
+    if [o.name for o in outs] != [r.name for r in fp64] \
+            or any(np.shape(o.value) != np.shape(r.value) for o, r in zip(outs, fp64)):
         return math.nan
-    return max((relative_frobenius(o.value, r.value) for o, r in zip(outs, fp64)), default=0.0)
+    return program_error(outs, fp64, metric)

@@ -8,10 +8,19 @@ certified path, non-finite outputs). The loop depth comes from the GEMM DAG
 (``build-dag``). Each candidate gets its *modeled* time over the profiled calls on
 the target (``mixjit.runtime.costmodel``); never a measured one.
 
-A site's candidates are every config of each scheme that accepts its dtype and has
-a compiled executor (``mixjit.entry.EXECUTORS``), plus ``native``; with ``schemes=``,
-only those schemes (and ``native``). So a float64 site may also run ``mixpert``
-(float32 accuracy) when the budget allows.
+A site's candidates are every config of its candidate schemes that accept its dtype
+and have a compiled executor (``mixjit.entry.EXECUTORS``), plus ``native``. With
+``schemes=``, the candidate schemes are those named. Without (``schemes=None``), they
+are :data:`TUNING_DEFAULT_SCHEMES` for the site's dtype: the INT8 tensor-core emulations
+whose most precise config is FP32-class or better (MixPert's ``mixpert``; for float64
+also ``mixpert-fp64`` and Ozaki-II's FP64-class moduli), plus ``native``. So a float64
+site may also run ``mixpert`` (float32 accuracy) when the budget allows. Every other
+scheme is opt-in through ``schemes=``: the error-tolerant ones (``int8``, ``split``,
+``dfp``, ``vitbit``) and the emulations on other tensor-core formats (``tf32x3``,
+``bf16xn``, ``fp16x2``, ``ozaki2`` on float32), whose low configs are error-tolerant too.
+Why not every scheme: the tuner measures each candidate with one program run, and a
+float32 site of every compiled scheme has ~26 candidates (with a compilation of every
+executor on the first call).
 """
 
 from __future__ import annotations
@@ -38,7 +47,14 @@ from mixjit.runtime.executor_mixpert import (
 from mixjit.runtime.costmodel import modeled_calls_time
 from mixjit.runtime.schemes.base import get_scheme
 
-__all__ = ["TunedSite", "ShapeLog", "profile_run", "site_candidates", "site_profile"]
+__all__ = ["TUNING_DEFAULT_SCHEMES", "TunedSite", "ShapeLog", "profile_run", "tuning_schemes", "site_candidates",
+           "site_profile"]
+
+TUNING_DEFAULT_SCHEMES: dict[str, tuple[str, ...]] = {
+    "float32": ("mixpert", "native"),
+    "float64": ("mixpert-fp64", "ozaki2", "mixpert", "native"),
+}
+"""The candidate schemes of a site of each dtype when the user names none (module docstring)."""
 
 _STAT_NAMES = {
     "fallback_tiles": STAT_FALLBACK_TILES,
@@ -100,18 +116,25 @@ def profile_run(run: Callable[[], object], sites: Sequence[TunedSite]) -> dict[i
     return out
 
 
-def site_candidates(dtype: np.dtype, schemes: Sequence[str] | None, shapes: Sequence[tuple[int, int, int, int]],
-                    target: str) -> tuple[Candidate, ...]:
-    """Every (scheme, config) a site of ``dtype`` may run (see the module docstring), with its
-    modeled time over ``shapes``; the initial plan's config first, then as the schemes list them
-    (the default schemes, then the other compiled ones by name)."""
+def tuning_schemes(dtype: np.dtype, schemes: Sequence[str] | None) -> tuple[str, ...]:
+    """The candidate schemes of a site of ``dtype``: ``schemes`` when given, else the initial
+    plan's scheme (``mixjit.plan.DEFAULT_SCHEMES``) then :data:`TUNING_DEFAULT_SCHEMES`;
+    ``native`` always. Unknown names raise ValueError (``candidate_schemes``)."""
     names = list(candidate_schemes(schemes, dtype))
-    if schemes is None:  # every compiled scheme may serve, the default ones first
-        names += sorted(n for n in entry.EXECUTORS if n not in names)
+    if schemes is None:
+        names += [n for n in TUNING_DEFAULT_SCHEMES[np.dtype(dtype).name] if n not in names]
     if "native" not in names:
         names.append("native")
+    return tuple(names)
+
+
+def site_candidates(dtype: np.dtype, schemes: Sequence[str] | None, shapes: Sequence[tuple[int, int, int, int]],
+                    target: str) -> tuple[Candidate, ...]:
+    """Every (scheme, config) a site of ``dtype`` may run (:func:`tuning_schemes`, each scheme's
+    configs most precise first, schemes without a compiled executor or that refuse ``dtype``
+    left out), with its modeled time over ``shapes``; the initial plan's config first."""
     out = []
-    for name in names:
+    for name in tuning_schemes(np.dtype(dtype), schemes):
         scheme = get_scheme(name)
         if dtype not in scheme.dtypes or name not in entry.EXECUTORS:
             continue

@@ -4,6 +4,13 @@ The search lowers a site by moving to the next candidate, so the candidates must
 most precise (slowest) to the least precise (fastest). A candidate that is both slower and less
 precise than another one (on the site alone) can never be part of a good plan, and every such
 candidate would cost the greedy search an evaluation: it is pruned.
+
+"Less precise" is decided by the measured error first and, when two errors are equal, by the
+order the candidates are given in (the site's space: the scheme's most precise config first).
+Sample inputs on which every candidate measures the same error (0, say: k-means labels that no
+candidate moves) say nothing about precision; without the tie-break the fastest candidate would
+dominate all the others, and the "most precise plan" fallback after a held-out failure would be
+that same fastest plan.
 """
 
 from __future__ import annotations
@@ -27,10 +34,14 @@ def pareto_front(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:
     """The candidates that no other candidate beats on both error and modeled time, most precise
     (slowest) first.
 
-    Candidate ``d`` dominates ``c`` when both errors are measured, ``d.error <= c.error`` and
-    ``d.time <= c.time``, with at least one strict; of two candidates with equal error and time
-    the first given is kept. A NaN error counts as the worst error. Candidates whose error is not
-    measured (``None``) are kept as given: nothing is known against them, and they dominate nothing.
+    ``candidates`` must be in precision order (most precise first, as a site's space lists them):
+    that order breaks ties in measured error. Candidate ``d`` dominates ``c`` when both errors are
+    measured, ``d.time <= c.time`` and ``d`` is more precise: ``d.error < c.error``, or equal errors
+    and ``d`` given before ``c``. So the first-given candidate of the smallest error is always kept,
+    and of candidates that all measure the same error only those faster than every more precise
+    one are dropped, never the most precise. A NaN error counts as the worst error. Candidates
+    whose error is not measured (``None``) are kept as given: nothing is known against them, and
+    they dominate nothing.
     """
     kept: list[Candidate] = []
     for i, c in enumerate(candidates):
@@ -52,10 +63,9 @@ def _error_key(c: Candidate) -> float:
 
 
 def _dominates(d: Candidate, c: Candidate, d_first: bool) -> bool:
-    """Does ``d`` dominate ``c`` (``d_first``: ``d`` comes first, which breaks exact ties)?"""
-    if d.error is None:
+    """Does ``d`` dominate ``c`` (``d_first``: ``d`` comes first in precision order, which breaks
+    ties in measured error)?"""
+    if d.error is None or d.time > c.time:
         return False
     de, ce = _error_key(d), _error_key(c)
-    if de > ce or d.time > c.time:
-        return False
-    return de < ce or d.time < c.time or d_first
+    return de < ce or (de == ce and d_first)
