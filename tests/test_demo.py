@@ -49,11 +49,11 @@ def test_every_time_and_speedup_printed_is_labelled_modeled(run):
     assert re.search(r"^target: .*every time and speedup printed is modeled for it", run.out, re.M)
     figures = [line for line in lines if re.search(r"speedup|modeled time| us\b", line)]
     assert figures  # the report and the mixopt lines give modeled figures
-    table_rows = [line for line in lines if re.match(r"^\d+\s+\S+\.py:\d+", line)]
+    table_rows = [line for line in lines if re.match(r"^\s*\d+\s+\|\s+\S+\.py:\d+", line)]
     for line in figures:
         assert "modeled" in line or line in table_rows, line
     assert len(table_rows) == len(NAMES)  # one site each; its columns are headed "modeled ..."
-    assert len(re.findall(r"modeled time\s+modeled speedup vs native", run.out)) == len(NAMES)
+    assert len(re.findall(r"modeled time\s+\|\s+modeled speedup vs native", run.out)) == len(NAMES)
     assert re.search(r"^written under \S+/ ; demo took \d+ s CPU$", run.out, re.M)
     assert '"mix.gemm"' not in run.out  # the IR is in files, not on the terminal
 
