@@ -9,8 +9,8 @@ the outputs it leaves in doubt are summed exactly in integer limbs
 (:func:`epilogue_many`). Rows and columns whose exponent span is too wide for the
 blocks' bound take the certified or exact path instead (executor_mixpert_driver).
 
-From ``PARALLEL_MIN`` outputs on, the block operands are packed and the epilogue
-rounds chunks of rows on threads; every output is rounded alone by the same
+From ``executor_mixpert_pack.PARALLEL_MIN`` outputs on (``use_threads``), the block
+operands are packed and the epilogue rounds chunks of rows on threads; every output is rounded alone by the same
 arithmetic, so the bits are those of the serial run.
 """
 
@@ -23,7 +23,7 @@ import numpy as np
 from numba import prange
 
 from mixjit.runtime.exactsum import acc_add, acc_round, round32, round64_scaled
-from mixjit.runtime.executor_mixpert_pack import PARALLEL_MIN, pack_block
+from mixjit.runtime.executor_mixpert_pack import pack_block, use_threads
 from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEGMENTS, W_TK
 from mixjit.runtime.executor_mixpert_ziv import certain32, certain64
 from mixjit.runtime.jit_cache import cached_njit
@@ -72,7 +72,7 @@ def fast_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool):
         return np.dot(x, y.T)
 
     m, n = out.shape
-    threads = m * n >= PARALLEL_MIN
+    threads = use_threads(m * n)
     if nb <= 2:
         d1 = dot(0)
         d2 = dot(1) if nb == 2 else d1

@@ -10,10 +10,14 @@ Large operands are packed by several threads (:func:`pack_block`): each row is
 written by one thread with the same arithmetic as the serial loop, so the bits do
 not depend on the thread count. Small ones stay serial, where a parallel launch
 would cost more than it saves (and a site inside a ``prange`` body never nests one).
+:func:`use_threads` is the one test every threaded step of the executor asks.
 """
 
 from __future__ import annotations
 
+import importlib
+
+import numba
 import numpy as np
 from numba import prange
 
@@ -22,6 +26,45 @@ from mixjit.runtime.segments import digit_range
 
 #: elements (rows x columns) from which an operand or an epilogue runs on threads
 PARALLEL_MIN = 1 << 16
+
+
+def _threads_nest_safely() -> bool:
+    """Does Numba's threading layer in this process allow a parallel region inside
+    another one, or started from several threads at once (TBB, OpenMP)? A GEMM site
+    may sit in a ``prange`` body or run from several Python threads. The workqueue
+    layer, Numba's fallback when neither TBB nor OpenMP loads, aborts the process on
+    either, so the executor then stays serial."""
+    layer = numba.config.THREADING_LAYER
+    if layer in ("tbb", "omp"):
+        order = [layer]
+    elif layer == "safe":
+        order = ["tbb"]
+    elif layer in ("default", "threadsafe"):
+        order = list(numba.config.THREADING_LAYER_PRIORITY)
+    else:  # workqueue, or forksafe (which may pick it)
+        return False
+    for name in order:
+        if name == "workqueue":
+            if layer == "default":
+                return False  # always loads, so it is the one chosen
+            continue
+        try:
+            importlib.import_module(f"numba.np.ufunc.{name}pool")
+            return True
+        except ImportError:
+            continue
+    return False
+
+
+THREADS = _threads_nest_safely()
+"""Whether the executor may run steps on threads in this process (compiled in; see
+:func:`_threads_nest_safely`)."""
+
+
+@cached_njit(nogil=True)
+def use_threads(elements: int) -> bool:
+    """Run a step over ``elements`` elements on threads?"""
+    return THREADS and elements >= PARALLEL_MIN
 
 
 @cached_njit(nogil=True)
@@ -55,7 +98,7 @@ def _block_operand_threads(q, scale, rows, k0: int, k1: int, i0: int, i1: int, s
 
 @cached_njit(nogil=True)
 def pack_block(q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int, tk: int):
-    """:func:`block_operand`, on threads when the operand has ``PARALLEL_MIN`` elements or more."""
-    if rows.shape[0] * (k1 - k0) >= PARALLEL_MIN:
+    """:func:`block_operand`, on threads when :func:`use_threads` says so."""
+    if use_threads(rows.shape[0] * (k1 - k0)):
         return _block_operand_threads(q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
     return block_operand(q, scale, rows, k0, k1, i0, i1, segments, digits, tk)

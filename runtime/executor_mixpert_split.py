@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import prange
 
-from mixjit.runtime.executor_mixpert_pack import PARALLEL_MIN
+from mixjit.runtime.executor_mixpert_pack import use_threads
 from mixjit.runtime.executor_mixpert_words import (
     ALIGN_ROW,
     DOMAIN_FP32,
@@ -73,8 +73,8 @@ def _row_form_threads(x, transpose: bool, to32: bool):
 def row_form(x, transpose: bool, to32: bool):
     """Contiguous float64 copy of ``x`` (or ``x.T``), rounded to float32 first when
     the domain is FP32 (overflow gives inf; float32 values widen exactly); on
-    threads from ``PARALLEL_MIN`` elements on."""
-    if x.shape[0] * x.shape[1] >= PARALLEL_MIN:
+    threads when ``executor_mixpert_pack.use_threads`` says so."""
+    if use_threads(x.shape[0] * x.shape[1]):
         return _row_form_threads(x, transpose, to32)
     r = x.shape[1] if transpose else x.shape[0]
     kk = x.shape[0] if transpose else x.shape[1]

@@ -47,3 +47,41 @@ def test_a_threaded_gemm_equals_its_serial_row_blocks(scheme, label, dtype, shap
     for i0 in range(0, m, 64):
         part = gemm(a[i0:i0 + 64].copy(), b, scheme, cfg)
         np.testing.assert_array_equal(whole[i0:i0 + 64], part, err_msg=f"rows {i0}..{i0 + 63}")
+
+
+@pytest.mark.parametrize("layer,priority,want", [
+    ("workqueue", None, False),  # aborts on nested or concurrent launches
+    ("forksafe", None, False),  # may pick workqueue
+    ("default", ["workqueue", "tbb", "omp"], False),  # workqueue always loads, so it is chosen
+    ("threadsafe", ["workqueue", "nosuchlayer"], False),  # nothing thread-safe loads
+])
+def test_threads_stay_off_where_the_threading_layer_cannot_nest(monkeypatch, layer, priority, want):
+    import numba
+
+    from mixjit.runtime.executor_mixpert_pack import _threads_nest_safely
+
+    monkeypatch.setattr(numba.config, "THREADING_LAYER", layer)
+    if priority is not None:
+        monkeypatch.setattr(numba.config, "THREADING_LAYER_PRIORITY", priority)
+    assert _threads_nest_safely() is want
+
+
+def test_threads_are_on_with_a_loadable_openmp_or_tbb_layer(monkeypatch):
+    import importlib
+
+    import numba
+
+    from mixjit.runtime.executor_mixpert_pack import _threads_nest_safely
+
+    for name in ("omp", "tbb"):
+        try:
+            importlib.import_module(f"numba.np.ufunc.{name}pool")
+        except ImportError:
+            continue
+        monkeypatch.setattr(numba.config, "THREADING_LAYER", name)
+        assert _threads_nest_safely() is True
+        monkeypatch.setattr(numba.config, "THREADING_LAYER", "default")
+        monkeypatch.setattr(numba.config, "THREADING_LAYER_PRIORITY", [name, "workqueue"])
+        assert _threads_nest_safely() is True
+        return
+    pytest.skip("neither the OpenMP nor the TBB threading layer loads here")
