@@ -85,3 +85,33 @@ def test_threads_are_on_with_a_loadable_openmp_or_tbb_layer(monkeypatch):
         assert _threads_nest_safely() is True
         return
     pytest.skip("neither the OpenMP nor the TBB threading layer loads here")
+
+
+def test_a_site_runs_the_mixpert_executor_loaded_from_the_disk_cache_in_a_new_process():
+    """The executor's C function holds parallel regions; loaded from the cache in a fresh
+    process (no threading layer started yet) a site call must run, not crash."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from mixjit import entry
+    from mixjit.plan import SitePlan, set_plan
+
+    set_plan(entry.new_site(), SitePlan("mixpert", "level=IV", "mixpert"))  # writes the cache
+    code = textwrap.dedent(
+        """
+        import numpy as np
+        from mixjit import entry, linking
+        from mixjit.plan import SitePlan, set_plan
+
+        linking.ensure_entry_linked()
+        site = entry.new_site()
+        set_plan(site, SitePlan("mixpert", "level=IV", "mixpert"))
+        a = np.full((8, 8), 0.5, np.float32)
+        c = linking.gemm_alloc(a, a, site)
+        print(c[0, 0], entry._executor_functions[entry.EXECUTORS["mixpert"]].cache_hits)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
+    assert proc.stdout.split() == ["2.0", "1"]
