@@ -88,6 +88,7 @@ from numba.core import cgutils, sigutils
 from numba.core.ccallback import CFunc
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
+from numba.np.ufunc.parallel import _launch_threads
 
 from mixjit.runtime.jit_cache import RuntimeCache
 from mixjit.runtime.schemes.base import MAX_EXECUTOR_CODE, CompiledExecutor, compiled_executors
@@ -792,6 +793,10 @@ def load_executor(code: int) -> None:
         executor = next((ex for ex in _EXECUTORS_BY_SCHEME.values() if ex.code == code), None)
         if executor is None or executor.kernel is None:
             raise ValueError(f"mixjit: no compiled executor has plan code {code}; see mixjit.entry.EXECUTORS")
+        # Kernels may hold parallel regions (the MixPert executor's threaded packing). A
+        # CFunc loaded from the disk cache does not start Numba's threading layer the way
+        # a dispatcher does, and calling into it unstarted crashes: start it first.
+        _launch_threads()
         py_func = _executor_function(executor)
         fn = CFunc(py_func, sigutils.normalize_signature(_ENTRY_SIG), locals={}, options={"nopython": True})
         fn._cache = _ExecutorCache(py_func, executor)

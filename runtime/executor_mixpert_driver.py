@@ -87,7 +87,7 @@ def product(pa, pb, params, out, stats) -> int:
     rows, cols = exact_sets(pa.span, pb.span, pa.fb, pb.fb, limit)
     if rows.shape[0] < m and cols.shape[0] < n:
         fast_path(pa.q, pa.scale, pb.q, pb.scale, blocks, ea, eb, params, out, to32)
-    if to32:
+    if to32 and (rows.shape[0] or cols.shape[0]):
         if pa.fb_tiles + pb.fb_tiles:
             parts_a = tf32_split(pa.raw)
             parts_b = tf32_split(pb.raw)
@@ -102,7 +102,7 @@ def product(pa, pb, params, out, stats) -> int:
         slow += certified(pb, pa, parts_b, parts_a, blocks, eb, ea, params, cols, rest, out, True)
         stats[STAT_CERTIFIED] = rows.shape[0] * n + cols.shape[0] * rest.shape[0]
         stats[STAT_SLOW_ELEMENTS] = slow
-    else:
+    elif not to32:
         if rows.shape[0]:
             exact_rows(pa, pb, blocks, ea, eb, params, rows, out, False, to32)
         if cols.shape[0]:

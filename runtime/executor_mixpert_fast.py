@@ -8,6 +8,10 @@ exact. With at most two blocks one TwoSum gives ``RN64(X)`` and its residual
 the outputs it leaves in doubt are summed exactly in integer limbs
 (:func:`epilogue_many`). Rows and columns whose exponent span is too wide for the
 blocks' bound take the certified or exact path instead (executor_mixpert_driver).
+
+From ``executor_mixpert_pack.PARALLEL_MIN`` outputs on (``use_threads``), the block
+operands are packed and the epilogue rounds chunks of rows on threads; every output is rounded alone by the same
+arithmetic, so the bits are those of the serial run.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ import math
 
 import numpy as np
 
+from numba import prange
+
 from mixjit.runtime.exactsum import acc_add, acc_round, round32, round64_scaled
-from mixjit.runtime.executor_mixpert_pack import block_operand
+from mixjit.runtime.executor_mixpert_pack import pack_block, use_threads
 from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEGMENTS, W_TK
 from mixjit.runtime.executor_mixpert_ziv import certain32, certain64
 from mixjit.runtime.jit_cache import cached_njit
@@ -61,21 +67,53 @@ def fast_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool):
     nb = blocks.shape[0]
 
     def dot(b):
-        x = block_operand(aq, ascale, rows_a, 0, K, blocks[b, BLOCK_I0], blocks[b, BLOCK_I1], segments, digits, tk)
-        y = block_operand(bq, bscale, rows_b, 0, K, blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], segments, digits, tk)
+        x = pack_block(aq, ascale, rows_a, 0, K, blocks[b, BLOCK_I0], blocks[b, BLOCK_I1], segments, digits, tk)
+        y = pack_block(bq, bscale, rows_b, 0, K, blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], segments, digits, tk)
         return np.dot(x, y.T)
 
+    m, n = out.shape
+    threads = use_threads(m * n)
     if nb <= 2:
         d1 = dot(0)
         d2 = dot(1) if nb == 2 else d1
+        w1 = 2.0 ** blocks[0, BLOCK_SHIFT]
         w2 = 2.0 ** blocks[1, BLOCK_SHIFT] if nb == 2 else 0.0
-        epilogue(d1, 2.0 ** blocks[0, BLOCK_SHIFT], d2, w2, nb == 2, ea, eb, out, to32)
+        if threads:
+            _epilogue_threads(d1, w1, d2, w2, nb == 2, ea, eb, out, to32)
+        else:
+            epilogue(d1, w1, d2, w2, nb == 2, ea, eb, out, to32)
         return
-    m, n = out.shape
     ds = np.empty((nb, m, n))
     for b in range(nb):
         ds[b] = dot(b)
-    epilogue_many(ds, blocks, ea, eb, out, to32)
+    if threads:
+        _epilogue_many_threads(ds, blocks, ea, eb, out, to32)
+    else:
+        epilogue_many(ds, blocks, ea, eb, out, to32)
+
+
+#: output rows one thread rounds at a time in the threaded epilogues
+_ROW_CHUNK = 16
+
+
+@cached_njit(nogil=True, parallel=True)
+def _epilogue_threads(d1, w1: float, d2, w2: float, two: bool, ea, eb, out, to32: bool):
+    """:func:`epilogue` on chunks of rows, spread over threads (the same bits)."""
+    m = out.shape[0]
+    for c in prange((m + _ROW_CHUNK - 1) // _ROW_CHUNK):
+        r0 = c * _ROW_CHUNK
+        r1 = min(r0 + _ROW_CHUNK, m)
+        epilogue(d1[r0:r1], w1, d2[r0:r1], w2, two, ea[r0:r1], eb, out[r0:r1], to32)
+
+
+@cached_njit(nogil=True, parallel=True)
+def _epilogue_many_threads(ds, blocks, ea, eb, out, to32: bool):
+    """:func:`epilogue_many` on chunks of rows, spread over threads (the same bits)."""
+    m = out.shape[0]
+    for c in prange((m + _ROW_CHUNK - 1) // _ROW_CHUNK):
+        r0 = c * _ROW_CHUNK
+        r1 = min(r0 + _ROW_CHUNK, m)
+        epilogue_many(ds[:, r0:r1], blocks, ea[r0:r1], eb, out[r0:r1], to32)
 
 
 #: 32-bit limbs of an output's exact accumulator when the epilogue's rounding test

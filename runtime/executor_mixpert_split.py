@@ -14,7 +14,9 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from numba import prange
 
+from mixjit.runtime.executor_mixpert_pack import use_threads
 from mixjit.runtime.executor_mixpert_words import (
     ALIGN_ROW,
     DOMAIN_FP32,
@@ -49,16 +51,36 @@ class SplitOperand(NamedTuple):
 
 
 @cached_njit(nogil=True)
+def _row_form_row(out, i: int, x, transpose: bool, to32: bool) -> None:
+    """Row ``i`` of :func:`row_form`'s result."""
+    for k in range(out.shape[1]):
+        v = x[k, i] if transpose else x[i, k]
+        out[i, k] = np.float64(np.float32(v)) if to32 else np.float64(v)
+
+
+@cached_njit(nogil=True, parallel=True)
+def _row_form_threads(x, transpose: bool, to32: bool):
+    """:func:`row_form`, rows spread over threads (the same values)."""
+    r = x.shape[1] if transpose else x.shape[0]
+    kk = x.shape[0] if transpose else x.shape[1]
+    out = np.empty((r, kk))
+    for i in prange(r):
+        _row_form_row(out, i, x, transpose, to32)
+    return out
+
+
+@cached_njit(nogil=True)
 def row_form(x, transpose: bool, to32: bool):
     """Contiguous float64 copy of ``x`` (or ``x.T``), rounded to float32 first when
-    the domain is FP32 (overflow gives inf; float32 values widen exactly)."""
+    the domain is FP32 (overflow gives inf; float32 values widen exactly); on
+    threads when ``executor_mixpert_pack.use_threads`` says so."""
+    if use_threads(x.shape[0] * x.shape[1]):
+        return _row_form_threads(x, transpose, to32)
     r = x.shape[1] if transpose else x.shape[0]
     kk = x.shape[0] if transpose else x.shape[1]
     out = np.empty((r, kk))
     for i in range(r):
-        for k in range(kk):
-            v = x[k, i] if transpose else x[i, k]
-            out[i, k] = np.float64(np.float32(v)) if to32 else np.float64(v)
+        _row_form_row(out, i, x, transpose, to32)
     return out
 
 

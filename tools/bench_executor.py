@@ -202,8 +202,8 @@ def _write_doc(rows: list[tuple[int, float, float, float]], wide: list[tuple[int
         "",
     ]
     old = DOC.read_text() if DOC.exists() else ""
-    keep = re.search(r"<!-- BEGIN GENERATED: mixpert-fp64 -->.*?<!-- END GENERATED: mixpert-fp64 -->", old, re.S)
-    if keep:  # the --fp64 section is written by its own mode: keep it
+    # generated sections written by other modes or tools (--fp64, tools/bench_small_sites.py): keep them
+    for keep in re.finditer(r"<!-- BEGIN GENERATED: ([\w-]+) -->.*?<!-- END GENERATED: \1 -->", old, re.S):
         lines += [keep.group(0), ""]
     DOC.write_text("\n".join(lines))
     print(f"wrote {DOC}")
