@@ -14,7 +14,7 @@ while ``bits(A range) + bits(B range)`` exceeds the budget ``53 - ceil(log2 K) -
 reserve``, so that the dgemms stay exact on data whose exponents span up to
 ``reserve`` binades along K. The executor passes the call's widest span, capped
 at ``SPAN_RESERVE`` (wider rows and columns go through the exact path; see
-runtime/executor_mixpert.py): the blocks, never the result, depend on it.
+runtime/executor_mixpert_driver.py): the blocks, never the result, depend on it.
 
 The planner is compiled (:func:`plan_block_array`, called by the compiled executor
 for each GEMM's K); :func:`plan_blocks` is its Python face.

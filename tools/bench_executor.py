@@ -181,7 +181,7 @@ def _write_doc(rows: list[tuple[int, float, float, float]], wide: list[tuple[int
         "and float64 BLAS runs at about half the float32 rate or less, so 4-6x is the",
         "floor; the rest is splitting both operands, building the integer-valued",
         "operands and the rounding epilogue (Numba kernels, one pass each). The whole",
-        "executor is one compiled driver (runtime/executor_mixpert.mixpert_gemm, also",
+        "executor is one compiled driver (runtime/executor_mixpert_driver.mixpert_gemm, also",
         "what @mixjit sites call), so there is no Python between the steps.",
         "",
         "Measured on the way (2048, same machine, load 2-4, so +-30 %):",

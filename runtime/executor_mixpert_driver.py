@@ -1,0 +1,163 @@
+"""The MixPert executor's driver: one compiled call from operands to ``C``.
+
+:func:`mixpert_gemm` splits both operands (executor_mixpert_split) and calls
+:func:`multiply_into`, whose :func:`product` runs the paths in order: the fast
+path for the outputs whose rows and columns it can take (executor_mixpert_fast),
+the certified path (float32 domain, executor_mixpert_certified) or the exact path
+(float64 domain, executor_mixpert_exact) for the others, then step 6, the
+guarantee check (runtime/mixpert_bound.py), and the non-finite rule
+(runtime/executor_common.py). Semantics: docs/numerics.md, "mixpert".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mixjit.runtime.executor_common import nonfinite_rule
+from mixjit.runtime.executor_mixpert_certified import certified, recompute32, tf32_split
+from mixjit.runtime.executor_mixpert_exact import exact_rows, exact_sets
+from mixjit.runtime.executor_mixpert_fast import fast_path
+from mixjit.runtime.executor_mixpert_split import prepare_operand
+from mixjit.runtime.executor_mixpert_words import (
+    DOMAIN_FP32,
+    ERR_K_TOO_LONG,
+    ERR_PARAMS,
+    ERR_SHAPE,
+    ERR_SPAN,
+    MAX_SPAN,
+    OK,
+    STAT_CERTIFIED,
+    STAT_EXACT_COLS,
+    STAT_EXACT_ROWS,
+    STAT_FALLBACK_TILES,
+    STAT_NONFINITE,
+    STAT_RECOMPUTED,
+    STAT_SLOW_ELEMENTS,
+    STAT_TILES,
+    STAT_WIDEST_SPAN,
+    W_DIGITS,
+    W_DOMAIN,
+    W_SEG0_BITS,
+    W_SEGMENTS,
+    W_TK,
+    W_TM,
+    W_TN,
+    kept_pairs,
+    params_ok,
+)
+from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, lost_rows, recompute
+from mixjit.runtime.pair_blocks import BLOCK_BITS, SPAN_RESERVE, k_bits, plan_block_array
+from mixjit.runtime.segments import width
+
+
+@cached_njit(nogil=True)
+def product(pa, pb, params, out, stats) -> int:
+    """``out = RN(X)`` (float64 array holding the float32/float64 result) for split
+    operands; fills ``stats``; returns a status."""
+    to32 = params[W_DOMAIN] == DOMAIN_FP32
+    m, K = pa.q.shape
+    n = pb.q.shape[0]
+    if pb.q.shape[1] != K:
+        return ERR_SHAPE
+    nkt = pa.gexp.shape[1]
+    stats[:] = 0
+    stats[STAT_TILES] = nkt * (-(-m // params[W_TM]) + -(-n // params[W_TN]))
+    if m == 0 or n == 0:
+        return OK
+    if K == 0:
+        out[:] = 0.0
+        return OK
+    segments = params[W_SEGMENTS]
+    widest = pa.span.max() + pb.span.max()
+    stats[STAT_WIDEST_SPAN] = widest
+    if widest > MAX_SPAN:
+        return ERR_SPAN
+    # keep only the span the data has free (up to SPAN_RESERVE; wider rows and
+    # columns take the exact / certified path): fewer, wider blocks, same bits
+    reserve = min(widest, SPAN_RESERVE)
+    blocks, ok = plan_block_array(kept_pairs(params), segments, params[W_SEG0_BITS], K, params[W_DIGITS], reserve)
+    if not ok:
+        return ERR_K_TOO_LONG
+    # value = (sum of block products * 2^shift) * 2^(ref_a - w1) * 2^(ref_b - w1)
+    w1 = width(segments, params[W_SEG0_BITS], params[W_DIGITS]) - 1
+    ea = pa.ref - w1
+    eb = pb.ref - w1
+    limit = 53 - k_bits(K) - blocks[:, BLOCK_BITS].max()
+    rows, cols = exact_sets(pa.span, pb.span, pa.fb, pb.fb, limit)
+    if rows.shape[0] < m and cols.shape[0] < n:
+        fast_path(pa.q, pa.scale, pb.q, pb.scale, blocks, ea, eb, params, out, to32)
+    if to32:
+        if pa.fb_tiles + pb.fb_tiles:
+            parts_a = tf32_split(pa.raw)
+            parts_b = tf32_split(pb.raw)
+        else:
+            parts_a = (np.zeros((0, 0)), np.zeros((0, 0)))
+            parts_b = parts_a
+        # the columns' pass skips the rows the rows' pass computed
+        in_rows = np.zeros(m, dtype=np.bool_)
+        in_rows[rows] = True
+        rest = np.flatnonzero(~in_rows)
+        slow = certified(pa, pb, parts_a, parts_b, blocks, ea, eb, params, rows, np.arange(n), out, False)
+        slow += certified(pb, pa, parts_b, parts_a, blocks, eb, ea, params, cols, rest, out, True)
+        stats[STAT_CERTIFIED] = rows.shape[0] * n + cols.shape[0] * rest.shape[0]
+        stats[STAT_SLOW_ELEMENTS] = slow
+    else:
+        if rows.shape[0]:
+            exact_rows(pa, pb, blocks, ea, eb, params, rows, out, False, to32)
+        if cols.shape[0]:
+            exact_rows(pb, pa, blocks, eb, ea, params, cols, out, True, to32)
+    w = width(segments, params[W_SEG0_BITS], params[W_DIGITS])
+    if to32:
+        lost_a = np.flatnonzero(lost_rows(pa.raw, pa.q, pa.fb, params[W_TK]))
+        lost_b = np.flatnonzero(lost_rows(pb.raw, pb.q, pb.fb, params[W_TK]))
+        recompute32(pa.raw, pb.raw, lost_a, out, False)
+        recompute32(pb.raw, pa.raw, lost_b, out, True)
+        stats[STAT_RECOMPUTED] = lost_a.shape[0] * n + lost_b.shape[0] * m - lost_a.shape[0] * lost_b.shape[0]
+    else:
+        dropped = dropped_weight(kept_pairs(params), segments, params[W_SEG0_BITS], params[W_DIGITS])
+        doubt = fp64_doubtful(pa.raw, pa.gexp, pa.ref, pb.raw, pb.gexp, pb.ref, params[W_TK], w, dropped, out)
+        stats[STAT_RECOMPUTED] = recompute(pa.raw, pb.raw, doubt, out, False)
+    if pa.bad.any() or pb.bad.any():
+        stats[STAT_NONFINITE] = nonfinite_rule(pa.raw, pb.raw, pa.bad, pb.bad, out)
+    stats[STAT_FALLBACK_TILES] = pa.fb_tiles + pb.fb_tiles
+    stats[STAT_EXACT_ROWS] = rows.shape[0]
+    stats[STAT_EXACT_COLS] = cols.shape[0]
+    return OK
+
+
+@cached_njit(nogil=True)
+def multiply_into(pa, pb, params, c, stats) -> int:
+    """``C = A @ B`` under the MixPert semantics for split operands (from
+    :func:`prepare_operand`) into ``c`` (m x n, float32/float64, any strides;
+    float32 only for the FP32 domain, where the result is exact in it). Fills
+    ``stats``; returns 0 or an ``ERR_*`` status (``c`` is then unspecified)."""
+    if not params_ok(params, c.itemsize):
+        return ERR_PARAMS
+    m = pa.q.shape[0]
+    n = pb.q.shape[0]
+    if c.shape[0] != m or c.shape[1] != n:
+        return ERR_SHAPE
+    out = np.empty((m, n))
+    status = product(pa, pb, params, out, stats)
+    if status == OK:
+        for i in range(m):
+            for j in range(n):
+                c[i, j] = out[i, j]
+    return status
+
+
+@cached_njit(nogil=True)
+def mixpert_gemm(a, b, c, params, stats) -> int:
+    """``C = A @ B`` under the MixPert semantics: ``a`` (m x k), ``b`` (k x n), ``c``
+    (m x n), float32/float64 with any strides; ``params`` the config words
+    (``MixPertConfig.words()``); ``stats`` an int64 array of ``N_STATS``. Returns 0
+    or an ``ERR_*`` status (``STATUS_MESSAGES``). Compiled, GIL-free, thread-safe
+    (all scratch is allocated per call)."""
+    if not params_ok(params, c.itemsize):
+        return ERR_PARAMS
+    if a.shape[1] != b.shape[0]:
+        return ERR_SHAPE
+    pa = prepare_operand(a, False, params)
+    pb = prepare_operand(b, True, params)
+    return multiply_into(pa, pb, params, c, stats)

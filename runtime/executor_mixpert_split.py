@@ -1,0 +1,140 @@
+"""Splitting one MixPert operand: row form, INT8 segments, group exponents, fallback tiles.
+
+An operand is held in *row form* (A as m x K, B as Bᵀ, n x K), so both sides run
+one code path. :func:`prepare_operand` rounds it to the domain's format, splits
+every element into aligned signed mantissas (runtime/segments.pack_groups), flags
+the fallback tiles and gives each row its reference exponent and the exact
+power-of-two scale of each of its k-tile groups: a :class:`SplitOperand`, which
+every later step of the executor reads by field name.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from mixjit.runtime.executor_mixpert_words import (
+    ALIGN_ROW,
+    DOMAIN_FP32,
+    W_ALIGN,
+    W_DIGITS,
+    W_DOMAIN,
+    W_FALLBACK,
+    W_ROUNDING,
+    W_SEG0_BITS,
+    W_SEGMENTS,
+    W_TK,
+    W_TM,
+    W_TN,
+)
+from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.segments import ZERO_EXP, max_aligned, pack_groups, width
+
+
+class SplitOperand(NamedTuple):
+    """One operand split and aligned under a config, in row form (rows x K; B as Bᵀ).
+    A Numba named tuple: compiled code builds it and reads it by field name."""
+
+    raw: np.ndarray  # float64 values (float32 values in the FP32 domain), rows x K
+    bad: np.ndarray  # bool per row: it holds an inf or NaN (those elements count as 0)
+    q: np.ndarray  # int64, rows x K: aligned signed mantissas
+    gexp: np.ndarray  # int64, rows x k-tiles: group exponent (segments.ZERO_EXP: all zero)
+    fb: np.ndarray  # bool, rows x k-tiles: the row's tile falls back
+    ref: np.ndarray  # int64 per row: reference exponent (max over kept groups)
+    span: np.ndarray  # int64 per row: exponent span of its kept groups
+    scale: np.ndarray  # float64, rows x k-tiles: 2^(gexp - ref), 0 for zero/fallback groups
+    fb_tiles: int  # number of fallback tiles
+
+
+@cached_njit(nogil=True)
+def row_form(x, transpose: bool, to32: bool):
+    """Contiguous float64 copy of ``x`` (or ``x.T``), rounded to float32 first when
+    the domain is FP32 (overflow gives inf; float32 values widen exactly)."""
+    r = x.shape[1] if transpose else x.shape[0]
+    kk = x.shape[0] if transpose else x.shape[1]
+    out = np.empty((r, kk))
+    for i in range(r):
+        for k in range(kk):
+            v = x[k, i] if transpose else x[i, k]
+            out[i, k] = np.float64(np.float32(v)) if to32 else np.float64(v)
+    return out
+
+
+@cached_njit(nogil=True)
+def _fallback_flags(nonzero, shifted, tile_rows: int, threshold: int):
+    """Per row and k-tile: does the row's tile fall back (more than 1/8 of its nonzero
+    elements shifted by more than ``threshold`` bits)? Also the number of such tiles."""
+    r, nkt = nonzero.shape
+    fb = np.zeros((r, nkt), dtype=np.bool_)
+    count = 0
+    if threshold < 0:
+        return fb, count
+    for t0 in range(0, r, tile_rows):
+        t1 = min(t0 + tile_rows, r)
+        for kt in range(nkt):
+            sh = 0
+            nz = 0
+            for i in range(t0, t1):
+                sh += shifted[i, kt]
+                nz += nonzero[i, kt]
+            if 8 * sh > nz:
+                count += 1
+                for i in range(t0, t1):
+                    fb[i, kt] = True
+    return fb, count
+
+
+@cached_njit(nogil=True)
+def _scales(gexp, fb):
+    """Per row: reference exponent (max over valid groups), span, and the exact
+    power-of-two factor ``2^(E - ref)`` of each group (0 for zero/fallback groups)."""
+    r, nkt = gexp.shape
+    ref = np.zeros(r, dtype=np.int64)
+    span = np.zeros(r, dtype=np.int64)
+    scale = np.zeros((r, nkt))
+    for i in range(r):
+        hi = ZERO_EXP
+        lo = -ZERO_EXP
+        for t in range(nkt):
+            e = gexp[i, t]
+            if e != ZERO_EXP and not fb[i, t]:
+                hi = max(hi, e)
+                lo = min(lo, e)
+        if hi == ZERO_EXP:
+            continue
+        ref[i] = hi
+        span[i] = hi - lo
+        for t in range(nkt):
+            e = gexp[i, t]
+            if e != ZERO_EXP and not fb[i, t]:
+                scale[i, t] = math.ldexp(1.0, e - hi)
+    return ref, span, scale
+
+
+@cached_njit(nogil=True)
+def split_rows(raw, side_b: bool, params):
+    """Split and align a row-form operand (A, or Bᵀ when ``side_b``): the
+    :class:`SplitOperand` the multiply takes."""
+    segments = params[W_SEGMENTS]
+    digits = params[W_DIGITS]
+    tile_rows = params[W_TN] if side_b else params[W_TM]
+    group_rows = 1 if params[W_ALIGN] == ALIGN_ROW else tile_rows
+    threshold = params[W_FALLBACK]
+    far = threshold if threshold >= 0 else 1 << 20
+    w = width(segments, params[W_SEG0_BITS], digits)
+    emax = 127 if params[W_DOMAIN] == DOMAIN_FP32 else 1023  # raw holds float32 values in FP32
+    q, gexp, nonzero, shifted, bad = pack_groups(
+        raw, group_rows, params[W_TK], w, params[W_ROUNDING], far, max_aligned(segments, digits), emax
+    )
+    fb, fb_tiles = _fallback_flags(nonzero, shifted, tile_rows, threshold)
+    ref, span, scale = _scales(gexp, fb)
+    return SplitOperand(raw, bad, q, gexp, fb, ref, span, scale, fb_tiles)
+
+
+@cached_njit(nogil=True)
+def prepare_operand(x, side_b: bool, params):
+    """Split operand ``x`` (A, or B when ``side_b``; any strides, float32/float64)
+    under the config words ``params``; the result feeds :func:`multiply_into`."""
+    return split_rows(row_form(x, side_b, params[W_DOMAIN] == DOMAIN_FP32), side_b, params)
