@@ -2,8 +2,8 @@
 
 For each ``mix.gemm`` the pass takes its chosen candidate: the tune pass's ``mix.plan``
 (``{scheme, config, ...}``), else the frontend's ``mix.runs`` (the plan the compiled site runs),
-else the default scheme for its dtype at its most precise config (``mixpert[level=full]`` for
-f32). It renders the kernel of that scheme's family (runtime/cuda/registry.py: mixpert,
+else the default scheme for its dtype at its most precise config (``mixpert[segments=4,pairs=sig6,align=row]``
+for f32). It renders the kernel of that scheme's family (runtime/cuda/registry.py: mixpert,
 tf32x3, bf16xN, ...) for that config, dtype, transposes and alpha/beta mode
 (:class:`~mixjit.runtime.cuda.desc.KernelDesc`), and attaches one ``mix.kernel`` op per distinct
 kernel to the module (name, scheme, config, arch, source hash, file, sites). A site whose scheme

@@ -188,6 +188,28 @@ def _exact_element(pa, pb, parts_a, parts_b, blocks, i: int, j: int, e: int, ia0
 
 
 @cached_njit(nogil=True)
+def exact_elements(pa, pb, blocks, ea, eb, params, flat, skip_rows, skip_cols, out) -> int:
+    """``out[i, j] = RN32(X[i, j])`` summed exactly (:func:`_exact_element`) for the
+    outputs ``flat`` (indices ``i * n + j``) the wide fast path left in doubt
+    (runtime/mixpert_wide.py), except those of rows / columns marked in
+    ``skip_rows`` / ``skip_cols`` (the certified path computes them). ``blocks``
+    are exact blocks (their int64 sums over a k-tile are exact). Returns how many."""
+    n = pb.q.shape[0]
+    none = (np.zeros((0, 0)), np.zeros((0, 0)))
+    p = np.empty(MAX_PARTIALS)
+    count = 0
+    for u in range(flat.shape[0]):
+        i = flat[u] // n
+        j = flat[u] % n
+        if skip_rows[i] or skip_cols[j]:
+            continue
+        out[i, j] = _exact_element(pa, pb, none, none, blocks, i, j, ea[i] + eb[j], BLOCK_I0, BLOCK_I1, BLOCK_J0,
+                                   BLOCK_J1, params, p)
+        count += 1
+    return count
+
+
+@cached_njit(nogil=True)
 def certified(pa, pb, parts_a, parts_b, blocks, ea, eb, params, rows, others, out, transposed: bool) -> int:
     """The outputs ``rows × others`` of ``pa`` times ``pb`` (rows of A times
     columns of B; columns of B times rows of A when ``transposed``, the blocks'

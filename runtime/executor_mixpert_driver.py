@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from mixjit.runtime.executor_common import nonfinite_rule
-from mixjit.runtime.executor_mixpert_certified import certified, recompute32, tf32_split
+from mixjit.runtime.executor_mixpert_certified import certified, exact_elements, recompute32, tf32_split
 from mixjit.runtime.executor_mixpert_exact import exact_rows, exact_sets
 from mixjit.runtime.executor_mixpert_fast import fast_path
 from mixjit.runtime.executor_mixpert_split import prepare_operand
@@ -47,6 +47,7 @@ from mixjit.runtime.executor_mixpert_words import (
 )
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, lost_rows, recompute
+from mixjit.runtime.mixpert_wide import WIDE_LIMIT, fast32_certified, plan_wide_blocks
 from mixjit.runtime.pair_blocks import BLOCK_BITS, SPAN_RESERVE, k_bits, plan_block_array
 from mixjit.runtime.segments import width
 
@@ -83,11 +84,21 @@ def product(pa, pb, params, out, stats) -> int:
     w1 = width(segments, params[W_SEG0_BITS], params[W_DIGITS]) - 1
     ea = pa.ref - w1
     eb = pb.ref - w1
-    limit = 53 - k_bits(K) - blocks[:, BLOCK_BITS].max()
+    # float32 domain: where wide, inexact blocks with a certified rounding need fewer
+    # dgemms than exact ones (runtime/mixpert_wide.py), the fast path takes every row
+    # and column without a fallback tile, whatever its span; same bits
+    wide = plan_wide_blocks(kept_pairs(params), segments, params[W_SEG0_BITS], params[W_DIGITS])
+    use_wide = to32 and wide.shape[0] < blocks.shape[0]
+    limit = WIDE_LIMIT if use_wide else 53 - k_bits(K) - blocks[:, BLOCK_BITS].max()
     rows, cols = exact_sets(pa.span, pb.span, pa.fb, pb.fb, limit)
+    doubt = np.zeros(0, dtype=np.int64)
     if rows.shape[0] < m and cols.shape[0] < n:
-        fast_path(pa.q, pa.scale, pb.q, pb.scale, blocks, ea, eb, params, out, to32)
-    if to32 and (rows.shape[0] or cols.shape[0]):
+        if use_wide:
+            doubt = fast32_certified(pa.q, pa.scale, pb.q, pb.scale, wide, ea, eb, segments, params[W_DIGITS],
+                                     params[W_TK], out)
+        else:
+            fast_path(pa.q, pa.scale, pb.q, pb.scale, blocks, ea, eb, params, out, to32)
+    if to32 and (rows.shape[0] or cols.shape[0] or doubt.shape[0]):
         if pa.fb_tiles + pb.fb_tiles:
             parts_a = tf32_split(pa.raw)
             parts_b = tf32_split(pb.raw)
@@ -100,6 +111,9 @@ def product(pa, pb, params, out, stats) -> int:
         rest = np.flatnonzero(~in_rows)
         slow = certified(pa, pb, parts_a, parts_b, blocks, ea, eb, params, rows, np.arange(n), out, False)
         slow += certified(pb, pa, parts_b, parts_a, blocks, eb, ea, params, cols, rest, out, True)
+        in_cols = np.zeros(n, dtype=np.bool_)
+        in_cols[cols] = True
+        slow += exact_elements(pa, pb, blocks, ea, eb, params, doubt, in_rows, in_cols, out)
         stats[STAT_CERTIFIED] = rows.shape[0] * n + cols.shape[0] * rest.shape[0]
         stats[STAT_SLOW_ELEMENTS] = slow
     elif not to32:

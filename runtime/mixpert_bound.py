@@ -36,6 +36,24 @@ _TINY = 2.0**-1074
 
 
 @cached_njit(nogil=True)
+def _pow2(n: int) -> float:
+    """``2^n`` as ``math.ldexp(1.0, n)`` gives it (0 below 2^-1074, inf above the
+    range), built from its bits where it is a normal float64 (no libm call)."""
+    if -1022 <= n <= 1023:
+        return np.int64((n + 1023) << 52).view(np.float64)
+    return math.ldexp(1.0, n)
+
+
+@cached_njit(nogil=True)
+def _scaled(x: float, n: int) -> float:
+    """``math.ldexp(x, n)``, the same bits: one multiplication by the normal
+    ``2^n`` rounds like ldexp (once, to nearest), so it is used where ``2^n`` is normal."""
+    if -1022 <= n <= 1023:
+        return x * _pow2(n)
+    return math.ldexp(x, n)
+
+
+@cached_njit(nogil=True)
 def dropped_weight(pairs, segments: int, seg0_bits: int, digits: int) -> float:
     """``D = sum over dropped pairs (p, r) of cap_p cap_r 2^(b(s-1-p) + b(s-1-r))``:
     the dropped pairs of one k add at most ``D 2^(E_A + E_B - 2(W-1))`` (cap: the
@@ -77,7 +95,7 @@ def _bound_operand(raw, gexp, ref, tk: int, w: int, side_b: bool, c: float):
                 x = raw[i, k]
                 if x == 0.0 or not math.isfinite(x):
                     continue
-                s += math.ldexp(abs(x), -ref[i])
+                s += _scaled(abs(x), -ref[i])
                 u = np.float64(x).view(np.uint64)
                 be = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF))
                 m = np.int64(u & np.uint64(0xFFFFFFFFFFFFF))
@@ -88,9 +106,9 @@ def _bound_operand(raw, gexp, ref, tk: int, w: int, side_b: bool, c: float):
                 sh = grid - lsb
                 if sh > 0 and (sh >= 53 or (m & ((np.int64(1) << sh) - 1)) != 0):
                     exact = False
-            delta = math.ldexp(1.0, e - ref[i] - w + 2) if not exact else 0.0
+            delta = _pow2(e - ref[i] - w + 2) if not exact else 0.0
             sc = s * up + (k1 - k0) * _TINY  # scaled |x| that underflowed
-            top = math.ldexp(1.0, e - ref[i])
+            top = _pow2(e - ref[i])
             if side_b:
                 out[i, 4 * t] = sc
                 out[i, 4 * t + 1] = delta
@@ -112,7 +130,7 @@ def _abs_dot(x, y, sx: int, sy: int) -> float:
         a = x[k]
         b = y[k]
         if a != 0.0 and b != 0.0 and math.isfinite(a) and math.isfinite(b):
-            t += math.ldexp(abs(a), -sx) * math.ldexp(abs(b), -sy)
+            t += _scaled(abs(a), -sx) * _scaled(abs(b), -sy)
     return t
 
 
@@ -147,7 +165,7 @@ def fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, dropped
                 continue  # X = AB exactly
             # |A||B| >= |X| - Err >= |c| (1 - u) - 2^-1075 - Err (c = RN64(X)), scaled
             sc = aref[i] + bref[j]
-            cs = math.ldexp(abs(c[i, j]), -sc) * (1.0 - 2.0 * _U64) - math.ldexp(1.0, -1075 - sc) - 2.0 * _TINY
+            cs = _scaled(abs(c[i, j]), -sc) * (1.0 - 2.0 * _U64) - _pow2(-1075 - sc) - 2.0 * _TINY
             if math.isfinite(cs) and e <= tol * (cs - e):
                 continue
             low = _abs_dot(araw[i], braw[j], aref[i], bref[j])

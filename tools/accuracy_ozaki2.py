@@ -9,8 +9,9 @@ exact product is measured two ways:
 * GEMMul8's metric, the median over elements of ``|C_ij - C_ref,ij| / |C_ref,ij|``
   (GEMMul8/testing/eval.hpp), so that the published figures can be compared.
 
-``C_ref`` is a double-double GEMM of the inputs (TwoProduct + TwoSum per term,
-relative error far below 2^-100 of sum |a||b|), independent of every scheme.
+``C_ref`` is a double-double GEMM of the inputs (tools/accuracy_reference.py:
+TwoProduct + TwoSum per term, relative error far below 2^-100 of sum |a||b|),
+independent of every scheme.
 Rows: native BLAS in the input precision (numpy sgemm/dgemm), ``RN(exact)`` (the
 correctly rounded product: the best any scheme can return), and ``ozaki2`` at each
 number of moduli (fast mode, and a few in accurate mode). Distributions: uniform [-1, 1], standard normal, wide range
@@ -33,11 +34,11 @@ import sys
 import time
 from typing import Callable, Sequence
 
-import numba
 import numpy as np
 
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.ozaki2 import Ozaki2Config
+from accuracy_reference import dd_gemm
 from common import ROOT, fmt_sci, markdown_table, progress, provenance, replace_generated_section, write_json
 
 FULL_SIZES = (256, 512, 1024)
@@ -59,44 +60,6 @@ DISTRIBUTIONS: dict[str, tuple[str, Sampler]] = {
     "gemmul8": ("GEMMul8's (U(0,1) - 0.5)·exp(0.5·N(0,1))",
                 lambda rng, s: (rng.uniform(0.0, 1.0, s) - 0.5) * np.exp(0.5 * rng.standard_normal(s))),
 }
-
-
-@numba.njit(nogil=True)
-def _two_prod(a: float, b: float) -> tuple[float, float]:
-    # Dekker's TwoProduct (no FMA): a*b = p + e exactly (no overflow in our data)
-    p = a * b
-    c = 134217729.0 * a
-    ah = c - (c - a)
-    al = a - ah
-    c = 134217729.0 * b
-    bh = c - (c - b)
-    bl = b - bh
-    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    return p, e
-
-
-@numba.njit(nogil=True)
-def dd_gemm(a, b):
-    """Double-double ``A @ B`` (float64 inputs): hi + lo per element, every product
-    split exactly and accumulated with TwoSum (the partial errors in ``lo``)."""
-    m, k = a.shape
-    n = b.shape[1]
-    bt = np.ascontiguousarray(b.T)
-    hi = np.empty((m, n))
-    lo = np.empty((m, n))
-    for i in range(m):
-        for j in range(n):
-            s = 0.0
-            t = 0.0
-            for q in range(k):
-                p, e = _two_prod(a[i, q], bt[j, q])
-                x = s + p
-                z = x - s
-                t += (s - (x - z)) + (p - z) + e
-                s = x
-            hi[i, j] = s + t
-            lo[i, j] = t - (hi[i, j] - s)
-    return hi, lo
 
 
 def make_inputs(dist: str, n: int, dtype: np.dtype, seed: int, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:

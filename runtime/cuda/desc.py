@@ -44,7 +44,7 @@ ACC_BITS = 126
 
 
 #: the MixPert scheme's most precise config (``MixPert().configs()[0]``; a test checks)
-MOST_PRECISE = "level=full"
+MOST_PRECISE = "segments=4,pairs=sig6,align=row"
 _DEFAULTS = {"segments": 3, "seg0_bits": 7, "digits": "magnitude", "align": "tile", "rounding": "round",
              "tile": (16, 32, 8), "fallback": 8}
 

@@ -38,6 +38,8 @@ __all__ = [
     "config_from_words",
     "MixPert",
     "MixPertFP64",
+    "FP32_PRECISE",
+    "FP64_PRECISE",
 ]
 
 @dataclass(frozen=True)
@@ -301,7 +303,9 @@ class MixPert(_MixPertBase):
     config_cls = MixPertConfig
 
     def configs(self, dtype: np.dtype | type = np.float32) -> Sequence[Config]:
-        return [MixPertConfig(pairs=LEVELS[k]) for k in ("full", "IV", "III", "II", "I")]
+        """Most precise first: :data:`FP32_PRECISE` (at or below float32 BLAS's error),
+        then the paper's levels on 3 segments."""
+        return [FP32_PRECISE] + [MixPertConfig(pairs=LEVELS[k]) for k in ("full", "IV", "III", "II", "I")]
 
 
 @register
@@ -323,3 +327,14 @@ class MixPertFP64(_MixPertBase):
 #: group per row of A / column of B over up to 4096 of K (no span along K, so no
 #: span reserve). Label ``segments=9,pairs=slices3sig2,tile=16x4096x8``.
 FP64_PRECISE = MixPertFP64Config(segments=9, pairs=slice_pairs(9, 3, 2), tile=(16, 4096, 8))
+
+
+#: mixpert's most precise config, what float32 sites run before tuning: 4 segments
+#: (W = 28 bits, 7 + 7 + 7 + 7), every pair (16 INT8 products), one alignment group
+#: per row of an A tile / column of a B tile. Its X is the exact product of the
+#: aligned operands, which keep float32's 24 bits for every element within 4
+#: binades of its group's largest, so RN32(X) is within a few percent of the
+#: correctly rounded product: below float32 BLAS at every size (docs/accuracy.md).
+#: On the CPU its pairs are one rectangle, one float64 GEMM with a certified
+#: rounding (runtime/mixpert_wide.py). Label ``segments=4,pairs=sig6,align=row``.
+FP32_PRECISE = MixPertConfig(segments=4, pairs=significance_pairs(4, 6), align="row")

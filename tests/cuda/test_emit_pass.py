@@ -17,7 +17,7 @@ from mixjit.passes.emit_cuda import EmitCuda, site_choice, write_kernels
 from mixjit.passes.manager import PassManager
 from mixjit.passes.pass_base import PassContext
 from mixjit.runtime.cuda.emit import render
-from mixjit.runtime.cuda.desc import KernelDesc
+from mixjit.runtime.cuda.desc import MOST_PRECISE, KernelDesc
 
 GOLDEN = Path(__file__).resolve().parents[1] / "filecheck" / "emit-cuda.mix"
 
@@ -36,7 +36,7 @@ def test_site_choice_order_plan_runs_default():
     sites = {op.site.value: op for op in _module().walk() if isinstance(op, GemmOp)}
     assert site_choice(sites[0]) == ("mixpert", "level=II", "mix.plan")
     assert site_choice(sites[1]) == ("mixpert", "level=IV", "mix.runs")
-    assert site_choice(sites[2]) == ("mixpert", "level=full", "default")
+    assert site_choice(sites[2]) == ("mixpert", MOST_PRECISE, "default")
 
 
 def test_rerunning_replaces_the_kernels():

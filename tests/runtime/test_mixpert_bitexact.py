@@ -36,6 +36,11 @@ FP32_CONFIGS = [
     "level=full,digits=balanced,rounding=trunc",
     "level=I,digits=balanced,seg0_bits=5",
     "segments=2,pairs=00.01.10,digits=balanced",
+    # wide (certified) fast path: one rectangle, sides cut above 53 bits, a staircase
+    "segments=4,pairs=sig6,align=row",
+    "segments=8,pairs=sig14,align=row",
+    "segments=4,pairs=sig6,digits=balanced",
+    "segments=4,pairs=sig3,align=row",
 ]
 FP64_CONFIGS = [
     "",
@@ -185,10 +190,14 @@ def test_float64_inputs_to_mixpert_are_rounded_to_fp32_first():
 
 
 @pytest.mark.parametrize("side", ["A", "B"])
-@pytest.mark.parametrize("label", ["level=IV", "level=full,align=row", "segments=4,pairs=sig3,rounding=trunc"])
-def test_wide_span_takes_exact_path_and_matches(label, side):
+@pytest.mark.parametrize("label,wide", [("level=IV", False), ("level=full,align=row", True),
+                                        ("segments=4,pairs=sig3,rounding=trunc", False),
+                                        ("segments=4,pairs=sig6,align=row", True)])
+def test_wide_span_takes_exact_path_and_matches(label, wide, side):
     # each row of A scaled by a different power of two per k-tile: spans of 65
-    # binades along K, beyond the fast path's bound, so rows go the exact path
+    # binades along K, beyond the exact fast path's bound, so rows go the exact
+    # path; configs whose pairs take fewer wide (certified) blocks than exact ones
+    # keep them on the fast path, whose error bound holds for any span
     rng = np.random.default_rng(7)
     a = rng.uniform(-1, 1, (20, 96)).astype(np.float32)
     a *= (np.float32(2.0) ** np.array([0.0, -40.0, 25.0], dtype=np.float32)).repeat(32)[None, :]
@@ -197,7 +206,7 @@ def test_wide_span_takes_exact_path_and_matches(label, side):
         a, b = np.ascontiguousarray(b.T), np.ascontiguousarray(a.T)
     cfg = MP.parse_config(label + ",fallback=off")
     c, stats = MP.run_with_stats(a, b, cfg)
-    assert stats.extra["exact_path_rows" if side == "A" else "exact_path_cols"] > 0
+    assert (stats.extra["exact_path_rows" if side == "A" else "exact_path_cols"] == 0) == wide
     np.testing.assert_array_equal(c, reference(a, b, cfg))
 
 

@@ -51,7 +51,8 @@ def test_labels_and_level_shorthand():
     assert MP.parse_config("pairs=00.01.02.10.11.12.20.21") == MixPertConfig()
     assert MP.parse_config("segments=3,pairs=sig4") == MP.parse_config("level=full")
     assert MP.parse_config("level=I,align=row").label == "level=I,align=row"
-    assert [MP.products(c) for c in MP.configs()] == [9, 8, 6, 6, 4]
+    assert [MP.products(c) for c in MP.configs()] == [16, 9, 8, 6, 6, 4]
+    assert MP.default_config().label == "segments=4,pairs=sig6,align=row"  # the most precise
     assert MixPertFP64Config().label == "pairs=sig7"
     assert MP64.default_config().label == "segments=9,pairs=slices3sig2,tile=16x4096x8"  # the most precise
 

@@ -48,11 +48,18 @@ def operands(draw, nonfinite=False, max_k=12):
 
 
 def assert_same_bits(got: np.ndarray, want: np.ndarray, a, b):
-    got32 = got.astype(np.float32)
-    nan_g, nan_w = np.isnan(got32), np.isnan(want)
-    assert (nan_g == nan_w).all(), (a, b, got32, want)
-    g, w = got32[~nan_g], want[~nan_w]
-    assert (g.view(np.uint32) == w.view(np.uint32)).all(), (a.tolist(), b.tolist(), got32, want)
+    """``got`` (the executor's output, in the input dtype) equals the float32
+    reference ``want`` bit for bit *in got's dtype*: a float64 output is compared
+    with the exactly widened reference, so a float64 result that is not a float32
+    value (a missing final rounding) fails instead of hiding behind a cast."""
+    assert got.dtype == a.dtype, (got.dtype, a.dtype)
+    assert want.dtype == np.float32, want.dtype
+    wide = want.astype(got.dtype)  # float32 -> float64 is exact
+    nan_g, nan_w = np.isnan(got), np.isnan(wide)
+    assert (nan_g == nan_w).all(), (a.tolist(), b.tolist(), got, want)
+    uint = np.uint64 if got.dtype == np.float64 else np.uint32
+    g, w = got[~nan_g], wide[~nan_w]
+    assert (g.view(uint) == w.view(uint)).all(), (a.tolist(), b.tolist(), got, want)
 
 
 SETTINGS = dict(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -94,3 +101,15 @@ def test_split_matches_reference(label, ab):
     cfg = s.parse_config(label)
     want = ref.split(a, b, cfg.fp16, cfg.width, cfg.rank, cfg.target)
     assert_same_bits(s.run(a, b, cfg), want, a, b)
+
+
+def test_assert_same_bits_sees_float64_bits_below_float32():
+    """The helper compares float64 outputs bit for bit: a value one float64 ulp off
+    the float32 reference (what a cast to float32 would hide) fails it."""
+    a = np.ones((1, 1))
+    want = np.array([[1.0 + 2.0**-23]], dtype=np.float32)
+    assert_same_bits(np.array([[1.0 + 2.0**-23]]), want, a, a)
+    with pytest.raises(AssertionError):
+        assert_same_bits(np.array([[np.nextafter(1.0 + 2.0**-23, 2.0)]]), want, a, a)
+    with pytest.raises(AssertionError):  # -0.0 against +0.0
+        assert_same_bits(np.array([[-0.0]]), np.zeros((1, 1), np.float32), a, a)
