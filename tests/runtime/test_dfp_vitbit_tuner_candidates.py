@@ -1,5 +1,5 @@
-"""The tuner's candidate space holds every dfp and vitbit config (they declare compiled
-executors), with modeled times from their ``work``: dfp at 8 bits is modeled about as fast
+"""dfp and vitbit are error-tolerant, so they are tuner candidates only when named in
+``schemes=`` (not in the default set, docs/tuning.md); then every config is, with modeled times from their ``work``: dfp at 8 bits is modeled about as fast
 as int8 (2-byte exponents instead of 8-byte scales), at 16 bits slower (four INT8 products).
 On an MLP, a loose budget lets the tuner pick 8-bit dfp (and vitbit when it is the scheme
 offered); a tight one keeps 8 bits out."""
@@ -14,8 +14,13 @@ from mixjit.runtime.schemes import get_scheme
 from mixjit.tuning.profiling import site_candidates
 
 
-def test_dfp_and_vitbit_configs_are_tuner_candidates():
-    cands = site_candidates(np.dtype(np.float32), None, [(512, 512, 512, 3)], "a100")
+def test_dfp_and_vitbit_are_candidates_only_when_named():
+    default = site_candidates(np.dtype(np.float32), None, [(512, 512, 512, 3)], "a100")
+    assert not {c.scheme for c in default} & {"dfp", "vitbit"}
+
+
+def test_dfp_and_vitbit_configs_are_tuner_candidates_when_named():
+    cands = site_candidates(np.dtype(np.float32), ["dfp", "vitbit", "int8"], [(512, 512, 512, 3)], "a100")
     by_label = {(c.scheme, c.config): c for c in cands}
     for name in ("dfp", "vitbit"):
         for cfg in get_scheme(name).configs(np.float32):
