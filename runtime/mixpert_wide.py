@@ -32,7 +32,8 @@ import numpy as np
 from mixjit.runtime.executor_mixpert_pack import block_operand
 from mixjit.runtime.executor_mixpert_ziv import certain32
 from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.pair_blocks import BLOCK_BITS, BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, range_bits
+from mixjit.runtime.pair_blocks import (BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, pair_rectangles, put_block,
+                                         range_bits)
 from mixjit.runtime.segments import digit_bits
 
 __all__ = ["EXACT_SIDE_BITS", "WIDE_LIMIT", "plan_wide_blocks", "fast32_certified"]
@@ -64,39 +65,20 @@ def plan_wide_blocks(pairs, segments: int, seg0_bits: int, digits: int):
     b = digit_bits(digits)
     out = np.zeros((s * s, 6), np.int64)
     nb = 0
-    i = 0
-    while i < s:
-        if not pairs[i].any():
-            i += 1
-            continue
-        end = i
-        while end + 1 < s and (pairs[end + 1] == pairs[i]).all():
-            end += 1
-        j = 0
-        while j < s:
-            if not pairs[i, j]:
-                j += 1
-                continue
-            j0 = j
-            while j + 1 < s and pairs[i, j + 1]:
-                j += 1
-            a0 = i
-            while a0 <= end:
-                a1 = _longest_prefix(a0, end, seg0_bits, digits)
-                c0 = j0
-                while c0 <= j:
-                    c1 = _longest_prefix(c0, j, seg0_bits, digits)
-                    out[nb, BLOCK_I0] = a0
-                    out[nb, BLOCK_I1] = a1
-                    out[nb, BLOCK_J0] = c0
-                    out[nb, BLOCK_J1] = c1
-                    out[nb, BLOCK_SHIFT] = b * (segments - 1 - a1) + b * (segments - 1 - c1)
-                    out[nb, BLOCK_BITS] = range_bits(a0, a1, seg0_bits, digits) + range_bits(c0, c1, seg0_bits, digits)
-                    nb += 1
-                    c0 = c1 + 1
-                a0 = a1 + 1
-            j += 1
-        i = end + 1
+    rects = pair_rectangles(pairs)
+    for r in range(rects.shape[0]):
+        i0, end, j0, j1 = rects[r, 0], rects[r, 1], rects[r, 2], rects[r, 3]
+        a0 = i0
+        while a0 <= end:
+            a1 = _longest_prefix(a0, end, seg0_bits, digits)
+            c0 = j0
+            while c0 <= j1:
+                c1 = _longest_prefix(c0, j1, seg0_bits, digits)
+                put_block(out, nb, a0, a1, c0, c1, b * (segments - 1 - a1) + b * (segments - 1 - c1),
+                          range_bits(a0, a1, seg0_bits, digits) + range_bits(c0, c1, seg0_bits, digits))
+                nb += 1
+                c0 = c1 + 1
+            a0 = a1 + 1
     return out[:nb].copy()
 
 

@@ -86,6 +86,46 @@ def _put(rows, r: int, i0: int, i1: int, j0: int, j1: int) -> None:
 
 
 @register_jitable
+def pair_rectangles(pairs):
+    """The kept pairs (``pairs[i, j]`` true) as disjoint rectangles: runs of
+    consecutive rows with one set of columns, cut into runs of columns. One row
+    ``(i0, i1, j0, j1)`` per rectangle, inclusive bounds, rows first."""
+    s = pairs.shape[0]
+    rects = np.zeros((s * s, 4), np.int64)
+    nr = 0
+    i = 0
+    while i < s:
+        if not pairs[i].any():
+            i += 1
+            continue
+        end = i
+        while end + 1 < s and (pairs[end + 1] == pairs[i]).all():
+            end += 1
+        j = 0
+        while j < s:
+            if pairs[i, j]:
+                j0 = j
+                while j + 1 < s and pairs[i, j + 1]:
+                    j += 1
+                _put(rects, nr, i, end, j0, j)
+                nr += 1
+            j += 1
+        i = end + 1
+    return rects[:nr]
+
+
+@register_jitable
+def put_block(out, nb: int, i0: int, i1: int, j0: int, j1: int, shift: int, bits: int) -> None:
+    """Write block ``nb`` (columns ``BLOCK_I0`` .. ``BLOCK_BITS``) of a block array."""
+    out[nb, BLOCK_I0] = i0
+    out[nb, BLOCK_I1] = i1
+    out[nb, BLOCK_J0] = j0
+    out[nb, BLOCK_J1] = j1
+    out[nb, BLOCK_SHIFT] = shift
+    out[nb, BLOCK_BITS] = bits
+
+
+@register_jitable
 def _fit(i0: int, i1: int, budget: int, seg0_bits: int, digits: int) -> int:
     """Largest ``e`` in ``i0..i1`` with ``range_bits(i0, e) <= budget`` (``i0`` if none)."""
     e = i0
@@ -110,27 +150,8 @@ def plan_block_array(pairs, segments: int, seg0_bits: int, k: int, digits: int, 
     s = pairs.shape[0]
     if budget < 2 * 7:
         return np.zeros((0, 6), np.int64), False
-    # rectangles: runs of consecutive rows with one set of j, cut into runs of j
-    rects = np.zeros((s * s, 4), np.int64)
-    nr = 0
-    i = 0
-    while i < s:
-        if not pairs[i].any():
-            i += 1
-            continue
-        end = i
-        while end + 1 < s and (pairs[end + 1] == pairs[i]).all():
-            end += 1
-        j = 0
-        while j < s:
-            if pairs[i, j]:
-                j0 = j
-                while j + 1 < s and pairs[i, j + 1]:
-                    j += 1
-                _put(rects, nr, i, end, j0, j)
-                nr += 1
-            j += 1
-        i = end + 1
+    rects = pair_rectangles(pairs)
+    nr = rects.shape[0]
     # cut depth first, first part before the rest (a stack, children pushed reversed)
     stack = np.zeros((4 * s * s + 4, 4), np.int64)
     top = 0
@@ -146,12 +167,7 @@ def plan_block_array(pairs, segments: int, seg0_bits: int, k: int, digits: int, 
         ra = range_bits(i0, i1, seg0_bits, digits)
         rb = range_bits(j0, j1, seg0_bits, digits)
         if ra + rb <= budget or (i0 == i1 and j0 == j1):
-            out[nb, BLOCK_I0] = i0
-            out[nb, BLOCK_I1] = i1
-            out[nb, BLOCK_J0] = j0
-            out[nb, BLOCK_J1] = j1
-            out[nb, BLOCK_SHIFT] = b * (segments - 1 - i1) + b * (segments - 1 - j1)
-            out[nb, BLOCK_BITS] = ra + rb
+            put_block(out, nb, i0, i1, j0, j1, b * (segments - 1 - i1) + b * (segments - 1 - j1), ra + rb)
             nb += 1
             continue
         # cut the side with more bits (one that is a single segment cannot be cut)
