@@ -52,13 +52,9 @@ from mixjit.linking import FoundSites, GemmCall
 from mixjit.numba_pipeline import StageError, make_pipeline, matmul_targets, stage
 from mixjit.numba_types import callee_name, qualified_name
 from mixjit.plan import SiteBlock, SitePlan, SiteRecord, candidate_schemes, get_plan, initial_plan
+from mixjit.runtime.mixjit_warning import MixjitWarning  # defined in a leaf: runtime warnings derive from it
 
 __all__ = ["mixjit", "MixjitDispatcher", "Site", "MixjitWarning"]
-
-
-class MixjitWarning(UserWarning):
-    """Something about a @mixjit function the user should know (no GEMM found,
-    a function argument whose GEMMs stay unlinked, a scheme without executor)."""
 
 
 @dataclass(frozen=True)

@@ -15,23 +15,37 @@ every cached function of mixjit (the runtime kernels, the run-time entry and
   ``segments.py``) or an upgrade never runs the old compiled code of a kernel that
   compiles it in. ``cached_njit`` applies it: every ``cache=True`` kernel of the
   runtime is declared with ``@cached_njit(...)`` instead of ``@numba.njit(cache=True, ...)``.
+
+One cost of Numba's is cut here too. A jitted caller that passes a constant
+(``prepare_operand(b, True, params)``) makes Numba compile the callee for the
+*literal* type of that value (``Literal[bool](True)``), so a kernel called with
+``False`` in one place and ``True`` in another compiles twice, and so does every
+kernel below it. A ``cached_njit`` kernel compiles for the plain types
+(``bool``, ``int64``) instead (``_plain_call_template``): one specialization
+serves every constant, which is about a fifth of a cold MixPert compile
+(docs/first_use.md). Only a kernel that cannot be typed without the literal
+value still gets a literal specialization.
 """
 
 from __future__ import annotations
 
 import os
 import warnings
+from types import MethodType as types_method
 from typing import Any, Callable
 
 import numba
+from numba.core import errors, types
 from numba.core.caching import FunctionCache, IndexDataCacheFile
+from numba.core.dispatcher import Dispatcher
 
+from mixjit.runtime.mixjit_warning import MixjitWarning
 from mixjit.runtime.source_hash import runtime_sources_hash
 
 __all__ = ["CacheFileWarning", "TolerantFunctionCache", "RuntimeCache", "cached_njit"]
 
 
-class CacheFileWarning(UserWarning):
+class CacheFileWarning(MixjitWarning):
     """A Numba cache file of a mixjit-compiled function (a runtime kernel, the run-time
     entry, an ``@mixjit(cache=True)`` function) could not be read; it was deleted and
     the function compiled again."""
@@ -103,8 +117,23 @@ class RuntimeCache(TolerantFunctionCache):
         return (*super()._index_key(sig, codegen), ("mixjit-runtime", runtime_sources_hash(self._py_func.__module__)))
 
 
+def _plain_call_template(dispatcher: Dispatcher, args: tuple, kws: dict) -> tuple:
+    """``Dispatcher.get_call_template`` (how jitted code types a call of ``dispatcher``)
+    with literal argument types made plain, so constants share one specialization;
+    the literal types are kept where the plain ones do not type (Numba's own rule)."""
+    plain_args = tuple(types.unliteral(a) for a in args)
+    plain_kws = {k: types.unliteral(v) for k, v in kws.items()}
+    if plain_args != tuple(args) or plain_kws != kws:
+        try:
+            return Dispatcher.get_call_template(dispatcher, plain_args, plain_kws)
+        except errors.TypingError:
+            pass
+    return Dispatcher.get_call_template(dispatcher, args, kws)
+
+
 def cached_njit(func: Callable | None = None, **options: Any) -> Any:
-    """``numba.njit(cache=True, **options)`` with ``RuntimeCache`` as the disk cache.
+    """``numba.njit(cache=True, **options)`` with ``RuntimeCache`` as the disk cache, and
+    one specialization for all constant arguments from jitted callers (module docstring).
     Use it (``@cached_njit(nogil=True)``) for every cached kernel that compiles runtime code."""
     if "cache" in options:
         raise TypeError("cached_njit always caches (with RuntimeCache); drop the cache= option")
@@ -112,6 +141,7 @@ def cached_njit(func: Callable | None = None, **options: Any) -> Any:
     def decorate(py_func: Callable) -> Any:
         dispatcher = numba.njit(**options)(py_func)
         dispatcher._cache = RuntimeCache(py_func)  # what Dispatcher.enable_caching() does, with our class
+        dispatcher.get_call_template = types_method(_plain_call_template, dispatcher)
         return dispatcher
 
     return decorate(func) if func is not None else decorate

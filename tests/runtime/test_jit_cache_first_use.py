@@ -1,0 +1,60 @@
+"""``cached_njit`` kernels compile once for all constant arguments of jitted callers, and
+``CacheFileWarning`` is a ``MixjitWarning`` without the runtime importing mixjit's front end."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from numba.core import types
+
+from cache_files import load_module
+from mixjit.runtime.jit_cache import CacheFileWarning
+from mixjit.runtime.mixjit_warning import MixjitWarning
+
+KERNELS = textwrap.dedent(
+    """
+    from mixjit.runtime.jit_cache import cached_njit
+
+    @cached_njit(nogil=True)
+    def step(x, up, by):
+        return x + by if up else x - by
+
+    @cached_njit(nogil=True)
+    def pick(t, i):
+        return t[i]
+
+    @cached_njit(nogil=True)
+    def caller(x):
+        return step(x, True, 2) + step(x, False, 3) + pick((1, 2.5), 1) + pick((1, 2.5), 0)
+    """
+)
+
+
+def test_constants_from_jitted_callers_share_one_specialization(tmp_path):
+    module = load_module(tmp_path, KERNELS)
+    assert module.caller(10.0) == (10.0 + 2) + (10.0 - 3) + 2.5 + 1
+    # Numba alone compiles step for Literal[bool](True), Literal[int](2), and again for False, 3
+    assert module.step.signatures == [(types.float64, types.boolean, types.int64)]
+
+
+def test_a_kernel_that_needs_the_literal_still_gets_it(tmp_path):
+    module = load_module(tmp_path, KERNELS)
+    module.caller(1.0)
+    # indexing a heterogeneous tuple needs the index's value: one specialization per index
+    assert sorted(str(sig[1]) for sig in module.pick.signatures) == ["Literal[int](0)", "Literal[int](1)"]
+
+
+def test_cache_file_warning_is_a_mixjit_warning():
+    from mixjit.decorator import MixjitWarning as exported
+
+    assert exported is MixjitWarning
+    assert issubclass(CacheFileWarning, MixjitWarning)
+
+
+def test_runtime_warning_base_does_not_import_the_front_end():
+    code = "import sys, mixjit.runtime.jit_cache; print(sorted(m for m in sys.modules if m.startswith('mixjit')))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    loaded = eval(proc.stdout.strip().splitlines()[-1])
+    assert loaded and all(m == "mixjit" or m.startswith("mixjit.runtime") for m in loaded), loaded
