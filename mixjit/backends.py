@@ -246,7 +246,7 @@ def _device_gemm(site: int, dtype_code: int, m: int, n: int, k: int, alpha: floa
             raise RuntimeError(f"site {site} names the device executor but was never routed to a device")
         scheme, config, dev, cpu_code = route_
         if profiling():
-            status = _cpu_executor(cpu_code)(site, dtype_code, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1,
+            status = _cpu_executor(cpu_code, dtype_code)(site, dtype_code, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1,
                                              c, cs0, cs1)
             _calls.setdefault(site, Counter())[PROFILING] += 1
             return status
@@ -274,15 +274,15 @@ def _device_gemm(site: int, dtype_code: int, m: int, n: int, k: int, alpha: floa
 PROFILING = "cpu: profiling (the tuner reads the CPU executor's statistics)"
 """The ``device_calls`` key of calls a routed site ran on its CPU executor while profiling."""
 
-_cpu_executors: dict[int, Any] = {}
+_cpu_executors: dict[tuple[int, int], Any] = {}
 
 
-def _cpu_executor(code: int) -> Any:
-    """The compiled CPU executor with plan code ``code``, callable from Python (ctypes releases the
-    GIL around the call)."""
-    fn = _cpu_executors.get(code)
+def _cpu_executor(code: int, dtype_code: int) -> Any:
+    """The compiled CPU executor with plan code ``code`` for entry dtype code ``dtype_code``,
+    callable from Python (ctypes releases the GIL around the call)."""
+    fn = _cpu_executors.get((code, dtype_code))
     if fn is None:
-        fn = _cpu_executors[code] = _ENTRY_PROTOTYPE(executor_address(code))
+        fn = _cpu_executors[code, dtype_code] = _ENTRY_PROTOTYPE(executor_address(code, dtype_code))
     return fn
 
 

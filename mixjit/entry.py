@@ -36,10 +36,12 @@ Executors (each writes ``C = alpha * P + beta * C``, P the scheme's product):
   messages; ``EXECUTORS`` maps every scheme name to its code): MixPert
   (``mixpert``, ``mixpert-fp64``), multi-term (``tf32x3``, ``bf16xn``, ``fp16x2``),
   ``int8``, ``split``, ``ozaki2``. The entry calls them through a table of C
-  addresses (``EXECUTOR_TABLE_SYMBOL``, one slot per plan code), filled by
-  ``load_executor`` when a plan row first names the executor (``write_plan_row``):
+  addresses (``EXECUTOR_TABLE_SYMBOL``, one slot per plan code and dtype), filled by
+  ``load_executor`` when a plan row first names the executor (``write_plan_row``),
+  for the site's dtype only (``mixjit.plan`` knows it; both when it is not known):
   compiled then, or loaded from its own disk cache, so a function whose sites all
-  run ``native`` compiles no emulation code. Each executor's C function computes P
+  run ``native`` compiles no emulation code, and a float64 site compiles no float32
+  kernel. Each executor's C function (one per dtype) computes P
   into a fresh temporary with the scheme's kernel, the very code ``scheme.run``
   runs (so P equals ``mixjit.gemm(A, B, scheme, config)`` bit for bit, and C may
   overlap A or B), then ``C = alpha * P + beta * C`` element by element in C's
@@ -79,6 +81,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from typing import Iterable
 
 import numpy as np
 import llvmlite.binding as llvm
@@ -104,6 +107,7 @@ DTYPE_F64 = 0
 DTYPE_F32 = 1
 DTYPE_CODES: dict[np.dtype, int] = {np.dtype(np.float64): DTYPE_F64, np.dtype(np.float32): DTYPE_F32}
 """The ``dtype`` argument of the entry for each supported element type."""
+_NUMPY_DTYPES = {code: dt.type for dt, code in DTYPE_CODES.items()}
 
 ENTRY_OK = 0
 ENTRY_BAD_SITE = 1
@@ -678,7 +682,7 @@ def _entry(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, 
         if dtype == DTYPE_F64:
             return _reference(np.float64, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
         return _reference(np.float32, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
-    address = _executor_address(executor) if 0 < executor <= MAX_EXECUTOR_CODE else 0
+    address = _executor_address(executor * _N_DTYPES + dtype) if 0 < executor <= MAX_EXECUTOR_CODE else 0
     if address == 0:
         return ENTRY_BAD_EXECUTOR
     return _call_executor(address, site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
@@ -688,9 +692,15 @@ EXECUTOR_TABLE_SYMBOL = "mixjit_executor_table"
 """Symbol of the table of compiled executors' C addresses, one int64 per plan code
 (0: not compiled yet), registered with llvmlite: the entry calls executors through it."""
 
-_EXEC_TABLE = np.zeros(MAX_EXECUTOR_CODE + 1, dtype=np.int64)
+_N_DTYPES = len(DTYPE_CODES)
+_EXEC_TABLE = np.zeros((MAX_EXECUTOR_CODE + 1) * _N_DTYPES, dtype=np.int64)
 llvm.add_symbol(EXECUTOR_TABLE_SYMBOL, _EXEC_TABLE.ctypes.data)
-_executor_address, _, _, _ = _table_ops(EXECUTOR_TABLE_SYMBOL, MAX_EXECUTOR_CODE + 1)
+_executor_address, _, _, _ = _table_ops(EXECUTOR_TABLE_SYMBOL, _EXEC_TABLE.shape[0])
+
+
+def _slot(code: int, dtype_code: int) -> int:
+    """The executor table's slot of plan code ``code`` for entry dtype code ``dtype_code``."""
+    return code * _N_DTYPES + dtype_code
 
 
 @intrinsic
@@ -707,8 +717,9 @@ def _call_executor(typingctx, address, site, dtype, m, n, k, alpha, beta, a, as0
     return sig, codegen
 
 
-def _executor_function(executor: CompiledExecutor):
-    """The C-ABI function (the entry's signature) that runs ``executor`` for a site:
+def _executor_function(executor: CompiledExecutor, dtype_code: int):
+    """The C-ABI function (the entry's signature) that runs ``executor`` for a site of
+    one dtype (entry code ``dtype_code``; another dtype gives ``ENTRY_BAD_DTYPE``):
     config words from the plan row, ``P`` into a fresh temporary (so C may overlap A or
     B), the executor's refusal as ``executor_status(code, status)``, statistics while
     profiling, then ``C = alpha * P + beta * C`` element by element in C's dtype (the
@@ -734,16 +745,18 @@ def _executor_function(executor: CompiledExecutor):
         _axpby(_view(c, m, n, cs0, cs1, dt), tmp, alpha, beta)
         return ENTRY_OK
 
-    # One name per executor: its own cache files, and distinct symbols when several load.
-    body.__name__ = body.__qualname__ = f"_executor_{executor.name}_body"
+    # One name per executor and dtype: its own cache files, and distinct symbols when several load.
+    dt = _NUMPY_DTYPES[dtype_code]
+    name = f"_executor_{executor.name}_{np.dtype(dt).name}"
+    body.__name__ = body.__qualname__ = f"{name}_body"
     body = njit(body)
 
     def run(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
-        if dtype == DTYPE_F64:
-            return body(np.float64, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
-        return body(np.float32, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
+        if dtype != dtype_code:
+            return ENTRY_BAD_DTYPE
+        return body(dt, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
 
-    run.__name__ = run.__qualname__ = f"_executor_{executor.name}"
+    run.__name__ = run.__qualname__ = name
     return run
 
 
@@ -767,7 +780,8 @@ class _ExecutorCache(RuntimeCache):
                 ("kernel-sources", runtime_sources_hash(module)))
 
 
-_executor_functions: dict[int, CFunc] = {}
+_executor_functions: dict[tuple[int, int], CFunc] = {}
+"""The loaded executors' C functions, by (plan code, entry dtype code)."""
 _executor_lock = threading.Lock()
 
 
@@ -781,37 +795,57 @@ def executor_for(scheme: str) -> CompiledExecutor:
         ) from None
 
 
-def load_executor(code: int) -> None:
-    """Make the executor with plan code ``code`` callable by the entry: compile its C
-    function, or load it from the disk cache, the first time a plan needs it (so a
-    function whose sites run ``native`` never compiles emulation code)."""
-    if code in (EXEC_NATIVE, EXEC_REFERENCE) or _EXEC_TABLE[code] != 0:
+def _dtype_codes(dtypes: "Iterable[np.dtype | type | str] | None") -> list[int]:
+    """Entry dtype codes of ``dtypes`` (all of them for None); ValueError for another dtype."""
+    if dtypes is None:
+        return sorted(DTYPE_CODES.values())
+    codes = []
+    for dt in dtypes:
+        code = DTYPE_CODES.get(np.dtype(dt))
+        if code is None:
+            raise ValueError(f"mixjit: executors run float32 or float64 GEMMs, not {np.dtype(dt)}")
+        codes.append(code)
+    return sorted(set(codes))
+
+
+def load_executor(code: int, dtypes: "Iterable[np.dtype | type | str] | None" = None) -> None:
+    """Make the executor with plan code ``code`` callable by the entry for sites of ``dtypes``
+    (float32 and/or float64; None: both): compile its C function for each, or load it from the
+    disk cache, the first time a plan needs it (so a function whose sites run ``native`` never
+    compiles emulation code, and one whose sites are float64 never compiles a float32 kernel)."""
+    if code in (EXEC_NATIVE, EXEC_REFERENCE):
+        return
+    wanted = _dtype_codes(dtypes)
+    if 0 < code <= MAX_EXECUTOR_CODE and all(_EXEC_TABLE[_slot(code, d)] != 0 for d in wanted):
         return
     with _executor_lock:
-        if _EXEC_TABLE[code] != 0:
-            return
         executor = next((ex for ex in _EXECUTORS_BY_SCHEME.values() if ex.code == code), None)
         if executor is None or executor.kernel is None:
             raise ValueError(f"mixjit: no compiled executor has plan code {code}; see mixjit.entry.EXECUTORS")
-        # Kernels may hold parallel regions (the MixPert executor's threaded packing). A
-        # CFunc loaded from the disk cache does not start Numba's threading layer the way
-        # a dispatcher does, and calling into it unstarted crashes: start it first.
-        _launch_threads()
-        py_func = _executor_function(executor)
-        fn = CFunc(py_func, sigutils.normalize_signature(_ENTRY_SIG), locals={}, options={"nopython": True})
-        fn._cache = _ExecutorCache(py_func, executor)
-        fn.compile()
-        _executor_functions[code] = fn
-        _EXEC_TABLE[code] = fn.address
+        for dtype_code in wanted:
+            if _EXEC_TABLE[_slot(code, dtype_code)] != 0:
+                continue
+            # Kernels may hold parallel regions (the MixPert executor's threaded packing). A
+            # CFunc loaded from the disk cache does not start Numba's threading layer the way
+            # a dispatcher does, and calling into it unstarted crashes: start it first.
+            _launch_threads()
+            py_func = _executor_function(executor, dtype_code)
+            fn = CFunc(py_func, sigutils.normalize_signature(_ENTRY_SIG), locals={}, options={"nopython": True})
+            fn._cache = _ExecutorCache(py_func, executor)
+            fn.compile()
+            _executor_functions[code, dtype_code] = fn
+            _EXEC_TABLE[_slot(code, dtype_code)] = fn.address
 
 
-def executor_address(code: int) -> int:
-    """The C address of the loaded executor with plan code ``code`` (``load_executor`` first);
-    ValueError for a code with no slot filled (the built-in native and reference executors are
-    part of the entry and have none)."""
-    address = int(_EXEC_TABLE[code]) if 0 < code <= MAX_EXECUTOR_CODE else 0
+def executor_address(code: int, dtype_code: int) -> int:
+    """The C address of the loaded executor with plan code ``code`` for entry dtype code
+    ``dtype_code`` (``DTYPE_CODES``; ``load_executor`` first); ValueError for a slot not filled
+    (the built-in native and reference executors are part of the entry and have none)."""
+    valid = 0 < code <= MAX_EXECUTOR_CODE and dtype_code in _NUMPY_DTYPES
+    address = int(_EXEC_TABLE[_slot(code, dtype_code)]) if valid else 0
     if not address:
-        raise ValueError(f"mixjit: no executor is loaded under plan code {code} (see mixjit.entry.EXECUTORS)")
+        raise ValueError(f"mixjit: no executor is loaded under plan code {code} for dtype code {dtype_code} "
+                         "(see mixjit.entry.EXECUTORS and DTYPE_CODES; mixjit.entry.load_executor loads one)")
     return address
 
 
@@ -827,27 +861,41 @@ def install_executor(name: str, address: int, status_messages: dict[int, str]) -
             if known == name:
                 return code
         taken = set(EXECUTORS.values()) | set(_installed) | {EXEC_NONE, EXEC_NATIVE, EXEC_REFERENCE}
-        free = [c for c in range(MAX_EXECUTOR_CODE, 0, -1) if c not in taken and _EXEC_TABLE[c] == 0]
+        free = [c for c in range(MAX_EXECUTOR_CODE, 0, -1)
+                if c not in taken and not any(_EXEC_TABLE[_slot(c, d)] for d in _NUMPY_DTYPES)]
         if not free or not address:
             raise ValueError(f"mixjit: cannot install executor {name!r}: "
                              + ("no free plan code" if not free else "its address is 0"))
         code = free[0]
         ENTRY_ERRORS.update({executor_status(code, s): f"{name} executor: {msg}" for s, msg in status_messages.items()})
         _installed[code] = name
-        _EXEC_TABLE[code] = address
+        for dtype_code in _NUMPY_DTYPES:  # the foreign function takes the dtype as its argument
+            _EXEC_TABLE[_slot(code, dtype_code)] = address
         return code
 
 
 def loaded_executors() -> list[str]:
-    """The names of the compiled executors loaded in this process (the built-in native and
-    reference executors are part of the entry and not listed)."""
-    return sorted(_executor_functions[code].__qualname__.removeprefix("_executor_") for code in _executor_functions)
+    """The names of the compiled executors loaded in this process, for any dtype (the built-in
+    native and reference executors are part of the entry and not listed)."""
+    return sorted(loaded_executor_dtypes())
 
 
-def write_plan_row(site: int, row: "np.ndarray | tuple[int, ...]") -> None:
+def loaded_executor_dtypes() -> dict[str, list[str]]:
+    """The dtypes each loaded compiled executor was loaded for, by executor name
+    (``{"mixpert": ["float64"]}``): what a process compiled or loaded from the disk cache."""
+    names = {ex.code: ex.name for ex in _EXECUTORS_BY_SCHEME.values()}
+    out: dict[str, list[str]] = {}
+    for code, dtype_code in sorted(_executor_functions):
+        out.setdefault(names[code], []).append(np.dtype(_NUMPY_DTYPES[dtype_code]).name)
+    return out
+
+
+def write_plan_row(site: int, row: "np.ndarray | tuple[int, ...]",
+                   dtypes: "Iterable[np.dtype | type | str] | None" = None) -> None:
     """Write ``site``'s plan row (word 0 the executor code, then its config words), loading
-    the executor first. The code is written last, so a concurrent call of the site never
-    sees it before its words (callers serialize writers of one site)."""
+    the executor first, for the dtypes the site runs (``dtypes``; None: both float32 and
+    float64). The code is written last, so a concurrent call of the site never sees it
+    before its words (callers serialize writers of one site)."""
     if not 0 <= site < MAX_SITES:
         raise ValueError(f"mixjit: site id {site} is outside [0, {MAX_SITES})")
     words = np.zeros(PLAN_WORDS, dtype=np.int64)
@@ -855,7 +903,7 @@ def write_plan_row(site: int, row: "np.ndarray | tuple[int, ...]") -> None:
         raise ValueError(f"mixjit: a plan row has {len(row)} words, the table has {PLAN_WORDS}")
     words[: len(row)] = row
     if words[0] != EXEC_NONE:
-        load_executor(int(words[0]))
+        load_executor(int(words[0]), dtypes)
     _PLANS[site, 1:] = words[1:]
     _PLANS[site, 0] = words[0]
 

@@ -129,16 +129,22 @@ def plan_words(plan: SitePlan) -> np.ndarray:
 
 _lock = threading.Lock()
 _plans: dict[int, SitePlan] = {}
+_dtypes: dict[int, np.dtype] = {}
 
 
-def set_plan(site: int, plan: SitePlan) -> None:
+def set_plan(site: int, plan: SitePlan, dtype: np.dtype | str | None = None) -> None:
     """Make ``site`` run ``plan`` from its next call on, on the backend it asks for
-    (``mixjit.backends.route``: its CPU executor, or a device)."""
+    (``mixjit.backends.route``: its CPU executor, or a device). ``dtype``, the site's
+    element type (remembered for the site's later plans), lets only that dtype's
+    executor compile; unknown, the executor is loaded for float32 and float64."""
     if not 0 <= site < MAX_SITES:
         raise ValueError(f"mixjit: site id {site} is outside [0, {MAX_SITES})")
     row = plan_words(plan)
     with _lock:
-        write_plan_row(site, backends.route(site, plan, row))
+        if dtype is not None:
+            _dtypes[site] = np.dtype(dtype)
+        known = _dtypes.get(site)
+        write_plan_row(site, backends.route(site, plan, row), None if known is None else (known,))
         _plans[site] = plan
 
 
@@ -193,7 +199,7 @@ class SiteBlock:
         if created:
             for i, plan in enumerate(self.plans):
                 backends.request(base + i, self.backend)
-                set_plan(base + i, plan)
+                set_plan(base + i, plan, self.records[i].dtype)
         return base
 
     def site_ids(self) -> range:
