@@ -689,8 +689,9 @@ def _entry(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, 
 
 
 EXECUTOR_TABLE_SYMBOL = "mixjit_executor_table"
-"""Symbol of the table of compiled executors' C addresses, one int64 per plan code
-(0: not compiled yet), registered with llvmlite: the entry calls executors through it."""
+"""Symbol of the table of compiled executors' C addresses, one int64 per plan code and
+entry dtype code (slot ``code * 2 + dtype``; 0: not loaded yet), registered with llvmlite:
+the entry calls executors through it."""
 
 _N_DTYPES = len(DTYPE_CODES)
 _EXEC_TABLE = np.zeros((MAX_EXECUTOR_CODE + 1) * _N_DTYPES, dtype=np.int64)

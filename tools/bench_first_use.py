@@ -15,9 +15,13 @@ less than wall time. Scenarios:
   entry with its built-in executors; no emulation code is compiled or loaded);
 * ``cholesky_default_plan``: the first call of examples/cholesky.py's ``cholesky`` on a
   64x64 float64 matrix with its default plan, untuned (``tune="never"``; ``mixpert-fp64``:
-  the entry, then the MixPert executor loaded when the plan is written);
+  the entry, then the MixPert executor for float64 loaded when the plan is written);
 * ``cholesky``: the same call as the example declares it, so first-call tuning included
-  (the tuner runs every candidate scheme, loading each executor it tries).
+  (the tuner runs every candidate scheme, loading each executor it tries);
+* ``warm_up``: ``mixjit.warm.warm()``, what ``make setup`` runs (``python -m mixjit.warm``).
+
+Each cold run also records where its compile time went (Numba's ``numba:compile``
+events: the CPU seconds of each compiled function, its callees included).
 
 ``--write`` stores the figures in docs/first_use.json and the generated section of
 docs/first_use.md.
@@ -43,9 +47,29 @@ CHILD = """
 import json, sys, time, warnings
 t0 = time.process_time()
 import numpy as np
+from numba.core import event
+
+class CompileProfile(event.Listener):
+    # inclusive CPU seconds of each compiled function (all its specializations)
+    def __init__(self):
+        self.open, self.total, self.count = [], {}, {}
+    def on_start(self, ev):
+        f = ev.data["dispatcher"].py_func
+        self.open.append((f.__module__.rsplit(".", 1)[-1] + "." + f.__qualname__, time.process_time()))
+    def on_end(self, ev):
+        name, start = self.open.pop()
+        self.total[name] = self.total.get(name, 0.0) + time.process_time() - start
+        self.count[name] = self.count.get(name, 0) + 1
+
+profile = CompileProfile()
+event.register("numba:compile", profile)
 warnings.simplefilter("ignore")
 scenario = sys.argv[1]
-if scenario == "gemm":
+if scenario == "warm_up":
+    import io
+    from mixjit.warm import warm
+    warm(io.StringIO())
+elif scenario == "gemm":
     import mixjit
     a = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
     mixjit.gemm(a, a, "mixpert")
@@ -65,10 +89,13 @@ elif scenario in ("cholesky", "cholesky_default_plan"):
 else:
     raise SystemExit(f"unknown scenario {scenario}")
 from mixjit import entry
-print(json.dumps({"cpu_s": time.process_time() - t0, "executors": entry.loaded_executors()}))
+loaded = [f"{name} ({', '.join(dts)})" for name, dts in sorted(entry.loaded_executor_dtypes().items())]
+top = sorted(profile.total, key=profile.total.get, reverse=True)[:12]
+print(json.dumps({"cpu_s": time.process_time() - t0, "executors": loaded,
+                  "compiles": [[name, round(profile.total[name], 2), profile.count[name]] for name in top]}))
 """
 
-SCENARIOS = ("gemm", "native_site", "cholesky_default_plan", "cholesky")
+SCENARIOS = ("gemm", "native_site", "cholesky_default_plan", "cholesky", "warm_up")
 
 
 def run_child(scenario: str, cache_dir: str) -> dict:
@@ -82,14 +109,14 @@ def run_child(scenario: str, cache_dir: str) -> dict:
 
 
 def measure(scenarios: tuple[str, ...]) -> dict:
-    """Cold and warm CPU seconds of each scenario, and the executors its cold run loaded."""
+    """Cold and warm CPU seconds of each scenario, and the executors (with their dtypes) its cold run loaded."""
     out = {}
     for scenario in scenarios:
         with tempfile.TemporaryDirectory(prefix="mixjit-first-use-") as cache_dir:
             cold = run_child(scenario, cache_dir)
             warm = run_child(scenario, cache_dir)
         out[scenario] = {"cold_cpu_s": round(cold["cpu_s"], 2), "warm_cpu_s": round(warm["cpu_s"], 2),
-                         "executors_loaded": cold["executors"]}
+                         "executors_loaded": cold["executors"], "cold_compiles": cold["compiles"]}
         print(f"{scenario:12s} cold {cold['cpu_s']:7.1f} s CPU   warm {warm['cpu_s']:6.2f} s CPU   "
               f"executors loaded: {', '.join(cold['executors']) or 'none'}", flush=True)
     return out
@@ -101,6 +128,17 @@ def table(results: dict) -> str:
             for name, r in results.items()]
     return "\n".join(common.markdown_table(
         ("scenario", "empty caches (CPU s)", "warm caches (CPU s)", "executors loaded"), rows))
+
+
+def compile_table(results: dict, scenarios: tuple[str, ...] = ("gemm", "cholesky_default_plan")) -> str:
+    """The Markdown table of the functions whose compilation cost most in the cold runs of
+    ``scenarios`` (inclusive CPU seconds: a function's time includes its callees' compiles)."""
+    rows = []
+    for name in scenarios:
+        for function, seconds, count in results.get(name, {}).get("cold_compiles", [])[:8]:
+            rows.append((f"`{name}`", f"`{function}`", f"{seconds:.1f}", str(count)))
+    return "\n".join(common.markdown_table(
+        ("scenario", "compiled function", "CPU s, with its callees", "specializations"), rows))
 
 
 def main() -> None:
@@ -116,6 +154,7 @@ def main() -> None:
             results = {name: results.get(name, kept.get(name)) for name in SCENARIOS if name in results or name in kept}
         common.write_json(RESULTS, {"machine": common.machine_info(), "results": results})
         common.replace_generated_section(DOC, "first_use", table(results))
+        common.replace_generated_section(DOC, "first_use_compiles", compile_table(results))
 
 
 if __name__ == "__main__":
