@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
+import pytest
 from numba.core import types
 
 from cache_files import load_module
@@ -58,3 +60,31 @@ def test_runtime_warning_base_does_not_import_the_front_end():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     loaded = eval(proc.stdout.strip().splitlines()[-1])
     assert loaded and all(m == "mixjit" or m.startswith("mixjit.runtime") for m in loaded), loaded
+
+
+def _runtime_kernels() -> list:
+    """Every ``cached_njit`` kernel of the loaded runtime modules."""
+    from numba.core.dispatcher import Dispatcher
+
+    from mixjit.runtime.jit_cache import RuntimeCache
+
+    kernels = {}
+    for name, module in list(sys.modules.items()):
+        if name.startswith("mixjit.runtime") and module is not None:
+            for value in vars(module).values():
+                if isinstance(value, Dispatcher) and isinstance(getattr(value, "_cache", None), RuntimeCache):
+                    kernels[id(value)] = value
+    return list(kernels.values())
+
+
+@pytest.mark.parametrize("scheme, dtype", [("mixpert", np.float32), ("mixpert-fp64", np.float64)])
+def test_the_mixpert_kernel_compiles_one_specialization_for_its_constants(scheme, dtype):
+    import mixjit
+
+    a = np.random.default_rng(5).standard_normal((24, 24)).astype(dtype)
+    mixjit.gemm(a, a, scheme)
+    kernels = _runtime_kernels()
+    assert len(kernels) > 20  # the MixPert kernel's helpers were found
+    literal = [f"{k.py_func.__module__}.{k.py_func.__qualname__}{sig}" for k in kernels for sig in k.signatures
+               if any(isinstance(t, types.Literal) for t in sig)]
+    assert literal == []
