@@ -5,6 +5,8 @@ sites of a chained ``@mixjit`` function."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -114,3 +116,55 @@ def test_chained_mixjit_function_runs_the_carry_at_its_sites():
     assert np.array_equal(got, want)
     set_plan(sites[1], SitePlan("dfp", DfpConfig(8, "1").label, "dfp"))
     assert not np.array_equal(chain(a, b, w), got)  # without the carry, C is requantized to 8 bits
+
+
+# ---- the dfp-chain pass (passes/dfp_chain.py) on the golden test's module ------------------------
+
+GOLDEN = Path(__file__).resolve().parents[1] / "filecheck" / "dfp-chain.mix"
+
+
+def _chain_module(widen: bool = False, producer_out: str = "dfp"):
+    from mixjit.frontend_pipeline import run_frontend_pipeline
+    from mixjit.ir.parser import parse_module
+    from mixjit.passes.tuning.sites import gemm_sites
+
+    text = GOLDEN.read_text().replace('config = "bits=16,block=tensor,out=dfp"',
+                                      f'config = "bits=16,block=tensor,out={producer_out}"')
+    module = parse_module(text, "dfp-chain.mix")
+    result = run_frontend_pipeline(module, f"dfp-chain{{widen={str(widen).lower()}}}")
+    return gemm_sites(module), result.diagnostics
+
+
+def _plan_of(op):
+    from mixjit.passes.tuning.plan_attr import PLAN_ATTR, SitePlan
+
+    return SitePlan.from_attr(op.site.value, op.attributes[PLAN_ATTR])
+
+
+def test_dfp_chain_pass_carries_same_width_producers_and_remodels_their_time():
+    from mixjit.passes.dfp_chain import CARRY_ATTR
+    from mixjit.runtime.costmodel import modeled_calls_time
+
+    ops, diags = _chain_module()
+    plan = _plan_of(ops[1])
+    assert plan.config == "bits=16,block=1,out=dfp,carry_a=16" and plan.error == 2.0e-05
+    assert {k: v.value for k, v in ops[1].attributes[CARRY_ATTR].value} == {"a": 0}
+    carried = modeled_calls_time("dfp", plan.config, [(1024, 512, 1024, 1)], "float32", "a100")
+    plain = modeled_calls_time("dfp", "bits=16,block=1,out=dfp", [(1024, 512, 1024, 1)], "float32", "a100")
+    assert plan.modeled_time == carried < plain
+    assert all(CARRY_ATTR not in ops[s].attributes for s in (0, 2, 3))  # 16 -> 8 bits needs widen
+    assert [d.message for d in diags if "carries" in d.message] == [
+        "site 1: operand A carries the exponent of site 0 (16 bits): dfp[bits=16,block=1,out=dfp,carry_a=16]"]
+
+
+def test_dfp_chain_pass_widens_only_when_asked_and_drops_the_uncarried_error():
+    ops, _ = _chain_module(widen=True)
+    plan = _plan_of(ops[2])  # reads site 1's output through a transpose, as B
+    assert plan.config == "bits=8,block=1,out=fp32,carry_b=16" and plan.error is None
+
+
+def test_dfp_chain_pass_needs_a_dfp_output_to_carry():
+    from mixjit.passes.dfp_chain import CARRY_ATTR
+
+    ops, _ = _chain_module(producer_out="fp32")
+    assert CARRY_ATTR not in ops[1].attributes and _plan_of(ops[1]).config == "bits=16,block=1,out=dfp"
