@@ -34,25 +34,17 @@ from mixjit.passes.analysis import ALL_ANALYSES
 from mixjit.passes.build_dag import GemmDag
 from mixjit.passes.pass_base import ModulePass, PassContext, option
 from mixjit.passes.registry import register_pass
+from mixjit.passes.tuning.candidates import config_fields
 from mixjit.passes.tuning.plan_attr import PLAN_ATTR, SitePlan
 from mixjit.passes.tuning.profile import PROFILE_ATTR, SiteProfile
 from mixjit.passes.tuning.retarget import cost_model
 from mixjit.passes.tuning.sites import gemm_sites, site_loc
 
-__all__ = ["DfpChain", "CARRY_ATTR", "config_fields", "carried_config", "producer_of"]
+__all__ = ["DfpChain", "CARRY_ATTR", "carried_config", "producer_of"]
 
 CARRY_ATTR = "mix.dfp_carry"
 DFP = "dfp"
 _CARRY_FIELDS = {"a": "carry_a", "b": "carry_b"}
-
-
-def config_fields(config: str) -> dict[str, str]:
-    """The ``key=value`` fields of a config label, in order (``"bits=8,block=1"``)."""
-    fields = {}
-    for part in filter(None, (p.strip() for p in config.split(","))):
-        key, _, value = part.partition("=")
-        fields[key.strip()] = value.strip()
-    return fields
 
 
 def carried_config(config: str, operand: str, width: int) -> str:
