@@ -45,14 +45,14 @@ def test_without_a_device_the_cpu_executor_runs_and_says_why():
 def test_a_scheme_without_kernels_or_a_config_without_one_says_why():
     backend = CudaBackend()
     assert backend.why_not("native", "") == ("scheme 'native' has no CUDA kernel (schemes with kernels: bf16xn, "
-                                             "mixpert, ozaki2, split, tf32x3)")
+                                             "mixpert, ozaki2, split, tf32x3, vitbit)")
     assert "tile k=48 is not a multiple of the MMA k=32" in backend.why_not("mixpert", "level=IV,tile=16x48x8")
     assert "mode=accurate: the accurate mode's bound GEMM is not on the GPU" in backend.why_not("ozaki2",
                                                                                                  "mode=accurate")
     assert "bad config part 'encoding=sf16'" in backend.why_not("split", "encoding=sf16")
     assert "int32 operands" in backend.why_not("tf32x3", "products=3", np.int32)
     assert all(backend.why_not(s, c) == "" for s, c in [("mixpert", "level=IV"), ("ozaki2", "moduli=12"),
-                                                       ("split", "fp16=0")])
+                                                       ("split", "fp16=0"), ("vitbit", "bits=8,target=h100")])
     inexact = CudaBackend(inexact=True)
     for s, c in [("tf32x3", "products=1"), ("bf16xn", "products=6"), ("split", "fp16=auto")]:
         assert "kernels are not bit-equal to the CPU executor" in backend.why_not(s, c)
