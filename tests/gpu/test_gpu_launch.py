@@ -168,7 +168,7 @@ def _inputs(kind: str, m: int, k: int, n: int, dtype: np.dtype, seed: int) -> tu
 
 SHAPES = [(64, 32, 32), (37, 70, 45), (1, 1, 1), (17, 33, 9), (513, 1000, 257), (4096, 64, 16)]
 #: kernels whose arithmetic is integer-exact: bit-equal to the CPU executor
-EXACT = ("mixpert", "ozaki2")
+EXACT = ("mixpert", "ozaki2", "vitbit")
 #: kernels with the tensor core's FP32 accumulator (not bit-specified): within docs/cuda.md's bound
 ACCUMULATED = ("tf32x3", "bf16xn", "split")
 CASES = [(scheme, dt) for scheme in EXACT for dt in ("float32", "float64")]
