@@ -16,14 +16,15 @@ requantization pass, fewer IMMA products), so the plan's measured ``error`` stay
 ``widen=true`` also carries wider producers (no requantization error, more products); their
 plan's ``error`` was measured without the carry and is dropped. ``modeled_time`` is re-modeled
 with the cost model over the site's profiled shapes (``mix.profile``) when both exist; otherwise
-the pass warns that it is the uncarried config's.
+the pass warns that it is the uncarried config's. The module's ``mix.tuning`` ``modeled_time`` moves
+by the same amounts; its ``error`` stays the search's (measured without the carries).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from mixjit.ir.attributes import DictAttr, IntegerAttr
+from mixjit.ir.attributes import DictAttr, FloatAttr, IntegerAttr
 from mixjit.ir.core import Operation, OpResult, Value
 from mixjit.ir.diagnostics import Diagnostic, Severity
 from mixjit.ir.dialects import py
@@ -35,7 +36,7 @@ from mixjit.passes.build_dag import GemmDag
 from mixjit.passes.pass_base import ModulePass, PassContext, option
 from mixjit.passes.registry import register_pass
 from mixjit.passes.tuning.candidates import config_fields
-from mixjit.passes.tuning.plan_attr import PLAN_ATTR, SitePlan
+from mixjit.passes.tuning.plan_attr import PLAN_ATTR, TUNING_ATTR, SitePlan
 from mixjit.passes.tuning.profile import PROFILE_ATTR, SiteProfile
 from mixjit.passes.tuning.retarget import cost_model
 from mixjit.passes.tuning.sites import gemm_sites, site_loc
@@ -98,6 +99,7 @@ class DfpChain(ModulePass):
         ops = gemm_sites(module)
         dag = context.analysis(GemmDag)
         calls_time = None
+        saved = 0.0  # modeled seconds the carries change the plan by
         for site, op in ops.items():
             plan = _plan(op)
             width = _bits(plan) if plan is not None and plan.scheme == DFP else None
@@ -116,10 +118,16 @@ class DfpChain(ModulePass):
             new = self._remodel(op, replace(plan, config=config, error=None if widened else plan.error),
                                 calls_time, context)
             op.attributes[PLAN_ATTR] = new.to_attr()
+            saved += plan.modeled_time - new.modeled_time
             op.attributes[CARRY_ATTR] = DictAttr({o: IntegerAttr(s, i64) for o, (s, _) in sorted(carried.items())})
             chain = ", ".join(f"operand {o.upper()} carries the exponent of site {s} ({w} bits)"
                               for o, (s, w) in sorted(carried.items()))
             context.emit(Diagnostic(Severity.REMARK, f"site {site}: {chain}: {DFP}[{config}]", site_loc(op)))
+        tuning = module.attributes.get(TUNING_ATTR)
+        if saved and isinstance(tuning, DictAttr) and isinstance(tuning.as_dict().get("modeled_time"), FloatAttr):
+            fields = tuning.as_dict()  # the plan's modeled time: its sites' times, carried ones re-modeled
+            fields["modeled_time"] = FloatAttr(fields["modeled_time"].value - saved)
+            module.attributes[TUNING_ATTR] = DictAttr(fields)
 
     def _carried_from(self, op: GemmOp, value: Value, width: int, dag) -> tuple[int, int] | None:
         """``(producer site, its bits)`` when ``value`` is a dfp ``out=dfp`` site's result that

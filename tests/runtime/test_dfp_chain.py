@@ -123,15 +123,23 @@ def test_chained_mixjit_function_runs_the_carry_at_its_sites():
 GOLDEN = Path(__file__).resolve().parents[1] / "filecheck" / "dfp-chain.mix"
 
 
-def _chain_module(widen: bool = False, producer_out: str = "dfp"):
+PLAN_TIME = 1.0e-3  # the mix.tuning modeled_time the module is given before the pass
+
+
+def _chain_module(widen: bool = False, producer_out: str = "dfp", module_out: list | None = None):
     from mixjit.frontend_pipeline import run_frontend_pipeline
+    from mixjit.ir.attributes import to_attr
     from mixjit.ir.parser import parse_module
+    from mixjit.passes.tuning.plan_attr import TUNING_ATTR
     from mixjit.passes.tuning.sites import gemm_sites
 
     text = GOLDEN.read_text().replace('config = "bits=16,block=tensor,out=dfp"',
                                       f'config = "bits=16,block=tensor,out={producer_out}"')
     module = parse_module(text, "dfp-chain.mix")
+    module.attributes[TUNING_ATTR] = to_attr({"budget": 1e-2, "modeled_time": PLAN_TIME})
     result = run_frontend_pipeline(module, f"dfp-chain{{widen={str(widen).lower()}}}")
+    if module_out is not None:
+        module_out.append(module)
     return gemm_sites(module), result.diagnostics
 
 
@@ -143,6 +151,7 @@ def _plan_of(op):
 
 def test_dfp_chain_pass_carries_same_width_producers_and_remodels_their_time():
     from mixjit.passes.dfp_chain import CARRY_ATTR
+    from mixjit.passes.tuning.plan_attr import TUNING_ATTR
     from mixjit.runtime.costmodel import modeled_calls_time
 
     ops, diags = _chain_module()
@@ -152,6 +161,10 @@ def test_dfp_chain_pass_carries_same_width_producers_and_remodels_their_time():
     carried = modeled_calls_time("dfp", plan.config, [(1024, 512, 1024, 1)], "float32", "a100")
     plain = modeled_calls_time("dfp", "bits=16,block=1,out=dfp", [(1024, 512, 1024, 1)], "float32", "a100")
     assert plan.modeled_time == carried < plain
+    module: list = []
+    _chain_module(module_out=module)
+    tuning = module[0].attributes[TUNING_ATTR].as_dict()
+    assert tuning["modeled_time"].value == pytest.approx(PLAN_TIME - (4.55e-05 - carried))  # the input's 4.55e-05
     assert all(CARRY_ATTR not in ops[s].attributes for s in (0, 2, 3))  # 16 -> 8 bits needs widen
     assert [d.message for d in diags if "carries" in d.message] == [
         "site 1: operand A carries the exponent of site 0 (16 bits): dfp[bits=16,block=1,out=dfp,carry_a=16]"]
