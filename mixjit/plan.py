@@ -36,7 +36,8 @@ from mixjit import backends
 from mixjit.entry import (
     EXEC_REFERENCE, EXECUTORS, MAX_SITES, PLAN_WORDS, REFERENCE_EXECUTOR, executor_for, write_plan_row,
 )
-from mixjit.runtime.schemes.base import get_scheme
+from mixjit.passes.tuning.candidates import parse_scheme_spec
+from mixjit.runtime.schemes.base import Config, Scheme, get_scheme
 
 DEFAULT_SCHEMES: dict[str, tuple[str, ...]] = {
     "float32": ("mixpert", "native"),
@@ -62,15 +63,34 @@ class SitePlan:
         return text if self.executor == self.scheme else f"{text} (runs {self.executor})"
 
 
+def spec_configs(spec: str, dtype: np.dtype | str) -> tuple[Scheme, list[Config]]:
+    """The scheme a ``schemes=`` entry names and the configs it offers for ``dtype``, most
+    precise first: a plain name (``"int8"``) its scheme's configs, a spec that fixes fields
+    (``"int8{encoding=sf16|pct99}"``, mixjit.passes.tuning.candidates.parse_scheme_spec) those
+    configs with the fields set. ValueError names a bad spec, scheme or field."""
+    parsed = parse_scheme_spec(spec)
+    scheme = get_scheme(parsed.scheme)
+    dt = np.dtype(dtype)
+    dt = dt if dt in scheme.dtypes else scheme.dtypes[0]  # a spec's fields are checked on any dtype
+    base = list(scheme.configs(dt))
+    if not parsed.fixed:
+        return scheme, base
+    try:
+        return scheme, [scheme.parse_config(label) for label in parsed.labels([c.label for c in base])]
+    except ValueError as err:
+        raise ValueError(f"mixjit: scheme spec {spec!r}: {err}") from None
+
+
 def candidate_schemes(schemes: Sequence[str] | None, dtype: np.dtype | str) -> tuple[str, ...]:
     """The candidate schemes of a site of ``dtype``: ``schemes`` when given,
-    else ``DEFAULT_SCHEMES``. Unknown names raise ValueError (listing known ones)."""
+    else ``DEFAULT_SCHEMES``. Each is a scheme name or a spec that fixes config fields
+    (:func:`spec_configs`). Unknown names or bad specs raise ValueError (listing known ones)."""
     dt = np.dtype(dtype)
     names = tuple(schemes) if schemes is not None else DEFAULT_SCHEMES[dt.name]
     if not names:
         raise ValueError("mixjit: schemes=() leaves a GEMM site nothing to run; name at least one scheme")
     for name in names:
-        get_scheme(name)
+        spec_configs(name, dt)
     return names
 
 
@@ -79,12 +99,13 @@ def initial_plan(schemes: Sequence[str] | None, dtype: np.dtype | str) -> SitePl
     ``dtype``, at its most precise config, run by its compiled executor."""
     dt = np.dtype(dtype)
     names = candidate_schemes(schemes, dt)
-    usable = [n for n in names if dt in get_scheme(n).dtypes]
+    usable = [n for n in names if dt in get_scheme(parse_scheme_spec(n).scheme).dtypes]
     if not usable:
         raise ValueError(f"mixjit: none of the schemes {list(names)} accepts {dt} operands")
-    scheme = get_scheme(usable[0])
+    scheme, configs = spec_configs(usable[0], dt)
     executor_for(scheme.name)  # every registered scheme has one; a ValueError names the others
-    return SitePlan(scheme.name, scheme.default_config(dt).label, scheme.name)
+    config = configs[0] if parse_scheme_spec(usable[0]).fixed else scheme.default_config(dt)
+    return SitePlan(scheme.name, config.label, scheme.name)
 
 
 REFERENCE_CONFIG = "float64-products"

@@ -20,6 +20,14 @@ table (runtime/hardware.py) says how fast the target does each. The modeled time
 * ``launch``: ``launch_us`` per kernel: the GEMM kernels, plus one packing kernel per
   operand when the scheme packs.
 
+A ``Work`` whose classes are ``concurrent`` (vitbit: tensor, INT and FP warps in one fused
+kernel, seed 001) is one GEMM kernel whose compute time is its slowest class's, not their sum,
+and never less than streaming the operands and C once. The ``int32`` class (packed IMADs) runs
+at the part's INT32 rate (``Hardware.int32_tops``) with FP32's efficiency (the same SIMT GEMM
+structure); where the INT32 lanes are shared with FP32 (``int32_shares_fp32``), a concurrent
+``fp32`` class keeps only the FP32 rate the INT32 lanes leave. Issue-slot contention between
+the warp roles is not modeled (an optimistic bound on the overlap).
+
 Native float32 runs on FP32 SIMT (cuBLAS SGEMM), native float64 on FP64 tensor cores
 where the part has them. Every figure this module produces is *modeled*, never
 measured; print it with that word (``ModeledTime.__str__`` does). Calibration and
@@ -76,7 +84,7 @@ K_FILL = {"simt": 16, "tensor": 64}
 #: about 6, and FP64 tensor tiles (64 multiply-adds of 8-byte operands) about 11).
 REUSE_SAT = {"simt": 8.0, "fp64_tensor": 16.0, "tensor": 64.0, "tensor-wgmma": 85.0}
 
-_SIMT_CLASSES = ("fp32", "fp64")
+_SIMT_CLASSES = ("fp32", "fp64", "int32")
 
 
 @dataclass(frozen=True)
@@ -126,6 +134,8 @@ def class_efficiency(hw: Hardware, cls: str) -> float:
     rc = _rate_class(hw, cls)
     if rc in hw.efficiency:
         return hw.efficiency[rc]
+    if rc == "int32":  # no part has a measured INT32 GEMM: FP32's, the same SIMT structure
+        return class_efficiency(hw, "fp32")
     return DEFAULT_EFFICIENCY[_unit(rc)]
 
 
@@ -137,11 +147,20 @@ def _resolve_target(target: str | Hardware) -> Hardware:
     return hw
 
 
-def _peak(hw: Hardware, cls: str, who: str) -> float:
+def _rated(hw: Hardware, rc: str) -> float:
+    """The peak of hardware class ``rc`` (``int32``: the SIMT INT32 rate)."""
+    return hw.int32_tops if rc == "int32" else hw.peak_tops.get(rc, 0.0)
+
+
+def _peak(hw: Hardware, cls: str, who: str, beside_int32: bool = False) -> float:
+    """Peak of ``cls`` on ``hw``; ``beside_int32``: ``fp32`` running concurrently with INT32
+    work keeps only the lanes INT32 leaves it where they are shared."""
     rc = _rate_class(hw, cls)
-    peak = hw.peak_tops.get(rc, 0.0)
+    peak = _rated(hw, rc)
+    if peak > 0 and beside_int32 and rc == "fp32" and hw.int32_shares_fp32:
+        peak -= hw.int32_tops
     if peak <= 0:
-        having = sorted(n for n, h in HARDWARE.items() if h.peak_tops.get(_rate_class(h, cls), 0) > 0)
+        having = sorted(n for n, h in HARDWARE.items() if _rated(h, _rate_class(h, cls)) > 0)
         raise ValueError(
             f"{who} needs {cls} math, which {hw.name!r} does not rate; pick a target that has it: {', '.join(having)}"
         )
@@ -157,14 +176,16 @@ def _padded_inner(k: int, k_eff: float, gran: int) -> float:
     return math.ceil(k_eff / gran) * gran
 
 
-def _kernel_seconds(hw: Hardware, cls: str, m: int, n: int, k: int, k_eff: float) -> float:
+def _kernel_seconds(hw: Hardware, cls: str, m: int, n: int, k: int, k_eff: float,
+                    beside_int32: bool = False) -> float:
     """Math time of one GEMM kernel of ``cls``: m×n output, inner size ``k``, and
-    ``k_eff = ops / (2·m·n)`` (several products in one kernel add up their k)."""
+    ``k_eff = ops / (2·m·n)`` (several products in one kernel add up their k);
+    ``beside_int32``: concurrent with INT32 work (see :func:`_peak`)."""
     if m == 0 or n == 0 or k_eff <= 0:
         return 0.0
     rc = _rate_class(hw, cls)
     unit = _unit(rc)
-    per_sm = _peak(hw, cls, "this GEMM") * 1e12 * class_efficiency(hw, cls) / hw.sm_count
+    per_sm = _peak(hw, cls, "this GEMM", beside_int32) * 1e12 * class_efficiency(hw, cls) / hw.sm_count
     mma = hw.mma.get(rc)
     gran = mma.k if mma is not None and unit == "tensor" else 1
     k_pad = _padded_inner(k, k_eff, gran)
@@ -202,20 +223,24 @@ def work_time(work: Work, m: int, n: int, k: int, dtype: np.dtype | type, hw: Ha
     itemsize = np.dtype(dtype).itemsize
     bw = hw.mem_bw_gbs * 1e9 * MEMORY_EFFICIENCY
     total_ops = sum(work.ops.values())
+    beside_int32 = work.concurrent and work.ops.get("int32", 0.0) > 0
     detail = []
     for cls, ops in work.ops.items():
         _peak(hw, cls, who)
         if ops <= 0:
             continue
         k_eff = ops / (2.0 * m * n) if m and n else 0.0
-        math_t = _kernel_seconds(hw, cls, m, n, k, k_eff)
+        math_t = _kernel_seconds(hw, cls, m, n, k, k_eff, beside_int32)
         # roofline: the kernel streams its share of the operands and writes C once
         k_share = k * ops / total_ops
         stream_t = ((m + n) * k_share * itemsize + m * n * itemsize) / bw
         detail.append((cls, max(math_t, stream_t)))
-    compute = sum(t for _, t in detail)
+    if work.concurrent:  # one fused kernel: the slowest class, and at least one pass over A, B and C
+        compute = max([t for _, t in detail] + [((m + n) * k + m * n) * itemsize / bw])
+    else:
+        compute = sum(t for _, t in detail)
     memory = work.bytes_moved / bw
-    gemm_kernels = max(1, len(detail))
+    gemm_kernels = 1 if work.concurrent else max(1, len(detail))
     kernels = gemm_kernels + (2 if work.bytes_moved > 0 else 0)
     launch = kernels * hw.launch_us * 1e-6
     return ModeledTime(

@@ -11,7 +11,11 @@ semantics in docs/numerics.md ("Common conventions", "tf32x3"):
   GEMMs over chunks of :data:`CHUNK` along K, Ziv's rounding test, and an exact sum
   (runtime/exactsum.py) for the outputs the test leaves in doubt. Which outputs
   take the exact sum changes the time, never the bits;
-* :func:`store`: copy a float32 result into the caller's C (any dtype, strides).
+* :func:`store`: copy a float32 result into the caller's C (any dtype, strides);
+* the status codes ``OK`` / ``ERR_PARAMS`` / ``ERR_SHAPE`` and the shape-error message
+  (``SHAPE_MESSAGE``) that the executors of dfp, vitbit and the multi-term schemes share
+  (each adds its own ``ERR_*`` codes from ``ERR_FIRST_OWN`` on, and its own
+  ``ERR_PARAMS`` message, which names its config class).
 
 Operands of :func:`round_products32` are *chunk-major* (:func:`chunk_layout`):
 ``x3[c]`` is the m×w block of columns ``c·w ...`` of X, w = min(CHUNK, K) (the
@@ -27,7 +31,20 @@ import numpy as np
 from mixjit.runtime.exactsum import MAX_PARTIALS, add_piece, finish, round32
 from mixjit.runtime.jit_cache import cached_njit
 
-__all__ = ["CHUNK", "chunk_layout", "row_form", "nonfinite_rule", "chunked", "round_products32", "store"]
+__all__ = [
+    "CHUNK", "chunk_layout", "row_form", "nonfinite_rule", "chunked", "round_products32", "store",
+    "OK", "ERR_PARAMS", "ERR_SHAPE", "ERR_FIRST_OWN", "SHAPE_MESSAGE",
+]
+
+# ---- status codes shared by the executors (the numbers of executor_mixpert's codes of
+# the same meaning, so that one code means one thing in every executor's block) -------
+OK = 0
+ERR_PARAMS = 3
+ERR_SHAPE = 4
+#: the first status number an executor may give a refusal of its own (dfp, vitbit: ERR_K)
+ERR_FIRST_OWN = 5
+SHAPE_MESSAGE = "shapes do not match: A is m x k, B must be k x n and C m x n"
+"""The ``ERR_SHAPE`` message of every executor that returns it."""
 
 #: inner size of one float64 GEMM (the error bound's n): see docs/numerics.md, tf32x3
 CHUNK = 1024

@@ -11,10 +11,14 @@ Semantics: docs/numerics.md, section "dfp". The same code runs for ``scheme.run`
 * :func:`quantize_blocks`: a row-form operand as integer mantissas with one shared
   exponent per block of rows (also the inlier quantizer of runtime/encodings.py).
 
-Word layout (``N_WORDS = 3``): ``W_BITS`` mantissa width in bits (2..16, sign
+Word layout (``N_WORDS = 5``): ``W_BITS`` mantissa width in bits (2..16, sign
 included); ``W_BLOCK`` rows of A (columns of B) that share one exponent, 0 = the
 whole tensor; ``W_OUT`` ``OUT_FP32`` (C = RN32 of the exact product) or ``OUT_DFP``
-(C requantized to a per-tensor dynamic fixed-point tensor of ``W_BITS`` bits).
+(C requantized to a per-tensor dynamic fixed-point tensor of ``W_BITS`` bits);
+``W_CARRY_A`` / ``W_CARRY_B``: 0, or the width of the dfp site whose ``OUT_DFP``
+output this operand is (a chain in the GEMM DAG, passes/dfp_chain.py): the operand
+keeps that site's shared exponent and mantissas (:func:`carried_mantissas`) instead
+of being quantized again.
 """
 
 from __future__ import annotations
@@ -23,19 +27,21 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.executor_common import nonfinite_rule, row_form
+from mixjit.runtime.executor_common import ERR_FIRST_OWN, ERR_PARAMS, ERR_SHAPE, OK, SHAPE_MESSAGE, nonfinite_rule, row_form
 from mixjit.runtime.jit_cache import cached_njit
 
 __all__ = [
-    "W_BITS", "W_BLOCK", "W_OUT", "N_WORDS", "OUT_FP32", "OUT_DFP", "MIN_BITS", "MAX_BITS",
-    "STAT_NONFINITE", "STAT_OUT_EXPONENT", "STAT_CARRIES", "N_STATS", "OK", "ERR_PARAMS", "ERR_SHAPE", "ERR_K",
-    "STATUS_MESSAGES", "max_k", "shared_exponent", "quantize_blocks", "dfp_gemm",
+    "W_BITS", "W_BLOCK", "W_OUT", "W_CARRY_A", "W_CARRY_B", "N_WORDS", "OUT_FP32", "OUT_DFP", "MIN_BITS", "MAX_BITS",
+    "STAT_NONFINITE", "STAT_OUT_EXPONENT", "STAT_CARRIES", "STAT_CARRY_MISSES", "N_STATS", "OK", "ERR_PARAMS", "ERR_SHAPE", "ERR_K",
+    "STATUS_MESSAGES", "max_k", "shared_exponent", "quantize_blocks", "carried_mantissas", "dfp_gemm",
 ]
 
 W_BITS = 0
 W_BLOCK = 1
 W_OUT = 2
-N_WORDS = 3
+W_CARRY_A = 3
+W_CARRY_B = 4
+N_WORDS = 5
 OUT_FP32 = 0
 OUT_DFP = 1
 MIN_BITS = 2
@@ -44,18 +50,17 @@ MAX_BITS = 16
 STAT_NONFINITE = 0  # outputs set by the non-finite rule
 STAT_OUT_EXPONENT = 1  # the output's shared exponent (OUT_DFP; 0 otherwise)
 STAT_CARRIES = 2  # blocks (A, B and the output) whose rounded maximum took one more right shift
-N_STATS = 3
+STAT_CARRY_MISSES = 3  # carried operands (W_CARRY_*) that were not a dfp tensor of that width: quantized again
+N_STATS = 4
 
-OK = 0
-ERR_PARAMS = 3
-ERR_SHAPE = 4
-ERR_K = 5
+ERR_K = ERR_FIRST_OWN
 STATUS_MESSAGES: dict[int, str] = {
     ERR_PARAMS: "the config words are invalid (encode configs with DfpConfig.words(): bits 2..16, "
-                "block >= 0, out 0 = fp32 or 1 = dfp)",
-    ERR_SHAPE: "shapes do not match: A is m x k, B must be k x n and C m x n",
+                "block >= 0, out 0 = fp32 or 1 = dfp, carry_a and carry_b 0 or 2..16)",
+    ERR_SHAPE: SHAPE_MESSAGE,
     ERR_K: "K is too long for an exact float64 integer GEMM at this mantissa width "
-           "(K * (2^(bits-1) - 1)^2 must stay below 2^53; use fewer bits or split K)",
+           "(K * q_max(A) * q_max(B) must stay below 2^53, q_max = 2^(width-1) - 1 of each operand's "
+           "width, bits or carry_*; use fewer bits or split K)",
 }
 """What each non-zero status of :func:`dfp_gemm` means."""
 
@@ -64,10 +69,12 @@ _RINT_MAGIC = 6755399441055744.0
 
 
 @cached_njit(nogil=True)
-def max_k(bits: int) -> int:
-    """The largest K whose integer sums stay exact in float64: K·q_max² < 2^53."""
-    q = (1 << (bits - 1)) - 1
-    return ((1 << 53) - 1) // (q * q)
+def max_k(bits: int, bits_b: int = 0) -> int:
+    """The largest K whose integer sums stay exact in float64: K·q_a·q_b < 2^53, with
+    q = 2^(w−1) − 1 of each operand's width (``bits_b`` 0: both ``bits`` wide)."""
+    qa = (1 << (bits - 1)) - 1
+    qb = qa if bits_b == 0 else (1 << (bits_b - 1)) - 1
+    return ((1 << 53) - 1) // (qa * qb)
 
 
 @cached_njit(nogil=True)
@@ -129,10 +136,60 @@ def quantize_blocks(raw, bits: int, block: int):
 
 
 @cached_njit(nogil=True)
+def carried_mantissas(raw, width: int):
+    """``(q, exps, taken)``: a carried operand (row form, float64, non-finite values
+    count as 0) as the per-tensor dynamic fixed-point tensor of ``width`` bits that a
+    dfp site with ``out=dfp`` wrote: its shared exponent E = ``shared_exponent(amax,
+    width − 1)`` and mantissas ``q = raw·2^-E``. ``taken`` is False (and ``q``
+    meaningless) unless every ``q`` is an integer: the operand is then not such a
+    tensor (it changed after the site that wrote it) and is quantized again."""
+    rows, kk = raw.shape
+    amax = 0.0
+    for i in range(rows):
+        for k in range(kk):
+            v = raw[i, k]
+            if math.isfinite(v) and abs(v) > amax:
+                amax = abs(v)
+    e, carried = shared_exponent(amax, width - 1)
+    exps = np.zeros(1, dtype=np.int64)
+    exps[0] = e
+    q = np.zeros((rows, kk))
+    if carried:  # amax itself needs rounding at this width: not a tensor of this width
+        return q, exps, False
+    for i in range(rows):
+        for k in range(kk):
+            v = raw[i, k]
+            if math.isfinite(v):
+                t = math.ldexp(v, -e)
+                if t != math.floor(t):
+                    return q, exps, False
+                q[i, k] = t
+    return q, exps, True
+
+
+@cached_njit(nogil=True)
+def _operand(raw, bits: int, block: int, carry: int, stats):
+    """``(q, exps, rows per exponent, carries)`` of one operand: carried (``carry`` > 0)
+    when it is a dfp tensor of that width, else quantized with the site's own config
+    (a carry that does not hold adds one to ``stats[STAT_CARRY_MISSES]``)."""
+    rows = raw.shape[0]
+    if carry > 0:
+        q, exps, taken = carried_mantissas(raw, carry)
+        if taken:
+            return q, exps, max(rows, 1), 0
+        stats[STAT_CARRY_MISSES] += 1
+    q, exps, carries = quantize_blocks(raw, bits, block)
+    return q, exps, rows if block == 0 else block, carries
+
+
+@cached_njit(nogil=True)
 def _params_ok(params) -> bool:
     if params.shape[0] < N_WORDS:
         return False
     bits = params[W_BITS]
+    for w in (W_CARRY_A, W_CARRY_B):
+        if params[w] != 0 and not MIN_BITS <= params[w] <= MAX_BITS:
+            return False
     return (MIN_BITS <= bits <= MAX_BITS and params[W_BLOCK] >= 0
             and (params[W_OUT] == OUT_FP32 or params[W_OUT] == OUT_DFP))
 
@@ -150,7 +207,10 @@ def dfp_gemm(a, b, c, params, stats) -> int:
     if b.shape[0] != K or c.shape[0] != m or c.shape[1] != n:
         return ERR_SHAPE
     bits = params[W_BITS]
-    if K > max_k(bits):
+    carry_a = params[W_CARRY_A]
+    carry_b = params[W_CARRY_B]
+    # the widest each operand can be: its own bits, or the carried width when wider
+    if K > max_k(max(bits, carry_a), max(bits, carry_b)):
         return ERR_K
     stats[:] = 0
     if m == 0 or n == 0:
@@ -158,10 +218,8 @@ def dfp_gemm(a, b, c, params, stats) -> int:
     block = params[W_BLOCK]
     araw, abad = row_form(a, False)
     braw, bbad = row_form(b, True)
-    qa, ea, ca = quantize_blocks(araw, bits, block)
-    qb, eb, cb = quantize_blocks(braw, bits, block)
-    bsa = m if block == 0 else block
-    bsb = n if block == 0 else block
+    qa, ea, bsa, ca = _operand(araw, bits, block, carry_a, stats)
+    qb, eb, bsb, cb = _operand(braw, bits, block, carry_b, stats)
     s = np.dot(qa, qb.T)  # integers below 2^53: exact in any order
     val = np.empty((m, n))
     for i in range(m):

@@ -25,7 +25,9 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.executor_common import chunk_layout, chunked, nonfinite_rule, round_products32, row_form, store
+from mixjit.runtime.executor_common import (
+    ERR_PARAMS, ERR_SHAPE, OK, SHAPE_MESSAGE, chunk_layout, chunked, nonfinite_rule, round_products32, row_form, store,
+)
 from mixjit.runtime.jit_cache import cached_njit
 
 __all__ = [
@@ -63,14 +65,11 @@ STAT_PART_OVERFLOW = 1  # outputs recomputed because a leading part overflowed
 STAT_SLOW_ELEMENTS = 2  # outputs Ziv's test left in doubt: summed exactly
 N_STATS = 3
 
-# ---- status codes (the numbers of executor_mixpert's codes of the same meaning) --
-OK = 0
-ERR_PARAMS = 3
-ERR_SHAPE = 4
+# ---- status codes: OK, ERR_PARAMS, ERR_SHAPE from executor_common ---------------
 STATUS_MESSAGES: dict[int, str] = {
     ERR_PARAMS: "the config words are invalid (encode configs with ProductsConfig.words(): "
     "format 0 tf32, 1 bf16, 2 fp16; products 1..9)",
-    ERR_SHAPE: "shapes do not match: A is m x k, B must be k x n and C m x n",
+    ERR_SHAPE: SHAPE_MESSAGE,
 }
 """What each non-zero status of :func:`multiterm_gemm` means."""
 

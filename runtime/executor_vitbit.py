@@ -22,6 +22,7 @@ column ratio, >= 0), ``W_N`` (packed : converted column ratio, >= 0), ``W_ACC``
 
 from __future__ import annotations
 
+from mixjit.runtime.executor_common import ERR_FIRST_OWN, ERR_PARAMS, ERR_SHAPE, OK, SHAPE_MESSAGE
 from mixjit.runtime.executor_int8 import quantized_gemm
 from mixjit.runtime.jit_cache import cached_njit
 
@@ -45,14 +46,11 @@ STAT_N_PACKED = 2  # columns on the packed INT-core path (N1)
 STAT_N_CONVERTED = 3  # columns on the converted FP-core path (N2)
 N_STATS = 4
 
-OK = 0
-ERR_PARAMS = 3
-ERR_SHAPE = 4
-ERR_K = 5
+ERR_K = ERR_FIRST_OWN
 STATUS_MESSAGES: dict[int, str] = {
     ERR_PARAMS: "the config words are invalid (encode configs with VitbitConfig.words(): bits 2..8, m >= 0, "
                 "n >= 0, acc 1..max_acc(bits))",
-    ERR_SHAPE: "shapes do not match: A is m x k, B must be k x n and C m x n",
+    ERR_SHAPE: SHAPE_MESSAGE,
     ERR_K: "K is too long for the INT32 accumulators (K * q_max^2 must stay below 2^31; use fewer bits "
            "or split K)",
 }

@@ -58,6 +58,16 @@ sustains *on that part*, where a published measurement exists (the cost model us
 its defaults elsewhere). Each value is fitted by tools/calibrate_costmodel.py, which
 prints the fit next to the value here; docs/costmodel.md records both.
 
+``int32_tops`` is the INT32 multiply-add rate of the SIMT cores, the rate VitBit's packed
+path runs at (seed 001: one IMAD on a packed word forms 2–4 products). The datasheets
+above do not all state it; every value is ``derived`` from the SM's INT32 lanes (the
+architecture whitepapers: 64 INT32 lanes per SM on GA100, GH100, GA10x and AD10x), the SM
+count and the clock the part's FP32 peak implies (FP32 peak / (SMs × FP32 lanes × 2)).
+``int32_shares_fp32`` marks the parts whose INT32 lanes are half of their FP32 lanes
+(GA10x, AD10x, GA10B: 64 of the 128 FP32 lanes per SM also do INT32): while INT32 work
+runs there, FP32 keeps only the other half. :func:`vitbit_ratios` derives VitBit's split
+ratios from these rates.
+
 ``patent-0066`` is the hypothetical device of the split-precision patent's worked
 example (seed 000, [0066]: 40 SMs, INT8 tensor unit 8×8×16, FP16 16×16×8). It is not a
 real GPU and has no rates; it exists so that the partition calculator can be checked
@@ -69,7 +79,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-__all__ = ["MmaShape", "Hardware", "HARDWARE", "PRECISION_CLASSES", "REQUIRED_CLASSES", "get_hardware"]
+__all__ = ["MmaShape", "Hardware", "HARDWARE", "PRECISION_CLASSES", "REQUIRED_CLASSES", "get_hardware",
+           "vitbit_ratios"]
 
 #: every precision class the table knows (``fp64_tensor`` only where distinct)
 PRECISION_CLASSES = ("fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
@@ -110,6 +121,10 @@ class Hardware:
     efficiency: Mapping[str, float] = field(default_factory=dict)
     #: one line naming the sources of this entry's figures
     source: str = ""
+    #: INT32 multiply-add rate of the SIMT cores, TOPS (0: not rated); see the module docstring
+    int32_tops: float = 0.0
+    #: the INT32 lanes are half of the FP32 lanes: INT32 work takes them from FP32
+    int32_shares_fp32: bool = False
 
     def dgemm_class(self) -> str:
         """The class native float64 GEMMs run on: tensor FP64 where the part has it."""
@@ -165,6 +180,11 @@ _A100_PEAKS = {
     "int8": 624.0,  # [A100-WP] Table 1 (also MixPert Table 1)
 }
 
+# derived: 64 INT32 lanes per SM (GA100 SM [A100-WP]) x 108 SMs x 2 x 1.41 GHz = 19.5 TOPS
+_A100_INT32 = 19.5
+# derived: 64 INT32 lanes per SM (GH100 SM [H100-WP]) x 132 SMs x 2 x 1.98 GHz (FP32 67 / (132 x 128 x 2))
+_HOPPER_INT32 = 33.5
+
 HARDWARE: dict[str, Hardware] = {
     "a100-pcie-40gb": Hardware(
         name="a100-pcie-40gb",
@@ -173,6 +193,7 @@ HARDWARE: dict[str, Hardware] = {
         mma={**_MMA_AMPERE, **_MMA_FP64},
         peak_tops=_A100_PEAKS,  # [A100-DS]: the PCIe part has the SXM part's peaks
         mem_bw_gbs=1555.0,  # [A100-DS] A100 40GB PCIe
+        int32_tops=_A100_INT32,
         # fitted by tools/calibrate_costmodel.py to MixPert (seed 003) Table 1 measured
         # rates (FP32 17.7, 3xTF32 32.0, 6xBF16 35.6 TFLOPS) and §4.2's 2.71x at n = 24576;
         # fp16 is not measured there and takes bf16's value (one tensor-core datapath on sm_80)
@@ -186,6 +207,7 @@ HARDWARE: dict[str, Hardware] = {
         mma={**_MMA_AMPERE, **_MMA_FP64},
         peak_tops=_A100_PEAKS,
         mem_bw_gbs=2039.0,  # [A100-DS] A100 80GB SXM
+        int32_tops=_A100_INT32,
         source="A100-WP Table 1, A100-DS (SXM 80GB)",
     ),
     "h100": Hardware(
@@ -196,6 +218,7 @@ HARDWARE: dict[str, Hardware] = {
         wgmma=_WGMMA_HOPPER,
         peak_tops=_HOPPER_PEAKS,
         mem_bw_gbs=3350.0,  # [H100-DS] H100 SXM, 3.35 TB/s
+        int32_tops=_HOPPER_INT32,
         source="H100-DS (SXM column), H100-WP",
     ),
     "h200": Hardware(
@@ -206,6 +229,7 @@ HARDWARE: dict[str, Hardware] = {
         wgmma=_WGMMA_HOPPER,
         peak_tops=_HOPPER_PEAKS,  # [H200-DS] H200 SXM: same peaks as [H100-DS]
         mem_bw_gbs=4800.0,  # [H200-DS] 4.8 TB/s
+        int32_tops=_HOPPER_INT32,
         source="H200-DS (SXM column), H100-WP",
     ),
     "gh200": Hardware(
@@ -216,6 +240,7 @@ HARDWARE: dict[str, Hardware] = {
         wgmma=_WGMMA_HOPPER,
         peak_tops=_HOPPER_PEAKS,  # [GH200-DS] GPU peaks equal [H100-DS] SXM
         mem_bw_gbs=4000.0,  # [GH200-DS] 96GB HBM3, 4 TB/s
+        int32_tops=_HOPPER_INT32,
         # fitted by tools/calibrate_costmodel.py to the GEMMul8 numerical results
         # (github.com/UCHINO-Yuki/GEMMul8_numerical_results): SGEMM 51.4 TFLOPS at
         # n = 8192, INT8 GEMM about 1589 TOPS, DGEMM about 62 TFLOPS
@@ -239,6 +264,7 @@ HARDWARE: dict[str, Hardware] = {
             "int8": 4500.0,  # [B200-DS] INT8 72 POPS sparse / 8 / 2
         },
         mem_bw_gbs=8000.0,  # [B200-DS] 64 TB/s / 8 GPUs
+        int32_tops=37.5,  # derived, assumption: Hopper's 64 INT32 lanes per 128 FP32 lanes (FP32 75 / 2)
         source="HGX/DGX B200 datasheet (per GPU = total / 8, dense = sparse / 2), Blackwell brief",
     ),
     "rtx3090": Hardware(
@@ -255,6 +281,8 @@ HARDWARE: dict[str, Hardware] = {
             "int8": 284.0,  # [GA102-WP] Table 9, peak INT8 Tensor TOPS
         },
         mem_bw_gbs=936.0,  # [GA102-WP] Table 9
+        int32_tops=17.8,  # derived: 64 of the 128 FP32 lanes per SM do INT32 [GA102-WP]: 35.6 / 2
+        int32_shares_fp32=True,
         # fitted by tools/calibrate_costmodel.py to MixPert (seed 003) Table 1's measured
         # SGEMM (21.7 TFLOPS) and §4.6's MixPert speedup on larger matrices (1.30x)
         efficiency={"fp32": 0.61, "int8": 0.81},
@@ -275,6 +303,8 @@ HARDWARE: dict[str, Hardware] = {
             "int8": 660.6,  # [ADA-WP] Table 2, peak INT8 Tensor TOPS
         },
         mem_bw_gbs=1008.0,  # [ADA-WP] Table 2
+        int32_tops=41.3,  # derived: 64 of the 128 FP32 lanes per SM do INT32 [ADA-WP]: 82.6 / 2
+        int32_shares_fp32=True,
         source="ADA-WP Appendix A Table 2",
     ),
     "l40s": Hardware(
@@ -292,6 +322,8 @@ HARDWARE: dict[str, Hardware] = {
             "int8": 733.0,  # [L40S-DS] INT8 Tensor 1,466 TOPS sparse / 2
         },
         mem_bw_gbs=864.0,  # [L40S-DS]
+        int32_tops=45.8,  # derived: an Ada SM [ADA-WP], 64 of 128 FP32 lanes do INT32: 91.6 / 2
+        int32_shares_fp32=True,
         source="L40S-DS",
     ),
     "jetson-agx-orin": Hardware(
@@ -308,6 +340,8 @@ HARDWARE: dict[str, Hardware] = {
             "int8": 85.0,  # [ORIN-DS] GPU 170 sparse INT8 TOPS / 2
         },
         mem_bw_gbs=204.8,  # [ORIN-DS] LPDDR5
+        int32_tops=2.65,  # derived, assumption: a GA10x-type SM (64 of 128 FP32 lanes do INT32): 5.3 / 2
+        int32_shares_fp32=True,
         launch_us=8.0,  # assumption: Arm host cores (see module docstring)
         source="Jetson AGX Orin technical brief and 64GB module datasheet; derived rates marked",
     ),
@@ -330,3 +364,26 @@ def get_hardware(name: str) -> Hardware:
         return HARDWARE[name]
     except KeyError:
         raise ValueError(f"unknown hardware {name!r}; known: {', '.join(sorted(HARDWARE))}") from None
+
+
+def vitbit_ratios(hw: Hardware, pack: int) -> tuple[int, int]:
+    """VitBit's split ratios for ``hw`` at ``pack`` values per 32-bit word (seed 001, Algorithm 1):
+    ``(m, n)`` = (tensor-core : CUDA-core columns, packed : converted columns), each rounded to
+    an integer (half up), so that the paths finish together at the part's peak rates.
+
+    Per column of B, the tensor path runs at the INT8 tensor-core rate R_t; the packed path forms
+    ``pack`` products per IMAD at the INT32 rate R_i; the converted path runs FFMA at the FP32
+    rate left while INT32 runs, R_f (the FP32 peak, less R_i where the lanes are shared). The INT
+    and FP paths run concurrently, so n = pack·R_i / R_f (Eq. 1's pack count where R_i = R_f),
+    and m = R_t / (pack·R_i + R_f). Peak rates, not measured ones: the paper measured m = 4 on
+    Orin, where the peaks give about 11 (its CUDA-core GEMM ran further below peak)."""
+    if pack < 1:
+        raise ValueError(f"vitbit_ratios: pack={pack} must be at least 1")
+    r_t, r_fp = hw.peak_tops.get("int8", 0.0), hw.peak_tops.get("fp32", 0.0)
+    if r_t <= 0 or r_fp <= 0 or hw.int32_tops <= 0:
+        rated = ", ".join(sorted(n for n, h in HARDWARE.items() if h.int32_tops > 0))
+        raise ValueError(f"hardware {hw.name!r} does not rate INT8 tensor, FP32 and INT32 math, which the VitBit "
+                         f"split ratios need; parts that do: {rated}")
+    r_f = r_fp - hw.int32_tops if hw.int32_shares_fp32 else r_fp
+    packed = pack * hw.int32_tops
+    return int(r_t / (packed + r_f) + 0.5), int(packed / r_f + 0.5)  # rounded half up

@@ -1,7 +1,7 @@
 """Numba disk caches for mixjit: unreadable files are misses, runtime code is keyed
 on every runtime source it compiles in.
 
-Two defects of Numba's own ``FunctionCache`` (numba 0.68) are fixed here, once, for
+Three defects of Numba's own ``FunctionCache`` (numba 0.68) are fixed here, once, for
 every cached function of mixjit (the runtime kernels, the run-time entry and
 ``@mixjit(cache=True)`` user functions):
 
@@ -15,6 +15,12 @@ every cached function of mixjit (the runtime kernels, the run-time entry and
   ``segments.py``) or an upgrade never runs the old compiled code of a kernel that
   compiles it in. ``cached_njit`` applies it: every ``cache=True`` kernel of the
   runtime is declared with ``@cached_njit(...)`` instead of ``@numba.njit(cache=True, ...)``.
+* A function loaded from the cache runs its reload hooks (Numba's ``reload_init``: for code
+  with parallel regions, starting the threading layer), but its rebuilt library forgets them,
+  so a caller compiled later in the same process inherits none and saves none: reloaded in a
+  new process, the caller calls into the threading layer before anything started it (a call
+  through a null pointer, a segfault). ``TolerantFunctionCache.load_overload`` gives the
+  rebuilt library its hooks back, so callers inherit them as from a freshly compiled callee.
 
 One cost of Numba's is cut here too. A jitted caller that passes a constant
 (``prepare_operand(b, True, params)``) makes Numba compile the callee for the
@@ -106,6 +112,14 @@ class TolerantFunctionCache(FunctionCache):
             source_stamp=self._impl.locator.get_source_stamp(),
             owner=f"{py_func.__module__}.{py_func.__qualname__}",
         )
+
+    def load_overload(self, sig: Any, target_context: Any) -> Any:
+        """Numba's cached compile result, with its library's reload hooks restored (see the
+        module docstring), so callers compiled later inherit them."""
+        cres = super().load_overload(sig, target_context)
+        if cres is not None and cres.reload_init:
+            cres.library._reload_init.update(cres.reload_init)
+        return cres
 
 
 class RuntimeCache(TolerantFunctionCache):

@@ -33,7 +33,7 @@ import numpy as np
 from mixjit import entry
 from mixjit.passes.tuning.profile import SiteProfile
 from mixjit.passes.tuning.space import Candidate
-from mixjit.plan import SiteRecord, candidate_schemes
+from mixjit.plan import SiteRecord, candidate_schemes, spec_configs
 from mixjit.runtime.executor_mixpert import (
     STAT_CERTIFIED,
     STAT_EXACT_COLS,
@@ -45,7 +45,6 @@ from mixjit.runtime.executor_mixpert import (
     STAT_WIDEST_SPAN,
 )
 from mixjit.runtime.costmodel import modeled_calls_time
-from mixjit.runtime.schemes.base import get_scheme
 
 __all__ = ["TUNING_DEFAULT_SCHEMES", "TunedSite", "ShapeLog", "profile_run", "tuning_schemes", "site_candidates",
            "site_profile"]
@@ -134,11 +133,12 @@ def site_candidates(dtype: np.dtype, schemes: Sequence[str] | None, shapes: Sequ
     configs most precise first, schemes without a compiled executor or that refuse ``dtype``
     left out), with its modeled time over ``shapes``; the initial plan's config first."""
     out = []
-    for name in tuning_schemes(np.dtype(dtype), schemes):
-        scheme = get_scheme(name)
+    for spec in tuning_schemes(np.dtype(dtype), schemes):
+        scheme, configs = spec_configs(spec, dtype)  # a spec such as "int8{encoding=sf16}" fixes fields
+        name = scheme.name
         if dtype not in scheme.dtypes or name not in entry.EXECUTORS:
             continue
-        for config in scheme.configs(dtype):
+        for config in configs:
             out.append(Candidate(name, config.label, modeled_calls_time(name, config.label, shapes, dtype, target),
                                  scheme.products(config)))
     return tuple(out)

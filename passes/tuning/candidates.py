@@ -11,16 +11,82 @@ Sample inputs on which every candidate measures the same error (0, say: k-means 
 candidate moves) say nothing about precision; without the tie-break the fastest candidate would
 dominate all the others, and the "most precise plan" fallback after a held-out failure would be
 that same fastest plan.
+
+Which candidates a site has starts from the user's ``schemes=``: each entry is a scheme name
+(``"int8"``: its configs) or a *scheme spec* that fixes config fields (:func:`parse_scheme_spec`):
+``"int8{encoding=sf16}"``, ``"split{encoding=sf16|pct99}"`` (``|``: one candidate per value),
+``"dfp{out=dfp}"``. The encoded configs and other non-default fields are candidates only when a
+spec asks for them.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mixjit.passes.tuning.space import Candidate, SiteSpace
 
-__all__ = ["by_modeled_time", "pareto_front", "prune_space"]
+__all__ = ["by_modeled_time", "pareto_front", "prune_space", "SchemeSpec", "parse_scheme_spec", "config_fields"]
+
+_SPEC = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*(?:\{(.*)\})?\s*$", re.S)
+
+
+def config_fields(label: str) -> dict[str, str]:
+    """The ``key=value`` fields of a config label, in order (``"bits=8,block=1"``)."""
+    fields = {}
+    for part in filter(None, (p.strip() for p in label.split(","))):
+        key, _, value = part.partition("=")
+        fields[key.strip()] = value.strip()
+    return fields
+
+
+@dataclass(frozen=True)
+class SchemeSpec:
+    """A ``schemes=`` entry: the scheme's name and the config fields it fixes, each with the
+    values to offer (``encoding=sf16|sf8``: two)."""
+
+    scheme: str
+    fixed: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def labels(self, base: Sequence[str]) -> list[str]:
+        """The config labels this spec offers: each of the scheme's ``base`` labels (most precise
+        first) with the fixed fields set, once per combination of their values, duplicates
+        dropped. The scheme parses (and checks) each label; unknown fields fail there."""
+        if not self.fixed:
+            return list(base)
+        keys = [k for k, _ in self.fixed]
+        out: list[str] = []
+        for values in itertools.product(*(v for _, v in self.fixed)):
+            for label in base:
+                fields = config_fields("" if label == "default" else label)
+                fields.update(zip(keys, values))
+                text = ",".join(f"{k}={v}" for k, v in fields.items())
+                if text not in out:
+                    out.append(text)
+        return out
+
+
+def parse_scheme_spec(text: str) -> SchemeSpec:
+    """``"int8{encoding=sf16|pct99}"`` -> ``SchemeSpec("int8", (("encoding", ("sf16", "pct99")),))``;
+    a plain name has no fixed fields. ValueError names what is wrong and shows the syntax."""
+    match = _SPEC.match(text)
+    syntax = "write a scheme name, or name{field=value,...} with value1|value2 to offer several"
+    if match is None:
+        raise ValueError(f"mixjit: bad scheme spec {text!r}; {syntax} (e.g. 'int8{{encoding=sf16}}')")
+    name, body = match.group(1), match.group(2)
+    fixed = []
+    for part in filter(None, (p.strip() for p in (body or "").split(","))):
+        key, sep, values = part.partition("=")
+        alternatives = tuple(v.strip() for v in values.split("|"))
+        if not sep or not key.strip() or not all(alternatives):
+            raise ValueError(f"mixjit: bad field {part!r} in scheme spec {text!r}; {syntax}")
+        fixed.append((key.strip(), alternatives))
+    if body is not None and not fixed:
+        raise ValueError(f"mixjit: scheme spec {text!r} fixes no field; {syntax}")
+    return SchemeSpec(name, tuple(fixed))
 
 
 def by_modeled_time(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:

@@ -17,9 +17,9 @@ Three kernels in one translation unit (templates/vitbit_pack.cu, templates/vitbi
   columns, exact, the FP32 sum handed to INT32 every ``fp_block`` products). Every path's
   integer sums are exact; the epilogue dequantizes RN32(RN64(RN64(S·s_i)·t_j)) as the executor.
 
-The split ratios m and n come from the config (VitbitConfig: m = 4, the paper's measured ratio on
-Orin; n = the pack count, Eq. 1): the hardware table has no measured tensor : CUDA-core GEMM time
-ratio to derive them from. Pure Python (no numba): the packing arithmetic (pack count, field
+The split ratios m and n come from the config (VitbitConfig): set, or from its ``target``'s rates
+in the hardware table (runtime/hardware.py ``vitbit_ratios``), or without a target m = 4, the
+paper's measured ratio on Orin, and n = the pack count (Eq. 1). Pure Python (no numba): the packing arithmetic (pack count, field
 width, ``max_acc``, ``fp_block``, ``column_split``) is a copy of runtime/executor_vitbit.py's,
 and the label parser agrees with the scheme's (tests/cuda/test_vitbit_kernels.py checks both).
 """
@@ -30,12 +30,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from mixjit.runtime.cuda.desc import MMA_K, MMA_M, MMA_N, STATIC_SHARED_LIMIT, KernelSpec, Launch, UnsupportedConfig, _cdiv
+from mixjit.runtime.hardware import get_hardware, vitbit_ratios
 
 __all__ = ["VitbitDesc", "parse_vitbit_label", "pack_count", "slot_bits", "qmax", "max_acc", "fp_block", "max_k",
            "column_split", "MIN_BITS", "MAX_BITS"]
 
 MIN_BITS, MAX_BITS = 2, 8
-_RATIO_M = 4  # VitbitConfig's default m
+_RATIO_M = 4  # VitbitConfig's m without a target (the paper's, schemes/vitbit.py PAPER_M)
 
 
 def pack_count(bits: int) -> int:
@@ -77,14 +78,18 @@ def column_split(n: int, m_ratio: int, n_ratio: int, bits: int) -> tuple[int, in
 
 
 def parse_vitbit_label(label: str) -> dict[str, int]:
-    """bits, m, n, acc of a vitbit label (``bits=5,m=2``; any subset, defaults filled in as
-    VitbitConfig does). ValueError names a bad part or value."""
+    """bits, m, n, acc of a vitbit label (``bits=5,m=2``, ``bits=8,target=h100``; any subset,
+    defaults filled in as VitbitConfig does). ValueError names a bad part or value."""
     fields: dict[str, int] = {}
+    target = ""
     for part in filter(None, (p.strip() for p in label.split(","))):
         key, sep, value = part.partition("=")
         key = key.strip()
-        if not sep or key not in ("bits", "m", "n", "acc"):
-            raise ValueError(f"vitbit: bad config part {part!r} in {label!r}; fields are: bits, m, n, acc")
+        if not sep or key not in ("bits", "m", "n", "acc", "target"):
+            raise ValueError(f"vitbit: bad config part {part!r} in {label!r}; fields are: bits, m, n, acc, target")
+        if key == "target":
+            target = value.strip()
+            continue
         try:
             fields[key] = int(value.strip())
         except ValueError:
@@ -92,8 +97,10 @@ def parse_vitbit_label(label: str) -> dict[str, int]:
     bits = fields.get("bits", 8)
     if not MIN_BITS <= bits <= MAX_BITS:
         raise ValueError(f"vitbit: bits={bits} must be in {MIN_BITS}..{MAX_BITS}")
-    out = {"bits": bits, "m": fields.get("m", _RATIO_M), "n": fields.get("n", -1), "acc": fields.get("acc", -1)}
-    out["n"] = pack_count(bits) if out["n"] == -1 else out["n"]
+    dm, dn = vitbit_ratios(get_hardware(target), pack_count(bits)) if target else (_RATIO_M, pack_count(bits))
+    out = {"bits": bits, "m": fields.get("m", dm), "n": fields.get("n", -1), "acc": fields.get("acc", -1)}
+    out["m"] = dm if out["m"] == -1 else out["m"]
+    out["n"] = dn if out["n"] == -1 else out["n"]
     out["acc"] = max_acc(bits) if out["acc"] == -1 else out["acc"]
     if out["m"] < 0 or out["n"] < 0:
         raise ValueError(f"vitbit: the split ratios m={out['m']}, n={out['n']} must be >= 0")

@@ -8,8 +8,8 @@ Each scheme with kernels plugs in one :class:`KernelLauncher` (:func:`register_l
 says which configs its kernels implement (:meth:`KernelLauncher.why_not`) and queues them for
 one GEMM (:meth:`KernelLauncher.prepare`, a :class:`PreparedGemm`). Every family's launcher is a
 :class:`DescLauncher`, whose grids, blocks and streams come from the family's desc
-(``desc.launches()``, runtime/cuda/registry.py): MixPert's is here; tf32x3/bf16xn's, ozaki2's and
-split's are in runtime/cuda/launchers_*.py, imported at the end of this module.
+(``desc.launches()``, runtime/cuda/registry.py): MixPert's is here; tf32x3/bf16xn's, ozaki2's,
+split's and vitbit's are in runtime/cuda/launchers_*.py, imported at the end of this module.
 
 :class:`CudaBackend` is the :class:`GemmDevice` the ``@mixjit`` sites use (mixjit/backends.py):
 ``gemm(scheme, A, B, config) -> (C, where)``. It runs the kernels, or the scheme's CPU executor
@@ -278,7 +278,7 @@ class MixpertLauncher(DescLauncher):
 
 register_launcher(MixpertLauncher())
 # the other families' launchers register themselves (runtime/cuda/launchers_*.py)
-from mixjit.runtime.cuda import launchers_multiterm, launchers_ozaki2, launchers_split  # noqa: E402,F401
+from mixjit.runtime.cuda import launchers_multiterm, launchers_ozaki2, launchers_split, launchers_vitbit  # noqa: E402,F401
 
 
 def cpu_gemm(scheme: str, a: np.ndarray, b: np.ndarray, config: str) -> np.ndarray:

@@ -63,12 +63,16 @@ class Work:
 
     ``ops`` maps a precision class (``"int8"``, ``"fp16"``, ``"bf16"``, ``"tf32"``,
     ``"fp32"``, ``"fp64"``) to multiply-add pairs counted as 2 flops each (i.e.
-    ``2*m*n*k`` per full-size product). ``bytes_moved`` counts the passes over
-    memory for packing operands and for the epilogue, in bytes.
+    ``2*m*n*k`` per full-size product); ``"int32"`` is INT32 multiply-adds on the
+    SIMT cores (vitbit's packed path). ``bytes_moved`` counts the passes over
+    memory for packing operands and for the epilogue, in bytes. ``concurrent``: the
+    classes run at the same time in one fused kernel (warp-specialised, as vitbit's
+    tensor, INT and FP paths), so the cost model takes the slowest, not the sum.
     """
 
     ops: Mapping[str, float]
     bytes_moved: float
+    concurrent: bool = False
 
 
 BUILTIN_EXECUTOR_CODES = range(0, 4)

@@ -6,7 +6,11 @@ the right shift that brings the block's absolute maximum under the format's dyna
 range (2^(bits-1) − 1). The integer GEMM is exact; C is its value rounded once to
 float32 (``out=fp32``), or requantized to a dynamic fixed-point tensor whose own
 shared exponent comes from its maximum's leading-zero count (``out=dfp``, claims
-4–7), which a following dfp GEMM reads back losslessly (claims 8/14).
+4–7), which a following dfp GEMM reads back losslessly (claims 8/14). A site whose
+operand is such an output can carry it (``carry_a`` / ``carry_b``: the width of the
+producing site): the operand keeps the producer's shared exponent and mantissas
+instead of being quantized to this site's config (passes/dfp_chain.py sets them
+along chains of the GEMM DAG).
 docs/numerics.md, section "dfp". The work is done by runtime/executor_dfp.py.
 """
 
@@ -32,11 +36,16 @@ class DfpConfig(Config):
     """``bits``: mantissa width with the sign (8 = INT8, 16 = INT16; 2..16 accepted);
     ``block``: ``"tensor"`` (one exponent per operand) or a number of rows of A
     (columns of B) that share one exponent (``"1"``: per row / column);
-    ``out``: ``"fp32"`` (C rounded once) or ``"dfp"`` (C as a per-tensor DFP tensor)."""
+    ``out``: ``"fp32"`` (C rounded once) or ``"dfp"`` (C as a per-tensor DFP tensor);
+    ``carry_a`` / ``carry_b``: 0, or the ``bits`` of the dfp site (``out=dfp``) whose
+    output A / B is: that operand keeps the producer's exponent and mantissas
+    (docs/numerics.md, "dfp", chains). The label leaves out carries that are 0."""
 
     bits: int = 16
     block: str = "1"
     out: str = "fp32"
+    carry_a: int = 0
+    carry_b: int = 0
 
     def __post_init__(self) -> None:
         if isinstance(self.block, int) and not isinstance(self.block, bool):
@@ -47,6 +56,17 @@ class DfpConfig(Config):
             raise ValueError(f"dfp: block={self.block!r}; use 'tensor' or a number of rows >= 1 (e.g. '1', '32')")
         if self.out not in _OUTS:
             raise ValueError(f"dfp: out={self.out!r}; use 'fp32' or 'dfp'")
+        for name in ("carry_a", "carry_b"):
+            width = getattr(self, name)
+            if width != 0 and not ex.MIN_BITS <= width <= ex.MAX_BITS:
+                raise ValueError(f"dfp: {name}={width}; use 0 (no carry) or the producing dfp site's bits "
+                                 f"({ex.MIN_BITS}..{ex.MAX_BITS})")
+
+    @property
+    def label(self) -> str:
+        """``bits=…,block=…,out=…``, then the carries that are set (``carry_a=16``)."""
+        text = f"bits={self.bits},block={self.block},out={self.out}"
+        return text + "".join(f",{n}={getattr(self, n)}" for n in ("carry_a", "carry_b") if getattr(self, n))
 
     @property
     def block_rows(self) -> int:
@@ -55,7 +75,11 @@ class DfpConfig(Config):
 
     def words(self) -> tuple[int, ...]:
         """The config as int64 words for the compiled executor: layout ``W_*`` in runtime/executor_dfp.py."""
-        return (self.bits, self.block_rows, _OUTS[self.out])
+        return (self.bits, self.block_rows, _OUTS[self.out], self.carry_a, self.carry_b)
+
+    def widths(self) -> tuple[int, int]:
+        """The mantissa widths of A and B when their carries hold (a carry keeps the producer's)."""
+        return (self.carry_a or self.bits, self.carry_b or self.bits)
 
 
 def dfp_quantize(x: np.ndarray, bits: int = 16, block: str = "tensor") -> tuple[np.ndarray, np.ndarray]:
@@ -98,25 +122,39 @@ class Dfp(Scheme):
             raise ValueError(f"dfp: {ex.STATUS_MESSAGES[status]}")
         n_nf = int(stats[ex.STAT_NONFINITE])
         extra = {"carries": int(stats[ex.STAT_CARRIES])}
+        if cfg.carry_a or cfg.carry_b:
+            extra["carry_misses"] = int(stats[ex.STAT_CARRY_MISSES])
         if cfg.out == "dfp":
             extra["out_exponent"] = int(stats[ex.STAT_OUT_EXPONENT])
         return c, RunStats(fallbacks=n_nf, units=c.size, fallback_unit="element",
                            fallback_reason=NONFINITE_REASON if n_nf else "", extra=extra)
 
     def products(self, config: Config) -> int:
-        # an INT16 mantissa is a signed high byte and an unsigned low byte: 4 IMMA
-        # products (s8·s8, s8·u8, u8·s8, u8·u8); up to 8 bits, one
-        return 1 if _check(config).bits <= 8 else 4
+        # an INT16 mantissa is a signed high byte and an unsigned low byte, two INT8
+        # pieces (up to 8 bits, one): pieces(A) x pieces(B) IMMA products, 1 or 4
+        # without carries, 2 for a 16-bit operand carried into an 8-bit site
+        wa, wb = _check(config).widths()
+        return (1 if wa <= 8 else 2) * (1 if wb <= 8 else 2)
 
     def work(self, config: Config, m: int, n: int, k: int, dtype: np.dtype | type = np.float32) -> Work:
         cfg = _check(config)
         in_bytes = np.dtype(dtype).itemsize
-        mant_bytes = 1 if cfg.bits <= 8 else 2
-        rows = m + n
-        blocks = (2 if cfg.block == "tensor" else -(-m // cfg.block_rows) - (-n // cfg.block_rows))
+        wa, wb = cfg.widths()
+        blocks_a = 1 if cfg.block == "tensor" else -(-m // cfg.block_rows)
+        blocks_b = 1 if cfg.block == "tensor" else -(-n // cfg.block_rows)
         # a max pass and a shift pass over each operand, mantissas written, 2-byte exponents;
+        # a carried operand's mantissas and exponent are handed over by the site that
+        # wrote them (read once, no max or shift pass: modeled, the CPU executor
+        # recovers them from the float32 values, which hold them exactly);
         # out=dfp: the epilogue writes the INT32 accumulators, a pass reads them for the
         # maximum, and one more reads them and writes the requantized C
-        packing = (2 * in_bytes + mant_bytes) * rows * k + 2 * blocks
+        packing = (_operand_bytes(in_bytes, wa, bool(cfg.carry_a)) * m * k + 2 * blocks_a
+                   + _operand_bytes(in_bytes, wb, bool(cfg.carry_b)) * n * k + 2 * blocks_b)
         epilogue = 12 * m * n if cfg.out == "dfp" else 0
         return Work(ops={"int8": 2.0 * m * n * k * self.products(cfg)}, bytes_moved=float(packing + epilogue))
+
+
+def _operand_bytes(in_bytes: int, width: int, carried: bool) -> int:
+    """Bytes moved per element to pack one operand: a carried one is only read as mantissas."""
+    mant_bytes = 1 if width <= 8 else 2
+    return mant_bytes if carried else 2 * in_bytes + mant_bytes

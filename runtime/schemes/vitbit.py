@@ -24,28 +24,49 @@ from mixjit.runtime import executor_vitbit as ex
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.schemes.emulation import NONFINITE_REASON, check_operands, parse_label
 
-__all__ = ["VitbitConfig", "vitbit_quantize", "pack_words", "packed_products", "emulate_integer_product"]
+__all__ = ["VitbitConfig", "PAPER_M", "default_ratios", "vitbit_quantize", "pack_words", "packed_products", "emulate_integer_product"]
 
 _MASK32 = 0xFFFFFFFF
+
+
+#: the paper's tensor : CUDA-core ratio, measured on Jetson AGX Orin (seed 001, §3.3)
+PAPER_M = 4
+
+
+def default_ratios(bits: int, target: str = "") -> tuple[int, int]:
+    """``(m, n)`` a config takes when it names none: from ``target``'s rates in the hardware
+    table (runtime/hardware.py ``vitbit_ratios``), or without a target the paper's m = 4 and
+    Eq. 1's n = the pack count (INT and FP cores equally fast)."""
+    if not target:
+        return PAPER_M, ex.pack_count(bits)
+    from mixjit.runtime.hardware import get_hardware, vitbit_ratios
+
+    return vitbit_ratios(get_hardware(target), ex.pack_count(bits))
 
 
 @dataclass(frozen=True)
 class VitbitConfig(Config):
     """``bits``: integer width with the sign (2..8); ``m``: tensor : CUDA-core column
-    ratio (paper: 4); ``n``: packed : converted column ratio (default: the pack count,
-    so that INT and FP cores get equal work, Eq. 1); ``acc``: packed products summed in
-    one word before its fields are extracted (default: the most that cannot overflow)."""
+    ratio; ``n``: packed : converted column ratio; ``target``: the GPU whose rates give
+    m and n when they are not set (:func:`default_ratios`: without one, the paper's m = 4
+    and n = the pack count, Eq. 1); ``acc``: packed products summed in one word before
+    its fields are extracted (default: the most that cannot overflow). m, n and target
+    move columns between exact paths: they change the modeled time, never the result."""
 
     bits: int = 8
-    m: int = 4
+    m: int = -1
     n: int = -1
     acc: int = -1
+    target: str = ""
 
     def __post_init__(self) -> None:
         if not ex.MIN_BITS <= self.bits <= ex.MAX_BITS:
             raise ValueError(f"vitbit: bits={self.bits} must be in {ex.MIN_BITS}..{ex.MAX_BITS}")
+        dm, dn = default_ratios(self.bits, self.target)
+        if self.m == -1:
+            object.__setattr__(self, "m", dm)
         if self.n == -1:
-            object.__setattr__(self, "n", ex.pack_count(self.bits))
+            object.__setattr__(self, "n", dn)
         if self.acc == -1:
             object.__setattr__(self, "acc", ex.max_acc(self.bits))
         if self.m < 0 or self.n < 0:
@@ -56,10 +77,12 @@ class VitbitConfig(Config):
 
     @property
     def label(self) -> str:
-        parts = [f"bits={self.bits}"]
-        if self.m != 4:
+        """``bits=…``, then the target and the fields that differ from their defaults."""
+        dm, dn = default_ratios(self.bits, self.target)
+        parts = [f"bits={self.bits}"] + ([f"target={self.target}"] if self.target else [])
+        if self.m != dm:
             parts.append(f"m={self.m}")
-        if self.n != ex.pack_count(self.bits):
+        if self.n != dn:
             parts.append(f"n={self.n}")
         if self.acc != ex.max_acc(self.bits):
             parts.append(f"acc={self.acc}")
@@ -193,11 +216,11 @@ class Vitbit(Scheme):
         n1, n2, n3 = ex.column_split(n, cfg.m, cfg.n, cfg.bits)
         npk = ex.pack_count(cfg.bits)
         in_bytes = np.dtype(dtype).itemsize
-        # tensor-core columns as an INT8 MMA; the CUDA-core columns as SIMT work at the
-        # FP32 rate (one INT32 IMAD per packed word forms npk products; INT32 and FP32
-        # issue at the same rate on Ampere); the cost model runs the classes one after
-        # the other, so the concurrency VitBit gains is not modeled (an upper bound)
-        ops = {"int8": 2.0 * m * n3 * k, "fp32": 2.0 * m * k * (n1 / npk + n2)}
+        # the three paths of the fused kernel, concurrent (warp roles): tensor-core columns
+        # as an INT8 MMA, packed columns as INT32 IMADs (one per word: npk products), converted
+        # columns as FP32 FFMAs (modeled: runtime/costmodel.py, concurrent Work)
+        ops = {"int8": 2.0 * m * n3 * k, "int32": 2.0 * m * k * n1 / npk, "fp32": 2.0 * m * k * n2}
         # quantize A (max + convert, int8 and fp32 copies) and B (max + convert/pack)
         packing = (2 * in_bytes + 5) * m * k + (2 * in_bytes + 1) * k * n + 8 * (m + n)
-        return Work(ops={c: v for c, v in ops.items() if v} or {"int8": 0.0}, bytes_moved=float(packing))
+        return Work(ops={c: v for c, v in ops.items() if v} or {"int8": 0.0}, bytes_moved=float(packing),
+                    concurrent=True)

@@ -62,13 +62,15 @@ def test_packing_arithmetic_is_the_executors(bits):
             assert dv.column_split(n, m_ratio, n_ratio, bits) == tuple(ex.column_split(n, m_ratio, n_ratio, bits))
 
 
-@pytest.mark.parametrize("label", ["", "bits=8", "bits=5,m=2", "bits=4,n=0,acc=1", "m=0", "bits=2,acc=127"])
+@pytest.mark.parametrize("label", ["", "bits=8", "bits=5,m=2", "bits=4,n=0,acc=1", "m=0", "bits=2,acc=127",
+                                   "bits=8,target=h100", "bits=5,target=rtx4090,m=2", "m=-1"])
 def test_labels_the_scheme_accepts(label):
     cfg = SCHEME.parse_config(label)
     assert dv.parse_vitbit_label(label) == {"bits": cfg.bits, "m": cfg.m, "n": cfg.n, "acc": cfg.acc}
 
 
-@pytest.mark.parametrize("label", ["bits=9", "bits=1", "acc=3", "bits=6,acc=35", "m=-1", "colour=red", "bits=x"])
+@pytest.mark.parametrize("label", ["bits=9", "bits=1", "acc=3", "bits=6,acc=35", "m=-2", "colour=red", "bits=x",
+                                   "target=nosuch", "target=patent-0066"])
 def test_labels_both_refuse(label):
     with pytest.raises(ValueError):
         SCHEME.parse_config(label)

@@ -96,7 +96,7 @@ def _kernel_params(desc: KernelSpec) -> dict[str, list[type]]:
 
 #: (scheme, config) -> every launcher registered, with a representative config each
 LAUNCHED = [("mixpert", "level=IV"), ("tf32x3", "products=3"), ("bf16xn", "products=9"), ("bf16xn", "products=3"),
-            ("ozaki2", "moduli=8"), ("split", "fp16=0.25")]
+            ("ozaki2", "moduli=8"), ("split", "fp16=0.25"), ("vitbit", "bits=8"), ("vitbit", "bits=4,target=h100")]
 
 
 def test_every_launcher_is_checked_here():
@@ -310,3 +310,20 @@ def test_a_site_gets_only_the_bit_exact_kernels_unless_inexact_is_asked_for(devi
         c, where = exact.gemm(scheme, a, b, config)
         assert where == f"cpu: {reason}" and c.tobytes() == launch.cpu_gemm(scheme, a, b, config).tobytes()
         assert inexact.why_not(scheme, config) == "" and inexact.gemm(scheme, a, b, config)[1] == "cuda"
+
+
+def test_vitbit_uploads_the_executors_scales_and_splits_b_by_the_configs_ratios(device):
+    from mixjit.runtime.cuda.desc_vitbit import column_split
+    from mixjit.runtime.cuda.fragments_vitbit import host_scales
+
+    rng = np.random.default_rng(9)
+    a = (rng.standard_normal((20, 48)) * 2.0 ** rng.integers(-8, 9, (20, 1))).astype(np.float32)
+    b = rng.standard_normal((48, 90)).astype(np.float32)
+    launch.launcher_for("vitbit").run(device, a, b, "bits=5,target=h100")
+    scale_a, scale_b = host_scales(a, b, 5)
+    assert device.driver.uploads == [x.tobytes() for x in (a, b, scale_a, scale_b)]
+    desc = launch.launcher_for("vitbit").desc("bits=5,target=h100", np.dtype(np.float32), "sm_90")
+    n1, n2, n3 = column_split(90, desc.m_ratio, desc.n_ratio, 5)
+    assert (desc.m_ratio, desc.n_ratio) == (12, 2) and min(n1, n2, n3) > 0  # runtime/hardware.py vitbit_ratios
+    pack_b, gemm = [args[9][0] for _, args in device.driver.launches()[1:]]
+    assert pack_b[5:7] == (n1, n2) and gemm[6:8] == (n1, n2)

@@ -41,13 +41,26 @@ def _blocks(rows: list[list[Fraction]], r: int, bs: int) -> tuple[list[list[int]
     return q, e
 
 
+def _carried(rows: list[list[Fraction]], width: int) -> tuple[list[list[int]], list[int]] | None:
+    """A carried operand (docs: dfp, chains): the per-tensor mantissas and exponent of
+    ``width`` bits when every value is an integer multiple of 2^E, else None (a miss)."""
+    values = [v for row in rows for v in row]
+    e = _shared_exponent(values, width - 1)
+    amax = max((abs(v) for v in values), default=Fraction(0))
+    if amax and e != ref.floor_log2(amax) + 2 - width:  # the maximum rounds up: not of this width
+        return None
+    if any((v / TWO**e).denominator != 1 for v in values):
+        return None
+    return [[int(v / TWO**e) for v in row] for row in rows], [e] * len(rows)
+
+
 def dfp_reference(a_in: np.ndarray, b_in: np.ndarray, cfg: DfpConfig) -> np.ndarray:
     a, b = ref._matrix(a_in), ref._matrix(b_in)
     fa = [[v if ref._finite(v) else Fraction(0) for v in row] for row in a]
     fbt = [[b[l][j] if ref._finite(b[l][j]) else Fraction(0) for l in range(len(b))] for j in range(len(b[0]))]
     r = cfg.bits - 1
-    qa, ea = _blocks(fa, r, cfg.block_rows)
-    qb, eb = _blocks(fbt, r, cfg.block_rows)
+    qa, ea = (cfg.carry_a and _carried(fa, cfg.carry_a)) or _blocks(fa, r, cfg.block_rows)
+    qb, eb = (cfg.carry_b and _carried(fbt, cfg.carry_b)) or _blocks(fbt, r, cfg.block_rows)
     val = [[sum(x * y for x, y in zip(qa[i], qb[j])) * TWO ** (ea[i] + eb[j]) for j in range(len(qb))]
            for i in range(len(qa))]
     if cfg.out == "dfp":
@@ -81,7 +94,8 @@ def assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:
 
 
 LABELS = ["bits=16,block=1", "bits=16,block=tensor", "bits=8,block=1", "bits=8,block=tensor",
-          "bits=8,block=2,out=dfp", "bits=16,block=tensor,out=dfp", "bits=4,block=3"]
+          "bits=8,block=2,out=dfp", "bits=16,block=tensor,out=dfp", "bits=4,block=3",
+          "bits=8,block=1,carry_a=16", "bits=16,block=2,carry_b=4", "bits=4,block=tensor,carry_a=3,carry_b=8"]
 
 
 @pytest.mark.parametrize("label", LABELS)
@@ -144,7 +158,7 @@ def test_dfp_refuses_bad_words_and_names_the_fix():
     a = np.ones((2, 3), np.float32)
     c = np.empty((2, 2), np.float32)
     stats = np.zeros(ex.N_STATS, np.int64)
-    assert ex.dfp_gemm(a, a.T.copy(), c, np.array([17, 0, 0], np.int64), stats) == ex.ERR_PARAMS
+    assert ex.dfp_gemm(a, a.T.copy(), c, np.array([17, 0, 0, 0, 0], np.int64), stats) == ex.ERR_PARAMS
     assert ex.max_k(16) == (2**53 - 1) // 32767**2
     with pytest.raises(ValueError, match="bits=17"):
         DfpConfig(bits=17)

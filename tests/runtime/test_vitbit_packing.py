@@ -98,5 +98,7 @@ def test_config_defaults_limits_and_reachability():
 def test_vitbit_cost_splits_the_columns():
     s = get_scheme("vitbit")
     w = s.work(VitbitConfig(8), 64, 100, 256)
-    assert w.ops == {"int8": 2.0 * 64 * 80 * 256, "fp32": 2.0 * 64 * 256 * (12 / 2 + 8)}
+    # 100 columns at m = 4: 80 tensor-core, 20 CUDA-core; at n = 2: 12 packed (6 words), 8 converted
+    assert w.ops == {"int8": 2.0 * 64 * 80 * 256, "int32": 2.0 * 64 * 256 * 12 / 2, "fp32": 2.0 * 64 * 256 * 8}
+    assert w.concurrent  # one fused kernel, the three warp roles at once
     assert s.products(VitbitConfig(4)) == 1
