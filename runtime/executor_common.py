@@ -33,7 +33,7 @@ from mixjit.runtime.jit_cache import cached_njit
 
 __all__ = [
     "CHUNK", "chunk_layout", "row_form", "nonfinite_rule", "chunked", "round_products32", "store",
-    "OK", "ERR_PARAMS", "ERR_SHAPE", "ERR_FIRST_OWN", "SHAPE_MESSAGE",
+    "OK", "ERR_PARAMS", "ERR_SHAPE", "ERR_FIRST_OWN", "SHAPE_MESSAGE", "RINT_MAGIC",
 ]
 
 # ---- status codes shared by the executors (the numbers of executor_mixpert's codes of
@@ -45,6 +45,9 @@ ERR_SHAPE = 4
 ERR_FIRST_OWN = 5
 SHAPE_MESSAGE = "shapes do not match: A is m x k, B must be k x n and C m x n"
 """The ``ERR_SHAPE`` message of every executor that returns it."""
+
+#: 1.5 * 2^52: adding and subtracting it rounds |t| < 2^51 to an integer, ties to even
+RINT_MAGIC = 6755399441055744.0
 
 #: inner size of one float64 GEMM (the error bound's n): see docs/numerics.md, tf32x3
 CHUNK = 1024

@@ -27,7 +27,9 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.executor_common import ERR_FIRST_OWN, ERR_PARAMS, ERR_SHAPE, OK, SHAPE_MESSAGE, nonfinite_rule, row_form
+from mixjit.runtime.executor_common import (
+    ERR_FIRST_OWN, ERR_PARAMS, ERR_SHAPE, OK, RINT_MAGIC, SHAPE_MESSAGE, nonfinite_rule, row_form,
+)
 from mixjit.runtime.jit_cache import cached_njit
 
 __all__ = [
@@ -64,8 +66,6 @@ STATUS_MESSAGES: dict[int, str] = {
 }
 """What each non-zero status of :func:`dfp_gemm` means."""
 
-#: 1.5 * 2^52: adding and subtracting it rounds |t| < 2^51 to an integer, ties to even
-_RINT_MAGIC = 6755399441055744.0
 
 
 @cached_njit(nogil=True)
@@ -79,7 +79,7 @@ def max_k(bits: int, bits_b: int = 0) -> int:
 
 @cached_njit(nogil=True)
 def _rint(t: float) -> float:
-    return (t + _RINT_MAGIC) - _RINT_MAGIC
+    return (t + RINT_MAGIC) - RINT_MAGIC
 
 
 @cached_njit(nogil=True)

@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from mixjit.runtime.encodings import ENC_INT8, N_COUNTS, encode_rows, encoded_product, words_ok
-from mixjit.runtime.executor_common import nonfinite_rule, row_form, store
+from mixjit.runtime.executor_common import ERR_PARAMS, ERR_SHAPE, OK, RINT_MAGIC, SHAPE_MESSAGE, nonfinite_rule, row_form, store
 from mixjit.runtime.jit_cache import cached_njit
 
 __all__ = [
@@ -64,21 +64,16 @@ STAT_UNITY = 2  # encoded operand elements that are exactly +-1
 STAT_ZEROS = 3  # encoded operand elements that are 0
 N_STATS = 4
 
-OK = 0
-ERR_PARAMS = 3
-ERR_SHAPE = 4
 STATUS_MESSAGES: dict[int, str] = {
     ERR_PARAMS: "the config words are invalid (encode configs with Int8Config.words(): scale 0 = row-col, "
                 "then the encoding's two words)",
-    ERR_SHAPE: "shapes do not match: A is m x k, B must be k x n and C m x n",
+    ERR_SHAPE: SHAPE_MESSAGE,
 }
 """What each non-zero status of :func:`int8_gemm` means."""
 
 #: the largest K block whose int8×int8 sum is exact in a float32 accumulator:
 #: 1024 · 127² = 16,516,096 < 2^24
 EXACT_SGEMM_K = 1024
-#: 1.5 * 2^52: adding and subtracting it rounds |t| < 2^51 to an integer, ties to even
-_RINT_MAGIC = 6755399441055744.0
 
 
 #: rows x columns of one transposition block
@@ -118,7 +113,7 @@ def quantize_symmetric(x, transpose: bool, qmax: float):
                 for k in range(k0, min(k0 + _TB, kk)):
                     v = np.float64(np.float32(x[k, i] if transpose else x[i, k]))
                     if math.isfinite(v):
-                        q3[k // w, i, k % w] = np.float32((v / si + _RINT_MAGIC) - _RINT_MAGIC)
+                        q3[k // w, i, k % w] = np.float32((v / si + RINT_MAGIC) - RINT_MAGIC)
     return q3, s, bad
 
 

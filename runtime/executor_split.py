@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 from mixjit.runtime.encodings import ENC_INT8, N_COUNTS, encode_rows, encoded_product, nearest_rank, words_ok
-from mixjit.runtime.executor_common import nonfinite_rule, round_products32, row_form, store
+from mixjit.runtime.executor_common import ERR_PARAMS, ERR_SHAPE, OK, SHAPE_MESSAGE, nonfinite_rule, round_products32, row_form, store
 from mixjit.runtime.executor_int8 import dequantized_product
 from mixjit.runtime.executor_multiterm import FMT_FP16, build_parts
 from mixjit.runtime.jit_cache import cached_njit
@@ -68,12 +68,9 @@ STAT_UNITY = 5  # encoded INT8-part elements that are exactly +-1
 STAT_ZEROS = 6  # encoded INT8-part elements that are 0
 N_STATS = 7
 
-OK = 0
-ERR_PARAMS = 3
-ERR_SHAPE = 4
 STATUS_MESSAGES: dict[int, str] = {
     ERR_PARAMS: "the config words are invalid, or K >= 2^31 (encode configs with SplitConfig.words())",
-    ERR_SHAPE: "shapes do not match: A is m x k, B must be k x n and C m x n",
+    ERR_SHAPE: SHAPE_MESSAGE,
 }
 """What each non-zero status of :func:`split_gemm` means."""
 
