@@ -22,6 +22,7 @@ import numpy as np
 
 from mixjit import mixjit
 from mixjit.entry import EXECUTORS
+from mixjit.passes.tuning.candidates import parse_scheme_spec, split_scheme_specs
 from mixjit.report import dag_report, sites_report
 from mixjit.runtime.hardware import HARDWARE
 from mixjit.tuning import TunedPlan
@@ -77,15 +78,19 @@ def parse_flags(doc: str, argv: Sequence[str] | None, *, size: int, size_help: s
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the tuning input (validation input: seed + 2; held-out run: seed + 1)")
     parser.add_argument("--schemes", default=None,
-                        help="comma-separated candidate schemes of every site "
+                        help="comma-separated candidate schemes of every site, each a name or a spec "
+                             "name{field=value|value,...} "
                              "(default: the tuner's FP32-class-or-better set, docs/tuning.md)")
     for name, kind, default, help_text in extra:
         parser.add_argument(f"--{name}", type=_positive_int if kind is int else kind, default=default,
                             help=help_text)
     args = vars(parser.parse_args(argv))
     names = args.pop("schemes")
-    schemes = tuple(names.split(",")) if names else None
-    unknown = sorted(set(schemes or ()) - set(EXECUTORS))
+    try:
+        schemes = split_scheme_specs(names) if names else None
+        unknown = sorted({parse_scheme_spec(spec).scheme for spec in schemes or ()} - set(EXECUTORS))
+    except ValueError as exc:
+        parser.error(f"--schemes: {exc}")
     if unknown:
         parser.error(f"--schemes: {', '.join(unknown)} not known; "
                      f"schemes a site can run: {', '.join(sorted(EXECUTORS))}")

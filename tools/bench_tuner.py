@@ -61,6 +61,7 @@ import mlp as mlp_example  # noqa: E402
 
 from mixjit import mixjit  # noqa: E402
 from mixjit.entry import EXECUTORS  # noqa: E402
+from mixjit.passes.tuning.candidates import split_scheme_specs  # noqa: E402
 from mixjit.passes.tuning.exhaustive import SearchTooLarge, exhaustive  # noqa: E402
 from mixjit.passes.tuning.greedy import greedy  # noqa: E402
 from mixjit.passes.tuning.space import Evaluation, Plan, SiteSpace  # noqa: E402
@@ -498,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="replace the generated section of docs/tuning.md and write docs/figures/tuner_pareto.png")
     args = parser.parse_args(argv)
     budgets = tuple(float(b) for b in args.budgets.split(","))
-    schemes = tuple(sorted(EXECUTORS)) if args.schemes == "all" else tuple(args.schemes.split(","))
+    schemes = tuple(sorted(EXECUTORS)) if args.schemes == "all" else split_scheme_specs(args.schemes)
     cpu0 = time.process_time()
     results = [bench_program(cholesky_program(args.chol_n, args.block), budgets, schemes=schemes),
                bench_program(mlp_program(args.mlp_width, args.mlp_batch), budgets, schemes=schemes)]

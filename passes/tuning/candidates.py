@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from mixjit.passes.tuning.space import Candidate, SiteSpace
 
-__all__ = ["by_modeled_time", "pareto_front", "prune_space", "SchemeSpec", "parse_scheme_spec", "config_fields"]
+__all__ = ["by_modeled_time", "pareto_front", "prune_space", "SchemeSpec", "parse_scheme_spec", "split_scheme_specs", "config_fields"]
 
 _SPEC = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*(?:\{(.*)\})?\s*$", re.S)
 
@@ -87,6 +87,25 @@ def parse_scheme_spec(text: str) -> SchemeSpec:
     if body is not None and not fixed:
         raise ValueError(f"mixjit: scheme spec {text!r} fixes no field; {syntax}")
     return SchemeSpec(name, tuple(fixed))
+
+
+def split_scheme_specs(text: str) -> tuple[str, ...]:
+    """``"mixpert,int8{encoding=sf16,scale=row}"`` -> ``("mixpert", "int8{encoding=sf16,scale=row}")``:
+    a comma-separated list of scheme specs (command-line flags), split at the commas outside braces."""
+    specs, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth < 0 or depth > 1:
+            raise ValueError(f"mixjit: unbalanced braces in scheme list {text!r}; write name{{field=value,...}}")
+        if ch == "," and depth == 0:
+            specs.append(text[start:i].strip())
+            start = i + 1
+    if depth:
+        raise ValueError(f"mixjit: unclosed '{{' in scheme list {text!r}; write name{{field=value,...}}")
+    specs.append(text[start:].strip())
+    if not all(specs):
+        raise ValueError(f"mixjit: empty entry in scheme list {text!r}; separate scheme specs by single commas")
+    return tuple(specs)
 
 
 def by_modeled_time(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:

@@ -39,8 +39,15 @@ def test_flags_parse_the_common_and_the_example_options():
     assert common.parse_flags("doc", [], size=1, size_help="n", budget=1e-3, target="h100", dtype="float32").extra == {}
 
 
+def test_scheme_flag_keeps_commas_inside_a_spec():
+    flags = common.parse_flags("doc", ["--schemes", "native,int8{encoding=sf16|pct99},dfp{bits=8,out=dfp}"],
+                               size=1, size_help="n", budget=1e-3, target="h100", dtype="float32")
+    assert flags.schemes == ("native", "int8{encoding=sf16|pct99}", "dfp{bits=8,out=dfp}")
+
+
 @pytest.mark.parametrize("argv", [["--size", "0"], ["--budget", "-1"], ["--budget", "nan"], ["--target", "gtx480"],
-                                  ["--schemes", "mixpert,fp4x99"],
+                                  ["--schemes", "mixpert,fp4x99"], ["--schemes", "int8{encoding=sf16"],
+                                  ["--schemes", "mixpert,,native"], ["--schemes", "fp4x99{bits=2}"],
                                   ["--block", "0"]])
 def test_bad_flags_exit_with_usage(argv, capsys):
     with pytest.raises(SystemExit) as e:
