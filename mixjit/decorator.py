@@ -836,13 +836,12 @@ def mixjit(
     sigs = None
     if isinstance(fn, list) or (fn is not None and sigutils.is_signature(fn)):
         sigs, fn = (list(fn) if isinstance(fn, list) else [fn]), None
-    from mixjit.tuning.api import TUNE_MODES, check_budget
+    from mixjit.tuning.api import TUNE_MODES, check_budget, check_metric
 
     error_budget = check_budget(error_budget, "error_budget")
     if tune not in TUNE_MODES:
         raise ValueError(f"mixjit: tune={tune!r}; choose one of {', '.join(map(repr, TUNE_MODES))}")
-    if metric is not None and not callable(metric):
-        raise TypeError(f"mixjit: metric must be callable(out, ref) -> float, got {type(metric).__name__}")
+    check_metric(metric)
     from mixjit.runtime.hardware import get_hardware
 
     get_hardware(target)

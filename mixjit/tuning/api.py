@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from mixjit.plan import set_plan
-from mixjit.tuning.driver import TuneResult, argtypes_text, argument_names, check_budget, check_target, \
+from mixjit.tuning.driver import TuneResult, argtypes_text, argument_names, check_budget, check_metric, \
     current_plan_error, signature_of, signature_sites, tune
 from mixjit.tuning.outputs import Metric, check_finite
 from mixjit.tuning.persistence import PlanFileError, TunedPlan, check_fits, default_plan_path, load_plan, \
     save_plan, source_hash
 from mixjit.tuning.profiling import site_candidates
 
-__all__ = ["TUNE_MODES", "TuningState", "PlanCheck", "check_budget", "check_target", "on_new_signature",
+__all__ = ["TUNE_MODES", "TuningState", "PlanCheck", "check_budget", "check_metric", "on_new_signature",
            "tune_function", "check_plan", "current_plan", "use_plan", "save_current_plan", "state_of"]
 
 TUNE_MODES = ("first-call", "explicit", "never")
@@ -186,8 +186,7 @@ def check_plan(f: Any, args: Sequence[Any], metric: Metric | None = None) -> Pla
     if plan is None or key not in f.overloads:
         raise ValueError(f"mixjit: {qualname}{argtypes_text(key)} has no plan to check; tune it first "
                          "(f.tune(*sample_args), or a call with tune='first-call') or give one with f.use_plan")
-    if metric is not None and not callable(metric):
-        raise TypeError(f"mixjit: metric must be a callable metric(out, ref) -> float, got {type(metric).__name__}")
+    check_metric(metric)
     check_finite(args, argument_names(f.py_func, args), f"{qualname} (check_plan)")
     check = PlanCheck(current_plan_error(f, key, args, metric or f.mixjit_options.metric), plan.error_budget)
     if not check.within_budget:

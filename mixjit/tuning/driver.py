@@ -51,7 +51,7 @@ from mixjit.tuning.online import OnlineBackend, TuningPipeline
 from mixjit.tuning.profiling import TunedSite, profile_run, site_candidates
 from mixjit.tuning.progress import SearchBar
 
-__all__ = ["TuneResult", "Validation", "tune", "check_budget", "check_target", "current_plan_error",
+__all__ = ["TuneResult", "Validation", "tune", "check_budget", "check_target", "check_metric", "current_plan_error",
            "signature_sites", "signature_of", "MAX_TIGHTENINGS"]
 
 MAX_TIGHTENINGS = 3
@@ -140,6 +140,12 @@ def check_target(target: Any, where: str) -> str:
     return target
 
 
+def check_metric(metric: Any) -> None:
+    """TypeError unless ``metric`` is None or a callable ``metric(out, ref) -> float``."""
+    if metric is not None and not callable(metric):
+        raise TypeError(f"mixjit: metric must be a callable metric(out, ref) -> float, got {type(metric).__name__}")
+
+
 def signature_of(f: Any, args: Sequence[Any]) -> tuple:
     """The overload key of ``args`` for ``f``, compiled if needed."""
     key = tuple(f.typeof_pyval(a) for a in args)
@@ -187,8 +193,7 @@ def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (),
         raise ValueError(f"mixjit: search must be 'greedy' or 'exhaustive', got {search!r}")
     if max_evals is not None and (isinstance(max_evals, bool) or not isinstance(max_evals, int) or max_evals < 1):
         raise ValueError(f"mixjit: max_evals must be a positive integer (None: no limit), got {max_evals!r}")
-    if metric is not None and not callable(metric):
-        raise TypeError(f"mixjit: metric must be a callable metric(out, ref) -> float, got {type(metric).__name__}")
+    check_metric(metric)
     metric = metric or opts.metric
     try:  # the tune pass checks its options: refuse bad ones before any program run
         _tune_spec(margin, budget=float(budget), target=target, search=search, max_evals=max_evals)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import programs as P
@@ -19,10 +18,6 @@ from mixjit.tuning.persistence import default_plan_path
 TARGET = "jetson-agx-orin"
 FP64 = ["mixpert-fp64"]
 TIGHT, LOOSE = 1e-17, 1e-15  # around mixpert-fp64's ~1e-16 on this MLP (test_online_search.py)
-
-
-def _mlp64(seed: int = 0):
-    return P.mlp_inputs(48, 96, seed, np.float64)
 
 
 def _new(**kw):
@@ -45,11 +40,11 @@ def tune_specs(monkeypatch) -> list[str]:
 
 def test_budget_keyword_tunes_for_that_budget_and_leaves_the_decorators(tune_specs):
     f = _new()
-    loose = f.tune(*_mlp64(), budget=LOOSE)
+    loose = f.tune(*P.mlp64_inputs(0), budget=LOOSE)
     assert tune_specs == [f"tune{{budget={LOOSE:g},target={TARGET}}}"]
     assert loose.budget == loose.plan.error_budget == LOOSE
     assert loose.plan.within_budget and TIGHT < loose.plan.error <= LOOSE  # it spent the loose budget
-    tight = f.tune(*_mlp64())  # no keyword: the decorator's budget, unchanged
+    tight = f.tune(*P.mlp64_inputs(0))  # no keyword: the decorator's budget, unchanged
     assert tune_specs[-1] == f"tune{{budget={TIGHT:g},target={TARGET}}}"
     assert f.mixjit_options.error_budget == TIGHT and tight.plan.error_budget == TIGHT
     assert loose.plan.modeled_time_s < tight.plan.modeled_time_s
@@ -61,8 +56,8 @@ def test_target_keyword_models_times_for_that_gpu(tune_specs, tmp_path, monkeypa
                         lambda py_func, argtypes, target, budget: tmp_path / default_plan_path(
                             py_func, argtypes, target, budget).name)
     f = _new()
-    orin = f.tune(*_mlp64(), budget=LOOSE)
-    a100 = f.tune(*_mlp64(), budget=LOOSE, target="a100")
+    orin = f.tune(*P.mlp64_inputs(0), budget=LOOSE)
+    a100 = f.tune(*P.mlp64_inputs(0), budget=LOOSE, target="a100")
     assert tune_specs[-1] == f"tune{{budget={LOOSE:g},target=a100}}"
     assert a100.target == a100.plan.target == "a100" and f.mixjit_options.target == TARGET
     # A100's FP64 is strong, Orin's weak: the same sites are modeled at other speeds
@@ -78,7 +73,7 @@ def test_target_keyword_models_times_for_that_gpu(tune_specs, tmp_path, monkeypa
 def test_bad_budgets_are_refused_before_compiling(budget):
     f = _new()
     with pytest.raises(ValueError, match=r"f\.tune\(budget=\.\.\.\) must be a positive number .*e\.g\. 1e-6"):
-        f.tune(*_mlp64(), budget=budget)
+        f.tune(*P.mlp64_inputs(0), budget=budget)
     assert not f.signatures
 
 
@@ -89,5 +84,5 @@ def test_bad_budgets_are_refused_before_compiling(budget):
 def test_bad_targets_are_refused_before_compiling(target, error, message):
     f = _new()
     with pytest.raises(error, match=message):
-        f.tune(*_mlp64(), target=target)
+        f.tune(*P.mlp64_inputs(0), target=target)
     assert not f.signatures
