@@ -15,8 +15,10 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# one worker per core, each test file on one worker (its module fixtures built once); a
+# single test or file: `$(PY) -m pytest -q tests/path/test_x.py` runs serially as usual
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow

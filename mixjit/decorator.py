@@ -578,15 +578,27 @@ class MixjitDispatcher(CPUDispatcher):
     # -- tuning (mixjit.tuning) ----------------------------------------------
 
     def tune(self, *args: Any, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
+             budget: float | None = None, target: str | None = None,
              metric: Callable[[Any, Any], float] | None = None, margin: float = 0.0,
              max_evals: int | None = None, fp64: bool = True) -> Any:
         """Tune the plan of the signature of ``args`` on them (``validate``: held-out argument
         tuples the plan must also meet the budget on); returns a ``mixjit.tuning.TuneResult``.
-        docs/frontend_tuning.md."""
+        ``budget`` / ``target``: this tuning's error budget and GPU, in place of the decorator's
+        ``error_budget`` / ``target`` (which stay as they were for first-call tuning and plan
+        files). docs/frontend_tuning.md."""
         from mixjit.tuning.api import tune_function
 
-        return tune_function(self, args, validate=validate, search=search, metric=metric, margin=margin,
-                             max_evals=max_evals, fp64=fp64)
+        return tune_function(self, args, validate=validate, search=search, budget=budget, target=target,
+                             metric=metric, margin=margin, max_evals=max_evals, fp64=fp64)
+
+    def check_plan(self, *args: Any, metric: Callable[[Any, Any], float] | None = None) -> Any:
+        """The error of the current plan of ``args``' signature on ``args`` (inputs it was not tuned
+        on) against their reference run, with a warning when it breaks the plan's budget: a budget
+        is met on the tuning samples, not guaranteed elsewhere. Returns a ``PlanCheck``
+        (``error``, ``budget``, ``within_budget``). docs/frontend_tuning.md."""
+        from mixjit.tuning.api import check_plan
+
+        return check_plan(self, args, metric)
 
     @property
     def plan(self) -> Any:
@@ -820,15 +832,12 @@ def mixjit(
     sigs = None
     if isinstance(fn, list) or (fn is not None and sigutils.is_signature(fn)):
         sigs, fn = (list(fn) if isinstance(fn, list) else [fn]), None
-    from mixjit.tuning.api import TUNE_MODES
+    from mixjit.tuning.api import TUNE_MODES, check_budget, check_metric
 
-    if not isinstance(error_budget, (int, float)) or not error_budget > 0:
-        raise ValueError(f"mixjit: error_budget must be a positive number (the relative error the tuner may "
-                         f"spend, e.g. 1e-6), got {error_budget!r}")
+    error_budget = check_budget(error_budget, "error_budget")
     if tune not in TUNE_MODES:
         raise ValueError(f"mixjit: tune={tune!r}; choose one of {', '.join(map(repr, TUNE_MODES))}")
-    if metric is not None and not callable(metric):
-        raise TypeError(f"mixjit: metric must be callable(out, ref) -> float, got {type(metric).__name__}")
+    check_metric(metric)
     from mixjit.runtime.hardware import get_hardware
 
     get_hardware(target)
@@ -838,7 +847,7 @@ def mixjit(
     backends.check_backend(backend)
     if backend == "cuda":
         backends.require_device()
-    options = Options(float(error_budget), target, schemes, bool(cache), tune, metric, backend)
+    options = Options(error_budget, target, schemes, bool(cache), tune, metric, backend)
     targetoptions = _numba_options(numba_options)
 
     def wrap(func: Callable) -> MixjitDispatcher:

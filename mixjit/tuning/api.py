@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from mixjit.plan import set_plan
-from mixjit.tuning.driver import TuneResult, argtypes_text, signature_of, signature_sites, tune
-from mixjit.tuning.outputs import Metric
+from mixjit.tuning.driver import TuneResult, argtypes_text, argument_names, check_budget, check_metric, \
+    current_plan_error, signature_of, signature_sites, tune
+from mixjit.tuning.outputs import Metric, check_finite
 from mixjit.tuning.persistence import PlanFileError, TunedPlan, check_fits, default_plan_path, load_plan, \
     save_plan, source_hash
 from mixjit.tuning.profiling import site_candidates
 
-__all__ = ["TUNE_MODES", "TuningState", "on_new_signature", "tune_function", "current_plan", "use_plan",
-           "save_current_plan", "state_of"]
+__all__ = ["TUNE_MODES", "TuningState", "PlanCheck", "check_budget", "check_metric", "on_new_signature",
+           "tune_function", "check_plan", "current_plan", "use_plan", "save_current_plan", "state_of"]
 
 TUNE_MODES = ("first-call", "explicit", "never")
 """``tune=`` values: tune on the first call's arguments, only through ``f.tune``, or never
@@ -51,9 +52,12 @@ def _warn(message: str) -> None:
     warnings.warn(message, MixjitWarning, stacklevel=4)
 
 
-def _plan_path(f: Any, key: tuple) -> Path | None:
+def _plan_path(f: Any, key: tuple, plan: TunedPlan | None = None) -> Path | None:
+    """The default plan file of ``key`` for the decorator's target and budget, or for
+    ``plan``'s own (``f.tune(budget=..., target=...)`` may differ from the decorator's)."""
     o = f.mixjit_options
-    return default_plan_path(f.py_func, argtypes_text(key), o.target, o.error_budget)
+    target, budget = (o.target, o.error_budget) if plan is None else (plan.target, plan.error_budget)
+    return default_plan_path(f.py_func, argtypes_text(key), target, budget)
 
 
 def _apply(f: Any, key: tuple, plan: TunedPlan) -> None:
@@ -142,19 +146,54 @@ def _record(f: Any, key: tuple, result: TuneResult) -> None:
     for note in result.notes:
         if "interrupted" in note or "held-out" in note:
             print(f"mixjit: {note}", file=sys.stderr)
-    path = _plan_path(f, key)
+    path = _plan_path(f, key, result.plan)
     if f.mixjit_options.cache and path is not None:
         save_plan(result.plan, path)
 
 
 def tune_function(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
-                  metric: Metric | None = None, margin: float = 0.0, max_evals: int | None = None,
-                  fp64: bool = True) -> TuneResult:
-    """``f.tune(*args, ...)``: tune the signature of ``args`` now (see ``mixjit.tuning.driver``)."""
-    result = tune(f, args, validate=validate, search=search, metric=metric, margin=margin,
-                  max_evals=max_evals, fp64=fp64)
+                  budget: float | None = None, target: str | None = None, metric: Metric | None = None,
+                  margin: float = 0.0, max_evals: int | None = None, fp64: bool = True) -> TuneResult:
+    """``f.tune(*args, ...)``: tune the signature of ``args`` now (see ``mixjit.tuning.driver``);
+    ``budget`` / ``target`` (None: the decorator's ``error_budget`` / ``target``) for this tuning."""
+    result = tune(f, args, validate=validate, search=search, budget=budget, target=target, metric=metric,
+                  margin=margin, max_evals=max_evals, fp64=fp64)
     _record(f, signature_of(f, args), result)
     return result
+
+
+@dataclass(frozen=True)
+class PlanCheck:
+    """A plan's error on inputs it was not tuned on (``f.check_plan``), against its budget."""
+
+    error: float
+    budget: float
+
+    @property
+    def within_budget(self) -> bool:
+        return self.error <= self.budget
+
+
+def check_plan(f: Any, args: Sequence[Any], metric: Metric | None = None) -> PlanCheck:
+    """``f.check_plan(*args)``: the error of the plan the signature of ``args`` runs, on ``args``
+    against their reference run, by ``metric`` (None: the decorator's ``metric``, else the
+    relative Frobenius error), with a ``MixjitWarning`` when it is above the plan's budget. The
+    tuner meets a budget on its samples and ``validate=`` inputs only; this measures any other
+    input. ValueError when the signature has no tuned or given plan, or ``args`` hold Inf/NaN."""
+    qualname = f.py_func.__qualname__
+    key = tuple(f.typeof_pyval(a) for a in args)
+    plan = state_of(f).plans.get(key)
+    if plan is None or key not in f.overloads:
+        raise ValueError(f"mixjit: {qualname}{argtypes_text(key)} has no plan to check; tune it first "
+                         "(f.tune(*sample_args), or a call with tune='first-call') or give one with f.use_plan")
+    check_metric(metric)
+    check_finite(args, argument_names(f.py_func, args), f"{qualname} (check_plan)")
+    check = PlanCheck(current_plan_error(f, key, args, metric or f.mixjit_options.metric), plan.error_budget)
+    if not check.within_budget:
+        _warn(f"mixjit: the plan of {qualname} has error {check.error:.2e} on these inputs, above its budget "
+              f"{check.budget:g}: the tuner meets the budget on its samples and validate= inputs, not on every "
+              "input; tune again with inputs like these in f.tune(..., validate=[...])")
+    return check
 
 
 def current_plan(f: Any) -> TunedPlan | None:
@@ -201,7 +240,7 @@ def save_current_plan(f: Any, path: str | Path | None = None) -> Path:
     if plan is None:
         raise ValueError(f"mixjit: {f.py_func.__qualname__} has no plan yet; call it or f.tune(*args) first")
     if path is None:
-        path = _plan_path(f, state.last)
+        path = _plan_path(f, state.last, plan)
         if path is None:
             raise ValueError(f"mixjit: Numba has no cache directory for {f.py_func.__qualname__}; pass a path")
     return save_plan(plan, path)

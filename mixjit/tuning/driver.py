@@ -51,7 +51,8 @@ from mixjit.tuning.online import OnlineBackend, TuningPipeline
 from mixjit.tuning.profiling import TunedSite, profile_run, site_candidates
 from mixjit.tuning.progress import SearchBar
 
-__all__ = ["TuneResult", "Validation", "tune", "signature_sites", "signature_of", "MAX_TIGHTENINGS"]
+__all__ = ["TuneResult", "Validation", "tune", "check_budget", "check_target", "check_metric", "current_plan_error",
+           "signature_sites", "signature_of", "MAX_TIGHTENINGS"]
 
 MAX_TIGHTENINGS = 3
 """Searches repeated with a larger margin after a validation failure, before falling back to
@@ -116,6 +117,35 @@ class TuneResult:
                 f"{self.runs} runs in {self.seconds:.1f} s")
 
 
+def check_budget(budget: Any, where: str) -> float:
+    """``budget`` as a float if it is a positive number (the relative error a plan may have),
+    else ValueError naming ``where`` it was given and an example of a good value."""
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0:  # > 0 refuses NaN
+        raise ValueError(f"mixjit: {where} must be a positive number (the relative error the tuner may spend, "
+                         f"e.g. 1e-6), got {budget!r}")
+    return float(budget)
+
+
+def check_target(target: Any, where: str) -> str:
+    """``target`` if it names a GPU of ``mixjit.runtime.hardware``, else ValueError (TypeError
+    for a non-string) naming ``where`` it was given and the known names."""
+    from mixjit.runtime.hardware import HARDWARE
+
+    if not isinstance(target, str):
+        raise TypeError(f"mixjit: {where} must be a GPU name (a str), got {type(target).__name__}; "
+                        f"known: {', '.join(sorted(HARDWARE))}")
+    if target not in HARDWARE:
+        raise ValueError(f"mixjit: {where} got {target!r}, not a known GPU; choose one of "
+                         f"{', '.join(sorted(HARDWARE))}")
+    return target
+
+
+def check_metric(metric: Any) -> None:
+    """TypeError unless ``metric`` is None or a callable ``metric(out, ref) -> float``."""
+    if metric is not None and not callable(metric):
+        raise TypeError(f"mixjit: metric must be a callable metric(out, ref) -> float, got {type(metric).__name__}")
+
+
 def signature_of(f: Any, args: Sequence[Any]) -> tuple:
     """The overload key of ``args`` for ``f``, compiled if needed."""
     key = tuple(f.typeof_pyval(a) for a in args)
@@ -152,19 +182,18 @@ def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (),
          margin: float = 0.0, max_evals: int | None = None, fp64: bool = True,
          progress: bool = True) -> TuneResult:
     """Tune the signature of ``args`` (see the module docstring); writes the chosen plan to the
-    plan table and returns what was found. ValueError for bad inputs (NaN/Inf samples, a
-    budget that is not positive, validation inputs of other types)."""
+    plan table and returns what was found. ``budget`` / ``target`` (None: the decorator's
+    ``error_budget`` / ``target``) are this tuning's. ValueError for bad inputs (NaN/Inf
+    samples, a budget that is not positive, an unknown target, validation inputs of other
+    types); TypeError for a target that is not a str."""
     opts = f.mixjit_options
-    budget = opts.error_budget if budget is None else budget
-    if not isinstance(budget, (int, float)) or not budget > 0:
-        raise ValueError(f"mixjit: error budget must be a positive number, got {budget!r}")
+    budget = opts.error_budget if budget is None else check_budget(budget, "f.tune(budget=...)")
+    target = opts.target if target is None else check_target(target, "f.tune(target=...)")
     if search not in ("greedy", "exhaustive"):
         raise ValueError(f"mixjit: search must be 'greedy' or 'exhaustive', got {search!r}")
     if max_evals is not None and (isinstance(max_evals, bool) or not isinstance(max_evals, int) or max_evals < 1):
         raise ValueError(f"mixjit: max_evals must be a positive integer (None: no limit), got {max_evals!r}")
-    if metric is not None and not callable(metric):
-        raise TypeError(f"mixjit: metric must be a callable metric(out, ref) -> float, got {type(metric).__name__}")
-    target = target or opts.target
+    check_metric(metric)
     metric = metric or opts.metric
     try:  # the tune pass checks its options: refuse bad ones before any program run
         _tune_spec(margin, budget=float(budget), target=target, search=search, max_evals=max_evals)
@@ -328,6 +357,27 @@ class _HeldOut:
             self.reference = self.runner.run()
         apply_plan(self.sites, spaces, plan)
         return program_error(self.runner.run(), self.reference, metric)
+
+
+def current_plan_error(f: Any, key: tuple, args: Sequence[Any], metric: Metric | None) -> float:
+    """The program error, by ``metric``, of the plan the sites of signature ``key`` run now, on
+    ``args`` against their own reference run (``mixjit.plan.reference_plan``), both on copies of
+    ``args``. The sites' plans and call counters are left as they were."""
+    sites = signature_sites(f, key)
+    ids = [s.id for s in sites]
+    counts = entry._COUNTS[ids].copy()
+    current = {s.id: plan for s in sites if (plan := get_plan(s.id)) is not None}
+    runner = ProgramRunner(f.overloads[key].entry_point, args, argument_names(f.py_func, args))
+    try:
+        apply_plan(sites, {}, {})
+        reference = runner.run()
+        for sid, plan in current.items():
+            set_plan(sid, plan)
+        return program_error(runner.run(), reference, metric)
+    finally:
+        for sid, plan in current.items():
+            set_plan(sid, plan)
+        entry._COUNTS[ids] = counts
 
 
 _FLOAT64_PROGRAMS: "weakref.WeakKeyDictionary[Callable, Any]" = weakref.WeakKeyDictionary()

@@ -9,10 +9,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import mixjit
 import reference_schemes as ref
+from reference_operands import assert_same_bits, operands
 from mixjit.runtime import executor_dfp as ex
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.dfp import DfpConfig, dfp_quantize
@@ -74,25 +74,6 @@ SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 127.5, 126.5, 32767.5, -32766.5, 2.0**-24,
            2.0**-30, 1e-45, 1e-40, F32MAX, -F32MAX, 1e30, 1e-30]
 
 
-@st.composite
-def operands(draw, max_k: int = 10):
-    m, n, k = draw(st.integers(1, 5)), draw(st.integers(1, 5)), draw(st.integers(1, max_k))
-    dtype = draw(st.sampled_from([np.float32, np.float64]))
-    finite = st.one_of(st.sampled_from(SPECIAL), st.floats(-4.0, 4.0, width=32),
-                       st.floats(width=32, allow_nan=False, allow_infinity=False))
-    el = st.one_of(*[finite] * 8, st.sampled_from([np.inf, -np.inf, np.nan]))
-    a = np.array(draw(st.lists(el, min_size=m * k, max_size=m * k)), dtype=dtype).reshape(m, k)
-    b = np.array(draw(st.lists(el, min_size=k * n, max_size=k * n)), dtype=dtype).reshape(k, n)
-    return a, b
-
-
-def assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:
-    got32 = got.astype(np.float32)
-    assert (np.isnan(got32) == np.isnan(want)).all(), (got32, want)
-    ok = ~np.isnan(want)
-    assert (got32[ok].view(np.uint32) == want[ok].view(np.uint32)).all(), (got32, want)
-
-
 LABELS = ["bits=16,block=1", "bits=16,block=tensor", "bits=8,block=1", "bits=8,block=tensor",
           "bits=8,block=2,out=dfp", "bits=16,block=tensor,out=dfp", "bits=4,block=3",
           "bits=8,block=1,carry_a=16", "bits=16,block=2,carry_b=4", "bits=4,block=tensor,carry_a=3,carry_b=8"]
@@ -100,7 +81,7 @@ LABELS = ["bits=16,block=1", "bits=16,block=tensor", "bits=8,block=1", "bits=8,b
 
 @pytest.mark.parametrize("label", LABELS)
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ab=operands())
+@given(ab=operands(SPECIAL, max_mn=5, max_k=10))
 def test_dfp_matches_reference(label, ab):
     a, b = ab
     s = get_scheme("dfp")

@@ -187,6 +187,8 @@ def _plan_in(root: Path) -> dict:
     return out
 
 
+@pytest.mark.slow  # three subprocesses compile plan_block_array cold (~12 s CPU); in CI the key itself is
+# checked by test_key_changes_with_an_edited_helper_and_only_then and test_runtime_cache_key_ends_with_the_sources_hash
 def test_edited_helper_never_runs_from_a_stale_kernel_cache(tmp_path):
     """plan_block_array (pair_blocks.py) compiles in segments.digit_bits; after an edit of
     segments.py alone, Numba's own key (pair_blocks.py's stamp) would load the old code."""

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import reference_schemes as ref
+from reference_operands import assert_same_bits
 from mixjit.runtime.schemes import get_scheme
 
 F32 = np.finfo(np.float32)
@@ -45,21 +46,6 @@ def operands(draw, nonfinite=False, max_k=12):
         a = np.clip(np.nan_to_num(a), -8, 8).astype(dtype)
         b = np.clip(np.nan_to_num(b), -8, 8).astype(dtype)
     return a, b
-
-
-def assert_same_bits(got: np.ndarray, want: np.ndarray, a, b):
-    """``got`` (the executor's output, in the input dtype) equals the float32
-    reference ``want`` bit for bit *in got's dtype*: a float64 output is compared
-    with the exactly widened reference, so a float64 result that is not a float32
-    value (a missing final rounding) fails instead of hiding behind a cast."""
-    assert got.dtype == a.dtype, (got.dtype, a.dtype)
-    assert want.dtype == np.float32, want.dtype
-    wide = want.astype(got.dtype)  # float32 -> float64 is exact
-    nan_g, nan_w = np.isnan(got), np.isnan(wide)
-    assert (nan_g == nan_w).all(), (a.tolist(), b.tolist(), got, want)
-    uint = np.uint64 if got.dtype == np.float64 else np.uint32
-    g, w = got[~nan_g], wide[~nan_w]
-    assert (g.view(uint) == w.view(uint)).all(), (a.tolist(), b.tolist(), got, want)
 
 
 SETTINGS = dict(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

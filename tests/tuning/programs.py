@@ -73,3 +73,10 @@ def mlp_inputs(batch: int, width: int, seed: int, dtype=np.float32) -> tuple[np.
     x = rng.standard_normal((batch, width)).astype(dtype)
     ws = [(rng.standard_normal((width, width)) / math.sqrt(width)).astype(dtype) for _ in range(3)]
     return (x, *ws)
+
+
+def mlp64_inputs(seed: int, scale: float = 1.0) -> tuple[np.ndarray, ...]:
+    """The float64 MLP inputs the online-tuning tests share (batch 48, width 96); ``scale``
+    multiplies the last layer's weights (so the output, past the tanh)."""
+    x, w1, w2, w3 = mlp_inputs(48, 96, seed, np.float64)
+    return (x, w1, w2, w3 * scale)

@@ -25,12 +25,6 @@ TARGET = "jetson-agx-orin"
 FP64 = ["mixpert-fp64"]
 
 
-def _mlp64(seed: int, scale: float = 1.0):
-    """MLP inputs; ``scale`` multiplies the last layer's weights (so the output, past the tanh)."""
-    x, w1, w2, w3 = P.mlp_inputs(48, 96, seed, np.float64)
-    return (x, w1, w2, w3 * scale)
-
-
 def _error_against_reference(f, args) -> float:
     """Run ``f`` under its current plans and under the reference plan; relative Frobenius error
     of the output (computed here, independently of mixjit.tuning)."""
@@ -63,9 +57,9 @@ def test_mlp_plans_change_with_the_budget():
     # this MLP, so the tight budget sits below that and the loose one above it.
     for budget in (1e-17, 1e-15):
         f = mixjit(error_budget=budget, target=TARGET, tune="explicit", schemes=FP64)(P.mlp)
-        result = f.tune(*_mlp64(0), validate=[_mlp64(1)])
+        result = f.tune(*P.mlp64_inputs(0), validate=[P.mlp64_inputs(1)])
         assert result.plan.error <= budget and all(v.within_budget for v in result.validation)
-        assert _error_against_reference(f, _mlp64(1)) <= budget
+        assert _error_against_reference(f, P.mlp64_inputs(1)) <= budget
         plans[budget] = result.plan
     tight, loose = plans[1e-17], plans[1e-15]
     assert loose.modeled_time_s < tight.modeled_time_s
@@ -75,9 +69,9 @@ def test_mlp_plans_change_with_the_budget():
 def test_held_out_inputs_that_break_the_plan_tighten_it():
     absolute = lambda out, ref: float(np.abs(out - ref).max())  # noqa: E731  (scale-dependent on purpose)
     f = mixjit(error_budget=1e-14, target=TARGET, tune="explicit", schemes=FP64, metric=absolute)(P.mlp)
-    loose = f.tune(*_mlp64(0))
+    loose = f.tune(*P.mlp64_inputs(0))
     assert loose.plan.error > 0  # some site lowered below the reference config
-    result = f.tune(*_mlp64(0), validate=[_mlp64(1, scale=1e4)])
+    result = f.tune(*P.mlp64_inputs(0), validate=[P.mlp64_inputs(1, scale=1e4)])
     assert any("breaks the budget on held-out" in n for n in result.notes)
     assert all(v.within_budget for v in result.validation)  # tightened until it holds
     assert result.plan.modeled_time_s >= loose.plan.modeled_time_s
@@ -86,7 +80,7 @@ def test_held_out_inputs_that_break_the_plan_tighten_it():
 def test_validation_inputs_must_have_the_sample_types():
     f = mixjit(error_budget=1e-9, target=TARGET, tune="explicit", schemes=FP64)(P.mlp)
     with pytest.raises(ValueError, match="held-out inputs must have the sample's types"):
-        f.tune(*_mlp64(0), validate=[tuple(a.astype(np.float32) for a in _mlp64(1))])
+        f.tune(*P.mlp64_inputs(0), validate=[tuple(a.astype(np.float32) for a in P.mlp64_inputs(1))])
 
 
 @pytest.mark.parametrize("stop_at", [3, 15])  # while measuring sites alone (3 x 4 runs), during the search
@@ -100,7 +94,7 @@ def test_ctrl_c_returns_the_best_plan_so_far(stop_at, capsys):
         return float(np.linalg.norm(out - ref) / np.linalg.norm(ref))
 
     f = mixjit(error_budget=1e-9, target=TARGET, tune="explicit", schemes=FP64, metric=interrupting)(P.mlp)
-    result = f.tune(*_mlp64(0))
+    result = f.tune(*P.mlp64_inputs(0))
     assert result.stopped == "interrupted"
     assert any("interrupted" in n for n in result.notes)
     assert "interrupted" in capsys.readouterr().err
@@ -110,7 +104,7 @@ def test_ctrl_c_returns_the_best_plan_so_far(stop_at, capsys):
 
 def test_first_call_tunes_once_prints_one_line_and_counts_only_real_calls(capsys):
     f = mixjit(error_budget=1e-9, target=TARGET, schemes=FP64)(P.mlp)
-    args = _mlp64(0)
+    args = P.mlp64_inputs(0)
     f(*args)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("mixjit: tuned mlp: 3 sites")
@@ -124,7 +118,7 @@ def test_first_call_tunes_once_prints_one_line_and_counts_only_real_calls(capsys
 def test_never_and_explicit_do_not_tune_on_the_first_call(capsys):
     for mode in ("never", "explicit"):
         f = mixjit(error_budget=1e-9, target=TARGET, tune=mode)(P.mlp)
-        f(*_mlp64(0))
+        f(*P.mlp64_inputs(0))
         assert capsys.readouterr().err == ""
         assert f.plan is None
         most_precise = get_scheme("mixpert-fp64").default_config(np.float64).label
@@ -143,7 +137,7 @@ def test_bad_tune_mode_is_refused():
 
 
 def test_non_finite_samples_are_refused_by_tune_and_left_untuned_by_first_call(capsys):
-    args = list(_mlp64(0))
+    args = list(P.mlp64_inputs(0))
     args[2] = args[2].copy()
     args[2][0, 0] = np.inf
     f = mixjit(error_budget=1e-9, target=TARGET, tune="explicit", schemes=FP64)(P.mlp)

@@ -19,11 +19,6 @@ TARGET = "jetson-agx-orin"
 FP64 = ["mixpert-fp64"]
 
 
-def _mlp64(seed: int, scale: float = 1.0):
-    x, w1, w2, w3 = P.mlp_inputs(48, 96, seed, np.float64)
-    return (x, w1, w2, w3 * scale)
-
-
 def test_f_tune_runs_the_tune_pass_through_the_pass_manager(monkeypatch):
     runs = []
     real_run = tune_module.Tune.run
@@ -34,7 +29,7 @@ def test_f_tune_runs_the_tune_pass_through_the_pass_manager(monkeypatch):
 
     monkeypatch.setattr(tune_module.Tune, "run", spy)
     f = mixjit(error_budget=1e-15, target=TARGET, tune="explicit", schemes=FP64)(P.mlp)
-    result = f.tune(*_mlp64(0))
+    result = f.tune(*P.mlp64_inputs(0))
 
     assert runs == ["tune{budget=1e-15,target=jetson-agx-orin}"]
     # the timing instrumentation of the pass manager saw the whole pipeline, in order
@@ -58,7 +53,7 @@ def test_f_tune_runs_the_tune_pass_through_the_pass_manager(monkeypatch):
 def test_a_tightened_search_reruns_tune_alone_on_the_cached_dag():
     absolute = lambda out, ref: float(np.abs(out - ref).max())  # noqa: E731  (scale-dependent on purpose)
     f = mixjit(error_budget=1e-14, target=TARGET, tune="explicit", schemes=FP64, metric=absolute)(P.mlp)
-    result = f.tune(*_mlp64(0), validate=[_mlp64(1, scale=100.0)])  # held-out errors 100x the sample's
+    result = f.tune(*P.mlp64_inputs(0), validate=[P.mlp64_inputs(1, scale=100.0)])  # held-out errors 100x the sample's
     assert any("searching again with margin" in n for n in result.notes)
     names = [name for name, _ in result.pipeline.timings]
     assert names[:2] == ["detect-gemm", "build-dag"] and len(names) >= 4
@@ -78,5 +73,5 @@ def test_a_tightened_search_reruns_tune_alone_on_the_cached_dag():
 def test_bad_tuning_options_are_refused_before_any_run(options, message):
     f = mixjit(error_budget=1e-15, target=TARGET, tune="explicit", schemes=FP64)(P.mlp)
     with pytest.raises((ValueError, TypeError), match=message):
-        f.tune(*_mlp64(0), **options)
+        f.tune(*P.mlp64_inputs(0), **options)
     assert not f.signatures  # refused before compiling, let alone running
