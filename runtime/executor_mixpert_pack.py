@@ -29,14 +29,14 @@ from numba.np.ufunc.parallel import _launch_threads
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.segments import digit_range
 
-#: serial work (ns) every thread of a step must get before the step runs on threads.
-#: A parallel region costs more than its launch: its barrier waits for the slowest
-#: worker, and on a machine whose cores are shared (other processes, or OpenBLAS's
-#: own threads spinning after a dgemm) a worker waits for a scheduler time slice,
-#: milliseconds; after the region Numba's workers spin and take CPU from the serial
-#: step that follows. Measured (tools/bench_executor.py --threads, docs/executor_speed.md):
-#: level IV at n = 256 took 56 ms threaded against 5.4 ms serial on 2 loaded cores.
-MIN_THREAD_WORK_NS = 40_000_000
+#: what one parallel region may cost (ns) on a machine whose cores are busy. A region
+#: costs more than its launch: its barrier waits for the slowest worker, and where
+#: the cores are shared (other processes, or OpenBLAS's own threads spinning after
+#: a dgemm) a worker waits for a scheduler time slice, milliseconds; after the
+#: region Numba's workers spin and take CPU from the serial step that follows.
+#: Measured on 2 shared cores (docs/executor_speed.md, "Threads"): level IV at
+#: n = 256 took 56 ms with threaded steps against 5.4 ms serial.
+REGION_COST_NS = 40_000_000
 
 #: measured serial cost per element (ns) of the threadable steps, 2048 x 2048
 #: (tools/bench_executor.py --steps): one block operand, and the fast path's
@@ -100,11 +100,12 @@ def threads_pay(work_ns: int) -> bool:
     """Run a step of ``work_ns`` nanoseconds of serial work on Numba's threads? Only
     where nesting is safe (:data:`THREADS`), more than one thread is set
     (``numba.get_num_threads()``, so ``numba.set_num_threads(1)`` makes the executor
-    serial), and every thread gets at least :data:`MIN_THREAD_WORK_NS` of it."""
+    serial), and the time ``t`` threads would save on idle cores,
+    ``work_ns (1 - 1/t)``, is at least :data:`REGION_COST_NS`."""
     if not THREADS:
         return False
     t = _thread_count()
-    return t > 1 and work_ns >= MIN_THREAD_WORK_NS * t
+    return t > 1 and work_ns * (t - 1) >= REGION_COST_NS * t
 
 
 @cached_njit(nogil=True)

@@ -9,7 +9,7 @@ import pytest
 
 from mixjit.runtime import executor_mixpert_pack as pack
 from mixjit.runtime.executor_mixpert_fast import fast_path_threads
-from mixjit.runtime.executor_mixpert_pack import MIN_THREAD_WORK_NS, _block_operand_threads, block_operand, threads_pay
+from mixjit.runtime.executor_mixpert_pack import REGION_COST_NS, _block_operand_threads, block_operand, threads_pay
 from mixjit.runtime.executor_mixpert_split import _row_form_threads, prepare_operand, row_form
 from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEG0_BITS, W_SEGMENTS, W_TK, kept_pairs
 from mixjit.runtime.pair_blocks import SPAN_RESERVE, plan_block_array
@@ -74,16 +74,17 @@ def test_the_threaded_fast_path_equals_the_serial_one(scheme, label, dtype, shap
 
 
 def test_threads_pay_follows_the_work_and_the_thread_count():
-    """Serial below MIN_THREAD_WORK_NS per thread and whenever one thread is set;
-    threaded above it where the threading layer allows it."""
+    """Threads where t threads save at least REGION_COST_NS of a step's serial work,
+    never with one thread set."""
     t = numba.get_num_threads()
     assert not threads_pay(0)
     if t > 1:
-        assert not threads_pay(MIN_THREAD_WORK_NS * t - 1)
-        assert threads_pay(MIN_THREAD_WORK_NS * t) is pack.THREADS
+        least = -(-REGION_COST_NS * t // (t - 1))  # smallest work that saves REGION_COST_NS
+        assert not threads_pay(least - 1)
+        assert threads_pay(least) is pack.THREADS
     numba.set_num_threads(1)
     try:
-        assert not threads_pay(MIN_THREAD_WORK_NS * 1000)
+        assert not threads_pay(REGION_COST_NS * 1000)
     finally:
         numba.set_num_threads(t)
 
