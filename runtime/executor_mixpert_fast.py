@@ -9,8 +9,8 @@ the outputs it leaves in doubt are summed exactly in integer limbs
 (:func:`epilogue_many`). Rows and columns whose exponent span is too wide for the
 blocks' bound take the certified or exact path instead (executor_mixpert_driver).
 
-Each distinct segment range of a side is packed once, however many blocks use it
-(mixpert-fp64's six blocks use three ranges per side). :func:`fast_path` decides once
+A range of segments that several blocks share is packed once (mixpert-fp64's six
+blocks use three ranges per side), into as few fresh arrays as the plan allows. :func:`fast_path` decides once
 per call, from each step's work and the thread count
 (``executor_mixpert_pack.threads_pay``), whether A's packing, B's packing and the
 epilogue run on threads; every element and output is computed by the same
@@ -26,7 +26,7 @@ import numpy as np
 from numba import prange
 
 from mixjit.runtime.exactsum import acc_add, acc_round, round32, round64_scaled
-from mixjit.runtime.executor_mixpert_pack import EPILOGUE_NS_PER_BLOCK, PACK_NS, pack_block, threads_pay
+from mixjit.runtime.executor_mixpert_pack import EPILOGUE_NS_PER_BLOCK, PACK_NS, pack_into, threads_pay
 from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEGMENTS, W_TK
 from mixjit.runtime.executor_mixpert_ziv import certain32, certain64, scaled_normal, times_pow2
 from mixjit.runtime.jit_cache import cached_njit
@@ -70,54 +70,73 @@ def fast_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool):
 
 
 @cached_njit(nogil=True)
-def first_use(blocks, c0: int, c1: int):
-    """Per block, the first block with the same segment range (columns ``c0``, ``c1``)."""
+def _uses(blocks, c0: int, c1: int):
+    """Per block, how many blocks share its segment range (columns ``c0``, ``c1``)."""
     nb = blocks.shape[0]
-    first = np.arange(nb)
+    uses = np.zeros(nb, dtype=np.int64)
     for b in range(nb):
-        for c in range(b):
-            if blocks[c, c0] == blocks[b, c0] and blocks[c, c1] == blocks[b, c1]:
-                first[b] = c
-                break
-    return first
-
-
-@cached_njit(nogil=True)
-def _side_packs(q, scale, blocks, c0: int, c1: int, segments: int, digits: int, tk: int, threads: bool):
-    """Block operands of one side, one per block, each distinct range packed once."""
-    rows = np.arange(q.shape[0])
-    first = first_use(blocks, c0, c1)
-    packs = [block_operand_of(q, scale, rows, blocks, 0, c0, c1, segments, digits, tk, threads)]
-    for b in range(1, blocks.shape[0]):
-        if first[b] == b:
-            packs.append(block_operand_of(q, scale, rows, blocks, b, c0, c1, segments, digits, tk, threads))
-        else:
-            packs.append(packs[first[b]])
-    return packs
-
-
-@cached_njit(nogil=True)
-def block_operand_of(q, scale, rows, blocks, b: int, c0: int, c1: int, segments: int, digits: int, tk: int,
-                     threads: bool):
-    """Block ``b``'s operand of one side (its segment range in columns ``c0``, ``c1``)."""
-    return pack_block(q, scale, rows, 0, q.shape[1], blocks[b, c0], blocks[b, c1], segments, digits, tk, threads)
+        for c in range(nb):
+            uses[b] += blocks[c, c0] == blocks[b, c0] and blocks[c, c1] == blocks[b, c1]
+    return uses
 
 
 @cached_njit(nogil=True)
 def fast_path_threads(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool, threads_a: bool,
                       threads_b: bool, threads_epilogue: bool):
     """:func:`fast_path` with the thread decisions given: A's packing, B's packing and
-    the epilogue each on threads or not (the same bits either way)."""
+    the epilogue each on threads or not (the same bits either way).
+
+    Blocks run in plan order; A's operand is packed into one buffer, again only when
+    the block's range of A changes; a range of B that several blocks use is packed
+    once into its own array, the others into one shared buffer (fewer fresh arrays:
+    their page faults cost as much as packing them)."""
     segments = params[W_SEGMENTS]
     digits = params[W_DIGITS]
     tk = params[W_TK]
     nb = blocks.shape[0]
-    xs = _side_packs(aq, ascale, blocks, BLOCK_I0, BLOCK_I1, segments, digits, tk, threads_a)
-    ys = _side_packs(bq, bscale, blocks, BLOCK_J0, BLOCK_J1, segments, digits, tk, threads_b)
-    m, n = out.shape
+    m, K = aq.shape
+    n = bq.shape[0]
+    rows_a = np.arange(m)
+    rows_b = np.arange(n)
+    x = np.empty((m, K))
+    y = np.empty((n, K))
+    uses_b = _uses(blocks, BLOCK_J0, BLOCK_J1)
+    shared = [y]  # B's arrays: shared[b] is block b's (y, or a range's own array)
+    for b in range(1, nb):
+        shared.append(y)
+    for b in range(nb):
+        if uses_b[b] > 1:
+            own = -1
+            for c in range(b):
+                if blocks[c, BLOCK_J0] == blocks[b, BLOCK_J0] and blocks[c, BLOCK_J1] == blocks[b, BLOCK_J1]:
+                    own = c
+                    break
+            if own < 0:
+                shared[b] = np.empty((n, K))
+                pack_into(shared[b], bq, bscale, rows_b, 0, K, blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], segments,
+                          digits, tk, threads_b)
+            else:
+                shared[b] = shared[own]
+    ds = np.empty((nb if nb > 2 else 0, m, n))
+    d1 = np.empty((0, 0))
+    d2 = np.empty((0, 0))
+    for b in range(nb):
+        if b == 0 or blocks[b, BLOCK_I0] != blocks[b - 1, BLOCK_I0] or blocks[b, BLOCK_I1] != blocks[b - 1, BLOCK_I1]:
+            pack_into(x, aq, ascale, rows_a, 0, K, blocks[b, BLOCK_I0], blocks[b, BLOCK_I1], segments, digits, tk,
+                      threads_a)
+        if uses_b[b] == 1:
+            pack_into(y, bq, bscale, rows_b, 0, K, blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], segments, digits, tk,
+                      threads_b)
+        yb = y if uses_b[b] == 1 else shared[b]
+        if nb > 2:
+            np.dot(x, yb.T, ds[b])
+        elif b == 0:
+            d1 = np.dot(x, yb.T)
+        else:
+            d2 = np.dot(x, yb.T)
     if nb <= 2:
-        d1 = np.dot(xs[0], ys[0].T)
-        d2 = np.dot(xs[1], ys[1].T) if nb == 2 else d1
+        if nb == 1:
+            d2 = d1
         w1 = 2.0 ** blocks[0, BLOCK_SHIFT]
         w2 = 2.0 ** blocks[1, BLOCK_SHIFT] if nb == 2 else 0.0
         if threads_epilogue:
@@ -125,9 +144,6 @@ def fast_path_threads(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32:
         else:
             epilogue(d1, w1, d2, w2, nb == 2, ea, eb, out, to32)
         return
-    ds = np.empty((nb, m, n))
-    for b in range(nb):
-        np.dot(xs[b], ys[b].T, ds[b])
     if threads_epilogue:
         _epilogue_many_threads(ds, blocks, ea, eb, out, to32)
     else:

@@ -119,29 +119,46 @@ def _block_row(out, u: int, q, scale, i: int, k0: int, k1: int, i0: int, i1: int
 
 
 @cached_njit(nogil=True)
-def block_operand(q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int, tk: int):
-    """Float64 matrix of segments ``i0..i1`` of ``q[rows, k0:k1]``, each k-tile times
-    its scale (integer-valued times a power of two: exact)."""
-    out = np.empty((rows.shape[0], k1 - k0))
+def block_operand_into(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int,
+                       tk: int) -> None:
+    """Fill ``out`` (rows x (k1 - k0)) with segments ``i0..i1`` of ``q[rows, k0:k1]``,
+    each k-tile times its scale (integer-valued times a power of two: exact)."""
     for u in range(rows.shape[0]):
         _block_row(out, u, q, scale, rows[u], k0, k1, i0, i1, segments, digits, tk)
-    return out
 
 
 @cached_njit(nogil=True, parallel=True)
-def _block_operand_threads(q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int, tk: int):
-    """:func:`block_operand`, rows spread over threads (the same values)."""
-    out = np.empty((rows.shape[0], k1 - k0))
+def _block_operand_threads(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int,
+                           tk: int) -> None:
+    """:func:`block_operand_into`, rows spread over threads (the same values)."""
     for u in prange(rows.shape[0]):
         _block_row(out, u, q, scale, rows[u], k0, k1, i0, i1, segments, digits, tk)
+
+
+@cached_njit(nogil=True)
+def block_operand(q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int, tk: int):
+    """:func:`block_operand_into` into a new float64 matrix."""
+    out = np.empty((rows.shape[0], k1 - k0))
+    block_operand_into(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
     return out
+
+
+@cached_njit(nogil=True)
+def pack_into(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int, tk: int,
+              threads: bool) -> None:
+    """:func:`block_operand_into`, on threads when ``threads`` (the caller's decision,
+    :func:`threads_pay`). Filling a buffer the caller reuses also spares the page
+    faults of a fresh array (about 11 ms per 32 MB here; docs/executor_speed.md)."""
+    if threads:
+        _block_operand_threads(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
+    else:
+        block_operand_into(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
 
 
 @cached_njit(nogil=True)
 def pack_block(q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int, tk: int,
                threads: bool):
-    """:func:`block_operand`, on threads when ``threads`` (the caller's decision,
-    :func:`threads_pay`)."""
-    if threads:
-        return _block_operand_threads(q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
-    return block_operand(q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
+    """:func:`pack_into` a new float64 matrix."""
+    out = np.empty((rows.shape[0], k1 - k0))
+    pack_into(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk, threads)
+    return out
