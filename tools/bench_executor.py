@@ -608,7 +608,7 @@ def threads(sizes: list[int], repeats: int, write: bool) -> None:
     nt = numba.get_num_threads()
     calls, forced = [], []
     for n in sizes:
-        reps = max(repeats, min(100, int(2e9 / n**3)))  # small sizes: more calls
+        reps = max(repeats, min(30, int(2e9 / n**3)))  # small sizes: more calls
         for scheme_name, label, dtype in STEP_CASES:
             params, cfg_label, a, b = _case(scheme_name, label, dtype, n)
             c = np.empty((n, n), dtype)
