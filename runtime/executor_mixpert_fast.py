@@ -10,10 +10,10 @@ the outputs it leaves in doubt are summed exactly in integer limbs
 blocks' bound take the certified or exact path instead (executor_mixpert_driver).
 
 A range of segments that several blocks share is packed once (mixpert-fp64's six
-blocks use three ranges per side), into as few fresh arrays as the plan allows. :func:`fast_path` decides once
-per call, from each step's work and the thread count
-(``executor_mixpert_pack.threads_pay``), whether A's packing, B's packing and the
-epilogue run on threads; every element and output is computed by the same
+blocks use three ranges per side), into as few fresh arrays as the plan allows.
+:func:`fast_path` decides once per call, from each step's work and the thread
+count (``executor_mixpert_pack.threads_pay``), whether A's packing, B's packing
+and the epilogue run on threads; every element and output is computed by the same
 arithmetic either way, so the bits are those of the serial run.
 """
 

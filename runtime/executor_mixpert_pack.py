@@ -38,11 +38,12 @@ from mixjit.runtime.segments import digit_range
 #: n = 256 took 56 ms with threaded steps against 5.4 ms serial.
 REGION_COST_NS = 40_000_000
 
-#: measured serial cost per element (ns) of the threadable steps, 2048 x 2048
-#: (tools/bench_executor.py --steps): one block operand, and the fast path's
-#: epilogue per output and exact block
+#: measured serial cost per element (ns) of the threadable steps at 2048 x 2048
+#: (tools/bench_executor.py --steps: ~20 ms per block operand, the epilogues ~15 ms
+#: for two blocks and ~55 ms for mixpert-fp64's six): one block operand, and the
+#: fast path's epilogue per output and block
 PACK_NS = 5
-EPILOGUE_NS_PER_BLOCK = 3
+EPILOGUE_NS_PER_BLOCK = 2
 
 
 def _threads_nest_safely() -> bool:

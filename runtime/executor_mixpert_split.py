@@ -54,8 +54,9 @@ class SplitOperand(NamedTuple):
 #: column walk of B's storage would touch one cache line per element)
 _TILE = 32
 
-#: measured serial cost (ns) of :func:`row_form` per element (tools/bench_executor.py --steps)
-ROW_FORM_NS = 3
+#: measured serial cost (ns) of :func:`row_form` per element, transposed or not
+#: (tools/bench_executor.py --steps: 15-25 ms at 2048 x 2048)
+ROW_FORM_NS = 5
 
 
 @cached_njit(nogil=True)
