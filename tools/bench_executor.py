@@ -58,7 +58,6 @@ import json
 import os
 import subprocess
 import platform
-import re
 import statistics
 import sys
 import time
@@ -70,6 +69,7 @@ if "--code" in sys.argv[:-1]:  # measure an exported older commit (see the docst
     sys.meta_path = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
     sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1])
 
+from common import replace_generated_section  # noqa: E402  (tools/common.py)
 from mixjit import gemm  # noqa: E402
 from mixjit.runtime.schemes import get_scheme  # noqa: E402
 
@@ -406,7 +406,7 @@ def _write_fp64(rows: list[tuple], label: str, repeats: int) -> None:
         f"| {d} | {n} | {tn:.3f} | {tm:.3f} | {r:.1f}x | {en:.1e} | {enx:.1e} | {em:.1e} | {emx:.1e} | {fb:.3%} |"
         for d, n, tn, tm, r, en, enx, em, emx, fb in rows
     ]
-    _replace_section("mixpert-fp64", "\n".join(lines))
+    replace_generated_section(DOC, "mixpert-fp64", "\n".join(lines))
     print(f"wrote {DOC}")
 
 
@@ -548,7 +548,7 @@ def steps(sizes: list[int], repeats: int, label: str, commit: str | None, write:
     data[label] = {"commit": commit or _head(), "repeats": repeats, "machine": _machine_line(),
                    "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows}
     STEPS_JSON.write_text(json.dumps(data, indent=1) + "\n")
-    _replace_section("steps", _steps_section(data))
+    replace_generated_section(DOC, "steps", _steps_section(data))
     print(f"wrote {STEPS_JSON} and {DOC}")
 
 
@@ -648,7 +648,7 @@ def threads(sizes: list[int], repeats: int, write: bool) -> None:
             print(f"  fast path forced threads cpu {medf[True][0] * 1e3:.2f} wall {medf[True][1] * 1e3:.2f} ms; "
                   f"serial cpu {medf[False][0] * 1e3:.2f} wall {medf[False][1] * 1e3:.2f} ms", flush=True)
     if write:
-        _replace_section("threads", _threads_section(nt, calls, forced))
+        replace_generated_section(DOC, "threads", _threads_section(nt, calls, forced))
         print(f"wrote {DOC}")
 
 
@@ -684,17 +684,6 @@ def _threads_section(nt: int, calls: list, forced: list) -> str:
         lines.append(f"| `{scheme}` `{cfg}` | {n} | {reps} | {on[0] * 1e3:.2f} | {on[1] * 1e3:.2f} | "
                      f"{off[0] * 1e3:.2f} | {off[1] * 1e3:.2f} | {on[1] / off[1]:.2f} |")
     return "\n".join(lines)
-
-
-def _replace_section(name: str, body: str) -> None:
-    """Rewrite the generated section ``name`` of docs/executor_speed.md (appended if absent)."""
-    text = DOC.read_text()
-    begin, end = f"<!-- BEGIN GENERATED: {name} -->", f"<!-- END GENERATED: {name} -->"
-    if begin in text:
-        text = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: f"{begin}\n{body}\n{end}", text, flags=re.S)
-    else:
-        text = text.rstrip() + f"\n\n{begin}\n{body}\n{end}\n"
-    DOC.write_text(text)
 
 
 def _err(c: np.ndarray, ref: np.ndarray) -> float:
