@@ -149,7 +149,7 @@ def pack_into(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments:
               threads: bool) -> None:
     """:func:`block_operand_into`, on threads when ``threads`` (the caller's decision,
     :func:`threads_pay`). Filling a buffer the caller reuses also spares the page
-    faults of a fresh array (about 11 ms per 32 MB here; docs/executor_speed.md)."""
+    faults of a fresh array (about 10 ms per 32 MB here; docs/executor_speed.md)."""
     if threads:
         _block_operand_threads(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
     else:
