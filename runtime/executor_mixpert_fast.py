@@ -9,9 +9,12 @@ the outputs it leaves in doubt are summed exactly in integer limbs
 (:func:`epilogue_many`). Rows and columns whose exponent span is too wide for the
 blocks' bound take the certified or exact path instead (executor_mixpert_driver).
 
-From ``executor_mixpert_pack.PARALLEL_MIN`` outputs on (``use_threads``), the block
-operands are packed and the epilogue rounds chunks of rows on threads; every output is rounded alone by the same
-arithmetic, so the bits are those of the serial run.
+A range of segments that several blocks share is packed once (mixpert-fp64's six
+blocks use three ranges per side), into as few fresh arrays as the plan allows.
+:func:`fast_path` decides once per call, from each step's work and the thread
+count (``executor_mixpert_pack.threads_pay``), whether A's packing, B's packing
+and the epilogue run on threads; every element and output is computed by the same
+arithmetic either way, so the bits are those of the serial run.
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ import numpy as np
 from numba import prange
 
 from mixjit.runtime.exactsum import acc_add, acc_round, round32, round64_scaled
-from mixjit.runtime.executor_mixpert_pack import pack_block, use_threads
+from mixjit.runtime.executor_mixpert_pack import EPILOGUE_NS_PER_BLOCK, PACK_NS, pack_into, threads_pay
 from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEGMENTS, W_TK
-from mixjit.runtime.executor_mixpert_ziv import certain32, certain64
+from mixjit.runtime.executor_mixpert_ziv import certain32, certain64, scaled_normal, times_pow2
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.pair_blocks import BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT
 
@@ -57,39 +60,119 @@ def epilogue(d1, w1: float, d2, w2: float, two: bool, ea, eb, out, to32: bool):
 
 @cached_njit(nogil=True)
 def fast_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool):
-    """The fast path: one dgemm per block over the whole K, rounded once."""
+    """The fast path: one dgemm per block over the whole K, rounded once; which steps
+    run on threads is decided here, once (:func:`fast_path_threads`)."""
+    m, K = aq.shape
+    n = bq.shape[0]
+    fast_path_threads(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32,
+                      threads_pay(m * K * PACK_NS), threads_pay(n * K * PACK_NS),
+                      threads_pay(m * n * blocks.shape[0] * EPILOGUE_NS_PER_BLOCK))
+
+
+@cached_njit(nogil=True)
+def _uses(blocks, c0: int, c1: int):
+    """Per block, how many blocks share its segment range (columns ``c0``, ``c1``)."""
+    nb = blocks.shape[0]
+    uses = np.zeros(nb, dtype=np.int64)
+    for b in range(nb):
+        for c in range(nb):
+            uses[b] += blocks[c, c0] == blocks[b, c0] and blocks[c, c1] == blocks[b, c1]
+    return uses
+
+
+@cached_njit(nogil=True)
+def fast_path_threads(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool, threads_a: bool,
+                      threads_b: bool, threads_epilogue: bool):
+    """:func:`fast_path` with the thread decisions given: A's packing, B's packing and
+    the epilogue each on threads or not (the same bits either way).
+
+    Blocks run in plan order; A's operand is packed into one buffer, again only when
+    the block's range of A changes; a range of B that several blocks use is packed
+    once into its own array, the others into one shared buffer (fewer fresh arrays:
+    their page faults cost as much as packing them)."""
     segments = params[W_SEGMENTS]
     digits = params[W_DIGITS]
     tk = params[W_TK]
-    K = aq.shape[1]
-    rows_a = np.arange(aq.shape[0])
-    rows_b = np.arange(bq.shape[0])
     nb = blocks.shape[0]
-
-    def dot(b):
-        x = pack_block(aq, ascale, rows_a, 0, K, blocks[b, BLOCK_I0], blocks[b, BLOCK_I1], segments, digits, tk)
-        y = pack_block(bq, bscale, rows_b, 0, K, blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], segments, digits, tk)
-        return np.dot(x, y.T)
-
-    m, n = out.shape
-    threads = use_threads(m * n)
+    m, K = aq.shape
+    n = bq.shape[0]
+    rows_a = np.arange(m)
+    rows_b = np.arange(n)
+    x = np.empty((m, K))
+    y = np.empty((n, K))
+    uses_b = _uses(blocks, BLOCK_J0, BLOCK_J1)
+    shared = [y]  # B's arrays: shared[b] is block b's (y, or a range's own array)
+    for b in range(1, nb):
+        shared.append(y)
+    for b in range(nb):
+        if uses_b[b] > 1:
+            own = -1
+            for c in range(b):
+                if blocks[c, BLOCK_J0] == blocks[b, BLOCK_J0] and blocks[c, BLOCK_J1] == blocks[b, BLOCK_J1]:
+                    own = c
+                    break
+            if own < 0:
+                shared[b] = np.empty((n, K))
+                pack_into(shared[b], bq, bscale, rows_b, 0, K, blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], segments,
+                          digits, tk, threads_b)
+            else:
+                shared[b] = shared[own]
+    ds = np.empty((nb if nb > 2 else 0, m, n))
+    d1 = np.empty((0, 0))
+    d2 = np.empty((0, 0))
+    for b in range(nb):
+        if b == 0 or blocks[b, BLOCK_I0] != blocks[b - 1, BLOCK_I0] or blocks[b, BLOCK_I1] != blocks[b - 1, BLOCK_I1]:
+            pack_into(x, aq, ascale, rows_a, 0, K, blocks[b, BLOCK_I0], blocks[b, BLOCK_I1], segments, digits, tk,
+                      threads_a)
+        if uses_b[b] == 1:
+            pack_into(y, bq, bscale, rows_b, 0, K, blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], segments, digits, tk,
+                      threads_b)
+        yb = y if uses_b[b] == 1 else shared[b]
+        if nb > 2:
+            np.dot(x, yb.T, ds[b])
+        elif b == 0:
+            d1 = np.dot(x, yb.T)
+        else:
+            d2 = np.dot(x, yb.T)
     if nb <= 2:
-        d1 = dot(0)
-        d2 = dot(1) if nb == 2 else d1
+        if nb == 1:
+            d2 = d1
         w1 = 2.0 ** blocks[0, BLOCK_SHIFT]
         w2 = 2.0 ** blocks[1, BLOCK_SHIFT] if nb == 2 else 0.0
-        if threads:
+        if threads_epilogue:
             _epilogue_threads(d1, w1, d2, w2, nb == 2, ea, eb, out, to32)
         else:
             epilogue(d1, w1, d2, w2, nb == 2, ea, eb, out, to32)
         return
-    ds = np.empty((nb, m, n))
-    for b in range(nb):
-        ds[b] = dot(b)
-    if threads:
+    if threads_epilogue:
         _epilogue_many_threads(ds, blocks, ea, eb, out, to32)
     else:
         epilogue_many(ds, blocks, ea, eb, out, to32)
+
+
+@cached_njit(nogil=True)
+def block_sum(ds, w, i: int, j: int):
+    """TwoSum chain over the weighted block results ``ds[b, i, j] * w[b]``: returns
+    ``(t, e2, mag)``, the float64 sum ``t``, the rounding error ``e2`` of its last
+    step and ``mag``, the sum of the chain's error magnitudes; the exact sum lies
+    within ``|e2| + nb u mag`` of ``t`` (times a small slack for the bound's own
+    roundings)."""
+    nb = ds.shape[0]
+    hi = ds[0, i, j] * w[0]
+    lo = 0.0
+    mag = 0.0
+    for b in range(1, nb):
+        y = ds[b, i, j] * w[b]
+        t = hi + y
+        bb = t - hi
+        e = (hi - (t - bb)) + (y - bb)
+        hi = t
+        lo += e
+        mag += abs(e)
+    t = hi + lo
+    bb = t - hi
+    e2 = (hi - (t - bb)) + (lo - bb)
+    return t, e2, mag
 
 
 #: output rows one thread rounds at a time in the threaded epilogues
@@ -137,26 +220,13 @@ def epilogue_many(ds, blocks, ea, eb, out, to32: bool):
     slack = 1.0 + 2.0 * (nb + 2) * 2.0**-53
     for i in range(m):
         for j in range(n):
-            hi = ds[0, i, j] * w[0]
-            lo = 0.0
-            mag = 0.0
-            for b in range(1, nb):
-                y = ds[b, i, j] * w[b]
-                t = hi + y
-                bb = t - hi
-                e = (hi - (t - bb)) + (y - bb)
-                hi = t
-                lo += e
-                mag += abs(e)
-            t = hi + lo
-            bb = t - hi
-            e2 = (hi - (t - bb)) + (lo - bb)
+            t, e2, mag = block_sum(ds, w, i, j)
             # X = t + e2 + (error of the float sum lo), the latter <= nb u sum|e|
             err = (abs(e2) + nb * 2.0**-53 * mag) * slack
             ex = ea[i] + eb[j]
             if to32:
-                val = math.ldexp(t, ex)  # float32-domain sums are far inside float64's range
-                if (t != 0.0 or mag == 0.0) and certain32(val, math.ldexp(err, ex)):
+                val = times_pow2(t, ex)  # float32-domain sums are far inside float64's range
+                if (t != 0.0 or mag == 0.0) and certain32(val, times_pow2(err, ex)):
                     out[i, j] = np.float64(np.float32(val)) + 0.0
                     continue
             else:
@@ -164,7 +234,7 @@ def epilogue_many(ds, blocks, ea, eb, out, to32: bool):
                     out[i, j] = 0.0
                     continue
                 if certain64(t, err, ex):
-                    out[i, j] = math.ldexp(t, ex) + 0.0
+                    out[i, j] = scaled_normal(t, ex)
                     continue
             acc[:] = 0
             for b in range(nb):

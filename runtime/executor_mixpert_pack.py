@@ -6,11 +6,11 @@ sum of a range of segments of every element, times its group's power-of-two scal
 integer times a power of two, so it is exact, and so is the dgemm over it
 (pair_blocks bounds every partial sum below 2^53).
 
-Large operands are packed by several threads (:func:`pack_block`): each row is
+Large operands can be packed by several threads (:func:`pack_block`): each row is
 written by one thread with the same arithmetic as the serial loop, so the bits do
-not depend on the thread count. Small ones stay serial, where a parallel launch
-would cost more than it saves (and a site inside a ``prange`` body never nests one).
-:func:`use_threads` is the one test every threaded step of the executor asks.
+not depend on the thread count. Whether a step runs on threads is decided by
+:func:`threads_pay` from its work (elements times a measured cost per element) and
+the number of threads, once per call by the step's caller (executor_mixpert_fast).
 """
 
 from __future__ import annotations
@@ -19,13 +19,31 @@ import importlib
 
 import numba
 import numpy as np
-from numba import prange
+from llvmlite import ir
+from numba import prange, types
+from numba.core import cgutils
+from numba.core.typed_passes import _reload_parfors
+from numba.extending import intrinsic
+from numba.np.ufunc.parallel import _launch_threads
 
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.segments import digit_range
 
-#: elements (rows x columns) from which an operand or an epilogue runs on threads
-PARALLEL_MIN = 1 << 16
+#: what one parallel region may cost (ns) on a machine whose cores are busy. A region
+#: costs more than its launch: its barrier waits for the slowest worker, and where
+#: the cores are shared (other processes, or OpenBLAS's own threads spinning after
+#: a dgemm) a worker waits for a scheduler time slice, milliseconds; after the
+#: region Numba's workers spin and take CPU from the serial step that follows.
+#: Measured on 2 shared cores (docs/executor_speed.md, "Threads"): level IV at
+#: n = 256 took 56 ms with threaded steps against 5.4 ms serial.
+REGION_COST_NS = 40_000_000
+
+#: measured serial cost per element (ns) of the threadable steps at 2048 x 2048
+#: (tools/bench_executor.py --steps: ~20 ms per block operand, the epilogues ~15 ms
+#: for two blocks and ~55 ms for mixpert-fp64's six): one block operand, and the
+#: fast path's epilogue per output and block
+PACK_NS = 5
+EPILOGUE_NS_PER_BLOCK = 2
 
 
 def _threads_nest_safely() -> bool:
@@ -61,10 +79,34 @@ THREADS = _threads_nest_safely()
 :func:`_threads_nest_safely`)."""
 
 
+@intrinsic
+def _thread_count(typingctx):
+    """``numba.get_num_threads()`` in code that is cached to disk. Numba's own overload
+    calls the threading layer through a ctypes pointer, which makes every caller
+    uncachable; this calls its ``get_num_threads`` by symbol, as Numba's parallel
+    loops do, and like them (``_reload_parfors``) starts the threading layer when a
+    cached caller is loaded, before the symbol is needed."""
+    _launch_threads()
+
+    def codegen(context, builder, signature, args):
+        context.active_code_library._reload_init.add(_reload_parfors)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(cgutils.intp_t, []), "get_num_threads")
+        return builder.call(fn, [])
+
+    return types.intp(), codegen
+
+
 @cached_njit(nogil=True)
-def use_threads(elements: int) -> bool:
-    """Run a step over ``elements`` elements on threads?"""
-    return THREADS and elements >= PARALLEL_MIN
+def threads_pay(work_ns: int) -> bool:
+    """Run a step of ``work_ns`` nanoseconds of serial work on Numba's threads? Only
+    where nesting is safe (:data:`THREADS`), more than one thread is set
+    (``numba.get_num_threads()``, so ``numba.set_num_threads(1)`` makes the executor
+    serial), and the time ``t`` threads would save on idle cores,
+    ``work_ns (1 - 1/t)``, is at least :data:`REGION_COST_NS`."""
+    if not THREADS:
+        return False
+    t = _thread_count()
+    return t > 1 and work_ns * (t - 1) >= REGION_COST_NS * t
 
 
 @cached_njit(nogil=True)
@@ -78,27 +120,46 @@ def _block_row(out, u: int, q, scale, i: int, k0: int, k1: int, i0: int, i1: int
 
 
 @cached_njit(nogil=True)
-def block_operand(q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int, tk: int):
-    """Float64 matrix of segments ``i0..i1`` of ``q[rows, k0:k1]``, each k-tile times
-    its scale (integer-valued times a power of two: exact)."""
-    out = np.empty((rows.shape[0], k1 - k0))
+def block_operand_into(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int,
+                       tk: int) -> None:
+    """Fill ``out`` (rows x (k1 - k0)) with segments ``i0..i1`` of ``q[rows, k0:k1]``,
+    each k-tile times its scale (integer-valued times a power of two: exact)."""
     for u in range(rows.shape[0]):
         _block_row(out, u, q, scale, rows[u], k0, k1, i0, i1, segments, digits, tk)
-    return out
 
 
 @cached_njit(nogil=True, parallel=True)
-def _block_operand_threads(q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int, tk: int):
-    """:func:`block_operand`, rows spread over threads (the same values)."""
-    out = np.empty((rows.shape[0], k1 - k0))
+def _block_operand_threads(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int,
+                           tk: int) -> None:
+    """:func:`block_operand_into`, rows spread over threads (the same values)."""
     for u in prange(rows.shape[0]):
         _block_row(out, u, q, scale, rows[u], k0, k1, i0, i1, segments, digits, tk)
+
+
+@cached_njit(nogil=True)
+def block_operand(q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int, tk: int):
+    """:func:`block_operand_into` into a new float64 matrix."""
+    out = np.empty((rows.shape[0], k1 - k0))
+    block_operand_into(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
     return out
 
 
 @cached_njit(nogil=True)
-def pack_block(q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int, tk: int):
-    """:func:`block_operand`, on threads when :func:`use_threads` says so."""
-    if use_threads(rows.shape[0] * (k1 - k0)):
-        return _block_operand_threads(q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
-    return block_operand(q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
+def pack_into(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int, tk: int,
+              threads: bool) -> None:
+    """:func:`block_operand_into`, on threads when ``threads`` (the caller's decision,
+    :func:`threads_pay`). Filling a buffer the caller reuses also spares the page
+    faults of a fresh array (about 10 ms per 32 MB here; docs/executor_speed.md)."""
+    if threads:
+        _block_operand_threads(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
+    else:
+        block_operand_into(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
+
+
+@cached_njit(nogil=True)
+def pack_block(q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int, tk: int,
+               threads: bool):
+    """:func:`pack_into` a new float64 matrix."""
+    out = np.empty((rows.shape[0], k1 - k0))
+    pack_into(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk, threads)
+    return out

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import prange
 
-from mixjit.runtime.executor_mixpert_pack import use_threads
+from mixjit.runtime.executor_mixpert_pack import threads_pay
 from mixjit.runtime.executor_mixpert_words import (
     ALIGN_ROW,
     DOMAIN_FP32,
@@ -50,22 +50,39 @@ class SplitOperand(NamedTuple):
     fb_tiles: int  # number of fallback tiles
 
 
+#: rows x columns of the tiles :func:`row_form` copies a transposed operand by (a
+#: column walk of B's storage would touch one cache line per element)
+_TILE = 32
+
+#: measured serial cost (ns) of :func:`row_form` per element, transposed or not
+#: (tools/bench_executor.py --steps: 15-25 ms at 2048 x 2048)
+ROW_FORM_NS = 5
+
+
 @cached_njit(nogil=True)
-def _row_form_row(out, i: int, x, transpose: bool, to32: bool) -> None:
-    """Row ``i`` of :func:`row_form`'s result."""
-    for k in range(out.shape[1]):
-        v = x[k, i] if transpose else x[i, k]
-        out[i, k] = np.float64(np.float32(v)) if to32 else np.float64(v)
+def _row_form_rows(out, r0: int, r1: int, x, transpose: bool, to32: bool) -> None:
+    """Rows ``r0..r1`` of :func:`row_form`'s result (a transposed operand by tiles)."""
+    kk = out.shape[1]
+    if not transpose:
+        for i in range(r0, r1):
+            for k in range(kk):
+                out[i, k] = np.float64(np.float32(x[i, k])) if to32 else np.float64(x[i, k])
+        return
+    for k0 in range(0, kk, _TILE):
+        k1 = min(k0 + _TILE, kk)
+        for i in range(r0, r1):
+            for k in range(k0, k1):
+                out[i, k] = np.float64(np.float32(x[k, i])) if to32 else np.float64(x[k, i])
 
 
 @cached_njit(nogil=True, parallel=True)
 def _row_form_threads(x, transpose: bool, to32: bool):
-    """:func:`row_form`, rows spread over threads (the same values)."""
+    """:func:`row_form`, tiles of rows spread over threads (the same values)."""
     r = x.shape[1] if transpose else x.shape[0]
     kk = x.shape[0] if transpose else x.shape[1]
     out = np.empty((r, kk))
-    for i in prange(r):
-        _row_form_row(out, i, x, transpose, to32)
+    for c in prange((r + _TILE - 1) // _TILE):
+        _row_form_rows(out, c * _TILE, min(c * _TILE + _TILE, r), x, transpose, to32)
     return out
 
 
@@ -73,14 +90,14 @@ def _row_form_threads(x, transpose: bool, to32: bool):
 def row_form(x, transpose: bool, to32: bool):
     """Contiguous float64 copy of ``x`` (or ``x.T``), rounded to float32 first when
     the domain is FP32 (overflow gives inf; float32 values widen exactly); on
-    threads when ``executor_mixpert_pack.use_threads`` says so."""
-    if use_threads(x.shape[0] * x.shape[1]):
+    threads when ``executor_mixpert_pack.threads_pay`` says so for its size."""
+    if threads_pay(x.shape[0] * x.shape[1] * ROW_FORM_NS):
         return _row_form_threads(x, transpose, to32)
     r = x.shape[1] if transpose else x.shape[0]
     kk = x.shape[0] if transpose else x.shape[1]
     out = np.empty((r, kk))
-    for i in range(r):
-        _row_form_row(out, i, x, transpose, to32)
+    for r0 in range(0, r, _TILE):
+        _row_form_rows(out, r0, min(r0 + _TILE, r), x, transpose, to32)
     return out
 
 

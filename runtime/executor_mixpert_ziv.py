@@ -33,16 +33,56 @@ def certain32(s: float, err: float) -> bool:
     return abs(s - np.float64(c)) + err < half
 
 
+_MANTISSA64 = np.uint64(0xFFFFFFFFFFFFF)
+
+
 @cached_njit(nogil=True)
-def certain64(s: float, err: float, e: int) -> bool:
-    """Ziv's test in float64: does every value within ``err`` of ``s`` round to ``s``,
-    and is ``s 2^e`` a normal float64 (so that scaling by ``2^e`` is exact)?"""
+def _certain64_slow(s: float, err: float, e: int) -> bool:
+    """:func:`certain64` through ``ldexp``/``frexp``, for any ``s``."""
     r = abs(math.ldexp(s, e))
     if not (2.0**-1021 <= r < 2.0**1023):
         return False
     u = np.float64(abs(s)).view(np.uint64)
     f, ex = math.frexp(abs(s))
     half = math.ldexp(1.0, ex - 54)
-    if (u & np.uint64(0xFFFFFFFFFFFFF)) == 0:
+    if (u & _MANTISSA64) == 0:
         half *= 0.5  # at a power of two the ulp below is half as large
     return err < half
+
+
+@cached_njit(nogil=True)
+def certain64(s: float, err: float, e: int) -> bool:
+    """Ziv's test in float64: does every value within ``err`` of ``s`` round to ``s``,
+    and is ``s 2^e`` a normal float64 (so that scaling by ``2^e`` is exact)? For an
+    ``s`` of biased exponent 54 or more (every case of the fast path's sums but
+    tiny ones) the answer comes from the exponent bits alone (no ``ldexp``): the
+    half ulp of ``s`` is ``2^(be - 1076)``, and ``s 2^e`` lies in
+    ``[2^-1021, 2^1023)`` exactly when ``2 <= be + e <= 2045``."""
+    u = np.float64(s).view(np.uint64) & np.uint64(0x7FFFFFFFFFFFFFFF)
+    be = np.int64(u >> np.uint64(52))
+    if be < 54 or be == 2047:
+        return _certain64_slow(s, err, e)
+    if not (2 <= be + e <= 2045):
+        return False
+    h = np.uint64(np.uint64(be - 53) << np.uint64(52)).view(np.float64)
+    if (u & _MANTISSA64) == 0:
+        h *= 0.5  # at a power of two the ulp below is half as large
+    return err < h
+
+
+@cached_njit(nogil=True)
+def scaled_normal(s: float, e: int) -> float:
+    """``s 2^e`` where :func:`certain64` said it is a normal float64: exact, by adding
+    ``e`` to the exponent bits."""
+    u = np.float64(s).view(np.uint64)
+    return np.uint64(u + np.uint64(np.uint64(e) << np.uint64(52))).view(np.float64)
+
+
+@cached_njit(nogil=True)
+def times_pow2(x: float, e: int) -> float:
+    """``RN64(x 2^e)``, the same value as ``math.ldexp(x, e)``: a multiplication by
+    the exact power of two where ``2^e`` is a normal float64 (one correct rounding
+    either way), ``ldexp`` otherwise."""
+    if -1022 <= e <= 1023:
+        return x * np.uint64(np.uint64(e + 1023) << np.uint64(52)).view(np.float64)
+    return math.ldexp(x, e)

@@ -29,8 +29,9 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.executor_mixpert_pack import block_operand
-from mixjit.runtime.executor_mixpert_ziv import certain32
+from mixjit.runtime.executor_mixpert_fast import block_sum
+from mixjit.runtime.executor_mixpert_pack import PACK_NS, pack_block, threads_pay
+from mixjit.runtime.executor_mixpert_ziv import certain32, times_pow2
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.pair_blocks import (BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, pair_rectangles, put_block,
                                          range_bits)
@@ -108,10 +109,14 @@ def fast32_certified(aq, ascale, bq, bscale, blocks, ea, eb, segments: int, digi
     nx = np.empty((nb, m))
     ny = np.empty((nb, n))
     w = np.empty(nb)
+    threads_a = threads_pay(m * K * PACK_NS)  # decided once per call
+    threads_b = threads_pay(n * K * PACK_NS)
     for b in range(nb):
-        x = block_operand(aq, ascale, rows_a, 0, K, blocks[b, BLOCK_I0], blocks[b, BLOCK_I1], segments, digits, tk)
-        y = block_operand(bq, bscale, rows_b, 0, K, blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], segments, digits, tk)
-        ds[b] = np.dot(x, y.T)
+        x = pack_block(aq, ascale, rows_a, 0, K, blocks[b, BLOCK_I0], blocks[b, BLOCK_I1], segments, digits, tk,
+                       threads_a)
+        y = pack_block(bq, bscale, rows_b, 0, K, blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], segments, digits, tk,
+                       threads_b)
+        np.dot(x, y.T, ds[b])
         nx[b] = _norms_up(x)
         ny[b] = _norms_up(y)
         w[b] = 2.0 ** blocks[b, BLOCK_SHIFT]
@@ -122,27 +127,15 @@ def fast32_certified(aq, ascale, bq, bscale, blocks, ea, eb, segments: int, digi
     nd = 0
     for i in range(m):
         for j in range(n):
-            hi = ds[0, i, j] * w[0]
-            lo = 0.0
-            mag = 0.0
+            t, e2, mag = block_sum(ds, w, i, j)
             bound = w[0] * nx[0, i] * ny[0, j]
             for b in range(1, nb):
-                y = ds[b, i, j] * w[b]
-                t = hi + y
-                bb = t - hi
-                e = (hi - (t - bb)) + (y - bb)
-                hi = t
-                lo += e
-                mag += abs(e)
                 bound += w[b] * nx[b, i] * ny[b, j]
-            t = hi + lo
-            bb = t - hi
-            e2 = (hi - (t - bb)) + (lo - bb)
             # |X - t| <= |e2| + (rounding of the float sum lo) + the blocks' dgemm errors
             err = (abs(e2) + nb * _U * mag) * slack + g * bound
             ex = ea[i] + eb[j]
-            val = math.ldexp(t, ex)
-            if certain32(val, math.ldexp(err, ex)):
+            val = times_pow2(t, ex)
+            if certain32(val, times_pow2(err, ex)):
                 out[i, j] = np.float64(np.float32(val)) + 0.0
             else:
                 doubt[nd] = i * n + j

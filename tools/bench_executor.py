@@ -5,6 +5,8 @@
     python tools/bench_executor.py --accuracy --sizes 256 512 --configs level=IV level=I
     python tools/bench_executor.py --schemes --phase after  # the other schemes vs numpy
     python tools/bench_executor.py --fp64 --sizes 512 1024 2048 --repeats 3
+    python tools/bench_executor.py --steps --sizes 2048 --repeats 3   # time of each step
+    python tools/bench_executor.py --threads --sizes 64 256 512 1024 2048  # threads on / off
 
 Speed mode times ``mixjit.gemm(A, B, "mixpert", "level=IV")`` (splitting both
 operands included) and ``A @ B`` in float32 side by side, alternating, several
@@ -32,6 +34,21 @@ time, alternating, and measures both results elementwise against the exact produ
 (``|C - AB|_ij / (|A||B|)_ij`` on 400 sampled outputs, exact dot products rounded
 once: runtime/exactsum.exact_dot_round); it rewrites the generated section
 ``mixpert-fp64`` of docs/executor_speed.md.
+
+``--steps`` times each step of the executor one by one (row form, split, the fast
+path with its dgemms, the guarantee check) for level IV, the most precise float32
+config and mixpert-fp64's, in CPU and wall time, with numpy's matmul beside it and
+the whole call; ``--label before|after`` files the run under that name in
+docs/executor_speed_steps.json (with ``--code``, an older commit: the steps are
+called through functions whose signatures both versions share) and the generated
+section ``steps`` of docs/executor_speed.md shows both.
+
+``--threads`` times whole calls of the same three configs with Numba's threads as
+the process has them and with ``numba.set_num_threads(1)``, alternating call by
+call, CPU and wall time; then the fast path with every threadable step forced onto
+threads against forced serial (``fast_path_threads``), which is what the threads
+would cost or gain where the executor's rule (``executor_mixpert_pack.threads_pay``)
+chose them; it writes the generated section ``threads`` of docs/executor_speed.md.
 """
 
 from __future__ import annotations
@@ -41,7 +58,6 @@ import json
 import os
 import subprocess
 import platform
-import re
 import statistics
 import sys
 import time
@@ -53,6 +69,7 @@ if "--code" in sys.argv[:-1]:  # measure an exported older commit (see the docst
     sys.meta_path = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
     sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1])
 
+from common import replace_generated_section  # noqa: E402  (tools/common.py)
 from mixjit import gemm  # noqa: E402
 from mixjit.runtime.schemes import get_scheme  # noqa: E402
 
@@ -88,12 +105,12 @@ def speed(sizes: list[int], repeats: int, write: bool) -> None:
         gemm(a[:64, :64], b[:64, :64], "mixpert", cfg)  # compile / load the kernels
         t_np, t_mx = [], []
         for _ in range(repeats):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             a @ b
-            t_np.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
+            t_np.append(time.process_time() - t0)
+            t0 = time.process_time()
             gemm(a, b, "mixpert", cfg)
-            t_mx.append(time.perf_counter() - t0)
+            t_mx.append(time.process_time() - t0)
         ratios = [m / s for m, s in zip(t_mx, t_np)]
         row = (n, statistics.median(t_np), statistics.median(t_mx), statistics.median(ratios))
         rows.append(row)
@@ -120,15 +137,15 @@ def wide_range(sizes: tuple[int, ...], repeats: int) -> list[tuple[int, float, f
         gemm(a[:64, :64], b[:64, :64], "tf32x3", "products=3")
         t_np, t_mx, t_tf = [], [], []
         for _ in range(repeats):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             a @ b
-            t_np.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
+            t_np.append(time.process_time() - t0)
+            t0 = time.process_time()
             _, st = mp.run_with_stats(a, b, cfg)
-            t_mx.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
+            t_mx.append(time.process_time() - t0)
+            t0 = time.process_time()
             gemm(a, b, "tf32x3", "products=3")
-            t_tf.append(time.perf_counter() - t0)
+            t_tf.append(time.process_time() - t0)
         slow = st.extra["slow_path_elements"] / (n * n)
         row = (n, statistics.median(t_np), statistics.median(t_mx), statistics.median(t_tf), slow)
         rows.append(row)
@@ -144,14 +161,16 @@ def _write_doc(rows: list[tuple[int, float, float, float]], wide: list[tuple[int
         "",
         "Written by `tools/bench_executor.py` (do not edit by hand). Square GEMMs of",
         "uniform [-1, 1] float32 matrices; `mixjit.gemm(A, B, \"mixpert\", \"level=IV\")`",
-        "(operand splitting included) against `A @ B` in float32, timed alternately;",
-        f"medians of {repeats} repeats. Target: ratio <= 8 at 2048 (goal <= 5).",
+        "(operand splitting included) against `A @ B` in float32, alternating, CPU time",
+        f"(`time.process_time`, all threads); medians of {repeats} repeats. Target (issue 10): ratio <= 4.5",
+        "at 2048.",
         "",
         f"- machine: {_cpu()}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}",
         f"- python {platform.python_version()}, numpy {np.__version__}",
         f"- BLAS: {_blas_info()}",
         f"- OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}, "
-        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '(unset)')}",
+        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '(unset)')}, "
+        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')}",
         f"- load average at the end of the run: {', '.join(f'{x:.2f}' for x in os.getloadavg())}"
         " (shared machine: timings are noisy, the ratio less so)",
         "",
@@ -202,10 +221,10 @@ def _write_doc(rows: list[tuple[int, float, float, float]], wide: list[tuple[int
         "",
     ]
     old = DOC.read_text() if DOC.exists() else ""
-    # generated sections written by other modes or tools (--fp64, tools/bench_small_sites.py): keep them
-    for keep in re.finditer(r"<!-- BEGIN GENERATED: ([\w-]+) -->.*?<!-- END GENERATED: \1 -->", old, re.S):
-        lines += [keep.group(0), ""]
-    DOC.write_text("\n".join(lines))
+    # this mode writes the head of the file, up to the sections of the other modes and
+    # tools (--schemes, --fp64, --steps, --threads, tools/bench_small_sites.py): keep those
+    rest = old.find(_BEGIN)
+    DOC.write_text("\n".join(lines) + ("\n" + old[rest:] if rest >= 0 else ""))
     print(f"wrote {DOC}")
 
 
@@ -387,15 +406,284 @@ def _write_fp64(rows: list[tuple], label: str, repeats: int) -> None:
         f"| {d} | {n} | {tn:.3f} | {tm:.3f} | {r:.1f}x | {en:.1e} | {enx:.1e} | {em:.1e} | {emx:.1e} | {fb:.3%} |"
         for d, n, tn, tm, r, en, enx, em, emx, fb in rows
     ]
-    text = DOC.read_text()
-    body = "\n".join(lines)
-    begin, end = "<!-- BEGIN GENERATED: mixpert-fp64 -->", "<!-- END GENERATED: mixpert-fp64 -->"
-    if begin in text:
-        text = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: f"{begin}\n{body}\n{end}", text, flags=re.S)
-    else:
-        text = text.rstrip() + f"\n\n{begin}\n{body}\n{end}\n"
-    DOC.write_text(text)
+    replace_generated_section(DOC, "mixpert-fp64", "\n".join(lines))
     print(f"wrote {DOC}")
+
+
+#: the configs whose steps --steps and --threads time: (scheme, label or None for the
+#: default config, input dtype)
+STEP_CASES = (("mixpert", "level=IV", np.float32), ("mixpert", "segments=4,pairs=sig6,align=row", np.float32),
+              ("mixpert-fp64", None, np.float64))
+STEPS_JSON = DOC.with_name("executor_speed_steps.json")
+
+
+def _timed(f, *args, repeats: int):
+    """``f(*args)`` ``repeats`` times: (last result, median CPU s, median wall s)."""
+    cpu, wall = [], []
+    result = None
+    for _ in range(repeats):
+        w0, c0 = time.perf_counter(), time.process_time()
+        result = f(*args)
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+    return result, statistics.median(cpu), statistics.median(wall)
+
+
+def _case(scheme_name: str, label: str | None, dtype, n: int):
+    """Config words, config label and seeded uniform [-1, 1] n x n operands of one case."""
+    scheme = get_scheme(scheme_name)
+    cfg = scheme.parse_config(label) if label else scheme.default_config(dtype)
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (n, n)).astype(dtype)
+    b = rng.uniform(-1, 1, (n, n)).astype(dtype)
+    return np.asarray(cfg.words(), dtype=np.int64), cfg.label, a, b
+
+
+def step_times(n: int, repeats: int) -> list[dict]:
+    """Each step of the executor timed alone (median CPU and wall s), per STEP_CASES.
+    Only functions whose signatures older commits share are called (see --code)."""
+    from mixjit.runtime import executor_mixpert_split as split
+    from mixjit.runtime import executor_mixpert_words as words
+    from mixjit.runtime import mixpert_bound as bound
+    from mixjit.runtime.executor_mixpert_driver import mixpert_gemm
+    from mixjit.runtime.executor_mixpert_fast import fast_path
+    from mixjit.runtime.mixpert_wide import fast32_certified, plan_wide_blocks
+    from mixjit.runtime.pair_blocks import SPAN_RESERVE, plan_block_array
+    from mixjit.runtime.segments import width
+
+    out = []
+    for scheme_name, label, dtype in STEP_CASES:
+        params, cfg_label, a, b = _case(scheme_name, label, dtype, n)
+        to32 = bool(params[words.W_DOMAIN] == words.DOMAIN_FP32)
+        c = np.empty((n, n), dtype)
+        stats = np.zeros(words.N_STATS, dtype=np.int64)
+        mixpert_gemm(a, b, c, params, stats)  # compile / load
+        steps = {}
+        _, *steps["whole call (mixpert_gemm)"] = _timed(mixpert_gemm, a, b, c, params, stats, repeats=repeats)
+        _, *steps["numpy A @ B"] = _timed(lambda: a @ b, repeats=repeats)
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        _, *dgemm = _timed(lambda: a64 @ b64, repeats=repeats)
+        ra, *steps["row form A"] = _timed(split.row_form, a, False, to32, repeats=repeats)
+        rb, *steps["row form B (transposed)"] = _timed(split.row_form, b, True, to32, repeats=repeats)
+        pa, *steps["split A"] = _timed(split.split_rows, ra, False, params, repeats=repeats)
+        pb, *steps["split B"] = _timed(split.split_rows, rb, True, params, repeats=repeats)
+        segs, digits, tk = params[words.W_SEGMENTS], params[words.W_DIGITS], params[words.W_TK]
+        pairs = words.kept_pairs(params)
+        blocks, _ = plan_block_array(pairs, segs, params[words.W_SEG0_BITS], n, digits,
+                                     min(pa.span.max() + pb.span.max(), SPAN_RESERVE))
+        wide = plan_wide_blocks(pairs, segs, params[words.W_SEG0_BITS], digits)
+        w1 = width(segs, params[words.W_SEG0_BITS], digits) - 1
+        ea, eb = pa.ref - w1, pb.ref - w1
+        res = np.empty((n, n))
+        if to32 and wide.shape[0] < blocks.shape[0]:
+            nb = wide.shape[0]
+            name = f"fast path, wide ({nb} inexact dgemm{'s' if nb > 1 else ''})"
+            _, *steps[name] = _timed(fast32_certified, pa.q, pa.scale, pb.q, pb.scale, wide, ea, eb, segs, digits, tk,
+                                     res, repeats=repeats)
+        else:
+            nb = blocks.shape[0]
+            name = f"fast path ({nb} exact dgemms)"
+            _, *steps[name] = _timed(fast_path, pa.q, pa.scale, pb.q, pb.scale, blocks, ea, eb, params, res, to32,
+                                     repeats=repeats)
+        steps[f"of which {nb} x numpy dgemm (n x n x n)"] = [nb * dgemm[0], nb * dgemm[1]]
+        steps["of which packing + epilogue (the rest)"] = [steps[name][0] - nb * dgemm[0],
+                                                          steps[name][1] - nb * dgemm[1]]
+        if to32:
+            def check():
+                bound.lost_rows(pa.raw, pa.q, pa.fb, tk)
+                bound.lost_rows(pb.raw, pb.q, pb.fb, tk)
+            _, *steps["guarantee check (lost_rows A, B)"] = _timed(check, repeats=repeats)
+        else:
+            dropped = bound.dropped_weight(pairs, segs, params[words.W_SEG0_BITS], digits)
+            _, *steps["guarantee check (fp64_doubtful)"] = _timed(
+                bound.fp64_doubtful, pa.raw, pa.gexp, pa.ref, pb.raw, pb.gexp, pb.ref, tk, w1 + 1, dropped, res,
+                repeats=repeats)
+        steps["first touch of a fresh n x n float64 array in compiled code"] = _first_touch(n, repeats)
+        out.append({"scheme": scheme_name, "config": cfg_label, "n": n, "steps": steps})
+        for k, (cpu, wall) in steps.items():
+            print(f"{scheme_name} {cfg_label} n={n} {k:45s} cpu {cpu * 1e3:9.1f} ms  wall {wall * 1e3:9.1f} ms",
+                  flush=True)
+    return out
+
+
+def _first_touch(n: int, repeats: int) -> list[float]:
+    """CPU and wall s that a fresh n x n float64 array allocated in compiled code costs
+    over filling a reused one: its page faults (Numba's allocator, unlike numpy's,
+    does not ask for huge pages)."""
+    from numba import njit
+
+    @njit
+    def fill(out):
+        for i in range(out.shape[0]):
+            for j in range(out.shape[1]):
+                out[i, j] = 1.0
+        return out
+
+    @njit
+    def fill_new(n):
+        return fill(np.empty((n, n)))
+
+    buf = np.empty((n, n))
+    fill_new(2)
+    _, *new = _timed(fill_new, n, repeats=repeats)
+    _, *old = _timed(fill, buf, repeats=repeats)
+    return [new[0] - old[0], new[1] - old[1]]
+
+
+def _machine_line() -> str:
+    """CPU, thread counts, BLAS threads and the load: what a timing depends on."""
+    import numba
+
+    return (f"{_cpu()}, {os.cpu_count()} logical CPUs, {numba.get_num_threads()} Numba threads; "
+            f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')}; "
+            f"load average at the end {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def steps(sizes: list[int], repeats: int, label: str, commit: str | None, write: bool) -> None:
+    """Per-step times, filed under ``label`` in STEPS_JSON; rewrites the ``steps`` section."""
+    rows = [r for n in sizes for r in step_times(n, repeats)]
+    if not write:
+        return
+    data = json.loads(STEPS_JSON.read_text()) if STEPS_JSON.exists() else {}
+    data[label] = {"commit": commit or _head(), "repeats": repeats, "machine": _machine_line(),
+                   "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows}
+    STEPS_JSON.write_text(json.dumps(data, indent=1) + "\n")
+    replace_generated_section(DOC, "steps", _steps_section(data))
+    print(f"wrote {STEPS_JSON} and {DOC}")
+
+
+def _head() -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          cwd=DOC.parent).stdout.strip()
+
+
+def _steps_section(data: dict) -> str:
+    phases = [p for p in ("before", "after") if p in data]
+    lines = [
+        "## Where the time goes: each step alone",
+        "",
+        "Written by `tools/bench_executor.py --steps` (raw numbers: docs/executor_speed_steps.json).",
+        "Each step of the executor called alone on the same split operands, median CPU time",
+        "(`time.process_time`) in ms; uniform [-1, 1] data, seed 0. \"numpy dgemm\" is",
+        "numpy's float64 GEMM of the same size times the number of dgemms of the fast path",
+        "(the executor's BLAS floor); \"the rest\" is the fast path minus it.",
+        "",
+    ]
+    for p in phases:
+        d = data[p]
+        lines.append(f"- {p}: commit {d['commit']}, {d['date']}, medians of {d['repeats']}; {d['machine']}")
+    lines.append("")
+    keys = sorted({(r["scheme"], r["config"], r["n"]) for p in phases for r in data[p]["rows"]},
+                  key=lambda k: (k[2], k[0], k[1]))
+    for scheme, cfg, n in keys:
+        by = {p: next((r for r in data[p]["rows"] if (r["scheme"], r["config"], r["n"]) == (scheme, cfg, n)), None)
+              for p in phases}
+        names = list(dict.fromkeys(k for r in by.values() if r for k in r["steps"]))
+        lines += [f"`{scheme}` `{cfg}`, n = {n}:", "",
+                  "| step | " + " | ".join(f"{p} (ms)" for p in phases) + " |",
+                  "|---|" + "---|" * len(phases)]
+        for k in names:
+            cells = [f"{by[p]['steps'][k][0] * 1e3:.1f}" if by[p] and k in by[p]["steps"] else "-" for p in phases]
+            lines.append(f"| {k} | " + " | ".join(cells) + " |")
+        ratio = []
+        for p in phases:
+            st = by[p]["steps"] if by[p] else None
+            ratio.append(f"{st['whole call (mixpert_gemm)'][0] / st['numpy A @ B'][0]:.2f}x" if st else "-")
+        lines += ["| whole call / numpy | " + " | ".join(ratio) + " |", ""]
+    return "\n".join(lines).rstrip()
+
+
+def threads(sizes: list[int], repeats: int, write: bool) -> None:
+    """Whole calls with the process's threads against numba.set_num_threads(1), call by
+    call; then the fast path with its steps forced onto threads against forced serial."""
+    import numba
+
+    from mixjit.runtime import executor_mixpert_words as words
+    from mixjit.runtime.executor_mixpert_driver import mixpert_gemm
+    from mixjit.runtime.executor_mixpert_fast import fast_path_threads
+    from mixjit.runtime.executor_mixpert_split import prepare_operand
+    from mixjit.runtime.pair_blocks import SPAN_RESERVE, plan_block_array
+    from mixjit.runtime.segments import width
+
+    nt = numba.get_num_threads()
+    calls, forced = [], []
+    for n in sizes:
+        reps = max(repeats, min(30, int(2e9 / n**3)))  # small sizes: more calls
+        for scheme_name, label, dtype in STEP_CASES:
+            params, cfg_label, a, b = _case(scheme_name, label, dtype, n)
+            c = np.empty((n, n), dtype)
+            stats = np.zeros(words.N_STATS, dtype=np.int64)
+            mixpert_gemm(a, b, c, params, stats)
+            t = {1: ([], []), nt: ([], [])}
+            for _ in range(reps):
+                for k in (nt, 1):
+                    numba.set_num_threads(k)
+                    _, cpu, wall = _timed(mixpert_gemm, a, b, c, params, stats, repeats=1)
+                    t[k][0].append(cpu)
+                    t[k][1].append(wall)
+            numba.set_num_threads(nt)
+            med = {k: (statistics.median(v[0]), statistics.median(v[1])) for k, v in t.items()}
+            calls.append((scheme_name, cfg_label, n, reps, med[nt], med[1]))
+            print(f"{scheme_name} {cfg_label} n={n}: {nt} threads cpu {med[nt][0] * 1e3:.2f} wall "
+                  f"{med[nt][1] * 1e3:.2f} ms; 1 thread cpu {med[1][0] * 1e3:.2f} wall {med[1][1] * 1e3:.2f} ms",
+                  flush=True)
+            if scheme_name == "mixpert" and label != "level=IV":
+                continue  # the wide path threads only its packing, as level IV's does
+            pa, pb = prepare_operand(a, False, params), prepare_operand(b, True, params)
+            blocks, _ = plan_block_array(words.kept_pairs(params), params[words.W_SEGMENTS],
+                                         params[words.W_SEG0_BITS], n, params[words.W_DIGITS],
+                                         min(pa.span.max() + pb.span.max(), SPAN_RESERVE))
+            w1 = width(params[words.W_SEGMENTS], params[words.W_SEG0_BITS], params[words.W_DIGITS]) - 1
+            res = np.empty((n, n))
+            to32 = bool(params[words.W_DOMAIN] == words.DOMAIN_FP32)
+            f = {True: ([], []), False: ([], [])}
+            for _ in range(reps):
+                for on in (True, False):
+                    _, cpu, wall = _timed(fast_path_threads, pa.q, pa.scale, pb.q, pb.scale, blocks, pa.ref - w1,
+                                          pb.ref - w1, params, res, to32, on, on, on, repeats=1)
+                    f[on][0].append(cpu)
+                    f[on][1].append(wall)
+            medf = {k: (statistics.median(v[0]), statistics.median(v[1])) for k, v in f.items()}
+            forced.append((scheme_name, cfg_label, n, reps, medf[True], medf[False]))
+            print(f"  fast path forced threads cpu {medf[True][0] * 1e3:.2f} wall {medf[True][1] * 1e3:.2f} ms; "
+                  f"serial cpu {medf[False][0] * 1e3:.2f} wall {medf[False][1] * 1e3:.2f} ms", flush=True)
+    if write:
+        replace_generated_section(DOC, "threads", _threads_section(nt, calls, forced))
+        print(f"wrote {DOC}")
+
+
+def _threads_section(nt: int, calls: list, forced: list) -> str:
+    from mixjit.runtime.executor_mixpert_pack import REGION_COST_NS
+
+    lines = [
+        "## Threads: what they cost or gain",
+        "",
+        f"Written by `tools/bench_executor.py --threads`; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())};",
+        f"{_machine_line()}.",
+        f"Whole calls (`mixpert_gemm`, uniform data) with the process's {nt} Numba threads and with",
+        "`numba.set_num_threads(1)`, alternating call by call, medians (ms) over the calls shown.",
+        "The executor runs a step on threads only where t threads would save, on idle cores, at least",
+        f"{REGION_COST_NS / 1e6:.0f} ms of its serial work (`executor_mixpert_pack.threads_pay`, REGION_COST_NS):",
+        "",
+        f"| config | n | calls | {nt} threads CPU | wall | 1 thread CPU | wall | wall {nt} / 1 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for scheme, cfg, n, reps, on, off in calls:
+        lines.append(f"| `{scheme}` `{cfg}` | {n} | {reps} | {on[0] * 1e3:.2f} | {on[1] * 1e3:.2f} | "
+                     f"{off[0] * 1e3:.2f} | {off[1] * 1e3:.2f} | {on[1] / off[1]:.2f} |")
+    lines += [
+        "",
+        "The fast path alone (packing, dgemms, epilogue) with every threadable step forced",
+        "onto the threads against forced serial (`fast_path_threads`), alternating: what the",
+        "threads would cost or gain if the rule chose them at these sizes:",
+        "",
+        "| config | n | calls | threads CPU | wall | serial CPU | wall | wall threads / serial |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for scheme, cfg, n, reps, on, off in forced:
+        lines.append(f"| `{scheme}` `{cfg}` | {n} | {reps} | {on[0] * 1e3:.2f} | {on[1] * 1e3:.2f} | "
+                     f"{off[0] * 1e3:.2f} | {off[1] * 1e3:.2f} | {on[1] / off[1]:.2f} |")
+    return "\n".join(lines)
 
 
 def _err(c: np.ndarray, ref: np.ndarray) -> float:
@@ -480,8 +768,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--commit", help="with --schemes: the commit of the code measured (default: HEAD), e.g. with --code")
     p.add_argument("--code", metavar="DIR", help="import mixjit from DIR (an exported older commit; see above)")
     p.add_argument("--fp64", action="store_true", help="mixpert-fp64 vs numpy float64: speed and elementwise error")
+    p.add_argument("--steps", action="store_true", help="time each step of the executor alone")
+    p.add_argument("--label", choices=("before", "after"), default="after", help="with --steps: file the run as")
+    p.add_argument("--threads", action="store_true", help="threads on / off, whole calls and the forced fast path")
     args = p.parse_args(argv)
-    if args.schemes:
+    if args.steps:
+        steps(args.sizes, args.repeats, args.label, args.commit, not args.no_write)
+    elif args.threads:
+        threads(args.sizes, args.repeats, not args.no_write)
+    elif args.schemes:
         sizes = [512, 2048] if args.sizes == [512, 1024, 2048] else args.sizes
         scheme_speed(sizes, args.repeats, args.phase, not args.no_write, args.commit)
     elif args.fp64:

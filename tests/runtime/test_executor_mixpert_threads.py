@@ -1,52 +1,94 @@
-"""The MixPert executor's threaded packing and epilogues give the serial bits."""
+"""The MixPert executor's threaded packing and epilogues give the serial bits, and the
+decision to thread follows the work and the thread count."""
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 
-from mixjit import gemm
-from mixjit.runtime import executor_mixpert as ex
-from mixjit.runtime.executor_mixpert_pack import PARALLEL_MIN, _block_operand_threads, block_operand
-from mixjit.runtime.executor_mixpert_split import _row_form_threads, row_form
+from mixjit.runtime import executor_mixpert_pack as pack
+from mixjit.runtime.executor_mixpert_fast import fast_path_threads
+from mixjit.runtime.executor_mixpert_pack import REGION_COST_NS, _block_operand_threads, block_operand, threads_pay
+from mixjit.runtime.executor_mixpert_split import _row_form_threads, prepare_operand, row_form
+from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEG0_BITS, W_SEGMENTS, W_TK, kept_pairs
+from mixjit.runtime.pair_blocks import SPAN_RESERVE, plan_block_array
 from mixjit.runtime.schemes import get_scheme
+from mixjit.runtime.segments import width
 
 RNG = np.random.default_rng(2024)
 
 
-def test_threaded_row_form_and_block_operand_equal_the_serial_ones():
-    x = RNG.standard_normal((300, 520))[:, ::2]  # strided, 300 x 260 >= PARALLEL_MIN
-    assert x.size >= PARALLEL_MIN
-    for transpose in (False, True):
-        for to32 in (False, True):
-            np.testing.assert_array_equal(_row_form_threads(x, transpose, to32), row_form(x, transpose, to32))
-    params = np.asarray(get_scheme("mixpert").parse_config("level=IV").words(), dtype=np.int64)
-    op = ex.prepare(x.astype(np.float32), "A", params).arrays
-    rows = np.arange(op.q.shape[0])[::-1].copy()  # any row order
-    for i0, i1 in ((0, 0), (0, 1), (1, 2), (0, 2)):
-        args = (op.q, op.scale, rows, 3, op.q.shape[1] - 5, i0, i1, int(params[ex.W_SEGMENTS]),
-                int(params[ex.W_DIGITS]), int(params[ex.W_TK]))
-        np.testing.assert_array_equal(_block_operand_threads(*args), block_operand(*args))
-
-
-@pytest.mark.parametrize("scheme,label,dtype,shape", [
-    ("mixpert", "level=IV", np.float32, (320, 256, 288)),  # A's packing and the epilogue threaded
-    ("mixpert-fp64", None, np.float64, (192, 128, 384)),  # epilogue_many threaded
-])
-def test_a_threaded_gemm_equals_its_serial_row_blocks(scheme, label, dtype, shape):
-    """Rows of C from one large call (threaded packing / epilogue) equal the same rows
-    computed by small calls (serial), bit for bit: blocks of 64 rows keep A's tiles."""
-    m, k, n = shape
+def _words(scheme: str, label: str | None, dtype) -> np.ndarray:
     s = get_scheme(scheme)
     cfg = s.parse_config(label) if label else s.default_config(dtype)
-    assert 64 % cfg.words()[ex.W_TM] == 0
-    a = (RNG.standard_normal((m, k)) * np.exp2(RNG.integers(-6, 6, (m, k)))).astype(dtype)
+    return np.asarray(cfg.words(), dtype=np.int64)
+
+
+def test_threaded_row_form_and_block_operand_equal_the_serial_ones():
+    x = RNG.standard_normal((300, 520))[:, ::2]  # strided, 300 x 260: not a multiple of the tiles
+    for transpose in (False, True):
+        for to32 in (False, True):
+            want = np.asarray(x.T if transpose else x, dtype=np.float32 if to32 else np.float64).astype(np.float64)
+            np.testing.assert_array_equal(row_form(x, transpose, to32), want)
+            np.testing.assert_array_equal(_row_form_threads(x, transpose, to32), want)
+    params = _words("mixpert", "level=IV", np.float32)
+    op = prepare_operand(x.astype(np.float32), False, params)
+    rows = np.arange(op.q.shape[0])[::-1].copy()  # any row order
+    for i0, i1 in ((0, 0), (0, 1), (1, 2), (0, 2)):
+        args = (op.q, op.scale, rows, 3, op.q.shape[1] - 5, i0, i1, int(params[W_SEGMENTS]),
+                int(params[W_DIGITS]), int(params[W_TK]))
+        threaded = np.full((rows.shape[0], args[4] - args[3]), np.nan)
+        _block_operand_threads(threaded, *args)
+        np.testing.assert_array_equal(threaded, block_operand(*args))
+
+
+@pytest.mark.parametrize("scheme,label,dtype,shape,spread,blocks_wanted", [
+    ("mixpert", "level=IV", np.float32, (203, 256, 77), 0, 2),  # two blocks: epilogue
+    ("mixpert", "segments=4,pairs=sig6,align=row", np.float32, (203, 256, 77), 2, 3),  # float32 epilogue_many
+    ("mixpert-fp64", None, np.float64, (150, 128, 96), 6, 6),  # epilogue_many, packs shared by blocks
+])
+def test_the_threaded_fast_path_equals_the_serial_one(scheme, label, dtype, shape, spread, blocks_wanted):
+    """Every combination of threaded steps gives the serial bits (rows not a multiple of
+    the epilogue's row chunks)."""
+    m, k, n = shape
+    params = _words(scheme, label, dtype)
+    tiles = np.arange(k) // 32  # k-tiles of A scaled apart: spans of `spread` bits
+    a = (RNG.standard_normal((m, k)) * np.exp2(spread * (tiles % 2))).astype(dtype)
     b = RNG.standard_normal((k, n)).astype(dtype)
-    assert m * n >= PARALLEL_MIN and 64 * n < PARALLEL_MIN and 64 * k < PARALLEL_MIN
-    whole = gemm(a, b, scheme, cfg)
-    for i0 in range(0, m, 64):
-        part = gemm(a[i0:i0 + 64].copy(), b, scheme, cfg)
-        np.testing.assert_array_equal(whole[i0:i0 + 64], part, err_msg=f"rows {i0}..{i0 + 63}")
+    pa, pb = prepare_operand(a, False, params), prepare_operand(b, True, params)
+    blocks, ok = plan_block_array(kept_pairs(params), params[W_SEGMENTS], params[W_SEG0_BITS], k, params[W_DIGITS],
+                                  min(pa.span.max() + pb.span.max(), SPAN_RESERVE))
+    assert ok and blocks.shape[0] == blocks_wanted
+    w1 = width(params[W_SEGMENTS], params[W_SEG0_BITS], params[W_DIGITS]) - 1
+    to32 = dtype == np.float32
+
+    def run(ta: bool, tb: bool, te: bool) -> np.ndarray:
+        out = np.full((m, n), np.nan)
+        fast_path_threads(pa.q, pa.scale, pb.q, pb.scale, blocks, pa.ref - w1, pb.ref - w1, params, out, to32,
+                          ta, tb, te)
+        return out
+
+    serial = run(False, False, False)
+    assert not np.isnan(serial).any()
+    for flags in ((True, True, True), (True, False, False), (False, True, False), (False, False, True)):
+        np.testing.assert_array_equal(run(*flags), serial, err_msg=f"threads (A, B, epilogue) = {flags}")
+
+
+def test_threads_pay_follows_the_work_and_the_thread_count():
+    """Threads where t threads save at least REGION_COST_NS of a step's serial work,
+    never with one thread set."""
+    t = numba.get_num_threads()
+    assert not threads_pay(0)
+    if t > 1:
+        least = -(-REGION_COST_NS * t // (t - 1))  # smallest work that saves REGION_COST_NS
+        assert not threads_pay(least - 1)
+        assert threads_pay(least) is pack.THREADS
+    numba.set_num_threads(1)
+    try:
+        assert not threads_pay(REGION_COST_NS * 1000)
+    finally:
+        numba.set_num_threads(t)
 
 
 @pytest.mark.parametrize("layer,priority,want", [
