@@ -30,7 +30,7 @@ from mixjit.runtime.executor_mixpert_pack import EPILOGUE_NS_PER_BLOCK, PACK_NS,
 from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEGMENTS, W_TK
 from mixjit.runtime.executor_mixpert_ziv import certain32, certain64, scaled_normal, times_pow2
 from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.pair_blocks import BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT
+from mixjit.runtime.pair_blocks import BLOCK_BITS, BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, k_bits
 
 
 @cached_njit(nogil=True)
@@ -144,10 +144,12 @@ def fast_path_threads(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32:
         else:
             epilogue(d1, w1, d2, w2, nb == 2, ea, eb, out, to32)
         return
+    # the widest span the fast path takes (executor_mixpert_exact.exact_sets)
+    frac = 53 - k_bits(K) - blocks[:, BLOCK_BITS].max()
     if threads_epilogue:
-        _epilogue_many_threads(ds, blocks, ea, eb, out, to32)
+        _epilogue_many_threads(ds, blocks, ea, eb, out, to32, frac)
     else:
-        epilogue_many(ds, blocks, ea, eb, out, to32)
+        epilogue_many(ds, blocks, ea, eb, out, to32, frac)
 
 
 @cached_njit(nogil=True)
@@ -190,13 +192,13 @@ def _epilogue_threads(d1, w1: float, d2, w2: float, two: bool, ea, eb, out, to32
 
 
 @cached_njit(nogil=True, parallel=True)
-def _epilogue_many_threads(ds, blocks, ea, eb, out, to32: bool):
+def _epilogue_many_threads(ds, blocks, ea, eb, out, to32: bool, frac: int):
     """:func:`epilogue_many` on chunks of rows, spread over threads (the same bits)."""
     m = out.shape[0]
     for c in prange((m + _ROW_CHUNK - 1) // _ROW_CHUNK):
         r0 = c * _ROW_CHUNK
         r1 = min(r0 + _ROW_CHUNK, m)
-        epilogue_many(ds[:, r0:r1], blocks, ea[r0:r1], eb, out[r0:r1], to32)
+        epilogue_many(ds[:, r0:r1], blocks, ea[r0:r1], eb, out[r0:r1], to32, frac)
 
 
 #: 32-bit limbs of an output's exact accumulator when the epilogue's rounding test
@@ -206,11 +208,17 @@ _BLOCK_LIMBS = 8
 
 
 @cached_njit(nogil=True)
-def epilogue_many(ds, blocks, ea, eb, out, to32: bool):
+def epilogue_many(ds, blocks, ea, eb, out, to32: bool, frac: int):
     """``out = RN(X)``, ``X = sum_b ds[b] 2^shift_b`` exactly (each ``ds[b]`` an exact
     block result): a TwoSum chain gives ``s`` and a bound on ``|X - s|``; where
     Ziv's test certifies ``RN(s)`` it is the result, else ``X`` is summed exactly
-    in integer limbs and rounded once (:func:`acc_round`). Same bits either way."""
+    in integer limbs and rounded once (:func:`acc_round`). Same bits either way.
+
+    A block result is an integer only where its row and column have span 0: each
+    k-tile is scaled by ``2^(E - E_ref) <= 1``, so it is a multiple of
+    ``2^-(span_A + span_B)``. The limbs hold it in units of ``2^-frac``, ``frac``
+    the widest span the fast path takes (``53 - ceil(log2 K) - max block bits``,
+    which also keeps every ``|ds[b]| 2^frac < 2^53``)."""
     nb, m, n = ds.shape
     w = np.empty(nb)
     low = blocks[:, BLOCK_SHIFT].min()
@@ -240,11 +248,11 @@ def epilogue_many(ds, blocks, ea, eb, out, to32: bool):
             for b in range(nb):
                 v = ds[b, i, j]
                 if v != 0.0:
-                    a = np.int64(abs(v))
+                    a = np.int64(abs(v) * 2.0**frac)
                     pos = blocks[b, BLOCK_SHIFT] - low
                     acc_add(acc, pos, a & np.int64(0x3FFFFFF), v < 0.0)
                     acc_add(acc, pos + 26, a >> 26, v < 0.0)
-            base = ex + low
+            base = ex + low - frac
             if to32:
                 out[i, j] = np.float64(np.float32(acc_round(acc, 24, -149, base))) + 0.0
             else:
