@@ -78,6 +78,7 @@ from mixjit.runtime.executor_mixpert_words import (
     STAT_NONFINITE,
     STAT_RECOMPUTED,
     STAT_SLOW_ELEMENTS,
+    STAT_SMALL_PATH,
     STAT_TILES,
     STAT_WIDEST_SPAN,
     STATUS_MESSAGES,
