@@ -78,6 +78,118 @@ _NO_EXP = -32768
 
 
 @cached_njit(nogil=True)
+def _split32_normal(u, w: int):
+    """:func:`segments.split_element` at ``emax = 127`` of the *normal* float32 with
+    bits ``u`` (int64 holding the uint32), from its own bits and without branches,
+    so that the split loop vectorises; subnormals, zeros and non-finite values give
+    garbage here and are patched by the caller (``_patch_special``)."""
+    be = (u >> 23) & 0xFF
+    mant = (u & 0x7FFFFF) | (np.int64(1) << 23)
+    e = be - 127
+    if w >= 24:
+        m = mant << (w - 24)
+    else:
+        sh = 24 - w
+        m = mant >> sh
+        rem = mant & ((np.int64(1) << sh) - 1)
+        half = np.int64(1) << (sh - 1)
+        m += np.int64((rem > half) | ((rem == half) & ((m & 1) == 1)))
+    carry = m == (np.int64(1) << w)
+    top = carry & (e >= 127)  # 2^128 would overflow float32: truncate instead
+    m = m - 1 if top else ((np.int64(1) << (w - 1)) if carry else m)
+    e += np.int64(carry & ~top)
+    return -m if (u >> 31) != 0 else m, e
+
+
+@cached_njit(nogil=True)
+def _patch_special(x, side_b: bool, i: int, k0: int, k1: int, w: int, q, ex) -> bool:
+    """Redo the split of the zeros and subnormals of row ``i``, ``k0:k1`` of a float32
+    operand (``_split32_normal`` handles normal values only); False if it holds an
+    inf or NaN."""
+    for k in range(k0, k1):
+        v = np.float32(x[k, i] if side_b else x[i, k])
+        u = np.int64(v.view(np.uint32))
+        be = (u >> 23) & 0xFF
+        if be == 255:
+            return False
+        if be == 0:
+            if (u & 0x7FFFFFFF) == 0:
+                q[i, k] = 0
+                ex[i, k] = _NO_EXP
+            else:
+                m, e = split_element(np.float64(v).view(np.uint64), w, 127)
+                q[i, k] = m
+                ex[i, k] = e
+    return True
+
+
+@cached_njit(nogil=True)
+def _split_pass32(x, side_b: bool, w: int, tk: int, q, ex, gexp) -> bool:
+    """Pass 1 of :func:`_split` for float32 operands in the float32 domain: ``q`` = M,
+    ``ex`` = e of every element (``_NO_EXP`` for zeros), ``gexp`` = each row's
+    largest e per k-tile (``ZERO_EXP`` if none); False on an inf or NaN."""
+    r, K = q.shape
+    for i in range(r):
+        for kt in range(gexp.shape[1]):
+            k0 = kt * tk
+            k1 = min(k0 + tk, K)
+            mx = np.int64(_NO_EXP)
+            lo = np.int64(255)  # smallest and largest biased exponent (min / max vectorise; |= does not)
+            hi = np.int64(0)
+            for k in range(np.uint64(k0), np.uint64(k1)):  # unsigned: no wraparound test per index
+                v = x[k, i] if side_b else x[i, k]
+                u = np.int64(np.float32(v).view(np.uint32))
+                m, e = _split32_normal(u, w)
+                be = (u >> 23) & 0xFF
+                lo = min(lo, be)
+                hi = max(hi, be)
+                q[i, k] = m
+                ex[i, k] = e
+                mx = max(mx, e)
+            if lo == 0 or hi == 255:  # a zero, subnormal, inf or NaN
+                if not _patch_special(x, side_b, i, k0, k1, w, q, ex):
+                    return False
+                mx = np.int64(_NO_EXP)
+                for k in range(np.uint64(k0), np.uint64(k1)):
+                    mx = max(mx, ex[i, k])
+            gexp[i, kt] = mx if mx != _NO_EXP else ZERO_EXP
+    return True
+
+
+@cached_njit(nogil=True)
+def _split_pass64(x, side_b: bool, to32: bool, w: int, tk: int, raw, q, ex, gexp) -> bool:
+    """Pass 1 of :func:`_split` for the other cases (float64 operands; ``raw`` gets
+    the row form, rounded to float32 first in the float32 domain), through
+    segments.split_element; as :func:`_split_pass32` otherwise."""
+    r, K = q.shape
+    emax = 127 if to32 else 1023
+    expmask = np.uint64(0x7FF0000000000000)
+    for i in range(r):
+        for kt in range(gexp.shape[1]):
+            k0 = kt * tk
+            k1 = min(k0 + tk, K)
+            mx = np.int64(_NO_EXP)
+            bad = False
+            for k in range(np.uint64(k0), np.uint64(k1)):
+                v = x[k, i] if side_b else x[i, k]
+                f = np.float64(np.float32(v)) if to32 else np.float64(v)
+                raw[i, k] = f
+                u = np.float64(f).view(np.uint64)
+                fin = (u & expmask) != expmask
+                use = fin & ((u << np.uint64(1)) != 0)
+                m, e = split_element(u, w, emax)
+                q[i, k] = m if use else 0
+                e = e if use else np.int64(_NO_EXP)
+                ex[i, k] = e
+                mx = max(mx, e)
+                bad |= not fin
+            if bad:
+                return False
+            gexp[i, kt] = mx if mx != _NO_EXP else ZERO_EXP
+    return True
+
+
+@cached_njit(nogil=True)
 def _split(x, side_b: bool, params, raw, q, ex, gexp, scale, ref, span) -> bool:
     """Split and align operand ``x`` (A, or B when ``side_b``) in row form into the
     scratch views (``raw``, ``q`` rows x K; ``gexp``, ``scale`` rows x k-tiles;
@@ -99,64 +211,50 @@ def _split(x, side_b: bool, params, raw, q, ex, gexp, scale, ref, span) -> bool:
     emax = 127 if to32 else 1023
     qmax = max_aligned(segments, digits)
     check_over = qmax < (np.int64(1) << 62) - 1
-    expmask = np.uint64(0x7FF0000000000000)
     # pass 1: split every element (q holds M, ex its exponent); gexp first holds
     # each row's largest exponent per k-tile
-    for i in range(r):
-        for kt in range(nkt):
-            mx = np.int64(_NO_EXP)
-            for k in range(kt * tk, min(kt * tk + tk, K)):
-                v = x[k, i] if side_b else x[i, k]
-                f = np.float64(np.float32(v)) if to32 else np.float64(v)
-                raw[i, k] = f
-                u = np.float64(f).view(np.uint64)
-                if (u & expmask) == expmask:
-                    return False
-                if f == 0.0:
-                    q[i, k] = 0
-                    ex[i, k] = _NO_EXP
-                else:
-                    m, e = split_element(u, w, emax)
-                    q[i, k] = m
-                    ex[i, k] = e
-                    mx = max(mx, e)
-            gexp[i, kt] = mx if mx != _NO_EXP else ZERO_EXP
+    if to32 and x.itemsize == 4:
+        if not _split_pass32(x, side_b, w, tk, q, ex, gexp):
+            return False
+    elif not _split_pass64(x, side_b, to32, w, tk, raw, q, ex, gexp):
+        return False
     # group exponents: the largest of the group's rows, one more where an element
     # at it exceeds the balanced digits' range (segments.pack_groups)
     for g0 in range(0, r, group_rows):
         g1 = min(g0 + group_rows, r)
         for kt in range(nkt):
             top = ZERO_EXP
-            for i in range(g0, g1):
+            for i in range(np.uint64(g0), np.uint64(g1)):
                 top = max(top, gexp[i, kt])
             bump = False
             if check_over and top != ZERO_EXP:
-                for i in range(g0, g1):
-                    for k in range(kt * tk, min(kt * tk + tk, K)):
+                for i in range(np.uint64(g0), np.uint64(g1)):
+                    for k in range(np.uint64(kt * tk), np.uint64(min(kt * tk + tk, K))):
                         bump |= (ex[i, k] == top) & (q[i, k] > qmax)
-            for i in range(g0, g1):
+            for i in range(np.uint64(g0), np.uint64(g1)):
                 gexp[i, kt] = top + 1 if bump else top
     # pass 2: align; count per tile the nonzero elements and those shifted far
     far = threshold if threshold >= 0 else 1 << 20
     for t0 in range(0, r, tile_rows):
         t1 = min(t0 + tile_rows, r)
         for kt in range(nkt):
-            nz = 0
-            sh = 0
-            for i in range(t0, t1):
+            nz = np.int64(0)
+            sh = np.int64(0)
+            lost = np.int64(0)  # integer counts, not bool |=: the loop vectorises
+            for i in range(np.uint64(t0), np.uint64(t1)):
                 g = gexp[i, kt]
                 lim = (np.int64(1) << (w - 1)) - 1 if g > emax else (np.int64(1) << 62)
-                for k in range(kt * tk, min(kt * tk + tk, K)):
-                    e = np.int64(ex[i, k])
-                    if e == _NO_EXP:
-                        continue
-                    d = g - e
+                for k in range(np.uint64(kt * tk), np.uint64(min(kt * tk + tk, K))):
+                    e = ex[i, k]
+                    use = np.int64(e != _NO_EXP)
+                    d = (g - e) * use
                     v = min(max(_shift_branchless(q[i, k], d, mode), -lim), lim)
                     q[i, k] = v
-                    if to32 and v == 0:
-                        return False  # step 6 would recompute its row: general path
-                    nz += 1
-                    sh += np.int64(d > far)
+                    lost += use & np.int64(v == 0)
+                    nz += use
+                    sh += use & np.int64(d > far)
+            if to32 and lost:
+                return False  # step 6 would recompute the element's row: general path
             if threshold >= 0 and 8 * sh > nz:
                 return False  # a fallback tile: general path
     # reference exponent, span and the exact power-of-two scale of each group
@@ -177,28 +275,41 @@ def _split(x, side_b: bool, params, raw, q, ex, gexp, scale, ref, span) -> bool:
 
 
 @cached_njit(nogil=True)
-def _block_dot(aq, ascale, bq, bscale, i0: int, i1: int, j0: int, j1: int, segments: int, digits: int, tk: int,
-               xa, yb, d) -> None:
-    """``d = X_A @ Y_B^T`` of one block (segments ``i0..i1`` of A against ``j0..j1``
-    of B, each k-tile times its scale), exact: the block plan keeps every partial
-    sum below 2^53, so any order gives the dgemm's value. ``xa`` (m x K) and ``yb``
-    (K x n) are scratch."""
-    m, K = aq.shape
-    n = bq.shape[0]
-    for i in range(m):
-        for k in range(K):
-            xa[i, k] = digit_range(aq[i, k], i0, i1, segments, digits) * ascale[i, k // tk]
-    for j in range(n):
-        for k in range(K):
-            yb[k, j] = digit_range(bq[j, k], j0, j1, segments, digits) * bscale[j, k // tk]
+def _block_operand(q, scale, i0: int, i1: int, segments: int, digits: int, tk: int, out) -> None:
+    """``out`` (rows x K) = segments ``i0..i1`` of ``q``, each k-tile times its scale
+    (integer-valued times a power of two: exact), as executor_mixpert_pack builds it."""
+    r, K = q.shape
+    for i in range(r):
+        for t in range(scale.shape[1]):
+            sc = scale[i, t]
+            for k in range(np.uint64(t * tk), np.uint64(min(t * tk + tk, K))):
+                out[i, k] = digit_range(q[i, k], i0, i1, segments, digits) * sc
+
+
+# Reassociation is safe here, and only here: every term and partial sum is an
+# integer times a power of two below 2^53 on the block's grid, so any order is exact.
+@cached_njit(nogil=True, fastmath={"reassoc", "contract"})
+def _exact_dot(x, y, d) -> None:
+    """``d = x @ y.T`` for block operands whose every partial sum is exact (the block
+    plan's bound): the value the dgemm gives, in any summation order."""
+    m, K = x.shape
+    n = y.shape[0]
     for i in range(m):
         for j in range(n):
-            d[i, j] = 0.0
-        for k in range(K):
-            a = xa[i, k]
-            if a != 0.0:
-                for j in range(n):
-                    d[i, j] += a * yb[k, j]
+            s = 0.0
+            for k in range(K):
+                s += x[i, k] * y[j, k]
+            d[i, j] = s
+
+
+@cached_njit(nogil=True)
+def _block_dot(aq, ascale, bq, bscale, block, segments: int, digits: int, tk: int, xa, yb, d) -> None:
+    """``d`` = the exact product of one block (a row of a plan_block_array result):
+    segments ``i0..i1`` of A against ``j0..j1`` of B. ``xa`` (m x K) and ``yb``
+    (n x K) are scratch."""
+    _block_operand(aq, ascale, block[BLOCK_I0], block[BLOCK_I1], segments, digits, tk, xa)
+    _block_operand(bq, bscale, block[BLOCK_J0], block[BLOCK_J1], segments, digits, tk, yb)
+    _exact_dot(xa, yb, d)
 
 
 @cached_njit(nogil=True)
@@ -250,7 +361,7 @@ def small_gemm(a, b, c, params, stats) -> int:
     o += n * nkt
     xa = floats[o : o + m * K].reshape((m, K))
     o += m * K
-    yb = floats[o : o + K * n].reshape((K, n))
+    yb = floats[o : o + n * K].reshape((n, K))
     o += K * n
     out = floats[o : o + m * n].reshape((m, n))
     o += m * n
@@ -277,19 +388,16 @@ def small_gemm(a, b, c, params, stats) -> int:
     ea = aref - (w - 1)
     eb = bref - (w - 1)
     if nb <= 2:
-        _block_dot(aq, ascale, bq, bscale, blocks[0, BLOCK_I0], blocks[0, BLOCK_I1], blocks[0, BLOCK_J0],
-                   blocks[0, BLOCK_J1], segments, digits, tk, xa, yb, d1)
+        _block_dot(aq, ascale, bq, bscale, blocks[0], segments, digits, tk, xa, yb, d1)
         if nb == 2:
-            _block_dot(aq, ascale, bq, bscale, blocks[1, BLOCK_I0], blocks[1, BLOCK_I1], blocks[1, BLOCK_J0],
-                       blocks[1, BLOCK_J1], segments, digits, tk, xa, yb, d2)
+            _block_dot(aq, ascale, bq, bscale, blocks[1], segments, digits, tk, xa, yb, d2)
         w1 = 2.0 ** blocks[0, BLOCK_SHIFT]
         w2 = 2.0 ** blocks[1, BLOCK_SHIFT] if nb == 2 else 0.0
         epilogue(d1, w1, d2, w2, nb == 2, ea, eb, out, to32)
     else:
         ds = np.empty((nb, m, n))
         for bl in range(nb):
-            _block_dot(aq, ascale, bq, bscale, blocks[bl, BLOCK_I0], blocks[bl, BLOCK_I1], blocks[bl, BLOCK_J0],
-                       blocks[bl, BLOCK_J1], segments, digits, tk, xa, yb, ds[bl])
+            _block_dot(aq, ascale, bq, bscale, blocks[bl], segments, digits, tk, xa, yb, ds[bl])
         epilogue_many(ds, blocks, ea, eb, out, to32)
     stats[:] = 0
     if not to32:
