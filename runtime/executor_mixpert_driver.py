@@ -19,7 +19,7 @@ from mixjit.runtime.executor_common import nonfinite_rule
 from mixjit.runtime.executor_mixpert_certified import certified, exact_elements, recompute32, tf32_split
 from mixjit.runtime.executor_mixpert_exact import exact_rows, exact_sets
 from mixjit.runtime.executor_mixpert_fast import fast_path
-from mixjit.runtime.executor_mixpert_small import NOT_TAKEN, small_gemm
+from mixjit.runtime.executor_mixpert_small import NOT_TAKEN, small_gemm, small_max_work
 from mixjit.runtime.executor_mixpert_split import prepare_operand
 from mixjit.runtime.executor_mixpert_words import (
     DOMAIN_FP32,
@@ -179,7 +179,7 @@ def mixpert_gemm(a, b, c, params, stats) -> int:
         return ERR_SHAPE
     if c.shape[0] != a.shape[0] or c.shape[1] != b.shape[1]:
         return ERR_SHAPE
-    status = small_gemm(a, b, c, params, stats)
+    status = small_gemm(a, b, c, params, stats, small_max_work(params))
     if status != NOT_TAKEN:
         return status
     pa = prepare_operand(a, False, params)

@@ -1,6 +1,6 @@
 """The MixPert executor's small-shape path: one fused compiled call, no BLAS.
 
-For a GEMM of at most ``SMALL_MAX_WORK`` multiply-adds (m*n*k), the general driver's
+For a GEMM of at most ``SMALL_MAX_WORK_FP32`` / ``_FP64`` multiply-adds (m*n*k), the general driver's
 fixed costs dominate: a dozen scratch arrays per operand, two passes of the packer
 over separate arrays, and a BLAS call per block on operands of a few dozen
 elements. :func:`small_gemm` computes the same ``X`` (the exact sum of the kept
@@ -67,8 +67,19 @@ from mixjit.runtime.pair_blocks import (
 )
 from mixjit.runtime.segments import ZERO_EXP, _shift_branchless, digit_range, max_aligned, split_element, width
 
-#: largest m*n*k the small path takes (chosen by tools/bench_small_sites.py --threshold)
-SMALL_MAX_WORK = 64 * 64 * 64
+#: largest m*n*k the driver sends to the small path, float32 and float64 domain: from
+#: the threshold table of tools/bench_small_sites.py (docs/executor_speed.md, "Small
+#: sites"): level IV is still faster at n = 128 (the largest size measured),
+#: mixpert-fp64's most precise config up to n = 96 (even at 128)
+SMALL_MAX_WORK_FP32 = 128**3
+SMALL_MAX_WORK_FP64 = 96**3
+
+
+@cached_njit(nogil=True)
+def small_max_work(params) -> int:
+    """The size limit of the small path for the config words ``params``."""
+    return SMALL_MAX_WORK_FP32 if params[W_DOMAIN] == DOMAIN_FP32 else SMALL_MAX_WORK_FP64
+
 
 #: :func:`small_gemm`'s answer for a call it leaves to the general path
 NOT_TAKEN = -1
@@ -214,7 +225,13 @@ def _split(x, side_b: bool, params, raw, q, ex, gexp, scale, ref, span) -> bool:
     # pass 1: split every element (q holds M, ex its exponent); gexp first holds
     # each row's largest exponent per k-tile
     if to32 and x.itemsize == 4:
-        if not _split_pass32(x, side_b, w, tk, q, ex, gexp):
+        if side_b:  # B's columns, copied to rows first (exact): strided reads do not vectorise
+            for k in range(K):
+                for j in range(r):
+                    raw[j, k] = x[k, j]
+            if not _split_pass32(raw, False, w, tk, q, ex, gexp):
+                return False
+        elif not _split_pass32(x, False, w, tk, q, ex, gexp):
             return False
     elif not _split_pass64(x, side_b, to32, w, tk, raw, q, ex, gexp):
         return False
@@ -313,14 +330,15 @@ def _block_dot(aq, ascale, bq, bscale, block, segments: int, digits: int, tk: in
 
 
 @cached_njit(nogil=True)
-def small_gemm(a, b, c, params, stats) -> int:
-    """``C = A @ B`` under the MixPert semantics for a small call, the same bits and
-    statistics as the general driver; :data:`NOT_TAKEN` (``c`` and ``stats``
-    untouched) for a call it leaves to the general path. ``params`` must have passed
-    ``params_ok`` and the shapes must match (the driver checks both)."""
+def small_gemm(a, b, c, params, stats, max_work: int) -> int:
+    """``C = A @ B`` under the MixPert semantics for a call of at most ``max_work``
+    multiply-adds (the driver passes :func:`small_max_work`), the same bits and
+    statistics as the general driver; :data:`NOT_TAKEN` (``c`` untouched) for a call
+    it leaves to the general path. ``params`` must have passed ``params_ok`` and the
+    shapes must match (the driver checks both)."""
     m, K = a.shape
     n = b.shape[1]
-    if m == 0 or n == 0 or K == 0 or m * n * K > SMALL_MAX_WORK:
+    if m == 0 or n == 0 or K == 0 or m * n * K > max_work:
         return NOT_TAKEN
     to32 = params[W_DOMAIN] == DOMAIN_FP32
     tk = params[W_TK]

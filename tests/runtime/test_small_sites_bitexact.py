@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mixjit.runtime import executor_mixpert as ex
-from mixjit.runtime.executor_mixpert_small import SMALL_MAX_WORK
+from mixjit.runtime.executor_mixpert_small import SMALL_MAX_WORK_FP32
 from mixjit.runtime.schemes import get_scheme
 
 MP = get_scheme("mixpert")
@@ -146,7 +146,7 @@ def test_large_and_unusual_calls_take_the_general_path():
     rng = np.random.default_rng(7)
     params = _words(MP, "level=IV")
     side = 1
-    while side**3 <= SMALL_MAX_WORK:
+    while side**3 <= SMALL_MAX_WORK_FP32:
         side += 1
     a = rng.standard_normal((side, side)).astype(np.float32)
     assert not _same(a, a, params)  # above the threshold
@@ -157,3 +157,31 @@ def test_large_and_unusual_calls_take_the_general_path():
     assert not _same(a, a, params)
     assert not _same(a[:4], a, _words(MP, "segments=4,pairs=sig6,align=row"))  # wide blocks
     assert _same(a[:, :0], a[:0], params) is False  # K = 0
+
+
+@pytest.mark.parametrize("w", [6, 13, 20, 21, 23, 24, 28, 40])
+def test_float32_element_split_is_split_element(w):
+    """The small path's branch-free split of normal float32 values (and its patch for
+    zeros and subnormals) gives segments.split_element's M and e, carries at the
+    largest exponent included."""
+    from mixjit.runtime.executor_mixpert_small import _patch_special, _split32_normal
+    from mixjit.runtime.segments import split_element
+
+    rng = np.random.default_rng(w)
+    edges = [0x7F7FFFFF, 0xFF7FFFFF, 0x7EFFFFFF, 0x3FFFFFFF, 0x3F7FFFFF, 0x00800000, 0x80800000, 0x3F800004,
+             0x3F80000C, 0x00000001, 0x807FFFFF, 0x00400000, 0x00000000, 0x80000000]
+    bits = np.concatenate([rng.integers(0, 1 << 32, 4000, dtype=np.uint64).astype(np.uint32),
+                           np.array(edges, dtype=np.uint32)])
+    bits = bits[((bits >> 23) & 0xFF) != 0xFF]  # finite
+    x = bits.view(np.float32).reshape(1, -1)
+    q = np.zeros(x.shape, np.int64)
+    e = np.zeros(x.shape, np.int64)
+    for k, u in enumerate(bits):
+        q[0, k], e[0, k] = _split32_normal(np.int64(u), w)
+    assert _patch_special(x, False, 0, 0, x.shape[1], w, q, e)
+    for k, u in enumerate(bits):
+        if u & 0x7FFFFFFF == 0:
+            assert q[0, k] == 0
+            continue
+        m, ee = split_element(np.float64(x[0, k]).view(np.uint64), w, 127)
+        assert (q[0, k], e[0, k]) == (m, ee), hex(u)
