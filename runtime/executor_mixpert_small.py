@@ -1,9 +1,9 @@
 """The MixPert executor's small-shape path: one fused compiled call, no BLAS.
 
-For a GEMM of at most ``SMALL_MAX_WORK_FP32`` / ``_FP64`` multiply-adds (m*n*k), the general driver's
-fixed costs dominate: a dozen scratch arrays per operand, two passes of the packer
-over separate arrays, and a BLAS call per block on operands of a few dozen
-elements. :func:`small_gemm` computes the same ``X`` (the exact sum of the kept
+For a GEMM of at most ``SMALL_MAX_WORK_FP32`` / ``_FP64`` multiply-adds (m*n*k),
+the general driver's fixed costs dominate: a dozen scratch arrays per operand, two
+passes of the packer over separate arrays, and a BLAS call per block on operands of
+a few dozen elements. :func:`small_gemm` computes the same ``X`` (the exact sum of the kept
 segment products, docs/numerics.md "mixpert") with the same blocks
 (pair_blocks.plan_block_array: every block sum is exact in float64, so a plain
 loop gives the value the dgemm gives) and rounds it with the same epilogues
@@ -69,9 +69,9 @@ from mixjit.runtime.segments import ZERO_EXP, _shift_branchless, digit_range, ma
 
 #: largest m*n*k the driver sends to the small path, float32 and float64 domain: from
 #: the threshold table of tools/bench_small_sites.py (docs/executor_speed.md, "Small
-#: sites"): level IV is still faster at n = 128 (the largest size measured),
-#: mixpert-fp64's most precise config up to n = 96 (even at 128)
-SMALL_MAX_WORK_FP32 = 128**3
+#: sites"): level IV is still faster at n = 160 (the largest size measured),
+#: mixpert-fp64's most precise config up to n = 96 (even at 128, slower at 160)
+SMALL_MAX_WORK_FP32 = 160**3
 SMALL_MAX_WORK_FP64 = 96**3
 
 
