@@ -185,3 +185,14 @@ def test_float32_element_split_is_split_element(w):
             continue
         m, ee = split_element(np.float64(x[0, k]).view(np.uint64), w, 127)
         assert (q[0, k], e[0, k]) == (m, ee), hex(u)
+
+
+def test_bound_powers_of_two_are_ldexp():
+    """mixpert_bound._pow2 (built from bits down to the subnormals, 0 below) is
+    math.ldexp(1.0, n) wherever ldexp is finite: the fp64 check's values did not move."""
+    import math
+
+    from mixjit.runtime.mixpert_bound import _pow2
+
+    for n in range(-1200, 1024):
+        assert _pow2(n) == math.ldexp(1.0, n) and math.copysign(1.0, _pow2(n)) == 1.0, n
