@@ -26,6 +26,10 @@ exact paths), all giving the same bits. Its modules, one job each:
   and the exact path for them (float64 domain): k-tile by k-tile exact dgemms,
   summed exactly;
 * runtime/executor_mixpert_ziv.py: Ziv's rounding tests (float32, float64);
+* runtime/executor_mixpert_small.py: the small-shape path (m*n*k up to
+  ``small_max_work``, data the fast path takes whole): a fused split and loop
+  products on one scratch buffer, the same blocks, epilogues and step 6, so the
+  same bits; the driver tries it first (``STAT_SMALL_PATH``);
 * runtime/executor_mixpert_driver.py: the compiled driver, in order: split, fast
   path, certified / exact path, step 6 (runtime/mixpert_bound.py: outputs the
   executor cannot vouch for are recomputed as ``RN(A·B)`` exactly and counted,
@@ -78,6 +82,7 @@ from mixjit.runtime.executor_mixpert_words import (
     STAT_NONFINITE,
     STAT_RECOMPUTED,
     STAT_SLOW_ELEMENTS,
+    STAT_SMALL_PATH,
     STAT_TILES,
     STAT_WIDEST_SPAN,
     STATUS_MESSAGES,

@@ -6,7 +6,9 @@ path for the outputs whose rows and columns it can take (executor_mixpert_fast),
 the certified path (float32 domain, executor_mixpert_certified) or the exact path
 (float64 domain, executor_mixpert_exact) for the others, then step 6, the
 guarantee check (runtime/mixpert_bound.py), and the non-finite rule
-(runtime/executor_common.py). Semantics: docs/numerics.md, "mixpert".
+(runtime/executor_common.py). Small calls whose data needs only the fast path go
+to executor_mixpert_small.small_gemm first: one fused loop kernel, the same bits.
+Semantics: docs/numerics.md, "mixpert".
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from mixjit.runtime.executor_common import nonfinite_rule
 from mixjit.runtime.executor_mixpert_certified import certified, exact_elements, recompute32, tf32_split
 from mixjit.runtime.executor_mixpert_exact import exact_rows, exact_sets
 from mixjit.runtime.executor_mixpert_fast import fast_path
+from mixjit.runtime.executor_mixpert_small import NOT_TAKEN, small_gemm, small_max_work
 from mixjit.runtime.executor_mixpert_split import prepare_operand
 from mixjit.runtime.executor_mixpert_words import (
     DOMAIN_FP32,
@@ -167,11 +170,18 @@ def mixpert_gemm(a, b, c, params, stats) -> int:
     (m x n), float32/float64 with any strides; ``params`` the config words
     (``MixPertConfig.words()``); ``stats`` an int64 array of ``N_STATS``. Returns 0
     or an ``ERR_*`` status (``STATUS_MESSAGES``). Compiled, GIL-free, thread-safe
-    (all scratch is allocated per call)."""
+    (all scratch is allocated per call). Small calls take the fused small-shape path
+    (executor_mixpert_small.small_gemm: same bits, ``STAT_SMALL_PATH`` set) where it
+    applies."""
     if not params_ok(params, c.itemsize):
         return ERR_PARAMS
     if a.shape[1] != b.shape[0]:
         return ERR_SHAPE
+    if c.shape[0] != a.shape[0] or c.shape[1] != b.shape[1]:
+        return ERR_SHAPE
+    status = small_gemm(a, b, c, params, stats, small_max_work(params))
+    if status != NOT_TAKEN:
+        return status
     pa = prepare_operand(a, False, params)
     pb = prepare_operand(b, True, params)
     return multiply_into(pa, pb, params, c, stats)

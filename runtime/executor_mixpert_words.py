@@ -47,7 +47,8 @@ STAT_WIDEST_SPAN = 5
 STAT_CERTIFIED = 6  # outputs computed by the certified path (float64 GEMM + Ziv's test)
 STAT_SLOW_ELEMENTS = 7  # of those, outputs Ziv's test left in doubt: summed exactly
 STAT_RECOMPUTED = 8  # outputs the guarantee check left in doubt: RN(exact A·B) (runtime/mixpert_bound.py)
-N_STATS = 9
+STAT_SMALL_PATH = 9  # 1 when the small-shape path computed the call (executor_mixpert_small.py)
+N_STATS = 10
 
 # ---- status codes ----------------------------------------------------------
 OK = 0

@@ -38,9 +38,14 @@ _TINY = 2.0**-1074
 @cached_njit(nogil=True)
 def _pow2(n: int) -> float:
     """``2^n`` as ``math.ldexp(1.0, n)`` gives it (0 below 2^-1074, inf above the
-    range), built from its bits where it is a normal float64 (no libm call)."""
+    range), built from its bits where it is a normal or subnormal float64 (no libm
+    call: the check calls it per output with n near -1075)."""
     if -1022 <= n <= 1023:
         return np.int64((n + 1023) << 52).view(np.float64)
+    if -1074 <= n < -1022:
+        return np.int64(1 << (n + 1074)).view(np.float64)
+    if n < -1074:
+        return 0.0  # 2^-1075 is a tie and rounds to even (0); below it, 0
     return math.ldexp(1.0, n)
 
 

@@ -14,6 +14,16 @@ same run, ``--repeats`` times; the median per-call ratio is reported:
 * *gemm*: ``mixjit.gemm(a, b, scheme, config)`` called from Python, against
   ``a @ b`` from Python (numpy).
 
+Beside them, per case, the compiled kernel alone (``mixpert_gemm`` in an ``@njit``
+loop, which takes the small-shape path, runtime/executor_mixpert_small.py; the run
+fails if it does not) and the general path alone (``multiply_into`` of two
+``prepare_operand`` results: what the kernel ran before the small path).
+
+*Threshold*: for square n x n x n GEMMs, the small path (``small_gemm`` with no
+size limit) against the general path, level IV float32 and mixpert-fp64 float64,
+same data, alternating; ``executor_mixpert_small.SMALL_MAX_WORK_FP32`` / ``_FP64``
+are chosen from this table (the largest measured n^3 where the small path is faster).
+
 The targets (site, per call): at most 5x native at 32x32 and 2x at 4x4 for float32
 level IV, at most 10x for float64 mixpert-fp64 at 32x32. Results go to
 docs/small_sites.json and the generated section ``small-sites`` of
@@ -38,10 +48,14 @@ from common import ROOT, markdown_table, progress, provenance, replace_generated
 from mixjit import gemm, mixjit  # noqa: E402
 from mixjit.plan import SitePlan, set_plan  # noqa: E402
 from mixjit.runtime import executor_mixpert as ex  # noqa: E402
+from mixjit.runtime.executor_mixpert_small import SMALL_MAX_WORK_FP32, SMALL_MAX_WORK_FP64, small_gemm  # noqa: E402
 from mixjit.runtime.schemes import get_scheme  # noqa: E402
 
 DOC = ROOT / "docs" / "executor_speed.md"
 JSON = ROOT / "docs" / "small_sites.json"
+
+#: square sizes of the threshold table
+THRESHOLD_SIZES = (8, 16, 32, 64, 96, 128, 160)
 
 #: (case name, size, dtype, scheme, config label or None for the most precise, target ratio at a site)
 CASES = (
@@ -73,11 +87,21 @@ def _kernel_loop(a, b, c, params, stats, calls):
 
 
 @njit
-def _split_loop(a, b, params, calls):
-    """Only the split of both operands (executor_mixpert_split), ``calls`` times."""
+def _general_loop(a, b, c, params, stats, calls):
+    """The general path alone (split, fast / certified / exact paths, step 6), ``calls`` times."""
     s = 0
     for _ in range(calls):
-        s += ex.prepare_operand(a, False, params).fb_tiles + ex.prepare_operand(b, True, params).fb_tiles
+        s += ex.multiply_into(ex.prepare_operand(a, False, params), ex.prepare_operand(b, True, params), params, c,
+                              stats)
+    return s
+
+
+@njit
+def _small_loop(a, b, c, params, stats, calls):
+    """The small path with no size limit, ``calls`` times."""
+    s = 0
+    for _ in range(calls):
+        s += small_gemm(a, b, c, params, stats, 1 << 62)
     return s
 
 
@@ -128,11 +152,13 @@ def measure(calls: int, repeats: int, seed: int) -> list[dict]:
         params = np.asarray(get_scheme(scheme).parse_config(label).words(), dtype=np.int64)
         c, stats = np.empty((size, size), dtype), np.zeros(ex.N_STATS, np.int64)
         _kernel_loop(a, b, c, params, stats, 1)
-        _split_loop(a, b, params, 1)
+        if stats[ex.STAT_SMALL_PATH] != 1:
+            raise RuntimeError(f"{name}: the kernel did not take the small path")
+        _general_loop(a, b, c, params, stats, 1)
         kernel_us = statistics.median(_cpu_per_call(lambda: _kernel_loop(a, b, c, params, stats, site_calls), site_calls)
                                       for _ in range(repeats)) * 1e6
-        split_us = statistics.median(_cpu_per_call(lambda: _split_loop(a, b, params, site_calls), site_calls)
-                                     for _ in range(repeats)) * 1e6
+        general_us = statistics.median(_cpu_per_call(lambda: _general_loop(a, b, c, params, stats, site_calls),
+                                                     site_calls) for _ in range(repeats)) * 1e6
         api_calls = max(1, calls // 4)
 
         def api():
@@ -145,25 +171,58 @@ def measure(calls: int, repeats: int, seed: int) -> list[dict]:
 
         via_gemm = _ratio(api, api_native, api_calls, repeats)
         row = {"case": name, "scheme": scheme, "config": label, "size": size, "dtype": np.dtype(dtype).name,
-               "target": target, "site": site, "kernel_us": kernel_us, "split_us": split_us, "gemm": via_gemm, "met": site["ratio"] <= target}
+               "target": target, "site": site, "kernel_us": kernel_us, "general_us": general_us, "gemm": via_gemm, "met": site["ratio"] <= target}
         progress(f"  site {site['emulated_us']:.2f} us vs native {site['native_us']:.2f} us: "
                  f"{site['ratio']:.2f}x (target <= {target:g}x); gemm {via_gemm['ratio']:.1f}x")
         rows.append(row)
     return rows
 
 
-def _section(rows: list[dict], argv: list[str], seed: int) -> str:
+def threshold_table(calls: int, repeats: int, seed: int) -> list[dict]:
+    """Small path (no size limit) against the general path, per square size."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for dtype, scheme, label in ((np.float32, "mixpert", "level=IV"), (np.float64, "mixpert-fp64", None)):
+        cfg = get_scheme(scheme).parse_config(label) if label else get_scheme(scheme).default_config(dtype)
+        params = np.asarray(cfg.words(), dtype=np.int64)
+        for size in THRESHOLD_SIZES:
+            a = rng.standard_normal((size, size)).astype(dtype)
+            b = rng.standard_normal((size, size)).astype(dtype)
+            c, stats = np.empty((size, size), dtype), np.zeros(ex.N_STATS, np.int64)
+            if _small_loop(a, b, c, params, stats, 1) != ex.OK:
+                raise RuntimeError(f"{scheme} {size}: the small path refused well-scaled data")
+            _general_loop(a, b, c, params, stats, 1)
+            n = max(1, calls * 32**3 // size**3)
+            r = _ratio(lambda: _small_loop(a, b, c, params, stats, n), lambda: _general_loop(a, b, c, params, stats, n),
+                       n, repeats)
+            progress(f"  threshold {scheme} n={size}: small {r['emulated_us']:.1f} us, general {r['native_us']:.1f} us")
+            rows.append({"scheme": scheme, "config": cfg.label, "size": size, "work": size**3,
+                         "small_us": r["emulated_us"], "general_us": r["native_us"], "ratio": r["ratio"]})
+    return rows
+
+
+def _section(rows: list[dict], threshold: list[dict], argv: list[str], seed: int) -> str:
     table = markdown_table(
         ["case", "site: emulated / @njit (µs per call)", "ratio", "target", "met",
-         "kernel alone (µs)", "of which operand split (µs)", "mixjit.gemm / numpy (µs)", "ratio"],
+         "kernel alone, small path (µs)", "general path alone (µs)", "mixjit.gemm / numpy (µs)", "ratio"],
         [[r["case"], f"{r['site']['emulated_us']:.2f} / {r['site']['native_us']:.2f}", f"{r['site']['ratio']:.1f}x",
           f"<= {r['target']:g}x", "yes" if r["met"] else f"no (missed by {r['site']['ratio'] / r['target']:.1f}x)",
-          f"{r['kernel_us']:.2f}", f"{r['split_us']:.2f}",
+          f"{r['kernel_us']:.2f}", f"{r['general_us']:.2f}",
           f"{r['gemm']['emulated_us']:.1f} / {r['gemm']['native_us']:.1f}", f"{r['gemm']['ratio']:.1f}x"]
          for r in rows])
+    sizes = sorted({t["size"] for t in threshold})
+    schemes = list(dict.fromkeys(t["scheme"] for t in threshold))
+    cell = {(t["scheme"], t["size"]): t for t in threshold}
+    cross = markdown_table(
+        ["small / general path (µs per call, ratio)", *[f"n={n}" for n in sizes]],
+        [[f"{s} {cell[(s, sizes[0])]['config']}",
+          *[f"{cell[(s, n)]['small_us']:.1f} / {cell[(s, n)]['general_us']:.1f} ({cell[(s, n)]['ratio']:.2f})"
+            for n in sizes]] for s in schemes])
     env = f"- OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}, load average at the end: " + \
         ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return "\n".join(provenance(argv, seed) + [env, ""] + table)
+    limit = (f"- small path taken up to m*n*k = {round(SMALL_MAX_WORK_FP32 ** (1 / 3))}^3 (float32 domain), "
+             f"{round(SMALL_MAX_WORK_FP64 ** (1 / 3))}^3 (float64 domain)")
+    return "\n".join(provenance(argv, seed) + [env, limit, ""] + table + ["", "Threshold (square n x n x n):", ""] + cross)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,11 +233,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-write", action="store_true", help="print only; leave docs/ as it is")
     args = p.parse_args(argv)
     rows = measure(args.calls, args.repeats, args.seed)
-    section = _section(rows, ["python", "tools/bench_small_sites.py", *(argv if argv is not None else sys.argv[1:])],
+    threshold = threshold_table(args.calls, args.repeats, args.seed)
+    section = _section(rows, threshold, ["python", "tools/bench_small_sites.py", *(argv if argv is not None else sys.argv[1:])],
                        args.seed)
     print(section)
     if not args.no_write:
-        write_json(JSON, {"calls": args.calls, "repeats": args.repeats, "seed": args.seed, "cases": rows})
+        write_json(JSON, {"calls": args.calls, "repeats": args.repeats, "seed": args.seed, "cases": rows,
+                          "small_max_work": {"fp32": SMALL_MAX_WORK_FP32, "fp64": SMALL_MAX_WORK_FP64}, "threshold": threshold})
         replace_generated_section(DOC, "small-sites", section)
     return 0
 

@@ -1,0 +1,431 @@
+"""The MixPert executor's small-shape path: one fused compiled call, no BLAS.
+
+For a GEMM of at most ``SMALL_MAX_WORK_FP32`` / ``_FP64`` multiply-adds (m*n*k),
+the general driver's fixed costs dominate: a dozen scratch arrays per operand, two
+passes of the packer over separate arrays, and a BLAS call per block on operands of
+a few dozen elements. :func:`small_gemm` computes the same ``X`` (the exact sum of the kept
+segment products, docs/numerics.md "mixpert") with the same blocks
+(pair_blocks.plan_block_array: every block sum is exact in float64, so a plain
+loop gives the value the dgemm gives) and rounds it with the same epilogues
+(executor_mixpert_fast.epilogue / epilogue_many) and, in the float64 domain, the
+same guarantee check (mixpert_bound.fp64_doubtful) and exact recomputation: the
+bits are those of the general path. The operand split is fused (one pass splits
+every element, the second aligns it) and every temporary is a view of one int64
+and one float64 scratch buffer per call (one more for more than two blocks).
+
+It takes only the common case, the calls the general path runs entirely on its
+fast path: no non-finite element, no fallback tile, no element aligned to 0 (step 6,
+float32 domain), exponent spans within the fast path's bound, and in the float32
+domain a config whose exact blocks the general path uses (not the wide blocks of
+runtime/mixpert_wide.py, whose doubtful-output count it could not reproduce). For
+anything else it returns :data:`NOT_TAKEN` before writing ``c``, and the driver
+runs the general path. A call it takes reports ``STAT_SMALL_PATH = 1`` and the
+same statistics as the general path would.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mixjit.runtime.executor_mixpert_fast import epilogue, epilogue_many
+from mixjit.runtime.executor_mixpert_words import (
+    ALIGN_ROW,
+    DOMAIN_FP32,
+    MAX_SPAN,
+    OK,
+    STAT_RECOMPUTED,
+    STAT_SMALL_PATH,
+    STAT_TILES,
+    STAT_WIDEST_SPAN,
+    W_ALIGN,
+    W_DIGITS,
+    W_DOMAIN,
+    W_FALLBACK,
+    W_ROUNDING,
+    W_SEG0_BITS,
+    W_SEGMENTS,
+    W_TK,
+    W_TM,
+    W_TN,
+    kept_pairs,
+)
+from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, recompute
+from mixjit.runtime.mixpert_wide import plan_wide_blocks
+from mixjit.runtime.pair_blocks import (
+    BLOCK_BITS,
+    BLOCK_I0,
+    BLOCK_I1,
+    BLOCK_J0,
+    BLOCK_J1,
+    BLOCK_SHIFT,
+    SPAN_RESERVE,
+    k_bits,
+    plan_block_array,
+)
+from mixjit.runtime.segments import ZERO_EXP, _shift_branchless, digit_range, max_aligned, split_element, width
+
+#: largest m*n*k the driver sends to the small path, float32 and float64 domain: from
+#: the threshold table of tools/bench_small_sites.py (docs/executor_speed.md, "Small
+#: sites"): level IV is still faster at n = 160 (the largest size measured),
+#: mixpert-fp64's most precise config up to n = 96 (even at 128, slower at 160)
+SMALL_MAX_WORK_FP32 = 160**3
+SMALL_MAX_WORK_FP64 = 96**3
+
+
+@cached_njit(nogil=True)
+def small_max_work(params) -> int:
+    """The size limit of the small path for the config words ``params``."""
+    return SMALL_MAX_WORK_FP32 if params[W_DOMAIN] == DOMAIN_FP32 else SMALL_MAX_WORK_FP64
+
+
+#: :func:`small_gemm`'s answer for a call it leaves to the general path
+NOT_TAKEN = -1
+
+#: per-element exponent of a zero element in the split scratch
+_NO_EXP = -32768
+
+
+@cached_njit(nogil=True)
+def _split32_normal(u, w: int):
+    """:func:`segments.split_element` at ``emax = 127`` of the *normal* float32 with
+    bits ``u`` (int64 holding the uint32), from its own bits and without branches,
+    so that the split loop vectorises; subnormals, zeros and non-finite values give
+    garbage here and are patched by the caller (``_patch_special``)."""
+    be = (u >> 23) & 0xFF
+    mant = (u & 0x7FFFFF) | (np.int64(1) << 23)
+    e = be - 127
+    if w >= 24:
+        m = mant << (w - 24)
+    else:
+        sh = 24 - w
+        m = mant >> sh
+        rem = mant & ((np.int64(1) << sh) - 1)
+        half = np.int64(1) << (sh - 1)
+        m += np.int64((rem > half) | ((rem == half) & ((m & 1) == 1)))
+    carry = m == (np.int64(1) << w)
+    top = carry & (e >= 127)  # 2^128 would overflow float32: truncate instead
+    m = m - 1 if top else ((np.int64(1) << (w - 1)) if carry else m)
+    e += np.int64(carry & ~top)
+    return -m if (u >> 31) != 0 else m, e
+
+
+@cached_njit(nogil=True)
+def _patch_special(x, side_b: bool, i: int, k0: int, k1: int, w: int, q, ex) -> bool:
+    """Redo the split of the zeros and subnormals of row ``i``, ``k0:k1`` of a float32
+    operand (``_split32_normal`` handles normal values only); False if it holds an
+    inf or NaN."""
+    for k in range(k0, k1):
+        v = np.float32(x[k, i] if side_b else x[i, k])
+        u = np.int64(v.view(np.uint32))
+        be = (u >> 23) & 0xFF
+        if be == 255:
+            return False
+        if be == 0:
+            if (u & 0x7FFFFFFF) == 0:
+                q[i, k] = 0
+                ex[i, k] = _NO_EXP
+            else:
+                m, e = split_element(np.float64(v).view(np.uint64), w, 127)
+                q[i, k] = m
+                ex[i, k] = e
+    return True
+
+
+@cached_njit(nogil=True)
+def _split_pass32(x, side_b: bool, w: int, tk: int, q, ex, gexp) -> bool:
+    """Pass 1 of :func:`_split` for float32 operands in the float32 domain: ``q`` = M,
+    ``ex`` = e of every element (``_NO_EXP`` for zeros), ``gexp`` = each row's
+    largest e per k-tile (``ZERO_EXP`` if none); False on an inf or NaN."""
+    r, K = q.shape
+    for i in range(r):
+        for kt in range(gexp.shape[1]):
+            k0 = kt * tk
+            k1 = min(k0 + tk, K)
+            mx = np.int64(_NO_EXP)
+            lo = np.int64(255)  # smallest and largest biased exponent (min / max vectorise; |= does not)
+            hi = np.int64(0)
+            for k in range(np.uint64(k0), np.uint64(k1)):  # unsigned: no wraparound test per index
+                v = x[k, i] if side_b else x[i, k]
+                u = np.int64(np.float32(v).view(np.uint32))
+                m, e = _split32_normal(u, w)
+                be = (u >> 23) & 0xFF
+                lo = min(lo, be)
+                hi = max(hi, be)
+                q[i, k] = m
+                ex[i, k] = e
+                mx = max(mx, e)
+            if lo == 0 or hi == 255:  # a zero, subnormal, inf or NaN
+                if not _patch_special(x, side_b, i, k0, k1, w, q, ex):
+                    return False
+                mx = np.int64(_NO_EXP)
+                for k in range(np.uint64(k0), np.uint64(k1)):
+                    mx = max(mx, ex[i, k])
+            gexp[i, kt] = mx if mx != _NO_EXP else ZERO_EXP
+    return True
+
+
+@cached_njit(nogil=True)
+def _split_pass64(x, side_b: bool, to32: bool, w: int, tk: int, raw, q, ex, gexp) -> bool:
+    """Pass 1 of :func:`_split` for the other cases (float64 operands; ``raw`` gets
+    the row form, rounded to float32 first in the float32 domain), through
+    segments.split_element; as :func:`_split_pass32` otherwise."""
+    r, K = q.shape
+    emax = 127 if to32 else 1023
+    expmask = np.uint64(0x7FF0000000000000)
+    for i in range(r):
+        for kt in range(gexp.shape[1]):
+            k0 = kt * tk
+            k1 = min(k0 + tk, K)
+            mx = np.int64(_NO_EXP)
+            bad = False
+            for k in range(np.uint64(k0), np.uint64(k1)):
+                v = x[k, i] if side_b else x[i, k]
+                f = np.float64(np.float32(v)) if to32 else np.float64(v)
+                raw[i, k] = f
+                u = np.float64(f).view(np.uint64)
+                fin = (u & expmask) != expmask
+                use = fin & ((u << np.uint64(1)) != 0)
+                m, e = split_element(u, w, emax)
+                q[i, k] = m if use else 0
+                e = e if use else np.int64(_NO_EXP)
+                ex[i, k] = e
+                mx = max(mx, e)
+                bad |= not fin
+            if bad:
+                return False
+            gexp[i, kt] = mx if mx != _NO_EXP else ZERO_EXP
+    return True
+
+
+@cached_njit(nogil=True)
+def _split(x, side_b: bool, params, raw, q, ex, gexp, scale, ref, span) -> bool:
+    """Split and align operand ``x`` (A, or B when ``side_b``) in row form into the
+    scratch views (``raw``, ``q`` rows x K; ``gexp``, ``scale`` rows x k-tiles;
+    ``ref``, ``span`` per row; ``ex`` rows x K holds each element's exponent), as
+    executor_mixpert_split.prepare_operand does.
+    False where the call must take the general path: a non-finite element, a
+    fallback tile, or (float32 domain) a nonzero element aligned to 0."""
+    r, K = q.shape
+    nkt = gexp.shape[1]
+    to32 = params[W_DOMAIN] == DOMAIN_FP32
+    segments = params[W_SEGMENTS]
+    digits = params[W_DIGITS]
+    tk = params[W_TK]
+    tile_rows = params[W_TN] if side_b else params[W_TM]
+    group_rows = 1 if params[W_ALIGN] == ALIGN_ROW else tile_rows
+    threshold = params[W_FALLBACK]
+    mode = params[W_ROUNDING]
+    w = width(segments, params[W_SEG0_BITS], digits)
+    emax = 127 if to32 else 1023
+    qmax = max_aligned(segments, digits)
+    check_over = qmax < (np.int64(1) << 62) - 1
+    # pass 1: split every element (q holds M, ex its exponent); gexp first holds
+    # each row's largest exponent per k-tile
+    if to32 and x.itemsize == 4:
+        if side_b:  # B's columns, copied to rows first (exact): strided reads do not vectorise
+            for k in range(K):
+                for j in range(r):
+                    raw[j, k] = x[k, j]
+            if not _split_pass32(raw, False, w, tk, q, ex, gexp):
+                return False
+        elif not _split_pass32(x, False, w, tk, q, ex, gexp):
+            return False
+    elif not _split_pass64(x, side_b, to32, w, tk, raw, q, ex, gexp):
+        return False
+    # group exponents: the largest of the group's rows, one more where an element
+    # at it exceeds the balanced digits' range (segments.pack_groups)
+    for g0 in range(0, r, group_rows):
+        g1 = min(g0 + group_rows, r)
+        for kt in range(nkt):
+            top = ZERO_EXP
+            for i in range(np.uint64(g0), np.uint64(g1)):
+                top = max(top, gexp[i, kt])
+            bump = False
+            if check_over and top != ZERO_EXP:
+                for i in range(np.uint64(g0), np.uint64(g1)):
+                    for k in range(np.uint64(kt * tk), np.uint64(min(kt * tk + tk, K))):
+                        bump |= (ex[i, k] == top) & (q[i, k] > qmax)
+            for i in range(np.uint64(g0), np.uint64(g1)):
+                gexp[i, kt] = top + 1 if bump else top
+    # pass 2: align; count per tile the nonzero elements and those shifted far
+    far = threshold if threshold >= 0 else 1 << 20
+    for t0 in range(0, r, tile_rows):
+        t1 = min(t0 + tile_rows, r)
+        for kt in range(nkt):
+            nz = np.int64(0)
+            sh = np.int64(0)
+            lost = np.int64(0)  # integer counts, not bool |=: the loop vectorises
+            for i in range(np.uint64(t0), np.uint64(t1)):
+                g = gexp[i, kt]
+                lim = (np.int64(1) << (w - 1)) - 1 if g > emax else (np.int64(1) << 62)
+                for k in range(np.uint64(kt * tk), np.uint64(min(kt * tk + tk, K))):
+                    e = ex[i, k]
+                    use = np.int64(e != _NO_EXP)
+                    d = (g - e) * use
+                    v = min(max(_shift_branchless(q[i, k], d, mode), -lim), lim)
+                    q[i, k] = v
+                    lost += use & np.int64(v == 0)
+                    nz += use
+                    sh += use & np.int64(d > far)
+            if to32 and lost:
+                return False  # step 6 would recompute the element's row: general path
+            if threshold >= 0 and 8 * sh > nz:
+                return False  # a fallback tile: general path
+    # reference exponent, span and the exact power-of-two scale of each group
+    for i in range(r):
+        hi = ZERO_EXP
+        lo = -ZERO_EXP
+        for t in range(nkt):
+            e = gexp[i, t]
+            if e != ZERO_EXP:
+                hi = max(hi, e)
+                lo = min(lo, e)
+        ref[i] = hi if hi != ZERO_EXP else 0
+        span[i] = hi - lo if hi != ZERO_EXP else 0
+        for t in range(nkt):
+            e = gexp[i, t]
+            scale[i, t] = math.ldexp(1.0, e - hi) if e != ZERO_EXP else 0.0
+    return True
+
+
+@cached_njit(nogil=True)
+def _block_operand(q, scale, i0: int, i1: int, segments: int, digits: int, tk: int, out) -> None:
+    """``out`` (rows x K) = segments ``i0..i1`` of ``q``, each k-tile times its scale
+    (integer-valued times a power of two: exact), as executor_mixpert_pack builds it."""
+    r, K = q.shape
+    for i in range(r):
+        for t in range(scale.shape[1]):
+            sc = scale[i, t]
+            for k in range(np.uint64(t * tk), np.uint64(min(t * tk + tk, K))):
+                out[i, k] = digit_range(q[i, k], i0, i1, segments, digits) * sc
+
+
+# Reassociation is safe here, and only here: every term and partial sum is an
+# integer times a power of two below 2^53 on the block's grid, so any order is exact.
+@cached_njit(nogil=True, fastmath={"reassoc", "contract"})
+def _exact_dot(x, y, d) -> None:
+    """``d = x @ y.T`` for block operands whose every partial sum is exact (the block
+    plan's bound): the value the dgemm gives, in any summation order."""
+    m, K = x.shape
+    n = y.shape[0]
+    for i in range(m):
+        for j in range(n):
+            s = 0.0
+            for k in range(K):
+                s += x[i, k] * y[j, k]
+            d[i, j] = s
+
+
+@cached_njit(nogil=True)
+def _block_dot(aq, ascale, bq, bscale, block, segments: int, digits: int, tk: int, xa, yb, d) -> None:
+    """``d`` = the exact product of one block (a row of a plan_block_array result):
+    segments ``i0..i1`` of A against ``j0..j1`` of B. ``xa`` (m x K) and ``yb``
+    (n x K) are scratch."""
+    _block_operand(aq, ascale, block[BLOCK_I0], block[BLOCK_I1], segments, digits, tk, xa)
+    _block_operand(bq, bscale, block[BLOCK_J0], block[BLOCK_J1], segments, digits, tk, yb)
+    _exact_dot(xa, yb, d)
+
+
+@cached_njit(nogil=True)
+def small_gemm(a, b, c, params, stats, max_work: int) -> int:
+    """``C = A @ B`` under the MixPert semantics for a call of at most ``max_work``
+    multiply-adds (the driver passes :func:`small_max_work`), the same bits and
+    statistics as the general driver; :data:`NOT_TAKEN` (``c`` untouched) for a call
+    it leaves to the general path. ``params`` must have passed ``params_ok`` and the
+    shapes must match (the driver checks both)."""
+    m, K = a.shape
+    n = b.shape[1]
+    if m == 0 or n == 0 or K == 0 or m * n * K > max_work:
+        return NOT_TAKEN
+    to32 = params[W_DOMAIN] == DOMAIN_FP32
+    tk = params[W_TK]
+    nkt = (K + tk - 1) // tk
+    segments = params[W_SEGMENTS]
+    digits = params[W_DIGITS]
+    # scratch: one int64 and one float64 buffer, cut into the views below
+    ints = np.empty((m + n) * (2 * K + 2 * nkt + 2), dtype=np.int64)
+    floats = np.empty((m + n) * (2 * K + nkt) + 3 * m * n, dtype=np.float64)
+    o = 0
+    aq = ints[o : o + m * K].reshape((m, K))
+    o += m * K
+    bq = ints[o : o + n * K].reshape((n, K))
+    o += n * K
+    aex = ints[o : o + m * K].reshape((m, K))
+    o += m * K
+    bex = ints[o : o + n * K].reshape((n, K))
+    o += n * K
+    agexp = ints[o : o + m * nkt].reshape((m, nkt))
+    o += m * nkt
+    bgexp = ints[o : o + n * nkt].reshape((n, nkt))
+    o += n * nkt
+    aref = ints[o : o + m]
+    o += m
+    bref = ints[o : o + n]
+    o += n
+    aspan = ints[o : o + m]
+    o += m
+    bspan = ints[o : o + n]
+    o = 0
+    araw = floats[o : o + m * K].reshape((m, K))
+    o += m * K
+    braw = floats[o : o + n * K].reshape((n, K))
+    o += n * K
+    ascale = floats[o : o + m * nkt].reshape((m, nkt))
+    o += m * nkt
+    bscale = floats[o : o + n * nkt].reshape((n, nkt))
+    o += n * nkt
+    xa = floats[o : o + m * K].reshape((m, K))
+    o += m * K
+    yb = floats[o : o + n * K].reshape((n, K))
+    o += K * n
+    out = floats[o : o + m * n].reshape((m, n))
+    o += m * n
+    d1 = floats[o : o + m * n].reshape((m, n))
+    o += m * n
+    d2 = floats[o : o + m * n].reshape((m, n))
+    if not _split(a, False, params, araw, aq, aex, agexp, ascale, aref, aspan):
+        return NOT_TAKEN
+    if not _split(b, True, params, braw, bq, bex, bgexp, bscale, bref, bspan):
+        return NOT_TAKEN
+    widest = aspan.max() + bspan.max()
+    if widest > MAX_SPAN:
+        return NOT_TAKEN
+    pairs = kept_pairs(params)
+    blocks, ok = plan_block_array(pairs, segments, params[W_SEG0_BITS], K, digits, min(widest, SPAN_RESERVE))
+    if not ok:
+        return NOT_TAKEN
+    nb = blocks.shape[0]
+    if to32 and plan_wide_blocks(pairs, segments, params[W_SEG0_BITS], digits).shape[0] < nb:
+        return NOT_TAKEN  # the general path takes the wide blocks
+    if widest > 53 - k_bits(K) - blocks[:, BLOCK_BITS].max():
+        return NOT_TAKEN  # some rows or columns take the certified / exact path
+    w = width(segments, params[W_SEG0_BITS], digits)
+    ea = aref - (w - 1)
+    eb = bref - (w - 1)
+    if nb <= 2:
+        _block_dot(aq, ascale, bq, bscale, blocks[0], segments, digits, tk, xa, yb, d1)
+        if nb == 2:
+            _block_dot(aq, ascale, bq, bscale, blocks[1], segments, digits, tk, xa, yb, d2)
+        w1 = 2.0 ** blocks[0, BLOCK_SHIFT]
+        w2 = 2.0 ** blocks[1, BLOCK_SHIFT] if nb == 2 else 0.0
+        epilogue(d1, w1, d2, w2, nb == 2, ea, eb, out, to32)
+    else:
+        ds = np.empty((nb, m, n))
+        for bl in range(nb):
+            _block_dot(aq, ascale, bq, bscale, blocks[bl], segments, digits, tk, xa, yb, ds[bl])
+        epilogue_many(ds, blocks, ea, eb, out, to32)
+    stats[:] = 0
+    if not to32:
+        dropped = dropped_weight(pairs, segments, params[W_SEG0_BITS], digits)
+        doubt = fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk, w, dropped, out)
+        stats[STAT_RECOMPUTED] = recompute(araw, braw, doubt, out, False)
+    for i in range(m):
+        for j in range(n):
+            c[i, j] = out[i, j]
+    stats[STAT_TILES] = nkt * (-(-m // params[W_TM]) + -(-n // params[W_TN]))
+    stats[STAT_WIDEST_SPAN] = widest
+    stats[STAT_SMALL_PATH] = 1
+    return OK
