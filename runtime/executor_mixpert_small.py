@@ -400,7 +400,8 @@ def small_gemm(a, b, c, params, stats, max_work: int) -> int:
     nb = blocks.shape[0]
     if to32 and plan_wide_blocks(pairs, segments, params[W_SEG0_BITS], digits).shape[0] < nb:
         return NOT_TAKEN  # the general path takes the wide blocks
-    if widest > 53 - k_bits(K) - blocks[:, BLOCK_BITS].max():
+    frac = 53 - k_bits(K) - blocks[:, BLOCK_BITS].max()  # the fast path's widest span
+    if widest > frac:
         return NOT_TAKEN  # some rows or columns take the certified / exact path
     w = width(segments, params[W_SEG0_BITS], digits)
     ea = aref - (w - 1)
@@ -416,7 +417,7 @@ def small_gemm(a, b, c, params, stats, max_work: int) -> int:
         ds = np.empty((nb, m, n))
         for bl in range(nb):
             _block_dot(aq, ascale, bq, bscale, blocks[bl], segments, digits, tk, xa, yb, ds[bl])
-        epilogue_many(ds, blocks, ea, eb, out, to32)
+        epilogue_many(ds, blocks, ea, eb, out, to32, frac)
     stats[:] = 0
     if not to32:
         dropped = dropped_weight(pairs, segments, params[W_SEG0_BITS], digits)
