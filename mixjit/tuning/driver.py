@@ -32,7 +32,7 @@ import sys
 import time
 import warnings
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Callable, Sequence
 
@@ -281,6 +281,10 @@ def _tune(f, key, args, names, sites, validate, search, budget, target, metric, 
         if stopped == "interrupted":
             notes.append("interrupted: the best plan found so far is used")
     chosen = {sid: spaces[sid].candidates[i] for sid, i in chosen_plan.items()}
+    if any(c.scheme == "dfp" for c in chosen.values()):  # dfp chains: carry exponents (same bits, less work)
+        for sid, carried in pipeline.carry_dfp().items():
+            if sid in chosen:
+                chosen[sid] = replace(chosen[sid], config=carried.config, time=carried.modeled_time)
     for s in sites:
         set_plan(s.id, SitePlan(chosen[s.id].scheme, chosen[s.id].config, chosen[s.id].scheme)
                  if s.id in chosen else initial[s.id])

@@ -23,9 +23,12 @@ from mixjit.frontend_pipeline import FRONTEND_PIPELINE, FrontendResult, run_fron
 from mixjit.ir.attributes import IntegerAttr
 from mixjit.ir.dialects.mix import GemmOp
 from mixjit.passes.build_dag import LOOP_DEPTH_ATTR
+from mixjit.passes.dfp_chain import DfpChain
 from mixjit.passes.tuning.backend import SiteProfiles
 from mixjit.passes.tuning.judge import ProgressCallback
+from mixjit.passes.tuning.plan_attr import PLAN_ATTR, SitePlan
 from mixjit.passes.tuning.profile import SiteProfile
+from mixjit.passes.tuning.sites import gemm_sites
 from mixjit.passes.tuning.space import Plan, SearchResult, SiteSpace
 from mixjit.tuning.evaluator import OnlineEvaluator
 from mixjit.tuning.profiling import ShapeLog, TunedSite, site_profile
@@ -143,6 +146,22 @@ class TuningPipeline:
         self.runs.append(result)
         assert self.backend.result is not None, "the tune pass ran without reporting its search"
         return self.backend.result
+
+    def carry_dfp(self) -> dict[int, SitePlan]:
+        """Run ``dfp-chain`` on the module after the last search: the plans it changed, keyed by
+        process site id. A dfp site that reads another dfp site's ``out=dfp`` result (no wider than
+        its own bits) then keeps that site's shared exponent: the same bits with less work
+        (passes/dfp_chain.py), so the search's measured error still holds."""
+        def plans() -> dict[int, SitePlan]:
+            return {s: SitePlan.from_attr(s, op.attributes[PLAN_ATTR])
+                    for s, op in gemm_sites(self.module).items() if PLAN_ATTR in op.attributes}
+
+        before = plans()
+        self.runs.append(run_frontend_pipeline(self.module, DfpChain.name, timing=True,
+                                               analyses=self.runs[-1].analyses, tuning_backend=self.backend))
+        ids = self.backend.process_ids
+        return {ids[s]: plan for s, plan in plans().items()
+                if s in ids and before.get(s) is not None and plan.config != before[s].config}
 
     @property
     def diagnostics(self) -> list[Any]:

@@ -118,6 +118,26 @@ def test_chained_mixjit_function_runs_the_carry_at_its_sites():
     assert not np.array_equal(chain(a, b, w), got)  # without the carry, C is requantized to 8 bits
 
 
+def test_tuning_a_chained_mixjit_function_carries_the_exponent_it_chose():
+    """@mixjit's own tuner runs dfp-chain after its search: the consumer site's plan carries the
+    producer's exponent, the compiled function gives those bits, and the remark says so."""
+
+    @mixjit.mixjit(error_budget=0.5, target="a100", tune="explicit", schemes=["dfp{bits=8,out=dfp}"])
+    def chain(a, b, w):
+        c = a @ b
+        return c @ w
+
+    rng = np.random.default_rng(5)  # 512-wide: INT8 tensor cores are modeled faster than SGEMM on an A100
+    a, b, w = (rng.standard_normal((512, 512)).astype(np.float32) for _ in range(3))
+    result = chain.tune(a, b, w)
+    producer, consumer = [s.config for s in result.plan.sites]
+    assert "carry" not in producer and consumer.endswith("carry_a=8"), (producer, consumer)
+    got = chain(a, b, w)
+    assert np.array_equal(got, mixjit.gemm(mixjit.gemm(a, b, "dfp", producer), w, "dfp", consumer))
+    remarks = [d.message for d in result.pipeline.diagnostics]
+    assert any("operand A carries the exponent of site" in m for m in remarks), remarks
+
+
 # ---- the dfp-chain pass (passes/dfp_chain.py) on the golden test's module ------------------------
 
 GOLDEN = Path(__file__).resolve().parents[1] / "filecheck" / "dfp-chain.mix"
