@@ -17,6 +17,17 @@ def _declared() -> tuple[list[str], dict[str, str]]:
     return cfg["packages"], cfg["package-dir"]
 
 
+def _data_packages() -> dict[str, list[str]]:
+    """package-data: data-only directories (no __init__.py) declared as packages, and their globs."""
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"].get("package-data", {})
+
+
+def _source_dir(dotted: str) -> pathlib.Path:
+    _, package_dir = _declared()
+    top = next(t for t in sorted(package_dir, key=len, reverse=True) if dotted == t or dotted.startswith(t + "."))
+    return ROOT / package_dir[top] / pathlib.Path(*dotted[len(top):].lstrip(".").split(".") if dotted != top else ())
+
+
 def _on_disk() -> set[str]:
     found = set()
     for top, dotted in (("mixjit", "mixjit"), ("ir", "mixjit.ir"), ("passes", "mixjit.passes"), ("runtime", "mixjit.runtime")):
@@ -30,8 +41,17 @@ def test_every_package_directory_is_declared() -> None:
     packages, _ = _declared()
     missing = _on_disk() - set(packages)
     assert not missing, f"add these to [tool.setuptools] packages in pyproject.toml: {sorted(missing)}"
-    stale = set(packages) - _on_disk()
+    stale = set(packages) - _on_disk() - set(_data_packages())
     assert not stale, f"pyproject.toml lists packages that do not exist: {sorted(stale)}"
+
+
+def test_package_data_globs_match_files_and_their_packages_are_declared() -> None:
+    # setuptools warns (and will stop installing the files) when a data directory is not a declared package
+    packages, _ = _declared()
+    for dotted, globs in _data_packages().items():
+        assert dotted in packages, f"add {dotted} to [tool.setuptools] packages (it holds package-data)"
+        for pattern in globs:
+            assert list(_source_dir(dotted).glob(pattern)), f"package-data {dotted}: {pattern} matches no file"
 
 
 def test_top_level_dirs_map_to_mixjit_namespace() -> None:
