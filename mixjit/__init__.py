@@ -17,9 +17,10 @@ __version__ = "0.1.0"
 _LAZY = {
     "gemm": ("mixjit.gemm_api", "gemm"),
     "mixjit": ("mixjit.decorator", "mixjit"),
+    "MixjitWarning": ("mixjit.runtime.mixjit_warning", "MixjitWarning"),
 }
 
-__all__ = ["gemm", "mixjit", "__version__"]
+__all__ = ["gemm", "mixjit", "MixjitWarning", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -34,5 +35,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    """The module's attributes, the lazy ones (``gemm``, ``mixjit``) included."""
+    """The module's attributes, the lazy ones (``gemm``, ``mixjit``, ``MixjitWarning``) included."""
     return sorted(set(globals()) | set(_LAZY))

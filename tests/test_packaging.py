@@ -79,4 +79,16 @@ def test_license_is_an_spdx_expression_the_build_backend_accepts() -> None:
 def test_dir_lists_the_lazy_attributes() -> None:
     import mixjit
 
-    assert {"gemm", "mixjit", "__version__"} <= set(dir(mixjit))
+    assert {"gemm", "mixjit", "MixjitWarning", "__version__"} <= set(dir(mixjit))
+
+
+def test_mixjit_warning_is_importable_from_the_top_without_loading_numba() -> None:
+    # users filter mixjit's warnings by class: `warnings.simplefilter("error", mixjit.MixjitWarning)`
+    code = ("import sys, mixjit; from mixjit.decorator import MixjitWarning as W; "
+            "print(mixjit.MixjitWarning is W, 'numba' in sys.modules)")
+    first = "import sys, mixjit; mixjit.MixjitWarning; print('numba' in sys.modules)"
+    def run(src: str) -> list[str]:
+        return subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, check=True).stdout.split()
+
+    assert run(first) == ["False"]
+    assert run(code)[0] == "True"

@@ -11,8 +11,11 @@ The candidates are restricted to a few schemes (``--schemes``) to keep the tunin
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
+from mixjit import MixjitWarning
 from mixjit.demo import load_example
 
 BUDGET = "1e-3"
@@ -45,13 +48,18 @@ def run(capsys):
 
 
 def test_kmeans_labels_agree_with_fp64_on_99_percent_of_points(run):
-    r = run("kmeans", "--size", "1024", "--d", "32", "--k", "16", "--iters", "5", *FP64_ON_ORIN)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MixjitWarning)
+        r = run("kmeans", "--size", "1024", "--d", "32", "--k", "16", "--iters", "5", *FP64_ON_ORIN)
     assert r.metric >= 0.99
     # the tuning metric on the held-out points is measured, not assumed within the budget: the
     # worse of the centroids' error and the share of moved labels, against the reference run
     check = r.details["held_out_check"]
     assert check.budget == float(BUDGET)
     assert check.error == pytest.approx(max(r.error_vs_fp64, 1 - r.metric), rel=1e-6)
+    # f.check_plan warns exactly when the held-out input breaks the budget
+    over = [w for w in caught if issubclass(w.category, MixjitWarning) and "above its budget" in str(w.message)]
+    assert len(over) == (0 if check.within_budget else 1), [str(w.message) for w in caught]
 
 
 KNN = ("--size", "512", "--queries", "128", "--d", "32", "--neighbours", "10")
