@@ -221,21 +221,23 @@ def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: 
             k1 = min(k0 + tk, K)
             mx = np.int64(_NO_EXP)
             for k in range(k0, k1):
-                u = np.float64(x[i, k]).view(np.uint64)
+                ku = np.uint64(k)  # k >= 0: an unsigned index spares the negative-index check
+                u = np.float64(x[i, ku]).view(np.uint64)
                 fin = (u & expmask) != expmask
                 use = fin & ((u << np.uint64(1)) != 0)
                 m, e = split_element(u, w, emax)
-                q[i, k] = m if use else 0
+                q[i, ku] = m if use else 0
                 e = e if use else np.int64(_NO_EXP)
-                ex[i, k] = e
+                ex[i, ku] = e
                 mx = max(mx, e)
                 nonfinite += np.int64(not fin)
-            ov = False
+            ov = 0  # an integer count, not a bool |=, so that the loop vectorises
             if check_over:
                 for k in range(k0, k1):
-                    ov |= (ex[i, k] == mx) & (q[i, k] > qmax)
+                    ku = np.uint64(k)
+                    ov += np.int64((ex[i, ku] == mx) & (q[i, ku] > qmax))
             rowmax[i, kt] = mx if mx != _NO_EXP else ZERO_EXP
-            over[i, kt] = ov and mx != _NO_EXP
+            over[i, kt] = ov > 0 and mx != _NO_EXP
         bad[i] = nonfinite > 0
     for g0 in range(0, r, group_rows):
         g1 = min(g0 + group_rows, r)
@@ -257,10 +259,11 @@ def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: 
             nz = 0
             sh = 0
             for k in range(kt * tk, min(kt * tk + tk, K)):
-                e = np.int64(ex[i, k])
+                ku = np.uint64(k)
+                e = np.int64(ex[i, ku])
                 use = e != _NO_EXP
                 d = g - e if use else np.int64(0)
-                q[i, k] = min(max(_shift_branchless(q[i, k], d, mode), -lim), lim)
+                q[i, ku] = min(max(_shift_branchless(q[i, ku], d, mode), -lim), lim)
                 nz += np.int64(use)
                 sh += np.int64(use & (d > far))
             nonzero[i, kt] = nz
