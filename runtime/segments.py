@@ -110,17 +110,13 @@ def split_element(u, w: int, emax: int) -> tuple[int, int]:
     """
     be = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF))
     frac = np.int64(u & np.uint64(0xFFFFFFFFFFFFF))
-    if be == 0:  # float64 subnormal: normalise
-        nb = 0
-        t = frac
-        while t:
-            nb += 1
-            t >>= 1
-        mant = frac << (53 - nb)
-        e = -1074 + nb - 1
-    else:
-        mant = frac | (np.int64(1) << 52)
-        e = be - 1023
+    # written with selects, no branch that depends on u, so that the packer's loop
+    # vectorises. A float64 subnormal is normalised: nb, the bit length of frac, is
+    # read off the exponent of float64(frac) (exact: frac < 2^52)
+    nb = np.int64((np.float64(frac).view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF)) - 1022
+    sub = be == 0
+    mant = (frac << min(max(53 - nb, 0), 63)) if sub else (frac | (np.int64(1) << 52))
+    e = (-1074 + nb - 1) if sub else (be - 1023)
     if w >= 53:
         m = mant << (w - 53)
     else:
@@ -128,16 +124,12 @@ def split_element(u, w: int, emax: int) -> tuple[int, int]:
         m = mant >> sh
         rem = mant & ((np.int64(1) << sh) - 1)
         half = np.int64(1) << (sh - 1)
-        if rem > half or (rem == half and (m & 1) == 1):
-            m += 1
-        if m == (np.int64(1) << w):
-            if e >= emax:  # 2^(emax+1) would overflow the format: truncate
-                m -= 1
-            else:
-                m = np.int64(1) << (w - 1)
-                e += 1
-    if u >> np.uint64(63):
-        m = -m
+        m += np.int64((rem > half) | ((rem == half) & ((m & 1) == 1)))
+        carry = m == (np.int64(1) << w)
+        top = e >= emax  # 2^(emax+1) would overflow the format: truncate
+        m = (m - 1 if top else np.int64(1) << (w - 1)) if carry else m
+        e = e + np.int64(carry & (not top))
+    m = -m if u >> np.uint64(63) else m
     return m, e
 
 
