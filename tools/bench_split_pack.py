@@ -12,7 +12,8 @@ same inputs, old and new alternating call by call, median CPU time
 one differs. Cases: level IV, the most precise float32 config
 (segments=4,pairs=sig6,align=row), balanced digits with truncation, and
 mixpert-fp64's default config, on seeded uniform [-1, 1] operands. Writes
-docs/executor_speed_split.json (cited by the "Split" note in docs/executor_speed.md).
+docs/executor_speed_split.json and the generated section ``split`` of
+docs/executor_speed.md (the table of the "Split" note).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import types
 
 import numpy as np
 
-from common import ROOT, machine_info, write_json  # tools/common.py
+from common import ROOT, machine_info, replace_generated_section, write_json  # tools/common.py
 from mixjit.runtime import executor_mixpert_pack as new_pack
 from mixjit.runtime import executor_mixpert_split as split
 from mixjit.runtime import executor_mixpert_words as words
@@ -35,6 +36,7 @@ from mixjit.runtime import segments as new_segments
 from mixjit.runtime.schemes import get_scheme
 
 OUT = ROOT / "docs" / "executor_speed_split.json"
+DOC = ROOT / "docs" / "executor_speed.md"
 
 #: (scheme, config label or None for the default config, input dtype)
 CASES = (("mixpert", "level=IV", np.float32), ("mixpert", "segments=4,pairs=sig6,align=row", np.float32),
@@ -119,6 +121,19 @@ def run(before: str, sizes: list[int], repeats: int) -> list[dict]:
     return rows
 
 
+def _table(data: dict) -> str:
+    """The ``split`` section of docs/executor_speed.md: before and after per config."""
+    lines = [f"Before ({data['before']}) against after ({data['after']}), one process, alternating, median CPU ms of "
+             f"{data['repeats']} ({data['date']}; {data['machine']['cpu']}, {data['machine']['cores']} logical CPUs, "
+             f"load average at the end {', '.join(map(str, data['load_average_at_end']))}):", "",
+             "| scheme | config | n | pack_groups (one operand) | pack_into (one block operand) |", "|---|---|---|---|---|"]
+    for r in data["rows"]:
+        (so, sn), (po, pn) = r["pack_groups_ms"], r["pack_into_ms"]
+        lines.append(f"| {r['scheme']} | {r['config']} | {r['n']} | {so} -> {sn} ({so / sn:.2f}x) | "
+                     f"{po} -> {pn} ({po / pn:.2f}x) |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--before", required=True, help="the commit whose kernels are the 'before' column")
@@ -130,11 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_write:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                               cwd=ROOT).stdout.strip()
-        write_json(OUT, {"before": args.before, "after": head, "repeats": args.repeats, "unit": "ms CPU, median",
-                         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine_info(),
-                         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-                         "rows": rows})
-        print(f"wrote {OUT}")
+        data = {"before": args.before, "after": head, "repeats": args.repeats, "unit": "ms CPU, median",
+                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine_info(),
+                "load_average_at_end": [round(x, 2) for x in os.getloadavg()], "rows": rows}
+        write_json(OUT, data)
+        replace_generated_section(DOC, "split", _table(data))
+        print(f"wrote {OUT} and {DOC}")
     return 0
 
 
