@@ -116,7 +116,8 @@ def _block_row(out, u: int, q, scale, i: int, k0: int, k1: int, i0: int, i1: int
     for t in range(k0 // tk, (k1 + tk - 1) // tk):
         sc = scale[i, t]
         for k in range(max(k0, t * tk), min(k1, t * tk + tk)):
-            out[u, k - k0] = digit_range(q[i, k], i0, i1, segments, digits) * sc
+            # k >= k0 >= 0: unsigned indices spare the negative-index checks
+            out[u, np.uint64(k - k0)] = digit_range(q[i, np.uint64(k)], i0, i1, segments, digits) * sc
 
 
 @cached_njit(nogil=True)

@@ -110,17 +110,13 @@ def split_element(u, w: int, emax: int) -> tuple[int, int]:
     """
     be = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF))
     frac = np.int64(u & np.uint64(0xFFFFFFFFFFFFF))
-    if be == 0:  # float64 subnormal: normalise
-        nb = 0
-        t = frac
-        while t:
-            nb += 1
-            t >>= 1
-        mant = frac << (53 - nb)
-        e = -1074 + nb - 1
-    else:
-        mant = frac | (np.int64(1) << 52)
-        e = be - 1023
+    # written with selects, no branch that depends on u, so that the packer's loop
+    # vectorises. A float64 subnormal is normalised: nb, the bit length of frac, is
+    # read off the exponent of float64(frac) (exact: frac < 2^52)
+    nb = np.int64((np.float64(frac).view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF)) - 1022
+    sub = be == 0
+    mant = (frac << min(max(53 - nb, 0), 63)) if sub else (frac | (np.int64(1) << 52))
+    e = (-1074 + nb - 1) if sub else (be - 1023)
     if w >= 53:
         m = mant << (w - 53)
     else:
@@ -128,16 +124,12 @@ def split_element(u, w: int, emax: int) -> tuple[int, int]:
         m = mant >> sh
         rem = mant & ((np.int64(1) << sh) - 1)
         half = np.int64(1) << (sh - 1)
-        if rem > half or (rem == half and (m & 1) == 1):
-            m += 1
-        if m == (np.int64(1) << w):
-            if e >= emax:  # 2^(emax+1) would overflow the format: truncate
-                m -= 1
-            else:
-                m = np.int64(1) << (w - 1)
-                e += 1
-    if u >> np.uint64(63):
-        m = -m
+        m += np.int64((rem > half) | ((rem == half) & ((m & 1) == 1)))
+        carry = m == (np.int64(1) << w)
+        top = e >= emax  # 2^(emax+1) would overflow the format: truncate
+        m = (m - 1 if top else np.int64(1) << (w - 1)) if carry else m
+        e = e + np.int64(carry & (not top))
+    m = -m if u >> np.uint64(63) else m
     return m, e
 
 
@@ -221,21 +213,23 @@ def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: 
             k1 = min(k0 + tk, K)
             mx = np.int64(_NO_EXP)
             for k in range(k0, k1):
-                u = np.float64(x[i, k]).view(np.uint64)
+                ku = np.uint64(k)  # k >= 0: an unsigned index spares the negative-index check
+                u = np.float64(x[i, ku]).view(np.uint64)
                 fin = (u & expmask) != expmask
                 use = fin & ((u << np.uint64(1)) != 0)
                 m, e = split_element(u, w, emax)
-                q[i, k] = m if use else 0
+                q[i, ku] = m if use else 0
                 e = e if use else np.int64(_NO_EXP)
-                ex[i, k] = e
+                ex[i, ku] = e
                 mx = max(mx, e)
                 nonfinite += np.int64(not fin)
-            ov = False
+            ov = 0  # an integer count, not a bool |=, so that the loop vectorises
             if check_over:
                 for k in range(k0, k1):
-                    ov |= (ex[i, k] == mx) & (q[i, k] > qmax)
+                    ku = np.uint64(k)
+                    ov += np.int64((ex[i, ku] == mx) & (q[i, ku] > qmax))
             rowmax[i, kt] = mx if mx != _NO_EXP else ZERO_EXP
-            over[i, kt] = ov and mx != _NO_EXP
+            over[i, kt] = ov > 0 and mx != _NO_EXP
         bad[i] = nonfinite > 0
     for g0 in range(0, r, group_rows):
         g1 = min(g0 + group_rows, r)
@@ -257,10 +251,11 @@ def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: 
             nz = 0
             sh = 0
             for k in range(kt * tk, min(kt * tk + tk, K)):
-                e = np.int64(ex[i, k])
+                ku = np.uint64(k)
+                e = np.int64(ex[i, ku])
                 use = e != _NO_EXP
                 d = g - e if use else np.int64(0)
-                q[i, k] = min(max(_shift_branchless(q[i, k], d, mode), -lim), lim)
+                q[i, ku] = min(max(_shift_branchless(q[i, ku], d, mode), -lim), lim)
                 nz += np.int64(use)
                 sh += np.int64(use & (d > far))
             nonzero[i, kt] = nz

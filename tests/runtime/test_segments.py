@@ -58,6 +58,20 @@ def test_split_carry_out_of_top_segment():
     assert _split(5e-324, 55) == (2**54, -1074)  # float64 subnormal
 
 
+@pytest.mark.parametrize("w", [11, 24, 53, 62])
+def test_split_normalises_subnormals_of_every_bit_length(w):
+    """split_element reads a subnormal's bit length off float64(frac): check it at both
+    ends of every length (frac = 2^j and 2^(j+1) - 1) against exact arithmetic."""
+    for j in range(52):
+        for frac in (1 << j, (1 << (j + 1)) - 1):
+            x = float(np.array([frac], dtype=np.uint64).view(np.float64)[0])
+            m, e = split_element(np.uint64(frac), w, 1023)
+            assert e == -1074 + j + (1 if m == 2 ** (w - 1) and frac != 1 << j else 0)
+            assert 2 ** (w - 1) <= m < 2**w
+            err = abs(Fraction(m) * Fraction(2) ** (e - w + 1) - Fraction(x))
+            assert err <= Fraction(2) ** (e - w)  # within half an ulp of the kept width
+
+
 def test_split_carry_past_the_largest_exponent_truncates():
     f32max = float(np.finfo(np.float32).max)  # (2 - 2^-23) * 2^127: RN at 21 bits carries
     assert _split(f32max, 21, 127) == (2**21 - 1, 127)
