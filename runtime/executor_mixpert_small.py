@@ -70,9 +70,10 @@ from mixjit.runtime.segments import ZERO_EXP, _shift_branchless, digit_range, ma
 #: largest m*n*k the driver sends to the small path, float32 and float64 domain: from
 #: the threshold table of tools/bench_small_sites.py (docs/executor_speed.md, "Small
 #: sites"): level IV is still faster at n = 160 (the largest size measured),
-#: mixpert-fp64's most precise config up to n = 96 (even at 128, slower at 160)
+#: mixpert-fp64's most precise config up to n = 64 (slower from 96 on, since the
+#: general path's own speed-ups)
 SMALL_MAX_WORK_FP32 = 160**3
-SMALL_MAX_WORK_FP64 = 96**3
+SMALL_MAX_WORK_FP64 = 64**3
 
 
 @cached_njit(nogil=True)
