@@ -70,9 +70,10 @@ from mixjit.runtime.segments import ZERO_EXP, _shift_branchless, digit_range, ma
 #: largest m*n*k the driver sends to the small path, float32 and float64 domain: from
 #: the threshold table of tools/bench_small_sites.py (docs/executor_speed.md, "Small
 #: sites"): level IV is still faster at n = 160 (the largest size measured),
-#: mixpert-fp64's most precise config up to n = 96 (even at 128, slower at 160)
+#: mixpert-fp64's most precise config up to n = 64 (slower from 96 on, since the
+#: general path's own speed-ups)
 SMALL_MAX_WORK_FP32 = 160**3
-SMALL_MAX_WORK_FP64 = 96**3
+SMALL_MAX_WORK_FP64 = 64**3
 
 
 @cached_njit(nogil=True)
@@ -97,14 +98,14 @@ def _split32_normal(u, w: int):
     be = (u >> 23) & 0xFF
     mant = (u & 0x7FFFFF) | (np.int64(1) << 23)
     e = be - 127
-    if w >= 24:
-        m = mant << (w - 24)
-    else:
-        sh = 24 - w
-        m = mant >> sh
-        rem = mant & ((np.int64(1) << sh) - 1)
-        half = np.int64(1) << (sh - 1)
-        m += np.int64((rem > half) | ((rem == half) & ((m & 1) == 1)))
+    # one of the two shifts is 0: widen (w >= 24) or round to nearest even at bit w
+    # (w < 24); selects, not a branch on w, so that the caller's loop vectorises
+    up = max(w - 24, 0)
+    sh = max(24 - w, 0)
+    m = (mant << up) >> sh
+    rem = mant & ((np.int64(1) << sh) - 1)
+    half = (np.int64(1) << sh) >> 1
+    m += np.int64((sh > 0) & ((rem > half) | ((rem == half) & ((m & 1) == 1))))
     carry = m == (np.int64(1) << w)
     top = carry & (e >= 127)  # 2^128 would overflow float32: truncate instead
     m = m - 1 if top else ((np.int64(1) << (w - 1)) if carry else m)
@@ -135,8 +136,9 @@ def _patch_special(x, side_b: bool, i: int, k0: int, k1: int, w: int, q, ex) -> 
 
 
 @cached_njit(nogil=True)
-def _split_pass32(x, side_b: bool, w: int, tk: int, q, ex, gexp) -> bool:
-    """Pass 1 of :func:`_split` for float32 operands in the float32 domain: ``q`` = M,
+def _split_pass32(x, w: int, tk: int, q, ex, gexp) -> bool:
+    """Pass 1 of :func:`_split` for float32 operands in row form (B's columns copied
+    to rows first: a select between two loads would not vectorise) in the float32 domain: ``q`` = M,
     ``ex`` = e of every element (``_NO_EXP`` for zeros), ``gexp`` = each row's
     largest e per k-tile (``ZERO_EXP`` if none); False on an inf or NaN."""
     r, K = q.shape
@@ -148,8 +150,7 @@ def _split_pass32(x, side_b: bool, w: int, tk: int, q, ex, gexp) -> bool:
             lo = np.int64(255)  # smallest and largest biased exponent (min / max vectorise; |= does not)
             hi = np.int64(0)
             for k in range(np.uint64(k0), np.uint64(k1)):  # unsigned: no wraparound test per index
-                v = x[k, i] if side_b else x[i, k]
-                u = np.int64(np.float32(v).view(np.uint32))
+                u = np.int64(np.float32(x[i, k]).view(np.uint32))
                 m, e = _split32_normal(u, w)
                 be = (u >> 23) & 0xFF
                 lo = min(lo, be)
@@ -158,7 +159,7 @@ def _split_pass32(x, side_b: bool, w: int, tk: int, q, ex, gexp) -> bool:
                 ex[i, k] = e
                 mx = max(mx, e)
             if lo == 0 or hi == 255:  # a zero, subnormal, inf or NaN
-                if not _patch_special(x, side_b, i, k0, k1, w, q, ex):
+                if not _patch_special(x, False, i, k0, k1, w, q, ex):
                     return False
                 mx = np.int64(_NO_EXP)
                 for k in range(np.uint64(k0), np.uint64(k1)):
@@ -229,9 +230,9 @@ def _split(x, side_b: bool, params, raw, q, ex, gexp, scale, ref, span) -> bool:
             for k in range(K):
                 for j in range(r):
                     raw[j, k] = x[k, j]
-            if not _split_pass32(raw, False, w, tk, q, ex, gexp):
+            if not _split_pass32(raw, w, tk, q, ex, gexp):
                 return False
-        elif not _split_pass32(x, False, w, tk, q, ex, gexp):
+        elif not _split_pass32(x, w, tk, q, ex, gexp):
             return False
     elif not _split_pass64(x, side_b, to32, w, tk, raw, q, ex, gexp):
         return False
@@ -346,7 +347,7 @@ def small_gemm(a, b, c, params, stats, max_work: int) -> int:
     segments = params[W_SEGMENTS]
     digits = params[W_DIGITS]
     # scratch: one int64 and one float64 buffer, cut into the views below
-    ints = np.empty((m + n) * (2 * K + 2 * nkt + 2), dtype=np.int64)
+    ints = np.empty((m + n) * (2 * K + 2 * nkt + 3), dtype=np.int64)
     floats = np.empty((m + n) * (2 * K + nkt) + 3 * m * n, dtype=np.float64)
     o = 0
     aq = ints[o : o + m * K].reshape((m, K))
@@ -368,6 +369,10 @@ def small_gemm(a, b, c, params, stats, max_work: int) -> int:
     aspan = ints[o : o + m]
     o += m
     bspan = ints[o : o + n]
+    o += n
+    ea = ints[o : o + m]
+    o += m
+    eb = ints[o : o + n]
     o = 0
     araw = floats[o : o + m * K].reshape((m, K))
     o += m * K
@@ -400,12 +405,17 @@ def small_gemm(a, b, c, params, stats, max_work: int) -> int:
     nb = blocks.shape[0]
     if to32 and plan_wide_blocks(pairs, segments, params[W_SEG0_BITS], digits).shape[0] < nb:
         return NOT_TAKEN  # the general path takes the wide blocks
-    frac = 53 - k_bits(K) - blocks[:, BLOCK_BITS].max()  # the fast path's widest span
+    bits = 0
+    for bl in range(nb):
+        bits = max(bits, blocks[bl, BLOCK_BITS])
+    frac = 53 - k_bits(K) - bits  # the fast path's widest span
     if widest > frac:
         return NOT_TAKEN  # some rows or columns take the certified / exact path
     w = width(segments, params[W_SEG0_BITS], digits)
-    ea = aref - (w - 1)
-    eb = bref - (w - 1)
+    for i in range(m):
+        ea[i] = aref[i] - (w - 1)
+    for j in range(n):
+        eb[j] = bref[j] - (w - 1)
     if nb <= 2:
         _block_dot(aq, ascale, bq, bscale, blocks[0], segments, digits, tk, xa, yb, d1)
         if nb == 2:

@@ -19,6 +19,10 @@ loop, which takes the small-shape path, runtime/executor_mixpert_small.py; the r
 fails if it does not) and the general path alone (``multiply_into`` of two
 ``prepare_operand`` results: what the kernel ran before the small path).
 
+*Steps*: ``small_gemm`` alone, and its config-only planning and its two splits each
+alone in a compiled loop (``_step_loop``); the rest (block products, epilogue, the
+float64 guarantee check) is the difference.
+
 *Threshold*: for square n x n x n GEMMs, the small path (``small_gemm`` with no
 size limit) against the general path, level IV float32 and mixpert-fp64 float64,
 same data, alternating; ``executor_mixpert_small.SMALL_MAX_WORK_FP32`` / ``_FP64``
@@ -48,7 +52,12 @@ from common import ROOT, markdown_table, progress, provenance, replace_generated
 from mixjit import gemm, mixjit  # noqa: E402
 from mixjit.plan import SitePlan, set_plan  # noqa: E402
 from mixjit.runtime import executor_mixpert as ex  # noqa: E402
+from mixjit.runtime import executor_mixpert_small as small  # noqa: E402
 from mixjit.runtime.executor_mixpert_small import SMALL_MAX_WORK_FP32, SMALL_MAX_WORK_FP64, small_gemm  # noqa: E402
+from mixjit.runtime.executor_mixpert_words import kept_pairs  # noqa: E402
+from mixjit.runtime.mixpert_bound import dropped_weight  # noqa: E402
+from mixjit.runtime.mixpert_wide import plan_wide_blocks  # noqa: E402
+from mixjit.runtime.pair_blocks import SPAN_RESERVE, plan_block_array  # noqa: E402
 from mixjit.runtime.schemes import get_scheme  # noqa: E402
 
 DOC = ROOT / "docs" / "executor_speed.md"
@@ -102,6 +111,45 @@ def _small_loop(a, b, c, params, stats, calls):
     s = 0
     for _ in range(calls):
         s += small_gemm(a, b, c, params, stats, 1 << 62)
+    return s
+
+
+#: steps of small_gemm timed alone by :func:`_step_loop` (the rest is the difference)
+STEPS = ("config planning", "two splits")
+
+
+@njit
+def _step_loop(a, b, params, calls, step):
+    """One step of ``small_gemm`` alone, ``calls`` times, on its own scratch: step 0
+    the config-only planning (kept_pairs, plan_block_array, then plan_wide_blocks in
+    the float32 domain or dropped_weight in the float64 domain), step 1 both splits."""
+    m, K = a.shape
+    n = b.shape[1]
+    tk = params[ex.W_TK]
+    nkt = (K + tk - 1) // tk
+    raw = (np.empty((m, K)), np.empty((n, K)))
+    q = (np.empty((m, K), np.int64), np.empty((n, K), np.int64))
+    e = (np.empty((m, K), np.int64), np.empty((n, K), np.int64))
+    g = (np.empty((m, nkt), np.int64), np.empty((n, nkt), np.int64))
+    sc = (np.empty((m, nkt)), np.empty((n, nkt)))
+    ref = (np.empty(m, np.int64), np.empty(n, np.int64))
+    span = (np.empty(m, np.int64), np.empty(n, np.int64))
+    small._split(a, False, params, raw[0], q[0], e[0], g[0], sc[0], ref[0], span[0])
+    small._split(b, True, params, raw[1], q[1], e[1], g[1], sc[1], ref[1], span[1])
+    reserve = min(span[0].max() + span[1].max(), SPAN_RESERVE)
+    segments, seg0, digits = params[ex.W_SEGMENTS], params[ex.W_SEG0_BITS], params[ex.W_DIGITS]
+    s = 0.0
+    for _ in range(calls):
+        if step == 0:
+            pairs = kept_pairs(params)
+            blocks, ok = plan_block_array(pairs, segments, seg0, K, digits, reserve)
+            if params[ex.W_DOMAIN] == ex.DOMAIN_FP32:
+                s += plan_wide_blocks(pairs, segments, seg0, digits).shape[0] + blocks.shape[0]
+            else:
+                s += dropped_weight(pairs, segments, seg0, digits) + blocks.shape[0]
+        else:
+            s += small._split(a, False, params, raw[0], q[0], e[0], g[0], sc[0], ref[0], span[0])
+            s += small._split(b, True, params, raw[1], q[1], e[1], g[1], sc[1], ref[1], span[1])
     return s
 
 
@@ -159,6 +207,13 @@ def measure(calls: int, repeats: int, seed: int) -> list[dict]:
                                       for _ in range(repeats)) * 1e6
         general_us = statistics.median(_cpu_per_call(lambda: _general_loop(a, b, c, params, stats, site_calls),
                                                      site_calls) for _ in range(repeats)) * 1e6
+        steps = {"small_gemm": statistics.median(_cpu_per_call(lambda: _small_loop(a, b, c, params, stats, site_calls),
+                                                               site_calls) for _ in range(repeats)) * 1e6}
+        for i, step in enumerate(STEPS):
+            _step_loop(a, b, params, 1, i)
+            steps[step] = statistics.median(_cpu_per_call(lambda: _step_loop(a, b, params, site_calls, i), site_calls)
+                                            for _ in range(repeats)) * 1e6
+        steps["rest (difference)"] = steps["small_gemm"] - sum(steps[x] for x in STEPS)
         api_calls = max(1, calls // 4)
 
         def api():
@@ -171,7 +226,7 @@ def measure(calls: int, repeats: int, seed: int) -> list[dict]:
 
         via_gemm = _ratio(api, api_native, api_calls, repeats)
         row = {"case": name, "scheme": scheme, "config": label, "size": size, "dtype": np.dtype(dtype).name,
-               "target": target, "site": site, "kernel_us": kernel_us, "general_us": general_us, "gemm": via_gemm, "met": site["ratio"] <= target}
+               "target": target, "site": site, "kernel_us": kernel_us, "general_us": general_us, "steps_us": steps, "gemm": via_gemm, "met": site["ratio"] <= target}
         progress(f"  site {site['emulated_us']:.2f} us vs native {site['native_us']:.2f} us: "
                  f"{site['ratio']:.2f}x (target <= {target:g}x); gemm {via_gemm['ratio']:.1f}x")
         rows.append(row)
@@ -210,6 +265,9 @@ def _section(rows: list[dict], threshold: list[dict], argv: list[str], seed: int
           f"{r['kernel_us']:.2f}", f"{r['general_us']:.2f}",
           f"{r['gemm']['emulated_us']:.1f} / {r['gemm']['native_us']:.1f}", f"{r['gemm']['ratio']:.1f}x"]
          for r in rows])
+    step_names = list(rows[0]["steps_us"])
+    steps = markdown_table(["small_gemm alone, per call (µs)", *step_names],
+                           [[r["case"], *[f"{r['steps_us'][x]:.2f}" for x in step_names]] for r in rows])
     sizes = sorted({t["size"] for t in threshold})
     schemes = list(dict.fromkeys(t["scheme"] for t in threshold))
     cell = {(t["scheme"], t["size"]): t for t in threshold}
@@ -222,7 +280,9 @@ def _section(rows: list[dict], threshold: list[dict], argv: list[str], seed: int
         ", ".join(f"{x:.2f}" for x in os.getloadavg())
     limit = (f"- small path taken up to m*n*k = {round(SMALL_MAX_WORK_FP32 ** (1 / 3))}^3 (float32 domain), "
              f"{round(SMALL_MAX_WORK_FP64 ** (1 / 3))}^3 (float64 domain)")
-    return "\n".join(provenance(argv, seed) + [env, limit, ""] + table + ["", "Threshold (square n x n x n):", ""] + cross)
+    return "\n".join(provenance(argv, seed) + [env, limit, ""] + table + ["", "Steps of the small path (each timed alone in a compiled loop; config planning = "
+             "kept_pairs + plan_block_array + plan_wide_blocks (float32) or dropped_weight (float64)):", ""]
+                     + steps + ["", "Threshold (square n x n x n):", ""] + cross)
 
 
 def main(argv: list[str] | None = None) -> int:

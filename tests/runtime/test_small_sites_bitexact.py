@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mixjit.runtime import executor_mixpert as ex
-from mixjit.runtime.executor_mixpert_small import SMALL_MAX_WORK_FP32
+from mixjit.runtime.executor_mixpert_small import SMALL_MAX_WORK_FP32, SMALL_MAX_WORK_FP64
 from mixjit.runtime.schemes import get_scheme
 
 MP = get_scheme("mixpert")
@@ -140,6 +140,19 @@ def test_driver_picks_the_small_path(size, scheme, label, dtype):
     a = rng.standard_normal((size, size)).astype(dtype)
     b = rng.standard_normal((size, size)).astype(dtype)
     assert _same(a, b, _words(scheme, label))
+
+
+def test_float64_domain_limit_is_its_own():
+    """mixpert-fp64 calls take the small path up to SMALL_MAX_WORK_FP64 multiply-adds
+    and the general path above it (a smaller limit than the float32 domain's)."""
+    rng = np.random.default_rng(11)
+    params = _words(MP64, "")
+    side = round(SMALL_MAX_WORK_FP64 ** (1 / 3))
+    assert side**3 == SMALL_MAX_WORK_FP64 < SMALL_MAX_WORK_FP32
+    a = rng.standard_normal((side, side + 1))
+    b = rng.standard_normal((side + 1, side))
+    assert _same(a[:, :side], b[:side], params)  # at the limit
+    assert not _same(a, b, params)  # one more k: above it
 
 
 def test_large_and_unusual_calls_take_the_general_path():
