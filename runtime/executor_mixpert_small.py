@@ -346,8 +346,9 @@ def small_gemm(a, b, c, params, stats, max_work: int) -> int:
     nkt = (K + tk - 1) // tk
     segments = params[W_SEGMENTS]
     digits = params[W_DIGITS]
-    # scratch: one int64 and one float64 buffer, cut into the views below
-    ints = np.empty((m + n) * (2 * K + 2 * nkt + 3), dtype=np.int64)
+    # scratch: one int64 and one float64 buffer, cut into the views below (exactly their sizes:
+    # q and ex, K each; gexp, nkt; ref, span and e, one each, per row of A and of B)
+    ints = np.empty((m + n) * (2 * K + nkt + 3), dtype=np.int64)
     floats = np.empty((m + n) * (2 * K + nkt) + 3 * m * n, dtype=np.float64)
     o = 0
     aq = ints[o : o + m * K].reshape((m, K))
