@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mixjit.runtime.executor_mixpert_driver import mixpert_gemm, multiply_into
+from mixjit.runtime.executor_mixpert_driver import gemm_from_python, mixpert_gemm, multiply_into
 from mixjit.runtime.executor_mixpert_split import SplitOperand, prepare_operand
 from mixjit.runtime.executor_mixpert_words import (
     ALIGN_ROW,
@@ -209,7 +209,7 @@ def run_mixpert(
         pb = b if isinstance(b, Prepared) else prepare(b, "B", params)
         status = multiply_into(pa.arrays, pb.arrays, params, c, stats)
     else:
-        status = mixpert_gemm(np.asarray(a), np.asarray(b), c, params, stats)
+        status = gemm_from_python(np.asarray(a), np.asarray(b), c, params, stats)
     if status != OK:
         _raise(status, stats, a_shape, b_shape)
     return c, ExecStats(

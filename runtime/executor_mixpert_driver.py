@@ -13,14 +13,13 @@ Semantics: docs/numerics.md, "mixpert".
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
-from mixjit.runtime.executor_common import nonfinite_rule
-from mixjit.runtime.executor_mixpert_certified import certified, exact_elements, recompute32, tf32_split
-from mixjit.runtime.executor_mixpert_exact import exact_rows, exact_sets
-from mixjit.runtime.executor_mixpert_fast import fast_path
+from mixjit.runtime.executor_mixpert_certified import tf32_split
+from mixjit.runtime.executor_mixpert_exact import exact_sets
 from mixjit.runtime.executor_mixpert_small import NOT_TAKEN, small_gemm, small_max_work
-from mixjit.runtime.executor_mixpert_split import prepare_operand
 from mixjit.runtime.executor_mixpert_words import (
     DOMAIN_FP32,
     ERR_K_TOO_LONG,
@@ -49,8 +48,21 @@ from mixjit.runtime.executor_mixpert_words import (
     params_ok,
 )
 from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, lost_rows, recompute
-from mixjit.runtime.mixpert_wide import WIDE_LIMIT, fast32_certified, plan_wide_blocks
+from mixjit.runtime.lazy_mixpert import (
+    certified_lazy,
+    exact_elements_lazy,
+    exact_rows_lazy,
+    fast32_certified_lazy,
+    fast_path_lazy,
+    fp64_doubtful_lazy,
+    general_gemm,
+    general_gemm_lazy,
+    nonfinite_rule_lazy,
+    recompute32_lazy,
+    recompute_lazy,
+)
+from mixjit.runtime.mixpert_bound import dropped_weight, lost_rows
+from mixjit.runtime.mixpert_wide import WIDE_LIMIT, plan_wide_blocks
 from mixjit.runtime.pair_blocks import BLOCK_BITS, SPAN_RESERVE, k_bits, plan_block_array
 from mixjit.runtime.segments import width
 
@@ -97,10 +109,10 @@ def product(pa, pb, params, out, stats) -> int:
     doubt = np.zeros(0, dtype=np.int64)
     if rows.shape[0] < m and cols.shape[0] < n:
         if use_wide:
-            doubt = fast32_certified(pa.q, pa.scale, pb.q, pb.scale, wide, ea, eb, segments, params[W_DIGITS],
+            doubt = fast32_certified_lazy(pa.q, pa.scale, pb.q, pb.scale, wide, ea, eb, segments, params[W_DIGITS],
                                      params[W_TK], out)
         else:
-            fast_path(pa.q, pa.scale, pb.q, pb.scale, blocks, ea, eb, params, out, to32)
+            fast_path_lazy(pa.q, pa.scale, pb.q, pb.scale, blocks, ea, eb, params, out, to32)
     if to32 and (rows.shape[0] or cols.shape[0] or doubt.shape[0]):
         if pa.fb_tiles + pb.fb_tiles:
             parts_a = tf32_split(pa.raw)
@@ -112,31 +124,34 @@ def product(pa, pb, params, out, stats) -> int:
         in_rows = np.zeros(m, dtype=np.bool_)
         in_rows[rows] = True
         rest = np.flatnonzero(~in_rows)
-        slow = certified(pa, pb, parts_a, parts_b, blocks, ea, eb, params, rows, np.arange(n), out, False)
-        slow += certified(pb, pa, parts_b, parts_a, blocks, eb, ea, params, cols, rest, out, True)
+        slow = certified_lazy(pa, pb, parts_a, parts_b, blocks, ea, eb, params, rows, np.arange(n), out, False)
+        slow += certified_lazy(pb, pa, parts_b, parts_a, blocks, eb, ea, params, cols, rest, out, True)
         in_cols = np.zeros(n, dtype=np.bool_)
         in_cols[cols] = True
-        slow += exact_elements(pa, pb, blocks, ea, eb, params, doubt, in_rows, in_cols, out)
+        slow += exact_elements_lazy(pa, pb, blocks, ea, eb, params, doubt, in_rows, in_cols, out)
         stats[STAT_CERTIFIED] = rows.shape[0] * n + cols.shape[0] * rest.shape[0]
         stats[STAT_SLOW_ELEMENTS] = slow
     elif not to32:
         if rows.shape[0]:
-            exact_rows(pa, pb, blocks, ea, eb, params, rows, out, False, to32)
+            exact_rows_lazy(pa, pb, blocks, ea, eb, params, rows, out, False, to32)
         if cols.shape[0]:
-            exact_rows(pb, pa, blocks, eb, ea, params, cols, out, True, to32)
+            exact_rows_lazy(pb, pa, blocks, eb, ea, params, cols, out, True, to32)
     w = width(segments, params[W_SEG0_BITS], params[W_DIGITS])
     if to32:
         lost_a = np.flatnonzero(lost_rows(pa.raw, pa.q, pa.fb, params[W_TK]))
         lost_b = np.flatnonzero(lost_rows(pb.raw, pb.q, pb.fb, params[W_TK]))
-        recompute32(pa.raw, pb.raw, lost_a, out, False)
-        recompute32(pb.raw, pa.raw, lost_b, out, True)
+        if lost_a.shape[0]:
+            recompute32_lazy(pa.raw, pb.raw, lost_a, out, False)
+        if lost_b.shape[0]:
+            recompute32_lazy(pb.raw, pa.raw, lost_b, out, True)
         stats[STAT_RECOMPUTED] = lost_a.shape[0] * n + lost_b.shape[0] * m - lost_a.shape[0] * lost_b.shape[0]
     else:
         dropped = dropped_weight(kept_pairs(params), segments, params[W_SEG0_BITS], params[W_DIGITS])
-        doubt = fp64_doubtful(pa.raw, pa.gexp, pa.ref, pb.raw, pb.gexp, pb.ref, params[W_TK], w, dropped, out)
-        stats[STAT_RECOMPUTED] = recompute(pa.raw, pb.raw, doubt, out, False)
+        doubtful = fp64_doubtful_lazy(pa.raw, pa.gexp, pa.ref, pb.raw, pb.gexp, pb.ref, params[W_TK], w, dropped, out)
+        if doubtful.any():
+            stats[STAT_RECOMPUTED] = recompute_lazy(pa.raw, pb.raw, doubtful, out, False)
     if pa.bad.any() or pb.bad.any():
-        stats[STAT_NONFINITE] = nonfinite_rule(pa.raw, pb.raw, pa.bad, pb.bad, out)
+        stats[STAT_NONFINITE] = nonfinite_rule_lazy(pa.raw, pb.raw, pa.bad, pb.bad, out)
     stats[STAT_FALLBACK_TILES] = pa.fb_tiles + pb.fb_tiles
     stats[STAT_EXACT_ROWS] = rows.shape[0]
     stats[STAT_EXACT_COLS] = cols.shape[0]
@@ -182,6 +197,46 @@ def mixpert_gemm(a, b, c, params, stats) -> int:
     status = small_gemm(a, b, c, params, stats, small_max_work(params))
     if status != NOT_TAKEN:
         return status
-    pa = prepare_operand(a, False, params)
-    pb = prepare_operand(b, True, params)
-    return multiply_into(pa, pb, params, c, stats)
+    return general_gemm_lazy(a, b, c, params, stats)
+
+
+def gemm_from_python(a: np.ndarray, b: np.ndarray, c: np.ndarray, params: np.ndarray, stats: np.ndarray) -> int:
+    """:func:`mixpert_gemm` for Python callers (``run_mixpert``): the same checks, the
+    same paths and bits, but the choice between the small and the general path made
+    here, so a call compiles only the path it takes (the small path for a small call
+    of a config it can take, else the general one, each a top-level function) and
+    nothing compiles :func:`mixpert_gemm` itself (the @mixjit sites' kernel)."""
+    if not params_ok.py_func(params, c.itemsize):
+        return ERR_PARAMS
+    if a.ndim != 2 or b.ndim != 2 or c.ndim != 2 or a.shape[1] != b.shape[0]:
+        return ERR_SHAPE
+    if c.shape[0] != a.shape[0] or c.shape[1] != b.shape[1]:
+        return ERR_SHAPE
+    work = a.shape[0] * b.shape[1] * a.shape[1]
+    if 0 < work <= small_max_work.py_func(params) and small_may_take(params.tobytes()):
+        status = small_gemm(a, b, c, params, stats, small_max_work.py_func(params))
+        if status != NOT_TAKEN:
+            return status
+    return general_gemm(a, b, c, params, stats)
+
+
+@lru_cache(maxsize=256)
+def small_may_take(words: bytes) -> bool:
+    """Can the small path take any call of the config whose words are ``words``
+    (``params.tobytes()``)? No, in the float32 domain, when for every block budget it
+    could meet the wide blocks are fewer than the exact ones (executor_mixpert_small:
+    the general path then takes the wide blocks): ``gemm_from_python`` does not compile
+    the small path for such a config. Evaluated in Python (the planners' ``py_func``),
+    once per config."""
+    params = np.frombuffer(words, dtype=np.int64)
+    if params[W_DOMAIN] != DOMAIN_FP32:
+        return True
+    pairs = kept_pairs.py_func(params)
+    segments, seg0_bits, digits = int(params[W_SEGMENTS]), int(params[W_SEG0_BITS]), int(params[W_DIGITS])
+    wide = plan_wide_blocks.py_func(pairs, segments, seg0_bits, digits).shape[0]
+    # budget = 53 - k_bits(K) - reserve: K = 1 with every reserve gives every budget a call can have
+    for reserve in range(54):
+        blocks, ok = plan_block_array.py_func(pairs, segments, seg0_bits, 1, digits, reserve)
+        if ok and wide >= blocks.shape[0]:
+            return True
+    return False
