@@ -67,7 +67,7 @@ from mixjit.runtime.pair_blocks import BLOCK_BITS, SPAN_RESERVE, k_bits, plan_bl
 from mixjit.runtime.segments import width
 
 
-@cached_njit(nogil=True)
+@cached_njit(nogil=True, inline="always")
 def product(pa, pb, params, out, stats) -> int:
     """``out = RN(X)`` (float64 array holding the float32/float64 result) for split
     operands; fills ``stats``; returns a status."""
@@ -124,11 +124,16 @@ def product(pa, pb, params, out, stats) -> int:
         in_rows = np.zeros(m, dtype=np.bool_)
         in_rows[rows] = True
         rest = np.flatnonzero(~in_rows)
-        slow = certified_lazy(pa, pb, parts_a, parts_b, blocks, ea, eb, params, rows, np.arange(n), out, False)
-        slow += certified_lazy(pb, pa, parts_b, parts_a, blocks, eb, ea, params, cols, rest, out, True)
+        # each path is called only with work to do (it compiles on its first call)
+        slow = 0
+        if rows.shape[0]:
+            slow += certified_lazy(pa, pb, parts_a, parts_b, blocks, ea, eb, params, rows, np.arange(n), out, False)
+        if cols.shape[0] and rest.shape[0]:
+            slow += certified_lazy(pb, pa, parts_b, parts_a, blocks, eb, ea, params, cols, rest, out, True)
         in_cols = np.zeros(n, dtype=np.bool_)
         in_cols[cols] = True
-        slow += exact_elements_lazy(pa, pb, blocks, ea, eb, params, doubt, in_rows, in_cols, out)
+        if doubt.shape[0]:
+            slow += exact_elements_lazy(pa, pb, blocks, ea, eb, params, doubt, in_rows, in_cols, out)
         stats[STAT_CERTIFIED] = rows.shape[0] * n + cols.shape[0] * rest.shape[0]
         stats[STAT_SLOW_ELEMENTS] = slow
     elif not to32:
@@ -179,7 +184,7 @@ def multiply_into(pa, pb, params, c, stats) -> int:
     return status
 
 
-@cached_njit(nogil=True)
+@cached_njit(nogil=True, inline="always")
 def mixpert_gemm(a, b, c, params, stats) -> int:
     """``C = A @ B`` under the MixPert semantics: ``a`` (m x k), ``b`` (k x n), ``c``
     (m x n), float32/float64 with any strides; ``params`` the config words

@@ -23,8 +23,14 @@ less than wall time. Scenarios:
 Each cold run also records where its compile time went (Numba's ``numba:compile``
 events: the CPU seconds of each compiled function, its callees included).
 
-``--write`` stores the figures in docs/first_use.json and the generated section of
-docs/first_use.md.
+``--trampoline`` measures what a call through one of runtime/lazy_mixpert.py's
+trampolines costs beyond the direct call: a compiled loop calls
+``executor_mixpert_exact.exact_rows`` with no rows (no work; the heaviest argument
+list: two split operands) directly, and through ``exact_rows_lazy``; the difference
+per call, in CPU microseconds, warm caches.
+
+``--write`` stores the figures in docs/first_use.json and the generated sections of
+docs/first_use.md (a run of some scenarios keeps the others' figures).
 """
 
 from __future__ import annotations
@@ -122,6 +128,46 @@ print(json.dumps({"cpu_s": time.process_time() - t0, "executors": loaded,
                   "lowering_s": round(sum(profile.lower.values()), 2), "functions": len(profile.own)}))
 """
 
+TRAMPOLINE_CHILD = """
+import json, time
+import numpy as np
+from numba import njit
+from mixjit.runtime.executor_mixpert_exact import exact_rows
+from mixjit.runtime.executor_mixpert_split import prepare_operand
+from mixjit.runtime.lazy_mixpert import exact_rows_lazy
+from mixjit.runtime.schemes.base import get_scheme
+
+params = np.array(get_scheme("mixpert-fp64").default_config(np.float64).words(), dtype=np.int64)
+a = np.random.default_rng(0).standard_normal((64, 64))
+pa, pb = prepare_operand(a, False, params), prepare_operand(a, True, params)
+blocks = np.zeros((1, 6), np.int64)
+ea = np.zeros(64, np.int64)
+rows = np.zeros(0, np.int64)
+out = np.zeros((64, 64))
+
+@njit
+def direct(pa, pb, blocks, ea, params, rows, out, calls):
+    for _ in range(calls):
+        exact_rows(pa, pb, blocks, ea, ea, params, rows, out, False, False)
+
+@njit
+def lazy(pa, pb, blocks, ea, params, rows, out, calls):
+    for _ in range(calls):
+        exact_rows_lazy(pa, pb, blocks, ea, ea, params, rows, out, False, False)
+
+def per_call(f, calls=20000):
+    f(pa, pb, blocks, ea, params, rows, out, 10)
+    best = float("inf")
+    for _ in range(3):
+        t = time.process_time()
+        f(pa, pb, blocks, ea, params, rows, out, calls)
+        best = min(best, (time.process_time() - t) / calls)
+    return best
+
+d, z = per_call(direct), per_call(lazy)
+print(json.dumps({"direct_us": d * 1e6, "lazy_us": z * 1e6}))
+"""
+
 SCENARIOS = ("gemm", "native_site", "cholesky_default_plan", "cholesky", "warm_up")
 
 
@@ -143,7 +189,9 @@ def measure(scenarios: tuple[str, ...]) -> dict:
             cold = run_child(scenario, cache_dir)
             warm = run_child(scenario, cache_dir)
         out[scenario] = {"cold_cpu_s": round(cold["cpu_s"], 2), "warm_cpu_s": round(warm["cpu_s"], 2),
-                         "executors_loaded": cold["executors"], "cold_compiles": cold["compiles"]}
+                         "executors_loaded": cold["executors"], "cold_compiles": cold["compiles"],
+                         "cold_own_compiles": cold["own_compiles"], "cold_compile_s": cold["compile_s"],
+                         "cold_lowering_s": cold["lowering_s"], "cold_functions": cold["functions"]}
         print(f"{scenario:12s} cold {cold['cpu_s']:7.1f} s CPU   warm {warm['cpu_s']:6.2f} s CPU   "
               f"executors loaded: {', '.join(cold['executors']) or 'none'}", flush=True)
     return out
@@ -168,21 +216,63 @@ def compile_table(results: dict, scenarios: tuple[str, ...] = ("gemm", "cholesky
         ("scenario", "compiled function", "CPU s, with its callees", "specializations"), rows))
 
 
+def measure_trampoline() -> dict:
+    """Per-call CPU microseconds of ``exact_rows`` with no work, called directly and through
+    its trampoline (``TRAMPOLINE_CHILD``, a fresh process over the default, warm caches)."""
+    proc = subprocess.run([sys.executable, "-c", TRAMPOLINE_CHILD], capture_output=True, text=True, cwd=ROOT,
+                          timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(f"trampoline measurement failed:\n{proc.stderr[-3000:]}")
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = {"direct_us": round(r["direct_us"], 2), "lazy_us": round(r["lazy_us"], 2),
+           "overhead_us": round(r["lazy_us"] - r["direct_us"], 2)}
+    print(f"trampoline: direct {out['direct_us']:.2f} us, through the trampoline {out['lazy_us']:.2f} us, "
+          f"overhead {out['overhead_us']:.2f} us per call (CPU)", flush=True)
+    return out
+
+
+def own_table(results: dict, scenarios: tuple[str, ...] = ("gemm", "cholesky_default_plan")) -> str:
+    """The Markdown table of where the cold compile time of ``scenarios`` goes: all compiles
+    (exclusive CPU seconds, of which native lowering: lowering, linking the callees' modules in,
+    LLVM optimisation of the linked module, machine code), then the functions costing most."""
+    rows = []
+    for name in scenarios:
+        r = results.get(name, {})
+        if "cold_compile_s" not in r:
+            continue
+        rows.append((f"`{name}`", f"all {r['cold_functions']} compiled functions", f"{r['cold_compile_s']:.1f}",
+                     f"{r['cold_lowering_s']:.1f}"))
+        for function, own, lowering, _count in r["cold_own_compiles"][:6]:
+            rows.append((f"`{name}`", f"`{function}`", f"{own:.1f}", f"{lowering:.1f}"))
+    return "\n".join(common.markdown_table(
+        ("scenario", "compiled function", "CPU s, its own", "of which native lowering"), rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="write docs/first_use.json and docs/first_use.md")
     parser.add_argument("--only", nargs="+", choices=SCENARIOS, help="measure these scenarios; --write keeps "
                         "the other scenarios' figures from docs/first_use.json")
+    parser.add_argument("--trampoline", action="store_true", help="measure only the trampolines' per-call cost")
     args = parser.parse_args()
-    results = measure(tuple(args.only or SCENARIOS))
+    kept = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    trampoline = measure_trampoline()
+    results = {} if args.trampoline else measure(tuple(args.only or SCENARIOS))
     if args.write:
-        if args.only and RESULTS.exists():
-            kept = json.loads(RESULTS.read_text())["results"]
-            results = {name: results.get(name, kept.get(name)) for name in SCENARIOS if name in results or name in kept}
-        common.write_json(RESULTS, {"machine": common.machine_info(), "results": results})
+        old = kept.get("results", {})
+        results = {name: results.get(name, old.get(name)) for name in SCENARIOS if name in results or name in old}
+        common.write_json(RESULTS, {"machine": common.machine_info(), "results": results, "trampoline": trampoline})
         common.replace_generated_section(DOC, "first_use", table(results))
         common.replace_generated_section(DOC, "first_use_compiles", compile_table(results))
+        common.replace_generated_section(DOC, "first_use_own", own_table(results))
+        common.replace_generated_section(DOC, "first_use_trampoline", trampoline_text(trampoline))
 
+
+def trampoline_text(t: dict) -> str:
+    """The sentence docs/first_use.md shows for the trampolines' measured cost."""
+    return (f"A call through a trampoline costs {t['overhead_us']:.1f} us of CPU more than the direct call "
+            f"({t['lazy_us']:.1f} us against {t['direct_us']:.1f} us for `exact_rows` with no rows to compute, "
+            "two split operands among its arguments).")
 
 if __name__ == "__main__":
     main()
