@@ -22,9 +22,13 @@ written by ``mixjit.plan``): word 0 names the compiled executor, the other words
 are that executor's config parameters. Executors are compiled code too; a site
 with no plan (word 0 == ``EXEC_NONE``) fails with ``ENTRY_NO_PLAN``.
 
-Executors (each writes ``C = alpha * P + beta * C``, P the scheme's product):
+Executors (each writes ``C = alpha * P + beta * C``, P the scheme's product) are
+reached through a table of C addresses (``EXECUTOR_TABLE_SYMBOL``, one slot per plan
+code and dtype), each filled by ``load_executor`` when a plan row first names the
+executor, for the site's dtype only; the entry itself holds none, so its first
+compile is small:
 
-* ``EXEC_NATIVE``: BLAS through Numba's ``numba_xxgemm`` helper, the same call
+* ``EXEC_NATIVE`` (built in: no scheme declares it): BLAS through Numba's ``numba_xxgemm`` helper, the same call
   ``np.dot`` makes (operands with unit stride in one dimension are passed in
   place, others are copied). With beta != 0, or when C overlaps A or B, or C
   is not BLAS-addressable, the product goes to a temporary first and
@@ -674,14 +678,6 @@ def _entry(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, 
         return ENTRY_NO_PLAN
     if _profile_load(0) != 0:
         _record_shape(site, m, n, k)
-    if executor == EXEC_NATIVE:
-        if dtype == DTYPE_F64:
-            return _native(np.float64, 8, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
-        return _native(np.float32, 4, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
-    if executor == EXEC_REFERENCE:
-        if dtype == DTYPE_F64:
-            return _reference(np.float64, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
-        return _reference(np.float32, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
     address = _executor_address(executor * _N_DTYPES + dtype) if 0 < executor <= MAX_EXECUTOR_CODE else 0
     if address == 0:
         return ENTRY_BAD_EXECUTOR
@@ -761,6 +757,41 @@ def _executor_function(executor: CompiledExecutor, dtype_code: int):
     return run
 
 
+def _builtin_function(code: int, dtype_code: int):
+    """The C-ABI function (the entry's signature) of the built-in executor ``code``
+    (``EXEC_NATIVE``: BLAS, ``_native``; ``EXEC_REFERENCE``: ``_reference``) for sites of
+    one dtype (entry code ``dtype_code``; another dtype gives ``ENTRY_BAD_DTYPE``)."""
+    dt = _NUMPY_DTYPES[dtype_code]
+    isz = np.dtype(dt).itemsize
+    if code == EXEC_NATIVE:
+        def run(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
+            if dtype != dtype_code:
+                return ENTRY_BAD_DTYPE
+            return _native(dt, isz, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
+    else:
+        def run(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
+            if dtype != dtype_code:
+                return ENTRY_BAD_DTYPE
+            return _reference(dt, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
+
+    run.__name__ = run.__qualname__ = f"_builtin_{_BUILTIN_NAMES[code]}_{np.dtype(dt).name}"
+    return run
+
+
+_BUILTIN_NAMES = {EXEC_NATIVE: "native", EXEC_REFERENCE: REFERENCE_EXECUTOR}
+
+
+class _BuiltinCache(RuntimeCache):
+    """The disk cache of one built-in executor's C function: keyed, beyond ``RuntimeCache``
+    (this module's runtime sources), on its code's bytes and the executor and dtype it
+    serves (the closure's cells)."""
+
+    def _index_key(self, sig, codegen) -> tuple:
+        cells = tuple(repr(cell.cell_contents) for cell in self._py_func.__closure__ or ())
+        code = hashlib.sha256(self._py_func.__code__.co_code).hexdigest()
+        return (*super()._index_key(sig, codegen), code, cells)
+
+
 class _ExecutorCache(RuntimeCache):
     """The disk cache of one executor's C function: keyed, beyond ``RuntimeCache``, on
     the executor's declaration and its kernel module's runtime sources (the closure's
@@ -784,6 +815,8 @@ class _ExecutorCache(RuntimeCache):
 _executor_functions: dict[tuple[int, int], CFunc] = {}
 """The loaded executors' C functions, by (plan code, entry dtype code)."""
 _executor_lock = threading.Lock()
+_builtin_functions: dict[tuple[int, int], CFunc] = {}
+"""The loaded built-in executors' C functions (native, reference), by (plan code, entry dtype code)."""
 
 
 def executor_for(scheme: str) -> CompiledExecutor:
@@ -814,10 +847,19 @@ def load_executor(code: int, dtypes: "Iterable[np.dtype | type | str] | None" = 
     (float32 and/or float64; None: both): compile its C function for each, or load it from the
     disk cache, the first time a plan needs it (so a function whose sites run ``native`` never
     compiles emulation code, and one whose sites are float64 never compiles a float32 kernel)."""
-    if code in (EXEC_NATIVE, EXEC_REFERENCE):
-        return
     wanted = _dtype_codes(dtypes)
     if 0 < code <= MAX_EXECUTOR_CODE and all(_EXEC_TABLE[_slot(code, d)] != 0 for d in wanted):
+        return
+    if code in _BUILTIN_NAMES:
+        with _executor_lock:
+            for dtype_code in wanted:
+                if _EXEC_TABLE[_slot(code, dtype_code)] == 0:
+                    py_func = _builtin_function(code, dtype_code)
+                    fn = CFunc(py_func, sigutils.normalize_signature(_ENTRY_SIG), locals={}, options={"nopython": True})
+                    fn._cache = _BuiltinCache(py_func)
+                    fn.compile()
+                    _builtin_functions[code, dtype_code] = fn
+                    _EXEC_TABLE[_slot(code, dtype_code)] = fn.address
         return
     with _executor_lock:
         executor = next((ex for ex in _EXECUTORS_BY_SCHEME.values() if ex.code == code), None)
@@ -840,8 +882,7 @@ def load_executor(code: int, dtypes: "Iterable[np.dtype | type | str] | None" = 
 
 def executor_address(code: int, dtype_code: int) -> int:
     """The C address of the loaded executor with plan code ``code`` for entry dtype code
-    ``dtype_code`` (``DTYPE_CODES``; ``load_executor`` first); ValueError for a slot not filled
-    (the built-in native and reference executors are part of the entry and have none)."""
+    ``dtype_code`` (``DTYPE_CODES``; ``load_executor`` first); ValueError for a slot not filled."""
     valid = 0 < code <= MAX_EXECUTOR_CODE and dtype_code in _NUMPY_DTYPES
     address = int(_EXEC_TABLE[_slot(code, dtype_code)]) if valid else 0
     if not address:
@@ -923,8 +964,8 @@ def entry_cfunc():
 
     Built on first use, once per process: loaded from the on-disk cache when an
     earlier process compiled it with the same runtime sources, compiled otherwise.
-    It holds the built-in executors (native BLAS, reference) only; the others are
-    compiled when a plan first needs them (``load_executor``)."""
+    It holds no executor: every one, the built-in native BLAS and reference executors
+    too, is compiled (or loaded) when a plan first needs it (``load_executor``)."""
     global _compiled
     with _compile_lock:
         if _compiled is None:

@@ -36,17 +36,37 @@ def warm(out: TextIO = sys.stdout) -> float:
 
     out.write("mixjit: compiling (or loading) the run-time code once; later runs load it from disk\n")
     total = _timed("run-time entry", entry.entry_cfunc, out)
-    for code, name in sorted({ex.code: ex.name for ex in map(entry.executor_for, entry.EXECUTORS)}.items()):
-        if code not in (entry.EXEC_NATIVE, entry.EXEC_REFERENCE):
-            total += _timed(f"site executor {name}", lambda code=code: entry.load_executor(code), out)
+    executors = {ex.code: ex.name for ex in map(entry.executor_for, entry.EXECUTORS)}
+    executors[entry.EXEC_REFERENCE] = entry.REFERENCE_EXECUTOR
+    for code, name in sorted(executors.items()):
+        total += _timed(f"site executor {name}", lambda code=code: entry.load_executor(code), out)
     rng = np.random.default_rng(0)
     for name, scheme in sorted(all_schemes().items()):
         for dtype in scheme.dtypes:
             a = rng.uniform(-1, 1, (4, 4)).astype(dtype)
             total += _timed(f"{name} ({np.dtype(dtype).name})",
                             lambda s=scheme, a=a: s.run(a, a, s.default_config(a.dtype)), out)
+    total += _timed("mixpert paths compiled on demand", _mixpert_rare_paths, out)
     out.write(f"mixjit: done in {total:.1f} s CPU\n")
     return total
+
+
+def _mixpert_rare_paths() -> None:
+    """Run the MixPert general path on data that takes its paths compiled on demand
+    (runtime/lazy_mixpert.py): wide exponent spans (certified and exact paths), elements
+    aligned to 0 (step 6's recomputation), non-finite elements; the small shapes above
+    take the small path only."""
+    from mixjit.gemm_api import gemm
+
+    rng = np.random.default_rng(1)
+    for dtype, label, n in ((np.float32, None, 170), (np.float32, "level=IV", 170),
+                            (np.float64, "segments=7,pairs=sig6,tile=4x8x4", 70)):
+        a = rng.standard_normal((n, n)).astype(dtype)
+        a[3, : n // 2] *= 2.0**60  # a wide span along K
+        a[5, 1] = 2.0**-40  # aligned to 0 beside its row's other elements
+        a[7, 2] = np.nan
+        scheme = "mixpert" if dtype == np.float32 else "mixpert-fp64"
+        gemm(a, a, scheme, label)
 
 
 if __name__ == "__main__":

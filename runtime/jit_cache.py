@@ -21,6 +21,11 @@ every cached function of mixjit (the runtime kernels, the run-time entry and
   new process, the caller calls into the threading layer before anything started it (a call
   through a null pointer, a segfault). ``TolerantFunctionCache.load_overload`` gives the
   rebuilt library its hooks back, so callers inherit them as from a freshly compiled callee.
+* A ``CFunc`` loaded from the cache (the run-time entry's executors) drops Numba's compile
+  result, and with it the only strong references to the environments of the functions
+  compiled into it (Numba's registry of environments is weak): code that reads one, such as
+  an ``objmode`` block boxing an array (runtime/lazy_mixpert.py), then reads freed memory.
+  ``TolerantFunctionCache.load_overload`` keeps them alive as long as the cache object.
 
 One cost of Numba's is cut here too. A jitted caller that passes a constant
 (``prepare_operand(b, True, params)``) makes Numba compile the callee for the
@@ -106,6 +111,7 @@ class TolerantFunctionCache(FunctionCache):
 
     def __init__(self, py_func: Callable) -> None:
         super().__init__(py_func)
+        self._loaded_environments: list = []
         self._cache_file = _TolerantCacheFile(
             cache_path=self._cache_path,
             filename_base=self._impl.filename_base,
@@ -119,6 +125,12 @@ class TolerantFunctionCache(FunctionCache):
         cres = super().load_overload(sig, target_context)
         if cres is not None and cres.reload_init:
             cres.library._reload_init.update(cres.reload_init)
+        if cres is not None:
+            # Numba holds an environment (the constants its code reads, e.g. the dtypes an
+            # ``objmode`` block boxes arrays with) only weakly; a dispatcher keeps the loaded
+            # result, and with it the environments of the callees compiled into it, but a
+            # ``CFunc`` drops it, leaving its code a dangling pointer: keep them here.
+            self._loaded_environments.extend((cres.environment, *(cres.referenced_envs or ())))
         return cres
 
 

@@ -171,3 +171,39 @@ def test_small_may_take_is_false_only_for_configs_the_small_path_never_takes():
             assert small_gemm(a, b, c, params, np.zeros(ex.N_STATS, np.int64), small_max_work(params)) == NOT_TAKEN
     assert refused and taken  # both kinds exist among the named configs
     assert small_may_take(np.asarray(MP64.default_config(np.float64).words(), np.int64).tobytes())
+
+
+SITES = """
+    import json
+    import numpy as np
+    import mixjit
+    from mixjit import entry, mixjit as mixjit_decorator
+
+    @mixjit_decorator(schemes=("mixpert-fp64",), tune="never")
+    def f64(a, b):
+        return a @ b
+
+    @mixjit_decorator(schemes=("mixpert",), tune="never")
+    def f32(a, b):
+        return a @ b
+
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((70, 90))  # above the small path's size: the trampoline to the general path
+    b = rng.standard_normal((90, 70))
+    same = [bool(np.array_equal(f64(a, b), mixjit.gemm(a, b, "mixpert-fp64")))]
+    a, b = (rng.standard_normal((170, 170)).astype(np.float32) for _ in range(2))
+    same.append(bool(np.array_equal(f32(a, b), mixjit.gemm(a, b, "mixpert"))))
+    code = entry.EXECUTORS["mixpert"]
+    hits = [entry._executor_functions[code, d].cache_hits for d in (entry.DTYPE_F64, entry.DTYPE_F32)]
+    print(json.dumps({"same": same, "hits": hits}))
+"""
+
+
+def test_site_executors_reloaded_from_the_disk_cache_run_the_general_path():
+    """A site's executor (a ``CFunc``) loaded from the disk cache reaches the general path
+    through a trampoline whose Numba environment must outlive the load (runtime/jit_cache.py:
+    a freed one boxed arrays with garbage and returned status 0 with wrong bits)."""
+    first = _child(SITES)
+    assert first["same"] == [True, True]
+    again = _child(SITES)
+    assert again == {"same": [True, True], "hits": [1, 1]}
