@@ -261,7 +261,9 @@ def main() -> None:
     if args.write:
         old = kept.get("results", {})
         results = {name: results.get(name, old.get(name)) for name in SCENARIOS if name in results or name in old}
-        common.write_json(RESULTS, {"machine": common.machine_info(), "results": results, "trampoline": trampoline})
+        kept_before = {k: v for k, v in kept.items() if k.startswith("before_")}  # earlier code's profiles, cited by the doc
+        common.write_json(RESULTS, {"machine": common.machine_info(), "results": results, "trampoline": trampoline,
+                                    **kept_before})
         common.replace_generated_section(DOC, "first_use", table(results))
         common.replace_generated_section(DOC, "first_use_compiles", compile_table(results))
         common.replace_generated_section(DOC, "first_use_own", own_table(results))
