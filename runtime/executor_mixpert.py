@@ -37,14 +37,18 @@ exact paths), all giving the same bits. Its modules, one job each:
   outputs are set by the rule of Common conventions).
 
 The whole executor is compiled (``@cached_njit(nogil=True)``: Numba, disk-cached), so the
-Python API (``scheme.run``) and compiled callers (the @mixjit entry) run one code
-path:
+Python API (``scheme.run``) and compiled callers (the @mixjit entry) run the same
+compiled paths; each path compiles when a call first needs it
+(runtime/lazy_mixpert.py, docs/first_use.md):
 
 * :func:`mixpert_gemm` ``(a, b, c, params, stats) -> status``: ``C = A @ B`` for
   2-D float32/float64 arrays with any strides; ``params`` is the config as int64
   words (``MixPertConfig.words()``, layout ``W_*``), ``stats`` an int64
   array of ``N_STATS`` (``STAT_*``) it fills; status 0 or an ``ERR_*`` code
-  (``STATUS_MESSAGES``). It never raises and never takes the GIL.
+  (``STATUS_MESSAGES``). It never raises; it holds the GIL only for the moment its
+  trampolines take to enter a path (the paths themselves release it). Python
+  callers (:func:`run_mixpert`) use ``executor_mixpert_driver.gemm_from_python``:
+  the same checks, paths and bits, the small/general choice made in Python.
 * :func:`prepare_operand` / :func:`multiply_into`: the same in two steps, so an
   operand split once (a ``SplitOperand``, wrapped by :class:`Prepared` on the
   Python side) serves several GEMMs.

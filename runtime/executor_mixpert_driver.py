@@ -9,6 +9,12 @@ guarantee check (runtime/mixpert_bound.py), and the non-finite rule
 (runtime/executor_common.py). Small calls whose data needs only the fast path go
 to executor_mixpert_small.small_gemm first: one fused loop kernel, the same bits.
 Semantics: docs/numerics.md, "mixpert".
+
+Every path after the planning is reached through a trampoline of
+runtime/lazy_mixpert.py, so it compiles when a call first needs it, not with the
+driver (docs/first_use.md); ``mixpert_gemm`` (the @mixjit sites' kernel) reaches the
+general path the same way, and Python callers choose small or general path in
+Python (:func:`gemm_from_python`), compiling only the one they take.
 """
 
 from __future__ import annotations
