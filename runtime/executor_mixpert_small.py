@@ -11,7 +11,14 @@ loop gives the value the dgemm gives) and rounds it with the same epilogues
 same guarantee check (mixpert_bound.fp64_doubtful) and exact recomputation: the
 bits are those of the general path. The operand split is fused (one pass splits
 every element, the second aligns it) and every temporary is a view of one int64
-and one float64 scratch buffer per call (one more for more than two blocks).
+and one float64 scratch buffer (:func:`scratch_words`), on the stack for calls
+whose scratch fits :data:`STACK_WORDS` (no heap allocation of its own), else on
+the heap (and one more array for more than two blocks). Only the code of the
+operands' dtype is compiled (Numba overloads on the dtype): float32 operands run
+the float32 domain only, so their kernel holds neither the float64 split nor
+step 6's guarantee check nor the many-block epilogue (float32 operands with more
+than two blocks go to the general path: no config of the scheme's list plans
+that many); float64 operands hold no float32 bit-level split.
 
 It takes only the common case, the calls the general path runs entirely on its
 fast path: no non-finite element, no fallback tile, no element aligned to 0 (step 6,
@@ -395,6 +402,29 @@ def _float64_domain_check_impl(a, to32, params, pairs, araw, agexp, aref, braw, 
     return impl
 
 
+def _many_blocks(a, aq, ascale, bq, bscale, blocks, segments, digits, tk, xa, yb, ea, eb, out, to32, frac):
+    """``out = RN(X)`` from more than two blocks (executor_mixpert_fast.epilogue_many);
+    False, for the general path, for float32 operands: no float32-domain config of
+    the scheme's list plans more than two exact blocks, so the float32 small path does
+    not compile the many-block epilogue."""
+
+
+@overload(_many_blocks)
+def _many_blocks_impl(a, aq, ascale, bq, bscale, blocks, segments, digits, tk, xa, yb, ea, eb, out, to32, frac):
+    if a.dtype == types.float32:
+        return lambda a, aq, ascale, bq, bscale, blocks, segments, digits, tk, xa, yb, ea, eb, out, to32, frac: False
+
+    def impl(a, aq, ascale, bq, bscale, blocks, segments, digits, tk, xa, yb, ea, eb, out, to32, frac):
+        nb = blocks.shape[0]
+        ds = np.empty((nb, out.shape[0], out.shape[1]))
+        for bl in range(nb):
+            _block_dot(aq, ascale, bq, bscale, blocks[bl], segments, digits, tk, xa, yb, ds[bl])
+        epilogue_many(ds, blocks, ea, eb, out, to32, frac)
+        return True
+
+    return impl
+
+
 @register_jitable
 def _largest(x) -> int:
     """The largest element of a nonempty 1-D array."""
@@ -462,11 +492,8 @@ def small_gemm(a, b, c, params, stats, max_work: int) -> int:
         w1 = 2.0 ** blocks[0, BLOCK_SHIFT]
         w2 = 2.0 ** blocks[1, BLOCK_SHIFT] if nb == 2 else 0.0
         epilogue(d1, w1, d2, w2, nb == 2, ea, eb, out, to32)
-    else:
-        ds = np.empty((nb, m, n))
-        for bl in range(nb):
-            _block_dot(aq, ascale, bq, bscale, blocks[bl], segments, digits, tk, xa, yb, ds[bl])
-        epilogue_many(ds, blocks, ea, eb, out, to32, frac)
+    elif not _many_blocks(a, aq, ascale, bq, bscale, blocks, segments, digits, tk, xa, yb, ea, eb, out, to32, frac):
+        return NOT_TAKEN
     for s in range(stats.shape[0]):
         stats[s] = 0
     stats[STAT_RECOMPUTED] = _float64_domain_check(a, to32, params, pairs, araw, agexp, aref, braw, bgexp, bref, out)
