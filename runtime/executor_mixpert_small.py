@@ -86,13 +86,12 @@ from mixjit.runtime.segments import (
     width,
 )
 
-#: largest m*n*k the driver sends to the small path, float32 and float64 domain: from
-#: the threshold table of tools/bench_small_sites.py (docs/executor_speed.md, "Small
-#: sites"): level IV is still faster at n = 160 (the largest size measured),
-#: mixpert-fp64's most precise config up to n = 64 (slower from 96 on, since the
-#: general path's own speed-ups)
-SMALL_MAX_WORK_FP32 = 160**3
-SMALL_MAX_WORK_FP64 = 64**3
+#: largest m*n*k the driver sends to the small path, float32 and float64 domain: the
+#: largest square size of the threshold table of tools/bench_small_sites.py
+#: (docs/executor_speed.md, "Small sites") where the small path is still faster than
+#: the general path (whose own speed-ups moved both limits down: 160^3 and 64^3 before)
+SMALL_MAX_WORK_FP32 = 80**3
+SMALL_MAX_WORK_FP64 = 48**3
 
 
 @cached_njit(nogil=True)
@@ -331,24 +330,46 @@ def _block_operand(q, scale, i0: int, i1: int, segments: int, digits: int, tk: i
 @cached_njit(nogil=True, fastmath={"reassoc", "contract"})
 def _exact_dot(x, y, d) -> None:
     """``d = x @ y.T`` for block operands whose every partial sum is exact (the block
-    plan's bound): the value the dgemm gives, in any summation order."""
+    plan's bound): the value the dgemm gives, in any summation order. Four rows of
+    ``x`` at a time share each load of ``y`` (about a quarter faster at 32 x 32)."""
     m, K = x.shape
     n = y.shape[0]
-    for i in range(m):
+    i = 0
+    while i + 4 <= m:
+        for j in range(n):
+            s0 = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            s3 = 0.0
+            for k in range(K):
+                v = y[j, k]
+                s0 += x[i, k] * v
+                s1 += x[i + 1, k] * v
+                s2 += x[i + 2, k] * v
+                s3 += x[i + 3, k] * v
+            d[i, j] = s0
+            d[i + 1, j] = s1
+            d[i + 2, j] = s2
+            d[i + 3, j] = s3
+        i += 4
+    for r in range(i, m):
         for j in range(n):
             s = 0.0
             for k in range(K):
-                s += x[i, k] * y[j, k]
-            d[i, j] = s
+                s += x[r, k] * y[j, k]
+            d[r, j] = s
 
 
 @cached_njit(nogil=True)
-def _block_dot(aq, ascale, bq, bscale, block, segments: int, digits: int, tk: int, xa, yb, d) -> None:
-    """``d`` = the exact product of one block (a row of a plan_block_array result):
-    segments ``i0..i1`` of A against ``j0..j1`` of B. ``xa`` (m x K) and ``yb``
-    (n x K) are scratch."""
-    _block_operand(aq, ascale, block[BLOCK_I0], block[BLOCK_I1], segments, digits, tk, xa)
-    _block_operand(bq, bscale, block[BLOCK_J0], block[BLOCK_J1], segments, digits, tk, yb)
+def _block_dot(aq, ascale, bq, bscale, blocks, bl: int, segments: int, digits: int, tk: int, xa, yb, d) -> None:
+    """``d`` = the exact product of block ``bl`` of ``blocks`` (a plan_block_array
+    result): segments ``i0..i1`` of A against ``j0..j1`` of B. ``xa`` (m x K) and
+    ``yb`` (n x K) are scratch; ``xa`` is kept when block ``bl - 1`` had the same
+    segments of A (mixpert-fp64's six blocks use three ranges of A, in order)."""
+    i0, i1 = blocks[bl, BLOCK_I0], blocks[bl, BLOCK_I1]
+    if bl == 0 or blocks[bl - 1, BLOCK_I0] != i0 or blocks[bl - 1, BLOCK_I1] != i1:
+        _block_operand(aq, ascale, i0, i1, segments, digits, tk, xa)
+    _block_operand(bq, bscale, blocks[bl, BLOCK_J0], blocks[bl, BLOCK_J1], segments, digits, tk, yb)
     _exact_dot(xa, yb, d)
 
 
@@ -418,7 +439,7 @@ def _many_blocks_impl(a, aq, ascale, bq, bscale, blocks, segments, digits, tk, x
         nb = blocks.shape[0]
         ds = np.empty((nb, out.shape[0], out.shape[1]))
         for bl in range(nb):
-            _block_dot(aq, ascale, bq, bscale, blocks[bl], segments, digits, tk, xa, yb, ds[bl])
+            _block_dot(aq, ascale, bq, bscale, blocks, bl, segments, digits, tk, xa, yb, ds[bl])
         epilogue_many(ds, blocks, ea, eb, out, to32, frac)
         return True
 
@@ -486,9 +507,9 @@ def small_gemm(a, b, c, params, stats, max_work: int) -> int:
     for j in range(n):
         eb[j] = bref[j] - (w - 1)
     if nb <= 2:
-        _block_dot(aq, ascale, bq, bscale, blocks[0], segments, digits, tk, xa, yb, d1)
+        _block_dot(aq, ascale, bq, bscale, blocks, 0, segments, digits, tk, xa, yb, d1)
         if nb == 2:
-            _block_dot(aq, ascale, bq, bscale, blocks[1], segments, digits, tk, xa, yb, d2)
+            _block_dot(aq, ascale, bq, bscale, blocks, 1, segments, digits, tk, xa, yb, d2)
         w1 = 2.0 ** blocks[0, BLOCK_SHIFT]
         w2 = 2.0 ** blocks[1, BLOCK_SHIFT] if nb == 2 else 0.0
         epilogue(d1, w1, d2, w2, nb == 2, ea, eb, out, to32)
