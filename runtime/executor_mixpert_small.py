@@ -89,9 +89,10 @@ from mixjit.runtime.segments import (
 #: largest m*n*k the driver sends to the small path, float32 and float64 domain: the
 #: largest square size of the threshold table of tools/bench_small_sites.py
 #: (docs/executor_speed.md, "Small sites") where the small path is still faster than
-#: the general path (whose own speed-ups moved both limits down: 160^3 and 64^3 before)
-SMALL_MAX_WORK_FP32 = 80**3
-SMALL_MAX_WORK_FP64 = 48**3
+#: the general path (128 and 64 in the last run; 160 and 64 before the general
+#: path's own speed-ups and this path's four-row block products)
+SMALL_MAX_WORK_FP32 = 128**3
+SMALL_MAX_WORK_FP64 = 64**3
 
 
 @cached_njit(nogil=True)
