@@ -152,10 +152,10 @@ def _patch_special(x, side_b: bool, i: int, k0: int, k1: int, w: int, q, ex) -> 
 
 @cached_njit(nogil=True)
 def _split_pass32(x, w: int, tk: int, q, ex, gexp) -> bool:
-    """Pass 1 of :func:`_split` for float32 operands in row form (B's columns copied
-    to rows first: a select between two loads would not vectorise) in the float32 domain: ``q`` = M,
-    ``ex`` = e of every element (``_NO_EXP`` for zeros), ``gexp`` = each row's
-    largest e per k-tile (``ZERO_EXP`` if none); False on an inf or NaN."""
+    """Pass 1 of :func:`_split` for float32 operands in the float32 domain, given as
+    float64 rows (``_split_rows`` copies them): ``q`` = M, ``ex`` = e of every
+    element (``_NO_EXP`` for zeros), ``gexp`` = each row's largest e per k-tile
+    (``ZERO_EXP`` if none); False on an inf or NaN."""
     r, K = q.shape
     for i in range(r):
         for kt in range(gexp.shape[1]):
@@ -219,13 +219,18 @@ def _split_rows(x, side_b, to32, w, tk, raw, q, ex, gexp):
 def _split_rows_impl(x, side_b, to32, w, tk, raw, q, ex, gexp):
     if x.dtype == types.float32:
         def impl32(x, side_b, to32, w, tk, raw, q, ex, gexp):
-            if not side_b:
-                return _split_pass32(x, w, tk, q, ex, gexp)
-            # B's columns, copied to rows first (exact): strided reads do not vectorise
+            # both operands copied to rows of ``raw`` first (exact): the split then reads
+            # one contiguous layout (a site's operands are strided views, and a select
+            # between two loads would not vectorise), and compiles once
             r, K = q.shape
-            for k in range(K):
-                for j in range(r):
-                    raw[j, k] = x[k, j]
+            if side_b:
+                for k in range(K):
+                    for j in range(r):
+                        raw[j, k] = x[k, j]
+            else:
+                for i in range(r):
+                    for k in range(K):
+                        raw[i, k] = x[i, k]
             return _split_pass32(raw, w, tk, q, ex, gexp)
 
         return impl32
