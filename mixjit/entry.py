@@ -98,6 +98,7 @@ from numba.np.arrayobj import make_array, populate_array
 from numba.np.ufunc.parallel import _launch_threads
 
 from mixjit.runtime.jit_cache import RuntimeCache
+from mixjit.runtime.scratch_arrays import any_layout, stack_array
 from mixjit.runtime.schemes.base import MAX_EXECUTOR_CODE, CompiledExecutor, compiled_executors
 from mixjit.runtime.source_hash import runtime_sources_hash
 
@@ -717,29 +718,46 @@ def _call_executor(typingctx, address, site, dtype, m, n, k, alpha, beta, a, as0
 def _executor_function(executor: CompiledExecutor, dtype_code: int):
     """The C-ABI function (the entry's signature) that runs ``executor`` for a site of
     one dtype (entry code ``dtype_code``; another dtype gives ``ENTRY_BAD_DTYPE``):
-    config words from the plan row, ``P`` into a fresh temporary (so C may overlap A or
-    B), the executor's refusal as ``executor_status(code, status)``, statistics while
-    profiling, then ``C = alpha * P + beta * C`` element by element in C's dtype (the
-    arithmetic of the native path's temporary: for ``C -= A @ B``, ``C - P``)."""
+    config words from the plan row, ``P`` straight into C where ``C = P`` (alpha 1,
+    beta 0, C overlapping neither operand), else into a fresh temporary followed by
+    ``C = alpha * P + beta * C`` element by element in C's dtype (the arithmetic of the
+    native path's temporary: for ``C -= A @ B``, ``C - P``); the executor's refusal as
+    ``executor_status(code, status)`` (C is then unspecified), statistics while profiling."""
     kernel, code, n_words = executor.kernel, executor.code, executor.n_words
     n_stats, max_stat, profiled = max(1, executor.n_stats), executor.max_stat, executor.profile_stats
 
     # The kernel is called, never passed as a value (a first-class function would be a
     # process address in the code, which then could not be cached).
+    # No heap allocation for the config words and statistics (stack arrays), and none
+    # for P where C = P can be written in place (alpha 1, beta 0, C overlapping neither
+    # operand: then alpha * P + beta * C is P, bit for bit); the kernel sees C and the
+    # temporary with one type ("A" layout), so it compiles once.
     def body(dt, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
         if m == 0 or n == 0:
             return ENTRY_OK
-        params = np.empty(n_words, np.int64)
+        params = stack_array(n_words, np.int64)
         for w in range(n_words):
             params[w] = _plan_word(site, 1 + w)
-        tmp = np.empty((m, n), dt)
-        stats = np.zeros(n_stats, np.int64)
-        status = kernel(_view(a, m, k, as0, as1, dt), _view(b, k, n, bs0, bs1, dt), tmp, params, stats)
+        stats = stack_array(n_stats, np.int64)
+        for w in range(n_stats):
+            stats[w] = 0
+        av = _view(a, m, k, as0, as1, dt)
+        bv = _view(b, k, n, bs0, bs1, dt)
+        cv = _view(c, m, n, cs0, cs1, dt)
+        pc, isz = _address(c), cv.itemsize
+        if (alpha == 1.0 and beta == 0.0
+                and not _may_overlap(pc, m, n, cs0, cs1, _address(a), m, k, as0, as1, isz)
+                and not _may_overlap(pc, m, n, cs0, cs1, _address(b), k, n, bs0, bs1, isz)):
+            status = kernel(av, bv, cv, params, stats)
+        else:
+            tmp = np.empty((m, n), dt)
+            status = kernel(av, bv, any_layout(tmp), params, stats)
+            if status == 0:
+                _axpby(cv, tmp, alpha, beta)
         if status != 0:
             return _STATUS_SPAN * code + status
         if profiled and _profile_load(0) != 0:
             _record_stats(site, stats, max_stat)
-        _axpby(_view(c, m, n, cs0, cs1, dt), tmp, alpha, beta)
         return ENTRY_OK
 
     # One name per executor and dtype: its own cache files, and distinct symbols when several load.

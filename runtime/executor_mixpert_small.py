@@ -11,7 +11,14 @@ loop gives the value the dgemm gives) and rounds it with the same epilogues
 same guarantee check (mixpert_bound.fp64_doubtful) and exact recomputation: the
 bits are those of the general path. The operand split is fused (one pass splits
 every element, the second aligns it) and every temporary is a view of one int64
-and one float64 scratch buffer per call (one more for more than two blocks).
+and one float64 scratch buffer (:func:`scratch_words`), on the stack for calls
+whose scratch fits :data:`STACK_WORDS` (no heap allocation of its own), else on
+the heap (and one more array for more than two blocks). Only the code of the
+operands' dtype is compiled (Numba overloads on the dtype): float32 operands run
+the float32 domain only, so their kernel holds neither the float64 split nor
+step 6's guarantee check nor the many-block epilogue (float32 operands with more
+than two blocks go to the general path: no config of the scheme's list plans
+that many); float64 operands hold no float32 bit-level split.
 
 It takes only the common case, the calls the general path runs entirely on its
 fast path: no non-finite element, no fallback tile, no element aligned to 0 (step 6,
@@ -28,6 +35,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba.core import types
+from numba.extending import overload, register_jitable
 
 from mixjit.runtime.executor_mixpert_fast import epilogue, epilogue_many
 from mixjit.runtime.executor_mixpert_words import (
@@ -65,14 +74,24 @@ from mixjit.runtime.pair_blocks import (
     k_bits,
     plan_block_array,
 )
-from mixjit.runtime.segments import ZERO_EXP, _shift_branchless, digit_range, max_aligned, split_element, width
+from mixjit.runtime.scratch_arrays import carve, stack_array
+from mixjit.runtime.segments import (
+    NO_EXP as _NO_EXP,
+    ZERO_EXP,
+    _shift_branchless,
+    digit_range,
+    max_aligned,
+    split_element,
+    split_into,
+    width,
+)
 
-#: largest m*n*k the driver sends to the small path, float32 and float64 domain: from
-#: the threshold table of tools/bench_small_sites.py (docs/executor_speed.md, "Small
-#: sites"): level IV is still faster at n = 160 (the largest size measured),
-#: mixpert-fp64's most precise config up to n = 64 (slower from 96 on, since the
-#: general path's own speed-ups)
-SMALL_MAX_WORK_FP32 = 160**3
+#: largest m*n*k the driver sends to the small path, float32 and float64 domain: the
+#: largest square size of the threshold table of tools/bench_small_sites.py
+#: (docs/executor_speed.md, "Small sites") where the small path is still faster than
+#: the general path (128 and 64 in the last run; 160 and 64 before the general
+#: path's own speed-ups and this path's four-row block products)
+SMALL_MAX_WORK_FP32 = 128**3
 SMALL_MAX_WORK_FP64 = 64**3
 
 
@@ -84,10 +103,6 @@ def small_max_work(params) -> int:
 
 #: :func:`small_gemm`'s answer for a call it leaves to the general path
 NOT_TAKEN = -1
-
-#: per-element exponent of a zero element in the split scratch
-_NO_EXP = -32768
-
 
 @cached_njit(nogil=True)
 def _split32_normal(u, w: int):
@@ -137,10 +152,10 @@ def _patch_special(x, side_b: bool, i: int, k0: int, k1: int, w: int, q, ex) -> 
 
 @cached_njit(nogil=True)
 def _split_pass32(x, w: int, tk: int, q, ex, gexp) -> bool:
-    """Pass 1 of :func:`_split` for float32 operands in row form (B's columns copied
-    to rows first: a select between two loads would not vectorise) in the float32 domain: ``q`` = M,
-    ``ex`` = e of every element (``_NO_EXP`` for zeros), ``gexp`` = each row's
-    largest e per k-tile (``ZERO_EXP`` if none); False on an inf or NaN."""
+    """Pass 1 of :func:`_split` for float32 operands in the float32 domain, given as
+    float64 rows (``_split_rows`` copies them): ``q`` = M, ``ex`` = e of every
+    element (``_NO_EXP`` for zeros), ``gexp`` = each row's largest e per k-tile
+    (``ZERO_EXP`` if none); False on an inf or NaN."""
     r, K = q.shape
     for i in range(r):
         for kt in range(gexp.shape[1]):
@@ -175,7 +190,6 @@ def _split_pass64(x, side_b: bool, to32: bool, w: int, tk: int, raw, q, ex, gexp
     segments.split_element; as :func:`_split_pass32` otherwise."""
     r, K = q.shape
     emax = 127 if to32 else 1023
-    expmask = np.uint64(0x7FF0000000000000)
     for i in range(r):
         for kt in range(gexp.shape[1]):
             k0 = kt * tk
@@ -186,19 +200,41 @@ def _split_pass64(x, side_b: bool, to32: bool, w: int, tk: int, raw, q, ex, gexp
                 v = x[k, i] if side_b else x[i, k]
                 f = np.float64(np.float32(v)) if to32 else np.float64(v)
                 raw[i, k] = f
-                u = np.float64(f).view(np.uint64)
-                fin = (u & expmask) != expmask
-                use = fin & ((u << np.uint64(1)) != 0)
-                m, e = split_element(u, w, emax)
-                q[i, k] = m if use else 0
-                e = e if use else np.int64(_NO_EXP)
-                ex[i, k] = e
+                e, fin = split_into(np.float64(f).view(np.uint64), w, emax, q, ex, i, k)
                 mx = max(mx, e)
                 bad |= not fin
             if bad:
                 return False
             gexp[i, kt] = mx if mx != _NO_EXP else ZERO_EXP
     return True
+
+
+def _split_rows(x, side_b, to32, w, tk, raw, q, ex, gexp):
+    """Pass 1 of :func:`_split`: :func:`_split_pass32` for float32 operands (the
+    float32 domain: params_ok), :func:`_split_pass64` for float64 ones; only the
+    variant of the operands' dtype is compiled."""
+
+
+@overload(_split_rows)
+def _split_rows_impl(x, side_b, to32, w, tk, raw, q, ex, gexp):
+    if x.dtype == types.float32:
+        def impl32(x, side_b, to32, w, tk, raw, q, ex, gexp):
+            # both operands copied to rows of ``raw`` first (exact): the split then reads
+            # one contiguous layout (a site's operands are strided views, and a select
+            # between two loads would not vectorise), and compiles once
+            r, K = q.shape
+            if side_b:
+                for k in range(K):
+                    for j in range(r):
+                        raw[j, k] = x[k, j]
+            else:
+                for i in range(r):
+                    for k in range(K):
+                        raw[i, k] = x[i, k]
+            return _split_pass32(raw, w, tk, q, ex, gexp)
+
+        return impl32
+    return lambda x, side_b, to32, w, tk, raw, q, ex, gexp: _split_pass64(x, side_b, to32, w, tk, raw, q, ex, gexp)
 
 
 @cached_njit(nogil=True)
@@ -225,16 +261,7 @@ def _split(x, side_b: bool, params, raw, q, ex, gexp, scale, ref, span) -> bool:
     check_over = qmax < (np.int64(1) << 62) - 1
     # pass 1: split every element (q holds M, ex its exponent); gexp first holds
     # each row's largest exponent per k-tile
-    if to32 and x.itemsize == 4:
-        if side_b:  # B's columns, copied to rows first (exact): strided reads do not vectorise
-            for k in range(K):
-                for j in range(r):
-                    raw[j, k] = x[k, j]
-            if not _split_pass32(raw, w, tk, q, ex, gexp):
-                return False
-        elif not _split_pass32(x, w, tk, q, ex, gexp):
-            return False
-    elif not _split_pass64(x, side_b, to32, w, tk, raw, q, ex, gexp):
+    if not _split_rows(x, side_b, to32, w, tk, raw, q, ex, gexp):
         return False
     # group exponents: the largest of the group's rows, one more where an element
     # at it exceeds the balanced digits' range (segments.pack_groups)
@@ -309,25 +336,129 @@ def _block_operand(q, scale, i0: int, i1: int, segments: int, digits: int, tk: i
 @cached_njit(nogil=True, fastmath={"reassoc", "contract"})
 def _exact_dot(x, y, d) -> None:
     """``d = x @ y.T`` for block operands whose every partial sum is exact (the block
-    plan's bound): the value the dgemm gives, in any summation order."""
+    plan's bound): the value the dgemm gives, in any summation order. Four rows of
+    ``x`` at a time share each load of ``y`` (about a quarter faster at 32 x 32)."""
     m, K = x.shape
     n = y.shape[0]
-    for i in range(m):
+    i = 0
+    while i + 4 <= m:
+        for j in range(n):
+            s0 = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            s3 = 0.0
+            for k in range(K):
+                v = y[j, k]
+                s0 += x[i, k] * v
+                s1 += x[i + 1, k] * v
+                s2 += x[i + 2, k] * v
+                s3 += x[i + 3, k] * v
+            d[i, j] = s0
+            d[i + 1, j] = s1
+            d[i + 2, j] = s2
+            d[i + 3, j] = s3
+        i += 4
+    for r in range(i, m):
         for j in range(n):
             s = 0.0
             for k in range(K):
-                s += x[i, k] * y[j, k]
-            d[i, j] = s
+                s += x[r, k] * y[j, k]
+            d[r, j] = s
 
 
 @cached_njit(nogil=True)
-def _block_dot(aq, ascale, bq, bscale, block, segments: int, digits: int, tk: int, xa, yb, d) -> None:
-    """``d`` = the exact product of one block (a row of a plan_block_array result):
-    segments ``i0..i1`` of A against ``j0..j1`` of B. ``xa`` (m x K) and ``yb``
-    (n x K) are scratch."""
-    _block_operand(aq, ascale, block[BLOCK_I0], block[BLOCK_I1], segments, digits, tk, xa)
-    _block_operand(bq, bscale, block[BLOCK_J0], block[BLOCK_J1], segments, digits, tk, yb)
+def _block_dot(aq, ascale, bq, bscale, blocks, bl: int, segments: int, digits: int, tk: int, xa, yb, d) -> None:
+    """``d`` = the exact product of block ``bl`` of ``blocks`` (a plan_block_array
+    result): segments ``i0..i1`` of A against ``j0..j1`` of B. ``xa`` (m x K) and
+    ``yb`` (n x K) are scratch; ``xa`` is kept when block ``bl - 1`` had the same
+    segments of A (mixpert-fp64's six blocks use three ranges of A, in order)."""
+    i0, i1 = blocks[bl, BLOCK_I0], blocks[bl, BLOCK_I1]
+    if bl == 0 or blocks[bl - 1, BLOCK_I0] != i0 or blocks[bl - 1, BLOCK_I1] != i1:
+        _block_operand(aq, ascale, i0, i1, segments, digits, tk, xa)
+    _block_operand(bq, bscale, blocks[bl, BLOCK_J0], blocks[bl, BLOCK_J1], segments, digits, tk, yb)
     _exact_dot(xa, yb, d)
+
+
+#: int64 words of each of :func:`small_gemm`'s two stack buffers: a call whose scratch
+#: fits in them (m = n = K = 8 takes 320 and 464) allocates nothing on the heap
+STACK_WORDS = 1024
+
+
+@register_jitable
+def scratch_words(m: int, n: int, K: int, nkt: int) -> tuple[int, int]:
+    """int64 and float64 words of :func:`small_gemm`'s scratch: per row of A and of B
+    (:func:`_operand_views`) q, ex (K each), gexp (nkt), ref, span, e (one each); raw,
+    the block operand (K each) and scale (nkt); then three m x n results."""
+    return (m + n) * (2 * K + nkt + 3), (m + n) * (2 * K + nkt) + 3 * m * n
+
+
+@register_jitable
+def _operand_views(ints, floats, io: int, fo: int, r: int, K: int, nkt: int):
+    """One operand's scratch views, ``r`` rows, from ``ints[io:]`` and ``floats[fo:]``:
+    (q, ex, gexp, ref, span, e, raw, scale, x), as :func:`scratch_words` counts them."""
+    q = carve(ints, io, r, K)
+    ex = carve(ints, io + r * K, r, K)
+    gexp = carve(ints, io + 2 * r * K, r, nkt)
+    o = io + r * (2 * K + nkt)
+    raw = carve(floats, fo, r, K)
+    scale = carve(floats, fo + r * K, r, nkt)
+    x = carve(floats, fo + r * (K + nkt), r, K)
+    return q, ex, gexp, ints[o : o + r], ints[o + r : o + 2 * r], ints[o + 2 * r : o + 3 * r], raw, scale, x
+
+
+def _float64_domain_check(a, to32, params, pairs, araw, agexp, aref, braw, bgexp, bref, out):
+    """Step 6 of the float64 domain (mixpert_bound.fp64_doubtful, then recompute) on
+    ``out``; returns the number of outputs recomputed (0 in the float32 domain)."""
+
+
+@overload(_float64_domain_check)
+def _float64_domain_check_impl(a, to32, params, pairs, araw, agexp, aref, braw, bgexp, bref, out):
+    # float32 operands run the float32 domain only (params_ok): no guarantee check to compile
+    if a.dtype == types.float32:
+        return lambda a, to32, params, pairs, araw, agexp, aref, braw, bgexp, bref, out: 0
+
+    def impl(a, to32, params, pairs, araw, agexp, aref, braw, bgexp, bref, out):
+        if to32:
+            return 0
+        segments, seg0, digits = params[W_SEGMENTS], params[W_SEG0_BITS], params[W_DIGITS]
+        dropped = dropped_weight(pairs, segments, seg0, digits)
+        doubt = fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, params[W_TK], width(segments, seg0, digits),
+                              dropped, out)
+        return recompute(araw, braw, doubt, out, False)
+
+    return impl
+
+
+def _many_blocks(a, aq, ascale, bq, bscale, blocks, segments, digits, tk, xa, yb, ea, eb, out, to32, frac):
+    """``out = RN(X)`` from more than two blocks (executor_mixpert_fast.epilogue_many);
+    False, for the general path, for float32 operands: no float32-domain config of
+    the scheme's list plans more than two exact blocks, so the float32 small path does
+    not compile the many-block epilogue."""
+
+
+@overload(_many_blocks)
+def _many_blocks_impl(a, aq, ascale, bq, bscale, blocks, segments, digits, tk, xa, yb, ea, eb, out, to32, frac):
+    if a.dtype == types.float32:
+        return lambda a, aq, ascale, bq, bscale, blocks, segments, digits, tk, xa, yb, ea, eb, out, to32, frac: False
+
+    def impl(a, aq, ascale, bq, bscale, blocks, segments, digits, tk, xa, yb, ea, eb, out, to32, frac):
+        nb = blocks.shape[0]
+        ds = np.empty((nb, out.shape[0], out.shape[1]))
+        for bl in range(nb):
+            _block_dot(aq, ascale, bq, bscale, blocks, bl, segments, digits, tk, xa, yb, ds[bl])
+        epilogue_many(ds, blocks, ea, eb, out, to32, frac)
+        return True
+
+    return impl
+
+
+@register_jitable
+def _largest(x) -> int:
+    """The largest element of a nonempty 1-D array."""
+    top = x[0]
+    for v in x:
+        top = max(top, v)
+    return top
 
 
 @cached_njit(nogil=True)
@@ -346,57 +477,21 @@ def small_gemm(a, b, c, params, stats, max_work: int) -> int:
     nkt = (K + tk - 1) // tk
     segments = params[W_SEGMENTS]
     digits = params[W_DIGITS]
-    # scratch: one int64 and one float64 buffer, cut into the views below (exactly their sizes:
-    # q and ex, K each; gexp, nkt; ref, span and e, one each, per row of A and of B)
-    ints = np.empty((m + n) * (2 * K + nkt + 3), dtype=np.int64)
-    floats = np.empty((m + n) * (2 * K + nkt) + 3 * m * n, dtype=np.float64)
-    o = 0
-    aq = ints[o : o + m * K].reshape((m, K))
-    o += m * K
-    bq = ints[o : o + n * K].reshape((n, K))
-    o += n * K
-    aex = ints[o : o + m * K].reshape((m, K))
-    o += m * K
-    bex = ints[o : o + n * K].reshape((n, K))
-    o += n * K
-    agexp = ints[o : o + m * nkt].reshape((m, nkt))
-    o += m * nkt
-    bgexp = ints[o : o + n * nkt].reshape((n, nkt))
-    o += n * nkt
-    aref = ints[o : o + m]
-    o += m
-    bref = ints[o : o + n]
-    o += n
-    aspan = ints[o : o + m]
-    o += m
-    bspan = ints[o : o + n]
-    o += n
-    ea = ints[o : o + m]
-    o += m
-    eb = ints[o : o + n]
-    o = 0
-    araw = floats[o : o + m * K].reshape((m, K))
-    o += m * K
-    braw = floats[o : o + n * K].reshape((n, K))
-    o += n * K
-    ascale = floats[o : o + m * nkt].reshape((m, nkt))
-    o += m * nkt
-    bscale = floats[o : o + n * nkt].reshape((n, nkt))
-    o += n * nkt
-    xa = floats[o : o + m * K].reshape((m, K))
-    o += m * K
-    yb = floats[o : o + n * K].reshape((n, K))
-    o += K * n
-    out = floats[o : o + m * n].reshape((m, n))
-    o += m * n
-    d1 = floats[o : o + m * n].reshape((m, n))
-    o += m * n
-    d2 = floats[o : o + m * n].reshape((m, n))
+    n_ints, n_floats = scratch_words(m, n, K, nkt)
+    ints = stack_array(STACK_WORDS, np.int64) if n_ints <= STACK_WORDS else np.empty(n_ints, np.int64)
+    floats = stack_array(STACK_WORDS, np.float64) if n_floats <= STACK_WORDS else np.empty(n_floats, np.float64)
+    aq, aex, agexp, aref, aspan, ea, araw, ascale, xa = _operand_views(ints, floats, 0, 0, m, K, nkt)
+    bq, bex, bgexp, bref, bspan, eb, braw, bscale, yb = _operand_views(ints, floats, m * (2 * K + nkt + 3),
+                                                                      m * (2 * K + nkt), n, K, nkt)
+    o = (m + n) * (2 * K + nkt)
+    out = carve(floats, o, m, n)
+    d1 = carve(floats, o + m * n, m, n)
+    d2 = carve(floats, o + 2 * m * n, m, n)
     if not _split(a, False, params, araw, aq, aex, agexp, ascale, aref, aspan):
         return NOT_TAKEN
     if not _split(b, True, params, braw, bq, bex, bgexp, bscale, bref, bspan):
         return NOT_TAKEN
-    widest = aspan.max() + bspan.max()
+    widest = _largest(aspan) + _largest(bspan)
     if widest > MAX_SPAN:
         return NOT_TAKEN
     pairs = kept_pairs(params)
@@ -418,22 +513,17 @@ def small_gemm(a, b, c, params, stats, max_work: int) -> int:
     for j in range(n):
         eb[j] = bref[j] - (w - 1)
     if nb <= 2:
-        _block_dot(aq, ascale, bq, bscale, blocks[0], segments, digits, tk, xa, yb, d1)
+        _block_dot(aq, ascale, bq, bscale, blocks, 0, segments, digits, tk, xa, yb, d1)
         if nb == 2:
-            _block_dot(aq, ascale, bq, bscale, blocks[1], segments, digits, tk, xa, yb, d2)
+            _block_dot(aq, ascale, bq, bscale, blocks, 1, segments, digits, tk, xa, yb, d2)
         w1 = 2.0 ** blocks[0, BLOCK_SHIFT]
         w2 = 2.0 ** blocks[1, BLOCK_SHIFT] if nb == 2 else 0.0
         epilogue(d1, w1, d2, w2, nb == 2, ea, eb, out, to32)
-    else:
-        ds = np.empty((nb, m, n))
-        for bl in range(nb):
-            _block_dot(aq, ascale, bq, bscale, blocks[bl], segments, digits, tk, xa, yb, ds[bl])
-        epilogue_many(ds, blocks, ea, eb, out, to32, frac)
-    stats[:] = 0
-    if not to32:
-        dropped = dropped_weight(pairs, segments, params[W_SEG0_BITS], digits)
-        doubt = fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk, w, dropped, out)
-        stats[STAT_RECOMPUTED] = recompute(araw, braw, doubt, out, False)
+    elif not _many_blocks(a, aq, ascale, bq, bscale, blocks, segments, digits, tk, xa, yb, ea, eb, out, to32, frac):
+        return NOT_TAKEN
+    for s in range(stats.shape[0]):
+        stats[s] = 0
+    stats[STAT_RECOMPUTED] = _float64_domain_check(a, to32, params, pairs, araw, agexp, aref, braw, bgexp, bref, out)
     for i in range(m):
         for j in range(n):
             c[i, j] = out[i, j]

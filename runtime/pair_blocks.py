@@ -156,7 +156,7 @@ def plan_block_array(pairs, segments: int, seg0_bits: int, k: int, digits: int, 
     stack = np.zeros((4 * s * s + 4, 4), np.int64)
     top = 0
     for r in range(nr - 1, -1, -1):
-        stack[top] = rects[r]
+        _put(stack, top, rects[r, 0], rects[r, 1], rects[r, 2], rects[r, 3])  # a row copy costs seconds of compile
         top += 1
     out = np.zeros((s * s, 6), np.int64)
     nb = 0

@@ -53,6 +53,8 @@ __all__ = [
     "width",
     "max_aligned",
     "split_element",
+    "NO_EXP",
+    "split_into",
     "shift_magnitude",
     "pack_groups",
     "segment_digits",
@@ -152,8 +154,27 @@ def shift_magnitude(m: int, d: int, mode: int) -> int:
     return -q if neg else q
 
 
-#: per-element exponent of a zero or non-finite element in the packer's scratch
-_NO_EXP = -32768
+#: per-element exponent of a zero or non-finite element in the packers' scratch
+#: (fits the int16 scratch of :func:`pack_groups`)
+NO_EXP = -32768
+_EXPMASK = np.uint64(0x7FF0000000000000)
+
+
+@register_jitable
+def split_into(u, w: int, emax: int, q, ex, i, k) -> tuple[int, bool]:
+    """The per-element step of the packers (:func:`pack_groups`, and the small path's
+    float64 split, runtime/executor_mixpert_small.py): split the value with float64
+    bits ``u`` (:func:`split_element`) into ``q[i, k]`` (``M``; 0 for a zero or a
+    non-finite value) and ``ex[i, k]`` (``e``; :data:`NO_EXP` for those). Returns
+    that exponent and whether the value is finite. Selects only, so that the
+    caller's loop vectorises."""
+    fin = (u & _EXPMASK) != _EXPMASK
+    use = fin & ((u << np.uint64(1)) != 0)
+    m, e = split_element(u, w, emax)
+    q[i, k] = m if use else 0
+    e = e if use else np.int64(NO_EXP)
+    ex[i, k] = e
+    return e, fin
 
 
 @cached_njit(nogil=True)
@@ -201,7 +222,6 @@ def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: 
     nonzero = np.zeros((r, nkt), dtype=np.int64)
     shifted = np.zeros((r, nkt), dtype=np.int64)
     bad = np.zeros(r, dtype=np.bool_)
-    expmask = np.uint64(0x7FF0000000000000)
     rowmax = np.empty((r, nkt), dtype=np.int64)
     over = np.zeros((r, nkt), dtype=np.bool_)  # an element at rowmax has M > qmax
     check_over = qmax < (np.int64(1) << 62) - 1  # sign-magnitude digits never overflow
@@ -211,16 +231,10 @@ def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: 
         for kt in range(nkt):
             k0 = kt * tk
             k1 = min(k0 + tk, K)
-            mx = np.int64(_NO_EXP)
+            mx = np.int64(NO_EXP)
             for k in range(k0, k1):
                 ku = np.uint64(k)  # k >= 0: an unsigned index spares the negative-index check
-                u = np.float64(x[i, ku]).view(np.uint64)
-                fin = (u & expmask) != expmask
-                use = fin & ((u << np.uint64(1)) != 0)
-                m, e = split_element(u, w, emax)
-                q[i, ku] = m if use else 0
-                e = e if use else np.int64(_NO_EXP)
-                ex[i, ku] = e
+                e, fin = split_into(np.float64(x[i, ku]).view(np.uint64), w, emax, q, ex, i, ku)
                 mx = max(mx, e)
                 nonfinite += np.int64(not fin)
             ov = 0  # an integer count, not a bool |=, so that the loop vectorises
@@ -228,8 +242,8 @@ def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: 
                 for k in range(k0, k1):
                     ku = np.uint64(k)
                     ov += np.int64((ex[i, ku] == mx) & (q[i, ku] > qmax))
-            rowmax[i, kt] = mx if mx != _NO_EXP else ZERO_EXP
-            over[i, kt] = ov > 0 and mx != _NO_EXP
+            rowmax[i, kt] = mx if mx != NO_EXP else ZERO_EXP
+            over[i, kt] = ov > 0 and mx != NO_EXP
         bad[i] = nonfinite > 0
     for g0 in range(0, r, group_rows):
         g1 = min(g0 + group_rows, r)
@@ -253,7 +267,7 @@ def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: 
             for k in range(kt * tk, min(kt * tk + tk, K)):
                 ku = np.uint64(k)
                 e = np.int64(ex[i, ku])
-                use = e != _NO_EXP
+                use = e != NO_EXP
                 d = g - e if use else np.int64(0)
                 q[i, ku] = min(max(_shift_branchless(q[i, ku], d, mode), -lim), lim)
                 nz += np.int64(use)

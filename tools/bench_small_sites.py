@@ -28,6 +28,13 @@ size limit) against the general path, level IV float32 and mixpert-fp64 float64,
 same data, alternating; ``executor_mixpert_small.SMALL_MAX_WORK_FP32`` / ``_FP64``
 are chosen from this table (the largest measured n^3 where the small path is faster).
 
+*Compile* (``--compile``; also part of the default run): the CPU seconds of the
+first call of ``small_gemm`` for float32 operands (``mixpert`` level IV) and for
+float64 operands (``mixpert-fp64``'s default config), each in a new process over an
+empty ``NUMBA_CACHE_DIR``, with the functions costing most (inclusive of their
+callees, from Numba's compile events). Where the first use of a scheme takes the
+small path, this is what it compiles before the general path is needed.
+
 The targets (site, per call): at most 5x native at 32x32 and 2x at 4x4 for float32
 level IV, at most 10x for float64 mixpert-fp64 at 32x32. Results go to
 docs/small_sites.json and the generated section ``small-sites`` of
@@ -37,9 +44,12 @@ docs/executor_speed.md.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from typing import Callable
 
@@ -64,7 +74,7 @@ DOC = ROOT / "docs" / "executor_speed.md"
 JSON = ROOT / "docs" / "small_sites.json"
 
 #: square sizes of the threshold table
-THRESHOLD_SIZES = (8, 16, 32, 64, 96, 128, 160)
+THRESHOLD_SIZES = (8, 16, 32, 48, 64, 80, 96, 128)
 
 #: (case name, size, dtype, scheme, config label or None for the most precise, target ratio at a site)
 CASES = (
@@ -256,7 +266,71 @@ def threshold_table(calls: int, repeats: int, seed: int) -> list[dict]:
     return rows
 
 
-def _section(rows: list[dict], threshold: list[dict], argv: list[str], seed: int) -> str:
+#: the child of :func:`compile_cost`: the first call of small_gemm, timed, with the
+#: inclusive compile time of every function (Numba's compile events)
+_COMPILE_CHILD = """
+import json, sys, time
+t0 = time.process_time()
+import numpy as np
+from numba.core import event
+
+class Profile(event.Listener):
+    def __init__(self):
+        self.open, self.total = [], {}
+    def on_start(self, ev):
+        f = ev.data["dispatcher"].py_func
+        self.open.append((f.__module__.rsplit(".", 1)[-1] + "." + f.__qualname__, time.process_time()))
+    def on_end(self, ev):
+        name, start = self.open.pop()
+        self.total[name] = self.total.get(name, 0.0) + time.process_time() - start
+
+profile = Profile()
+event.register("numba:compile", profile)
+from mixjit.runtime.executor_mixpert_small import small_gemm
+from mixjit.runtime.schemes import get_scheme
+dt = np.dtype(sys.argv[1])
+scheme = get_scheme("mixpert" if dt == np.float32 else "mixpert-fp64")
+cfg = scheme.parse_config("level=IV") if dt == np.float32 else scheme.default_config(dt)
+a = np.random.default_rng(0).standard_normal((8, 8)).astype(dt)
+c = np.empty((8, 8), dt)
+stats = np.zeros(10, np.int64)
+t1 = time.process_time()
+status = small_gemm(a, a, c, np.asarray(cfg.words(), np.int64), stats, 1 << 40)
+t2 = time.process_time()
+top = sorted(profile.total.items(), key=lambda x: -x[1])[:8]
+print(json.dumps({"status": int(status), "small_path": int(stats[9]), "first_call_s": t2 - t1,
+                  "import_s": t1 - t0, "top": top}))
+"""
+
+
+def compile_cost() -> list[dict]:
+    """The cold first call of small_gemm per operand dtype, each in a new process over an
+    empty Numba cache directory (CPU seconds of the child)."""
+    rows = []
+    for dtype in ("float32", "float64"):
+        progress(f"compile: small_gemm, {dtype} operands, empty cache")
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+            out = subprocess.run([sys.executable, "-c", _COMPILE_CHILD, dtype], env=env, capture_output=True,
+                                 text=True, check=True).stdout
+        row = json.loads(out.strip().splitlines()[-1])
+        if row["status"] != 0 or row["small_path"] != 1:
+            raise RuntimeError(f"compile: small_gemm did not take the call for {dtype} operands")
+        row["dtype"] = dtype
+        rows.append(row)
+        progress(f"  first call {row['first_call_s']:.1f} s CPU")
+    return rows
+
+
+def _compile_section(rows: list[dict]) -> list[str]:
+    return ["", "Compile (first call of `small_gemm` on an empty cache, CPU s; the costliest compiled functions, "
+            "each with its callees, so the rows nest):", ""] + markdown_table(
+        ["operands", "first call (CPU s)", "costliest compiles (CPU s, inclusive)"],
+        [[r["dtype"], f"{r['first_call_s']:.1f}", ", ".join(f"`{n}` {t:.1f}" for n, t in r["top"][1:6])]
+         for r in rows])
+
+
+def _section(rows: list[dict], threshold: list[dict], compiles: list[dict], argv: list[str], seed: int) -> str:
     table = markdown_table(
         ["case", "site: emulated / @njit (µs per call)", "ratio", "target", "met",
          "kernel alone, small path (µs)", "general path alone (µs)", "mixjit.gemm / numpy (µs)", "ratio"],
@@ -282,7 +356,7 @@ def _section(rows: list[dict], threshold: list[dict], argv: list[str], seed: int
              f"{round(SMALL_MAX_WORK_FP64 ** (1 / 3))}^3 (float64 domain)")
     return "\n".join(provenance(argv, seed) + [env, limit, ""] + table + ["", "Steps of the small path (each timed alone in a compiled loop; config planning = "
              "kept_pairs + plan_block_array + plan_wide_blocks (float32) or dropped_weight (float64)):", ""]
-                     + steps + ["", "Threshold (square n x n x n):", ""] + cross)
+                     + steps + ["", "Threshold (square n x n x n):", ""] + cross + _compile_section(compiles))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -291,15 +365,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5, help="alternating timed pairs per case")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-write", action="store_true", help="print only; leave docs/ as it is")
+    p.add_argument("--compile", action="store_true", help="only the compile cost (printed; docs/ left as it is)")
     args = p.parse_args(argv)
+    if args.compile:
+        print("\n".join(_compile_section(compile_cost())))
+        return 0
     rows = measure(args.calls, args.repeats, args.seed)
     threshold = threshold_table(args.calls, args.repeats, args.seed)
-    section = _section(rows, threshold, ["python", "tools/bench_small_sites.py", *(argv if argv is not None else sys.argv[1:])],
-                       args.seed)
+    compiles = compile_cost()
+    section = _section(rows, threshold, compiles,
+                       ["python", "tools/bench_small_sites.py", *(argv if argv is not None else sys.argv[1:])], args.seed)
     print(section)
     if not args.no_write:
         write_json(JSON, {"calls": args.calls, "repeats": args.repeats, "seed": args.seed, "cases": rows,
-                          "small_max_work": {"fp32": SMALL_MAX_WORK_FP32, "fp64": SMALL_MAX_WORK_FP64}, "threshold": threshold})
+                          "small_max_work": {"fp32": SMALL_MAX_WORK_FP32, "fp64": SMALL_MAX_WORK_FP64},
+                          "threshold": threshold, "compile": compiles})
         replace_generated_section(DOC, "small-sites", section)
     return 0
 

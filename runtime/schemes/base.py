@@ -88,7 +88,8 @@ class CompiledExecutor:
     declares it (``Scheme.executor``), read by the run-time entry and the plan table.
 
     ``kernel(a, b, c, params, stats) -> status`` writes ``C = A @ B`` (``c`` in the
-    operands' dtype, may overlap nothing: the entry hands it a temporary), with
+    operands' dtype, any strides, overlapping neither operand: the entry hands it the
+    site's C or a temporary; unspecified after a refusal), with
     ``params`` the ``n_words`` int64 config words (``Scheme.executor_words``) and
     ``stats`` ``n_stats`` int64 counters it fills; it returns 0 or a status in
     ``status_messages`` (1..63). ``code`` is word 0 of a plan row, unique per
