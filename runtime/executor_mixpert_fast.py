@@ -27,9 +27,10 @@ from numba import prange
 
 from mixjit.runtime.exactsum import acc_add, acc_round, round32, round64_scaled
 from mixjit.runtime.executor_mixpert_pack import EPILOGUE_NS_PER_BLOCK, PACK_NS, pack_into, threads_pay
-from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEGMENTS, W_TK
+from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEG0_BITS, W_SEGMENTS, W_TK, kept_pairs
 from mixjit.runtime.executor_mixpert_ziv import certain32, certain64, scaled_normal, times_pow2
 from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.mixpert_corner import corner_applies, corner_products
 from mixjit.runtime.pair_blocks import BLOCK_BITS, BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, k_bits
 
 
@@ -80,11 +81,48 @@ def _uses(blocks, c0: int, c1: int):
     return uses
 
 
+#: which computation :func:`fast_path_threads` ran: the planned exact blocks, or
+#: level IV's wide dgemm minus the corner's sgemms (runtime/mixpert_corner.py)
+PATH_BLOCKS = 0
+PATH_CORNER = 1
+
+#: outputs the corner path may recompute alone, as a fraction 1/PATCH_DIVISOR of
+#: m x n: one such output costs about as much as 60 outputs of a dgemm, and the
+#: path saves about a dgemm's tenth per output over the exact blocks
+PATCH_DIVISOR = 64
+
+
 @cached_njit(nogil=True)
 def fast_path_threads(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool, threads_a: bool,
-                      threads_b: bool, threads_epilogue: bool):
+                      threads_b: bool, threads_epilogue: bool) -> int:
     """:func:`fast_path` with the thread decisions given: A's packing, B's packing and
-    the epilogue each on threads or not (the same bits either way).
+    the epilogue each on threads or not (the same bits either way). Level IV's pair
+    set (every pair but the corner, two planned blocks, float32 domain) runs as one
+    wide dgemm minus the corner's sgemms where its certificates hold for nearly every
+    output (runtime/mixpert_corner.py), else the planned blocks run
+    (:func:`blocks_path`). Returns which: ``PATH_CORNER`` or ``PATH_BLOCKS``."""
+    segments = params[W_SEGMENTS]
+    digits = params[W_DIGITS]
+    m = aq.shape[0]
+    n = bq.shape[0]
+    if to32 and blocks.shape[0] == 2 and corner_applies(kept_pairs(params), segments, params[W_SEG0_BITS], digits):
+        ok, d1, d2 = corner_products(aq, ascale, bq, bscale, blocks, segments, digits, params[W_TK],
+                                     m * n // PATCH_DIVISOR, threads_a, threads_b)
+        if ok:
+            if threads_epilogue:
+                _epilogue_threads(d1, 1.0, d2, -1.0, True, ea, eb, out, True)
+            else:
+                epilogue(d1, 1.0, d2, -1.0, True, ea, eb, out, True)
+            return PATH_CORNER
+    blocks_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32, threads_a, threads_b, threads_epilogue)
+    return PATH_BLOCKS
+
+
+@cached_njit(nogil=True)
+def blocks_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool, threads_a: bool, threads_b: bool,
+                threads_epilogue: bool) -> None:
+    """The planned exact blocks: one exact dgemm each over the whole K, then one
+    rounding per output (thread decisions as :func:`fast_path_threads`).
 
     Blocks run in plan order; A's operand is packed into one buffer, again only when
     the block's range of A changes; a range of B that several blocks use is packed
