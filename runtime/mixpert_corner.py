@@ -119,13 +119,19 @@ def _pack_row(x, c, nx, nc_, q, scale, span, u: int, segments: int, digits: int,
     last = segments - 1
     ssx = 0.0
     big = 0.0
+    t = 0  # the k-tile of k, followed without a division per element
+    tile_end = tk
+    sc = scale[u, 0] if K > 0 else 0.0
     for ch in range(nch):
         k0 = ch * length
         k1 = min(k0 + length, K)
         ssc = 0.0
         for k in range(k0, k1):
+            if k == tile_end:
+                t += 1
+                tile_end += tk
+                sc = scale[u, np.uint64(t)]
             v = q[u, np.uint64(k)]
-            sc = scale[u, np.uint64(k // tk)]
             f = v * sc
             d = digit_range(v, last, last, segments, digits) * sc
             x[u, np.uint64(k)] = f
@@ -265,8 +271,10 @@ def corner_products(aq, ascale, bq, bscale, blocks, segments: int, digits: int, 
     if count64.sum() + count32.sum() > patch_limit:
         return False, empty, empty
     d1 = np.dot(x, y.T)
-    d2 = np.empty((m, n))
-    t32 = np.empty((m, n), dtype=np.float32)
+    # x and y are spent: their pages hold d2 and the chunk results where they fit
+    # (fresh arrays cost their page faults, ~10 ms per 32 MB here)
+    d2 = x.reshape(-1)[: m * n].reshape((m, n)) if n <= K else np.empty((m, n))
+    t32 = y.reshape(-1).view(np.float32)[: m * n].reshape((m, n)) if m <= 2 * K else np.empty((m, n), np.float32)
     for ch in range(nch):
         np.dot(ca[ch], cb[ch].T, t32)
         _add_chunk(d2, t32, ch == 0)
