@@ -9,6 +9,12 @@ the outputs it leaves in doubt are summed exactly in integer limbs
 (:func:`epilogue_many`). Rows and columns whose exponent span is too wide for the
 blocks' bound take the certified or exact path instead (executor_mixpert_driver).
 
+Level IV's pair set (every pair but the corner) runs instead as one wide dgemm
+minus the corner digits' sgemms, exact where per-output certificates say so and
+recomputed from the blocks where not (runtime/mixpert_corner.py,
+:func:`corner_path`): one dgemm and half a dgemm's time of sgemms for the two
+exact dgemms, the same bits.
+
 A range of segments that several blocks share is packed once (mixpert-fp64's six
 blocks use three ranges per side), into as few fresh arrays as the plan allows.
 :func:`fast_path` decides once per call, from each step's work and the thread
@@ -101,21 +107,35 @@ def fast_path_threads(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32:
     wide dgemm minus the corner's sgemms where its certificates hold for nearly every
     output (runtime/mixpert_corner.py), else the planned blocks run
     (:func:`blocks_path`). Returns which: ``PATH_CORNER`` or ``PATH_BLOCKS``."""
-    segments = params[W_SEGMENTS]
-    digits = params[W_DIGITS]
-    m = aq.shape[0]
-    n = bq.shape[0]
-    if to32 and blocks.shape[0] == 2 and corner_applies(kept_pairs(params), segments, params[W_SEG0_BITS], digits):
-        ok, d1, d2 = corner_products(aq, ascale, bq, bscale, blocks, segments, digits, params[W_TK],
-                                     m * n // PATCH_DIVISOR, threads_a, threads_b)
-        if ok:
-            if threads_epilogue:
-                _epilogue_threads(d1, 1.0, d2, -1.0, True, ea, eb, out, True)
-            else:
-                epilogue(d1, 1.0, d2, -1.0, True, ea, eb, out, True)
-            return PATH_CORNER
+    patch_limit = aq.shape[0] * bq.shape[0] // PATCH_DIVISOR
+    if to32 and corner_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, threads_a, threads_b,
+                            threads_epilogue, patch_limit):
+        return PATH_CORNER
     blocks_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32, threads_a, threads_b, threads_epilogue)
     return PATH_BLOCKS
+
+
+@cached_njit(nogil=True)
+def corner_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, threads_a: bool, threads_b: bool,
+                threads_epilogue: bool, patch_limit: int) -> bool:
+    """Float32 domain: ``out = RN32(X)`` from one wide dgemm minus the corner digits'
+    sgemms (runtime/mixpert_corner.py) where the kept pairs are level IV's shape, the
+    plan has two blocks and at most ``patch_limit`` outputs fail their certificates;
+    returns False, with ``out`` untouched, where not. The epilogue rounds the exact
+    ``d1 - d2`` as it rounds the two blocks' exact sum: the same bits."""
+    segments = params[W_SEGMENTS]
+    digits = params[W_DIGITS]
+    if blocks.shape[0] != 2 or not corner_applies(kept_pairs(params), segments, params[W_SEG0_BITS], digits):
+        return False
+    ok, d1, d2 = corner_products(aq, ascale, bq, bscale, blocks, segments, digits, params[W_TK], patch_limit,
+                                 threads_a, threads_b)
+    if not ok:
+        return False
+    if threads_epilogue:
+        _epilogue_threads(d1, 1.0, d2, -1.0, True, ea, eb, out, True)
+    else:
+        epilogue(d1, 1.0, d2, -1.0, True, ea, eb, out, True)
+    return True
 
 
 @cached_njit(nogil=True)

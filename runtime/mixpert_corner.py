@@ -186,17 +186,23 @@ def _drop_beyond(nx, nc_, span, limit: int) -> None:
 
 
 @cached_njit(nogil=True)
+def _fails(na_i: float, nb_j: float, bound: float) -> bool:
+    """Does ``na_i nb_j <= bound`` fail (both upper bounds; room left for the rounding
+    of the test itself)? The one predicate both counting and patching use."""
+    return na_i != 0.0 and nb_j > bound * (1.0 - 8.0 * _U) / na_i
+
+
+@cached_njit(nogil=True)
 def _failing(na, nb, bound: float):
-    """For each row ``i``: how many columns ``j`` fail ``na[i] nb[j] <= bound``
-    (both upper bounds), counted over the sorted ``nb``; also the columns in that
-    order (descending ``nb``): row ``i``'s failures are the first ``count[i]``."""
+    """For each row ``i``: how many columns ``j`` fail (:func:`_fails`), counted over
+    the sorted ``nb``; also the columns in descending ``nb``: row ``i``'s failures
+    are the first ``count[i]``."""
     order = np.argsort(-nb)
     asc = np.sort(nb)
-    cut = bound * (1.0 - 8.0 * _U)  # room for the rounding of the product tested
     n = nb.shape[0]
     count = np.empty(na.shape[0], dtype=np.int64)
     for i in range(na.shape[0]):
-        count[i] = 0 if na[i] == 0.0 else n - np.searchsorted(asc, cut / na[i], side="right")
+        count[i] = 0 if na[i] == 0.0 else n - np.searchsorted(asc, bound * (1.0 - 8.0 * _U) / na[i], side="right")
     return count, order
 
 
@@ -217,18 +223,28 @@ def _exact_blocks(aq, ascale, bq, bscale, blocks, i: int, j: int, segments: int,
 
 
 @cached_njit(nogil=True)
-def _patch(d1, d2, aq, ascale, bq, bscale, blocks, count, order, span_a, span_b, limit: int, segments: int,
-           digits: int, tk: int) -> None:
-    """Outputs whose certificate failed (the first ``count[i]`` columns of ``order``
-    in row ``i``): ``d1 = u``, ``d2 = -v`` from the exact blocks ``u + v = X``."""
+def _patch_one(d1, d2, aq, ascale, bq, bscale, blocks, i: int, j: int, segments: int, digits: int, tk: int) -> None:
+    """``d1 = u``, ``d2 = -v`` at ``(i, j)`` from the exact blocks ``u + v = X``."""
+    uv = _exact_blocks(aq, ascale, bq, bscale, blocks, i, j, segments, digits, tk)
+    d1[i, j] = uv[0]
+    d2[i, j] = -uv[1]
+
+
+@cached_njit(nogil=True)
+def _patch(d1, d2, aq, ascale, bq, bscale, blocks, nxa, nyb, count64, order64, count32, order32, span_a, span_b,
+           limit: int, segments: int, digits: int, tk: int) -> None:
+    """Outputs whose certificate failed (row ``i``: the first ``count64[i]`` columns of
+    ``order64``, then those of ``count32`` / ``order32`` the first did not take) from
+    the exact blocks, except those beyond ``limit`` (the exact / certified path's)."""
     for i in range(d1.shape[0]):
-        for t in range(count[i]):
-            j = order[t]
-            if span_a[i] + span_b[j] > limit:
-                continue  # rows or columns the exact / certified path computes
-            uv = _exact_blocks(aq, ascale, bq, bscale, blocks, i, j, segments, digits, tk)
-            d1[i, j] = uv[0]
-            d2[i, j] = -uv[1]
+        for t in range(count64[i]):
+            j = order64[t]
+            if span_a[i] + span_b[j] <= limit:
+                _patch_one(d1, d2, aq, ascale, bq, bscale, blocks, i, j, segments, digits, tk)
+        for t in range(count32[i]):
+            j = order32[t]
+            if span_a[i] + span_b[j] <= limit and not _fails(nxa[i], nyb[j], _EXACT64):
+                _patch_one(d1, d2, aq, ascale, bq, bscale, blocks, i, j, segments, digits, tk)
 
 
 @cached_njit(nogil=True)
@@ -268,7 +284,7 @@ def corner_products(aq, ascale, bq, bscale, blocks, segments: int, digits: int, 
     _drop_beyond(nyb, ncb, span_b, limit)
     count64, order64 = _failing(nxa, nyb, _EXACT64)
     count32, order32 = _failing(nca, ncb, _EXACT32)
-    if count64.sum() + count32.sum() > patch_limit:
+    if np.minimum(count64 + count32, n).sum() > patch_limit:  # at most this many
         return False, empty, empty
     d1 = np.dot(x, y.T)
     # x and y are spent: their pages hold d2 and the chunk results where they fit
@@ -278,6 +294,6 @@ def corner_products(aq, ascale, bq, bscale, blocks, segments: int, digits: int, 
     for ch in range(nch):
         np.dot(ca[ch], cb[ch].T, t32)
         _add_chunk(d2, t32, ch == 0)
-    _patch(d1, d2, aq, ascale, bq, bscale, blocks, count64, order64, span_a, span_b, limit, segments, digits, tk)
-    _patch(d1, d2, aq, ascale, bq, bscale, blocks, count32, order32, span_a, span_b, limit, segments, digits, tk)
+    _patch(d1, d2, aq, ascale, bq, bscale, blocks, nxa, nyb, count64, order64, count32, order32, span_a, span_b,
+           limit, segments, digits, tk)
     return True, d1, d2
