@@ -38,7 +38,8 @@ def _setup(a: np.ndarray, b: np.ndarray, label: str):
 
 
 def _both(a: np.ndarray, b: np.ndarray, label: str, patch_limit: int):
-    """(corner path taken?, its output, the two exact dgemms' output)."""
+    """(corner path taken?, its output, the two exact dgemms' output, the outputs the
+    fast path owns: none unless the plan has the two blocks the corner path needs)."""
     p, pa, pb, blocks, ea, eb = _setup(a, b, label)
     m, n = a.shape[0], b.shape[1]
     got = np.full((m, n), np.nan)
@@ -49,7 +50,7 @@ def _both(a: np.ndarray, b: np.ndarray, label: str, patch_limit: int):
     limit = 53 - int(np.ceil(np.log2(a.shape[1]))) - int(blocks[:, 5].max())
     mask = (pa.span[:, None] + pb.span[None, :]) <= limit
     mask &= ~pa.fb.any(axis=1)[:, None] & ~pb.fb.any(axis=1)[None, :]
-    return took, got, want, mask
+    return took, got, want, mask & (blocks.shape[0] == 2)
 
 
 @st.composite
@@ -75,7 +76,7 @@ def test_corner_path_matches_two_exact_dgemms(ops, label, limit):
     m, n = a.shape[0], b.shape[1]
     patch_limit = {"none": 0, "some": m * n // 4, "all": m * n}[limit]
     took, got, want, mask = _both(a, b, label, patch_limit)
-    if limit == "all":  # every output may be recomputed: the path must run (one chunk at worst)
+    if limit == "all" and mask.any():  # outputs may all be recomputed: with two planned blocks the path runs
         assert took
     if took:
         assert np.array_equal(got[mask].view(np.int64), want[mask].view(np.int64))
