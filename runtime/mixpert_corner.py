@@ -248,15 +248,16 @@ def _patch(d1, d2, aq, ascale, bq, bscale, blocks, nxa, nyb, count64, order64, c
 
 
 @cached_njit(nogil=True)
-def _add_chunk(d2, t32, first: bool) -> None:
-    """``d2 (+)= t32`` in float64 (exact: each chunk result is exact and small)."""
+def _add_chunks(d2, t32, count: int, first: bool) -> None:
+    """``d2 (+)= t32[0] + ... + t32[count - 1]`` in float64, one pass (exact: each
+    chunk result is exact and below 2^24 units of the output's grid)."""
     m, n = d2.shape
     for i in range(m):
         for j in range(n):
-            if first:
-                d2[i, j] = t32[i, j]
-            else:
-                d2[i, j] += t32[i, j]
+            s = 0.0 if first else d2[i, j]
+            for c in range(count):
+                s += t32[c, i, j]
+            d2[i, j] = s
 
 
 @cached_njit(nogil=True)
@@ -289,11 +290,19 @@ def corner_products(aq, ascale, bq, bscale, blocks, segments: int, digits: int, 
     d1 = np.dot(x, y.T)
     # x and y are spent: their pages hold d2 and the chunk results where they fit
     # (fresh arrays cost their page faults, ~10 ms per 32 MB here)
+    # (as many chunk results at a time as y holds, at least one: fewer passes over d2)
     d2 = x.reshape(-1)[: m * n].reshape((m, n)) if n <= K else np.empty((m, n))
-    t32 = y.reshape(-1).view(np.float32)[: m * n].reshape((m, n)) if m <= 2 * K else np.empty((m, n), np.float32)
-    for ch in range(nch):
-        np.dot(ca[ch], cb[ch].T, t32)
-        _add_chunk(d2, t32, ch == 0)
+    group = min(nch, 2 * K // m) if m > 0 else 1
+    if group >= 1:
+        t32 = y.reshape(-1).view(np.float32)[: group * m * n].reshape((group, m, n))
+    else:
+        group = 1
+        t32 = np.empty((1, m, n), np.float32)
+    for c0 in range(0, nch, group):
+        count = min(group, nch - c0)
+        for c in range(count):
+            np.dot(ca[c0 + c], cb[c0 + c].T, t32[c])
+        _add_chunks(d2, t32, count, c0 == 0)
     _patch(d1, d2, aq, ascale, bq, bscale, blocks, nxa, nyb, count64, order64, count32, order32, span_a, span_b,
            limit, segments, digits, tk)
     return True, d1, d2
