@@ -220,11 +220,12 @@ def _write_doc(rows: list[tuple[int, float, float, float]], wide: list[tuple[int
         "  1.19x slower than the two exact dgemms, the bounds left 0.2-0.5 % of the",
         "  outputs to sum exactly. The corner path certifies *exactness* instead (partial",
         "  sums on the row's grid, at most 2^53 resp. 2^24 units, by Cauchy-Schwarz), which",
-        "  holds for every output of centred data with chunks of 1024 (uniform) or 512",
-        "  (normal) for the sgemms; nothing is left in doubt.",
+        "  holds for nearly every output of centred data (the sgemms' K-chunks are chosen",
+        "  from the spans, mixpert_corner.corner_chunks); nothing is left in doubt.",
         "- step 6 copied the whole other operand twice (finite-masked and absolute) to",
         "  recompute the one or two rows a 2048 x 2048 uniform operand loses (elements below",
-        "  2^-21 of their group): ~90 ms; up to 8 rows are now summed output by output.",
+        "  2^-21 of their group); that was most of the time the steps table's before column",
+        "  does not account for. Up to 8 rows are now summed output by output.",
         "",
     ]
     old = DOC.read_text() if DOC.exists() else ""
@@ -617,7 +618,8 @@ def _steps_section(data: dict) -> str:
     for scheme, cfg, n in keys:
         by = {p: next((r for r in data[p]["rows"] if (r["scheme"], r["config"], r["n"]) == (scheme, cfg, n)), None)
               for p in phases}
-        names = list(dict.fromkeys(k for r in by.values() if r for k in r["steps"]))
+        # the latest phase's steps in its order, then the steps only older phases had
+        names = list(dict.fromkeys(k for p in reversed(phases) if by[p] for k in by[p]["steps"]))
         lines += [f"`{scheme}` `{cfg}`, n = {n}:", "",
                   "| step | " + " | ".join(f"{p} (ms)" for p in phases) + " |",
                   "|---|" + "---|" * len(phases)]
