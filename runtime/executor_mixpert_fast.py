@@ -32,7 +32,8 @@ import numpy as np
 from numba import prange
 
 from mixjit.runtime.exactsum import acc_add, acc_round, round32, round64_scaled
-from mixjit.runtime.executor_mixpert_pack import EPILOGUE_NS_PER_BLOCK, PACK_NS, pack_into, threads_pay
+from mixjit.runtime.executor_mixpert_pack import (EPILOGUE_NS_PER_BLOCK, PACK_NS, fresh64, huge_pages, pack_into,
+                                                  threads_pay)
 from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEG0_BITS, W_SEGMENTS, W_TK, kept_pairs
 from mixjit.runtime.executor_mixpert_ziv import certain32, certain64, scaled_normal, times_pow2
 from mixjit.runtime.jit_cache import cached_njit
@@ -158,8 +159,8 @@ def blocks_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool,
     n = bq.shape[0]
     rows_a = np.arange(m)
     rows_b = np.arange(n)
-    x = np.empty((m, K))
-    y = np.empty((n, K))
+    x = fresh64(m, K)  # scratch on huge pages: fewer first-touch page faults
+    y = fresh64(n, K)
     uses_b = _uses(blocks, BLOCK_J0, BLOCK_J1)
     shared = [y]  # B's arrays: shared[b] is block b's (y, or a range's own array)
     for b in range(1, nb):
@@ -172,12 +173,13 @@ def blocks_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool,
                     own = c
                     break
             if own < 0:
-                shared[b] = np.empty((n, K))
+                shared[b] = fresh64(n, K)
                 pack_into(shared[b], bq, bscale, rows_b, 0, K, blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], segments,
                           digits, tk, threads_b)
             else:
                 shared[b] = shared[own]
     ds = np.empty((nb if nb > 2 else 0, m, n))
+    huge_pages(ds)
     d1 = np.empty((0, 0))
     d2 = np.empty((0, 0))
     for b in range(nb):
@@ -191,9 +193,11 @@ def blocks_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool,
         if nb > 2:
             np.dot(x, yb.T, ds[b])
         elif b == 0:
-            d1 = np.dot(x, yb.T)
+            d1 = fresh64(m, n)
+            np.dot(x, yb.T, d1)
         else:
-            d2 = np.dot(x, yb.T)
+            d2 = fresh64(m, n)
+            np.dot(x, yb.T, d2)
     if nb <= 2:
         if nb == 1:
             d2 = d1

@@ -38,6 +38,7 @@ import math
 import numpy as np
 from numba import prange
 
+from mixjit.runtime.executor_mixpert_pack import fresh64, huge_pages
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.pair_blocks import (BLOCK_BITS, BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, k_bits,
                                          range_bits)
@@ -164,8 +165,9 @@ def _pack_threads(x, c, nx, nc_, q, scale, span, segments: int, digits: int, tk:
 def _pack_side(q, scale, span, nch: int, segments: int, digits: int, tk: int, threads: bool):
     """One side packed for :func:`corner_products`: ``(x, c, nx, nc)``."""
     r, K = q.shape
-    x = np.empty((r, K))
+    x = fresh64(r, K)
     c = np.empty((nch, r, -(-K // nch)), dtype=np.float32)
+    huge_pages(c)
     nx = np.empty(r)
     nc_ = np.empty(r)
     if threads:
@@ -287,7 +289,8 @@ def corner_products(aq, ascale, bq, bscale, blocks, segments: int, digits: int, 
     count32, order32 = _failing(nca, ncb, _EXACT32)
     if np.minimum(count64 + count32, n).sum() > patch_limit:  # at most this many
         return False, empty, empty
-    d1 = np.dot(x, y.T)
+    d1 = fresh64(m, n)
+    np.dot(x, y.T, d1)
     # x and y are spent: their pages hold d2 and the chunk results where they fit
     # (fresh arrays cost their page faults, ~10 ms per 32 MB here)
     # (as many chunk results at a time as y holds, at least one: fewer passes over d2)

@@ -204,3 +204,19 @@ def test_recompute32_direct_sums_match_the_gemm_variant_and_the_exact_product():
     yf = np.where(np.isfinite(y), y, 0.0)
     want = np.array([[exact_dot_round(x[i], yf[j], acc, True) for j in range(7)] for i in range(12)])
     assert np.array_equal(direct.view(np.int64), want.view(np.int64))
+
+
+def test_huge_page_advice_keeps_values_and_takes_any_array():
+    """fresh64 / huge_pages only advise the kernel: arrays keep their shape, dtype
+    and contents, whatever their size and alignment (too small: nothing asked)."""
+    from mixjit.runtime.executor_mixpert_pack import fresh64, huge_pages
+
+    big = fresh64(1024, 1030)
+    assert big.shape == (1024, 1030) and big.dtype == np.float64 and big.flags.c_contiguous
+    big[:] = np.arange(big.size, dtype=np.float64).reshape(big.shape)
+    huge_pages(big)  # again, on touched pages
+    assert np.array_equal(big.ravel(), np.arange(big.size, dtype=np.float64))
+    for a in (np.ones(3, np.float32), np.full((7, 5), 2.5), np.zeros((3, 700, 700), np.float32)):
+        before = a.copy()
+        huge_pages(a)
+        assert np.array_equal(a, before)
