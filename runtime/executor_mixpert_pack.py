@@ -124,8 +124,8 @@ def _madvise_huge(typingctx, addr, length):
 def huge_pages(a) -> None:
     """Advise the whole pages of a fresh contiguous array ``a`` as transparent huge
     pages, before its first touch: Numba's allocator, unlike numpy's, does not, and
-    the 4 KiB page faults of a fresh 32 MiB array cost about 10 ms, 2 MiB pages
-    about 4 ms (docs/executor_speed.md). Only memory advice: no value changes, and
+    the first touch of a fresh 32 MiB array costs far less in 2 MiB pages than in
+    4 KiB ones (docs/executor_speed.md, steps table). Only memory advice: no value changes, and
     a refusal (no THP, an old kernel) is ignored."""
     addr = a.ctypes.data
     lo = (addr + _PAGE - 1) // _PAGE * _PAGE

@@ -523,7 +523,10 @@ def step_times(n: int, repeats: int) -> list[dict]:
             _, *steps["guarantee check (fp64_doubtful)"] = _timed(
                 bound.fp64_doubtful, pa.raw, pa.gexp, pa.ref, pb.raw, pb.gexp, pb.ref, tk, w1 + 1, dropped, res,
                 repeats=repeats)
-        steps["first touch of a fresh n x n float64 array in compiled code"] = _first_touch(n, repeats)
+        plain, huge = _first_touch(n, repeats)
+        steps["first touch of a fresh n x n float64 array in compiled code"] = plain
+        if huge is not None:
+            steps["the same on huge pages (executor_mixpert_pack.fresh64)"] = huge
         out.append({"scheme": scheme_name, "config": cfg_label, "n": n, "steps": steps})
         for k, (cpu, wall) in steps.items():
             print(f"{scheme_name} {cfg_label} n={n} {k:45s} cpu {cpu * 1e3:9.1f} ms  wall {wall * 1e3:9.1f} ms",
@@ -543,11 +546,17 @@ def _takes_corner(pa, pb, blocks, ea, eb, params, to32: bool) -> bool:
                              False) == PATH_CORNER
 
 
-def _first_touch(n: int, repeats: int) -> list[float]:
+def _first_touch(n: int, repeats: int) -> tuple[list[float], list[float] | None]:
     """CPU and wall s that a fresh n x n float64 array allocated in compiled code costs
     over filling a reused one: its page faults (Numba's allocator, unlike numpy's,
-    does not ask for huge pages)."""
+    does not ask for huge pages); then the same for the executor's scratch arrays,
+    which do (``fresh64``; None on code without it, ``--code``)."""
     from numba import njit
+
+    try:
+        from mixjit.runtime.executor_mixpert_pack import fresh64
+    except ImportError:
+        fresh64 = None
 
     @njit
     def fill(out):
@@ -564,7 +573,16 @@ def _first_touch(n: int, repeats: int) -> list[float]:
     fill_new(2)
     _, *new = _timed(fill_new, n, repeats=repeats)
     _, *old = _timed(fill, buf, repeats=repeats)
-    return [new[0] - old[0], new[1] - old[1]]
+    huge = None
+    if fresh64 is not None:
+        @njit
+        def fill_huge(n):
+            return fill(fresh64(n, n))
+
+        fill_huge(2)
+        _, *hp = _timed(fill_huge, n, repeats=repeats)
+        huge = [hp[0] - old[0], hp[1] - old[1]]
+    return [new[0] - old[0], new[1] - old[1]], huge
 
 
 def _machine_line() -> str:
