@@ -294,13 +294,53 @@ def certified(pa, pb, parts_a, parts_b, blocks, ea, eb, params, rows, others, ou
     return slow
 
 
+#: rows up to which step 6 sums each of their outputs directly instead of by two GEMMs:
+#: the GEMMs need finite-masked and absolute copies of the whole other operand (two
+#: n x K float64 arrays and their page faults, about 90 ms at 2048 for the one row
+#: that uniform data loses now and then), a direct sum ~4 ms per row
+_DIRECT_ROWS = 8
+
+
+@cached_njit(nogil=True)
+def _finite_row(raw, v: int):
+    """Row ``v`` of ``raw`` with its non-finite elements as 0 (the row itself if none)."""
+    row = raw[v]
+    for k in range(row.shape[0]):
+        if not math.isfinite(row[k]):
+            return np.where(np.isfinite(row), row, 0.0)
+    return row
+
+
+@cached_njit(nogil=True)
+def _direct_sums(x, yraw):
+    """``s = x · yᵀ`` and ``t = |x| · |y|ᵀ`` summed output by output, the non-finite
+    elements of ``yraw`` as 0 (``x`` is finite): the same bound as the GEMMs'."""
+    r, K = x.shape
+    nv = yraw.shape[0]
+    s = np.empty((r, nv))
+    t = np.empty((r, nv))
+    for u in range(r):
+        for v in range(nv):
+            a = 0.0
+            b = 0.0
+            for k in range(K):
+                yv = yraw[v, k]
+                p = x[u, k] * (yv if math.isfinite(yv) else 0.0)
+                a += p
+                b += abs(p)
+            s[u, v] = a
+            t[u, v] = b
+    return s, t
+
+
 @cached_njit(nogil=True)
 def recompute32(xraw, yraw, rows, out, transposed: bool) -> None:
     """Float32 domain, step 6: the outputs of ``rows`` of ``xraw`` (rows of A; columns
     of B when ``transposed``) against every row of ``yraw`` become RN32 of the exact
-    product. Products of float32 values are exact in float64, so one float64 GEMM
-    gives ``s`` within ``gamma_K sum|p|``; Ziv's test keeps ``RN32(s)``, the rest
-    take the exact dot product (runtime/exactsum.exact_dot_round)."""
+    product. Products of float32 values are exact in float64, so a float64 sum (two
+    GEMMs, or output by output for up to ``_DIRECT_ROWS`` rows) gives ``s`` within
+    ``gamma_K sum|p|``; Ziv's test keeps ``RN32(s)``, the rest take the exact dot
+    product (runtime/exactsum.exact_dot_round). The same bits either way."""
     r = rows.shape[0]
     if r == 0:
         return
@@ -310,9 +350,14 @@ def recompute32(xraw, yraw, rows, out, transposed: bool) -> None:
         for k in range(K):
             v = xraw[rows[u], k]
             x[u, k] = v if math.isfinite(v) else 0.0
-    y = np.where(np.isfinite(yraw), yraw, 0.0)
-    s = np.dot(x, y.T)
-    t = np.dot(np.abs(x), np.abs(y).T)
+    direct = r <= _DIRECT_ROWS
+    if direct:
+        y = yraw
+        s, t = _direct_sums(x, yraw)
+    else:
+        y = np.where(np.isfinite(yraw), yraw, 0.0)
+        s = np.dot(x, y.T)
+        t = np.dot(np.abs(x), np.abs(y).T)
     g = 1.01 * K * _U / (1.0 - K * _U)
     acc = np.zeros(_ACC_LIMBS, dtype=np.int64)
     for u in range(r):
@@ -320,7 +365,7 @@ def recompute32(xraw, yraw, rows, out, transposed: bool) -> None:
             if certain32(s[u, v], g * t[u, v]):
                 res = np.float64(np.float32(s[u, v])) + 0.0
             else:
-                res = exact_dot_round(x[u], y[v], acc, True)
+                res = exact_dot_round(x[u], _finite_row(yraw, v) if direct else y[v], acc, True)
             if transposed:
                 out[v, rows[u]] = res
             else:

@@ -9,6 +9,12 @@ the outputs it leaves in doubt are summed exactly in integer limbs
 (:func:`epilogue_many`). Rows and columns whose exponent span is too wide for the
 blocks' bound take the certified or exact path instead (executor_mixpert_driver).
 
+Level IV's pair set (every pair but the corner) runs instead as one wide dgemm
+minus the corner digits' sgemms, exact where per-output certificates say so and
+recomputed from the blocks where not (runtime/mixpert_corner.py,
+:func:`corner_path`): one dgemm and half a dgemm's time of sgemms for the two
+exact dgemms, the same bits.
+
 A range of segments that several blocks share is packed once (mixpert-fp64's six
 blocks use three ranges per side), into as few fresh arrays as the plan allows.
 :func:`fast_path` decides once per call, from each step's work and the thread
@@ -26,10 +32,12 @@ import numpy as np
 from numba import prange
 
 from mixjit.runtime.exactsum import acc_add, acc_round, round32, round64_scaled
-from mixjit.runtime.executor_mixpert_pack import EPILOGUE_NS_PER_BLOCK, PACK_NS, pack_into, threads_pay
-from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEGMENTS, W_TK
+from mixjit.runtime.executor_mixpert_pack import (EPILOGUE_NS_PER_BLOCK, PACK_NS, fresh64, huge_pages, pack_into,
+                                                  threads_pay)
+from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEG0_BITS, W_SEGMENTS, W_TK, kept_pairs
 from mixjit.runtime.executor_mixpert_ziv import certain32, certain64, scaled_normal, times_pow2
 from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.mixpert_corner import corner_applies, corner_products
 from mixjit.runtime.pair_blocks import BLOCK_BITS, BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, k_bits
 
 
@@ -80,11 +88,64 @@ def _uses(blocks, c0: int, c1: int):
     return uses
 
 
+#: which computation :func:`fast_path_threads` ran: the planned exact blocks, or
+#: level IV's wide dgemm minus the corner's sgemms (runtime/mixpert_corner.py)
+PATH_BLOCKS = 0
+PATH_CORNER = 1
+
+#: outputs the corner path may recompute alone, as a fraction 1/PATCH_DIVISOR of
+#: m x n. Estimate: one such output (two scalar dot products over K with digit
+#: extraction, ~6 ns per k) costs what ~30 outputs of a BLAS dgemm do, and the path
+#: saves about half a dgemm output per output (2048: 900 -> 720 ms), so recomputing
+#: 1/64 of the outputs still leaves most of the saving
+PATCH_DIVISOR = 64
+
+
 @cached_njit(nogil=True)
 def fast_path_threads(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool, threads_a: bool,
-                      threads_b: bool, threads_epilogue: bool):
+                      threads_b: bool, threads_epilogue: bool) -> int:
     """:func:`fast_path` with the thread decisions given: A's packing, B's packing and
-    the epilogue each on threads or not (the same bits either way).
+    the epilogue each on threads or not (the same bits either way). Level IV's pair
+    set (every pair but the corner, two planned blocks, float32 domain) runs as one
+    wide dgemm minus the corner's sgemms where its certificates hold for nearly every
+    output (runtime/mixpert_corner.py), else the planned blocks run
+    (:func:`blocks_path`). Returns which: ``PATH_CORNER`` or ``PATH_BLOCKS``."""
+    patch_limit = aq.shape[0] * bq.shape[0] // PATCH_DIVISOR
+    if to32 and corner_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, threads_a, threads_b,
+                            threads_epilogue, patch_limit):
+        return PATH_CORNER
+    blocks_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32, threads_a, threads_b, threads_epilogue)
+    return PATH_BLOCKS
+
+
+@cached_njit(nogil=True)
+def corner_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, threads_a: bool, threads_b: bool,
+                threads_epilogue: bool, patch_limit: int) -> bool:
+    """Float32 domain: ``out = RN32(X)`` from one wide dgemm minus the corner digits'
+    sgemms (runtime/mixpert_corner.py) where the kept pairs are level IV's shape, the
+    plan has two blocks and at most ``patch_limit`` outputs fail their certificates;
+    returns False, with ``out`` untouched, where not. The epilogue rounds the exact
+    ``d1 - d2`` as it rounds the two blocks' exact sum: the same bits."""
+    segments = params[W_SEGMENTS]
+    digits = params[W_DIGITS]
+    if blocks.shape[0] != 2 or not corner_applies(kept_pairs(params), segments, params[W_SEG0_BITS], digits):
+        return False
+    ok, d1, d2 = corner_products(aq, ascale, bq, bscale, blocks, segments, digits, params[W_TK], patch_limit,
+                                 threads_a, threads_b)
+    if not ok:
+        return False
+    if threads_epilogue:
+        _epilogue_threads(d1, 1.0, d2, -1.0, True, ea, eb, out, True)
+    else:
+        epilogue(d1, 1.0, d2, -1.0, True, ea, eb, out, True)
+    return True
+
+
+@cached_njit(nogil=True)
+def blocks_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool, threads_a: bool, threads_b: bool,
+                threads_epilogue: bool) -> None:
+    """The planned exact blocks: one exact dgemm each over the whole K, then one
+    rounding per output (thread decisions as :func:`fast_path_threads`).
 
     Blocks run in plan order; A's operand is packed into one buffer, again only when
     the block's range of A changes; a range of B that several blocks use is packed
@@ -98,8 +159,8 @@ def fast_path_threads(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32:
     n = bq.shape[0]
     rows_a = np.arange(m)
     rows_b = np.arange(n)
-    x = np.empty((m, K))
-    y = np.empty((n, K))
+    x = fresh64(m, K)  # scratch on huge pages: fewer first-touch page faults
+    y = fresh64(n, K)
     uses_b = _uses(blocks, BLOCK_J0, BLOCK_J1)
     shared = [y]  # B's arrays: shared[b] is block b's (y, or a range's own array)
     for b in range(1, nb):
@@ -112,12 +173,13 @@ def fast_path_threads(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32:
                     own = c
                     break
             if own < 0:
-                shared[b] = np.empty((n, K))
+                shared[b] = fresh64(n, K)
                 pack_into(shared[b], bq, bscale, rows_b, 0, K, blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], segments,
                           digits, tk, threads_b)
             else:
                 shared[b] = shared[own]
     ds = np.empty((nb if nb > 2 else 0, m, n))
+    huge_pages(ds)
     d1 = np.empty((0, 0))
     d2 = np.empty((0, 0))
     for b in range(nb):
@@ -131,9 +193,11 @@ def fast_path_threads(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32:
         if nb > 2:
             np.dot(x, yb.T, ds[b])
         elif b == 0:
-            d1 = np.dot(x, yb.T)
+            d1 = fresh64(m, n)
+            np.dot(x, yb.T, d1)
         else:
-            d2 = np.dot(x, yb.T)
+            d2 = fresh64(m, n)
+            np.dot(x, yb.T, d2)
     if nb <= 2:
         if nb == 1:
             d2 = d1

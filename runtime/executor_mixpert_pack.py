@@ -16,6 +16,7 @@ the number of threads, once per call by the step's caller (executor_mixpert_fast
 from __future__ import annotations
 
 import importlib
+import sys
 
 import numba
 import numpy as np
@@ -96,6 +97,51 @@ def _thread_count(typingctx):
     return types.intp(), codegen
 
 
+#: ask the kernel for transparent huge pages on the executor's large scratch arrays
+#: (Linux's ``madvise(MADV_HUGEPAGE)``; elsewhere nothing is asked)
+HUGE_PAGES = sys.platform.startswith("linux")
+_MADV_HUGEPAGE = 14
+_PAGE = 4096
+
+
+@intrinsic
+def _madvise_huge(typingctx, addr, length):
+    """``madvise(addr, length, MADV_HUGEPAGE)`` by symbol (cacheable, like
+    :func:`_thread_count`); a no-op returning 0 where :data:`HUGE_PAGES` is False."""
+
+    def codegen(context, builder, signature, args):
+        if not HUGE_PAGES:
+            return ir.Constant(ir.IntType(32), 0)
+        fnty = ir.FunctionType(ir.IntType(32), [cgutils.voidptr_t, cgutils.intp_t, ir.IntType(32)])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "madvise")
+        ptr = builder.inttoptr(args[0], cgutils.voidptr_t)
+        return builder.call(fn, [ptr, args[1], ir.Constant(ir.IntType(32), _MADV_HUGEPAGE)])
+
+    return types.int32(types.intp, types.intp), codegen
+
+
+@cached_njit(nogil=True)
+def huge_pages(a) -> None:
+    """Advise the whole pages of a fresh contiguous array ``a`` as transparent huge
+    pages, before its first touch: Numba's allocator, unlike numpy's, does not, and
+    the first touch of a fresh 32 MiB array costs far less in 2 MiB pages than in
+    4 KiB ones (docs/executor_speed.md, steps table). Only memory advice: no value changes, and
+    a refusal (no THP, an old kernel) is ignored."""
+    addr = a.ctypes.data
+    lo = (addr + _PAGE - 1) // _PAGE * _PAGE
+    hi = (addr + a.size * a.itemsize) // _PAGE * _PAGE
+    if hi - lo >= 512 * _PAGE:  # at least one huge page's worth
+        _madvise_huge(lo, hi - lo)
+
+
+@cached_njit(nogil=True)
+def fresh64(rows: int, cols: int):
+    """A new float64 ``rows x cols`` scratch array on huge pages (:func:`huge_pages`)."""
+    out = np.empty((rows, cols))
+    huge_pages(out)
+    return out
+
+
 @cached_njit(nogil=True)
 def threads_pay(work_ns: int) -> bool:
     """Run a step of ``work_ns`` nanoseconds of serial work on Numba's threads? Only
@@ -160,7 +206,7 @@ def pack_into(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments:
 @cached_njit(nogil=True)
 def pack_block(q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int, tk: int,
                threads: bool):
-    """:func:`pack_into` a new float64 matrix."""
-    out = np.empty((rows.shape[0], k1 - k0))
+    """:func:`pack_into` a new float64 matrix (on huge pages)."""
+    out = fresh64(rows.shape[0], k1 - k0)
     pack_into(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk, threads)
     return out

@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 from mixjit.runtime.executor_mixpert_fast import block_sum
-from mixjit.runtime.executor_mixpert_pack import PACK_NS, pack_block, threads_pay
+from mixjit.runtime.executor_mixpert_pack import PACK_NS, huge_pages, pack_block, threads_pay
 from mixjit.runtime.executor_mixpert_ziv import certain32, times_pow2
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.pair_blocks import (BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, pair_rectangles, put_block,
@@ -106,6 +106,7 @@ def fast32_certified(aq, ascale, bq, bscale, blocks, ea, eb, segments: int, digi
     rows_a = np.arange(m)
     rows_b = np.arange(n)
     ds = np.empty((nb, m, n))
+    huge_pages(ds)
     nx = np.empty((nb, m))
     ny = np.empty((nb, n))
     w = np.empty(nb)

@@ -196,12 +196,17 @@ def _write_doc(rows: list[tuple[int, float, float, float]], wide: list[tuple[int
         "fallback tile product, one at a time, into per-output partials): 11.3 s at",
         "n = 256 and 153 s at n = 512 on this machine (compiled driver, load ~3).",
         "",
-        "Why this ratio: level IV runs two exact float64 GEMMs (runtime/pair_blocks.py),",
-        "and float64 BLAS runs at about half the float32 rate or less, so 4-6x is the",
-        "floor; the rest is splitting both operands, building the integer-valued",
-        "operands and the rounding epilogue (Numba kernels, one pass each). The whole",
-        "executor is one compiled driver (runtime/executor_mixpert_driver.mixpert_gemm, also",
-        "what @mixjit sites call), so there is no Python between the steps.",
+        "Why this ratio: level IV keeps 8 of the 9 pairs of 7-bit digits, all but the",
+        "corner (2, 2). Its exact blocks are two float64 GEMMs (runtime/pair_blocks.py);",
+        "it runs instead as one float64 GEMM of the whole 21-bit mantissas minus float32",
+        "GEMMs of the corner digits over chunks of K (runtime/mixpert_corner.py), each",
+        "output certified exact by Cauchy-Schwarz on its row's and column's norms (or",
+        "recomputed from the two blocks: the same bits). Float64 BLAS runs at about half",
+        "the float32 rate, so one dgemm plus one sgemm's work, about 3x sgemm, is the",
+        "floor; the rest is splitting both operands, packing, the rounding epilogue and",
+        "step 6 (Numba kernels, one pass each). The whole executor is one compiled driver",
+        "(runtime/executor_mixpert_driver.mixpert_gemm, also what @mixjit sites call), so",
+        "there is no Python between the steps.",
         "",
         "Measured on the way (2048, same machine, load 2-4, so +-30 %):",
         "",
@@ -210,14 +215,17 @@ def _write_doc(rows: list[tuple[int, float, float, float]], wide: list[tuple[int
         "  split per element (its exponent kept in an int16 scratch), ~45 ms;",
         "- the rounding epilogue called the full midpoint repair of `round32` for almost",
         "  every element; a bit test now sends only float32 midpoints there;",
-        "- tried and dropped: one float64 GEMM of the whole 21-bit operands (not exact)",
-        "  minus a float32 GEMM of the (2,2) digits, certified by Ziv's rounding test,",
-        "  uncertified outputs recomputed exactly. Bit-identical, but 1.19x *slower* than",
-        "  the two exact dgemms (median of 6 alternating runs): the float32 GEMM's",
-        "  error bound (gamma_K * |a2||b2| by Cauchy-Schwarz) left 20 000 of 4.2 M outputs",
-        "  uncertified unless K is cut into exact 256-chunks, and then 8 chunk GEMMs plus",
-        "  8 float64 accumulation passes cost as much as the dgemm they replace; the",
-        "  float64 GEMM's own bound still left ~8 000 outputs (0.2 %) to redo.",
+        "- tried and dropped earlier: the same wide dgemm minus a float32 GEMM of the",
+        "  (2,2) digits with Ziv's rounding test on error *bounds* (gamma_K * norms):",
+        "  1.19x slower than the two exact dgemms, the bounds left 0.2-0.5 % of the",
+        "  outputs to sum exactly. The corner path certifies *exactness* instead (partial",
+        "  sums on the row's grid, at most 2^53 resp. 2^24 units, by Cauchy-Schwarz), which",
+        "  holds for nearly every output of centred data (the sgemms' K-chunks are chosen",
+        "  from the spans, mixpert_corner.corner_chunks); nothing is left in doubt.",
+        "- step 6 copied the whole other operand twice (finite-masked and absolute) to",
+        "  recompute the one or two rows a 2048 x 2048 uniform operand loses (elements below",
+        "  2^-21 of their group); that was most of the time the steps table's before column",
+        "  does not account for. Up to 8 rows are now summed output by output.",
         "",
     ]
     old = DOC.read_text() if DOC.exists() else ""
@@ -445,6 +453,7 @@ def step_times(n: int, repeats: int) -> list[dict]:
     from mixjit.runtime import executor_mixpert_split as split
     from mixjit.runtime import executor_mixpert_words as words
     from mixjit.runtime import mixpert_bound as bound
+    from mixjit.runtime.executor_mixpert_certified import exact_elements, recompute32
     from mixjit.runtime.executor_mixpert_driver import mixpert_gemm
     from mixjit.runtime.executor_mixpert_fast import fast_path
     from mixjit.runtime.mixpert_wide import fast32_certified, plan_wide_blocks
@@ -475,30 +484,49 @@ def step_times(n: int, repeats: int) -> list[dict]:
         w1 = width(segs, params[words.W_SEG0_BITS], digits) - 1
         ea, eb = pa.ref - w1, pb.ref - w1
         res = np.empty((n, n))
+        corner = False
         if to32 and wide.shape[0] < blocks.shape[0]:
             nb = wide.shape[0]
             name = f"fast path, wide ({nb} inexact dgemm{'s' if nb > 1 else ''})"
-            _, *steps[name] = _timed(fast32_certified, pa.q, pa.scale, pb.q, pb.scale, wide, ea, eb, segs, digits, tk,
-                                     res, repeats=repeats)
+            doubt, *steps[name] = _timed(fast32_certified, pa.q, pa.scale, pb.q, pb.scale, wide, ea, eb, segs, digits,
+                                         tk, res, repeats=repeats)
+            skip_a, skip_b = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_)
+            _, *steps[f"doubtful outputs summed exactly (exact_elements, {doubt.size})"] = _timed(
+                exact_elements, pa, pb, blocks, ea, eb, params, doubt, skip_a, skip_b, res, repeats=repeats)
         else:
             nb = blocks.shape[0]
-            name = f"fast path ({nb} exact dgemms)"
+            corner = _takes_corner(pa, pb, blocks, ea, eb, params, to32)
+            name = "fast path, level IV corner (1 dgemm + sgemms)" if corner else f"fast path ({nb} exact dgemms)"
             _, *steps[name] = _timed(fast_path, pa.q, pa.scale, pb.q, pb.scale, blocks, ea, eb, params, res, to32,
                                      repeats=repeats)
-        steps[f"of which {nb} x numpy dgemm (n x n x n)"] = [nb * dgemm[0], nb * dgemm[1]]
-        steps["of which packing + epilogue (the rest)"] = [steps[name][0] - nb * dgemm[0],
-                                                          steps[name][1] - nb * dgemm[1]]
+        if corner:  # one dgemm and the corner's sgemms, about one numpy sgemm of the same size
+            sgemm = steps["numpy A @ B"]
+            floor = [dgemm[0] + sgemm[0], dgemm[1] + sgemm[1]]
+            steps["of which 1 x numpy dgemm + 1 x numpy sgemm (n x n x n)"] = floor
+        else:
+            floor = [nb * dgemm[0], nb * dgemm[1]]
+            steps[f"of which {nb} x numpy dgemm (n x n x n)"] = floor
+        steps["of which packing + epilogue (the rest)"] = [steps[name][0] - floor[0], steps[name][1] - floor[1]]
         if to32:
             def check():
-                bound.lost_rows(pa.raw, pa.q, pa.fb, tk)
-                bound.lost_rows(pb.raw, pb.q, pb.fb, tk)
-            _, *steps["guarantee check (lost_rows A, B)"] = _timed(check, repeats=repeats)
+                return bound.lost_rows(pa.raw, pa.q, pa.fb, tk), bound.lost_rows(pb.raw, pb.q, pb.fb, tk)
+            (lost_a, lost_b), *steps["guarantee check (lost_rows A, B)"] = _timed(check, repeats=repeats)
+            lost_a, lost_b = np.flatnonzero(lost_a), np.flatnonzero(lost_b)
+
+            def redo():
+                recompute32(pa.raw, pb.raw, lost_a, res, False)
+                recompute32(pb.raw, pa.raw, lost_b, res, True)
+            lost = f"{lost_a.size} + {lost_b.size}"
+            _, *steps[f"step 6: recompute32 of the lost rows ({lost})"] = _timed(redo, repeats=repeats)
         else:
             dropped = bound.dropped_weight(pairs, segs, params[words.W_SEG0_BITS], digits)
             _, *steps["guarantee check (fp64_doubtful)"] = _timed(
                 bound.fp64_doubtful, pa.raw, pa.gexp, pa.ref, pb.raw, pb.gexp, pb.ref, tk, w1 + 1, dropped, res,
                 repeats=repeats)
-        steps["first touch of a fresh n x n float64 array in compiled code"] = _first_touch(n, repeats)
+        plain, huge = _first_touch(n, repeats)
+        steps["first touch of a fresh n x n float64 array in compiled code"] = plain
+        if huge is not None:
+            steps["the same on huge pages (executor_mixpert_pack.fresh64)"] = huge
         out.append({"scheme": scheme_name, "config": cfg_label, "n": n, "steps": steps})
         for k, (cpu, wall) in steps.items():
             print(f"{scheme_name} {cfg_label} n={n} {k:45s} cpu {cpu * 1e3:9.1f} ms  wall {wall * 1e3:9.1f} ms",
@@ -506,11 +534,29 @@ def step_times(n: int, repeats: int) -> list[dict]:
     return out
 
 
-def _first_touch(n: int, repeats: int) -> list[float]:
+def _takes_corner(pa, pb, blocks, ea, eb, params, to32: bool) -> bool:
+    """Does the fast path run level IV's corner path here (one dgemm minus the corner
+    digits' sgemms, runtime/mixpert_corner.py)? False on code without it (``--code``)."""
+    try:
+        from mixjit.runtime.executor_mixpert_fast import PATH_CORNER, fast_path_threads
+    except ImportError:
+        return False
+    res = np.empty((pa.q.shape[0], pb.q.shape[0]))
+    return fast_path_threads(pa.q, pa.scale, pb.q, pb.scale, blocks, ea, eb, params, res, to32, False, False,
+                             False) == PATH_CORNER
+
+
+def _first_touch(n: int, repeats: int) -> tuple[list[float], list[float] | None]:
     """CPU and wall s that a fresh n x n float64 array allocated in compiled code costs
     over filling a reused one: its page faults (Numba's allocator, unlike numpy's,
-    does not ask for huge pages)."""
+    does not ask for huge pages); then the same for the executor's scratch arrays,
+    which do (``fresh64``; None on code without it, ``--code``)."""
     from numba import njit
+
+    try:
+        from mixjit.runtime.executor_mixpert_pack import fresh64
+    except ImportError:
+        fresh64 = None
 
     @njit
     def fill(out):
@@ -527,7 +573,16 @@ def _first_touch(n: int, repeats: int) -> list[float]:
     fill_new(2)
     _, *new = _timed(fill_new, n, repeats=repeats)
     _, *old = _timed(fill, buf, repeats=repeats)
-    return [new[0] - old[0], new[1] - old[1]]
+    huge = None
+    if fresh64 is not None:
+        @njit
+        def fill_huge(n):
+            return fill(fresh64(n, n))
+
+        fill_huge(2)
+        _, *hp = _timed(fill_huge, n, repeats=repeats)
+        huge = [hp[0] - old[0], hp[1] - old[1]]
+    return [new[0] - old[0], new[1] - old[1]], huge
 
 
 def _machine_line() -> str:
@@ -566,7 +621,10 @@ def _steps_section(data: dict) -> str:
         "Each step of the executor called alone on the same split operands, median CPU time",
         "(`time.process_time`) in ms; uniform [-1, 1] data, seed 0. \"numpy dgemm\" is",
         "numpy's float64 GEMM of the same size times the number of dgemms of the fast path",
-        "(the executor's BLAS floor); \"the rest\" is the fast path minus it.",
+        "(the executor's BLAS floor; level IV's corner path: one dgemm plus numpy's sgemm,",
+        "about what its K-chunked sgemms of the corner digits cost); \"the rest\" is the fast",
+        "path minus it. Step 6 recomputes the rows of the outputs whose inputs the split lost",
+        "(here: elements below 2^-21 of their group, a row or two on 4 M uniform values).",
         "",
     ]
     for p in phases:
@@ -578,7 +636,8 @@ def _steps_section(data: dict) -> str:
     for scheme, cfg, n in keys:
         by = {p: next((r for r in data[p]["rows"] if (r["scheme"], r["config"], r["n"]) == (scheme, cfg, n)), None)
               for p in phases}
-        names = list(dict.fromkeys(k for r in by.values() if r for k in r["steps"]))
+        # the latest phase's steps in its order, then the steps only older phases had
+        names = list(dict.fromkeys(k for p in reversed(phases) if by[p] for k in by[p]["steps"]))
         lines += [f"`{scheme}` `{cfg}`, n = {n}:", "",
                   "| step | " + " | ".join(f"{p} (ms)" for p in phases) + " |",
                   "|---|" + "---|" * len(phases)]
