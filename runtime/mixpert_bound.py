@@ -83,9 +83,9 @@ def _bound_operand(raw, gexp, ref, tk: int, w: int, side_b: bool, c: float):
     ``2^(E-W+1)`` (it bounds split + shift error, rounded or truncated), else 0;
     ``S`` the group's sum of |x| (rounded up), ``n`` the k-tile's length.
 
-    ``S`` is summed in k order, zero and non-finite elements adding an exact 0; the
-    grid test is branch-free (a count of off-grid elements), so the loop has no
-    data-dependent branch."""
+    ``S`` is summed in k order, zero and non-finite elements adding an exact 0, in a
+    loop of its own; the grid test is a separate branch-free loop (a count of
+    off-grid elements) that vectorises."""
     r, K = raw.shape
     nkt = gexp.shape[1]
     out = np.zeros((r, 4 * nkt))
@@ -103,17 +103,19 @@ def _bound_operand(raw, gexp, ref, tk: int, w: int, side_b: bool, c: float):
             k0 = t * tk
             k1 = min(k0 + tk, K)
             grid = e - w + 1
-            off = 0
             s = 0.0
             for k in range(k0, k1):
                 x = raw[i, np.uint64(k)]
-                u = np.float64(x).view(np.uint64)
-                be = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF))
-                use = (be != 0x7FF) & (x != 0.0)
+                use = math.isfinite(x) and x != 0.0
                 ax = abs(x)
                 v = ax * f if normal else _scaled(ax, -ref[i])
                 s += v if use else 0.0
+            off = 0
+            for k in range(k0, k1):
+                u = np.float64(raw[i, np.uint64(k)]).view(np.uint64)
+                be = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF))
                 m = np.int64(u) & low52
+                use = (be != 0x7FF) & ((m | be) != 0)
                 m = m | (np.int64(1) << 52) if be != 0 else m
                 lsb = be - 1075 if be != 0 else np.int64(-1074)
                 sh = grid - lsb
