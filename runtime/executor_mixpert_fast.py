@@ -35,7 +35,7 @@ from mixjit.runtime.exactsum import acc_add, acc_round, round32, round64_scaled
 from mixjit.runtime.executor_mixpert_pack import (EPILOGUE_NS_PER_BLOCK, PACK_NS, fresh64, huge_pages, pack_into,
                                                   threads_pay)
 from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEG0_BITS, W_SEGMENTS, W_TK, kept_pairs
-from mixjit.runtime.executor_mixpert_ziv import certain32, certain64, scaled_normal, times_pow2
+from mixjit.runtime.executor_mixpert_ziv import _MANTISSA64, certain32, certain64, scaled_normal, times_pow2
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.mixpert_corner import corner_applies, corner_products
 from mixjit.runtime.pair_blocks import BLOCK_BITS, BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, k_bits
@@ -272,6 +272,24 @@ _BLOCK_LIMBS = 8
 
 
 @cached_njit(nogil=True)
+def _round_exact(ds, blocks, i: int, j: int, acc, low: int, frac: int, ex: int, to32: bool) -> float:
+    """``RN(X[i, j])`` from the block results summed exactly in integer limbs
+    (:func:`epilogue_many`'s path for the outputs Ziv's test leaves in doubt)."""
+    acc[:] = 0
+    for b in range(ds.shape[0]):
+        v = ds[b, i, j]
+        if v != 0.0:
+            a = np.int64(abs(v) * 2.0**frac)
+            pos = blocks[b, BLOCK_SHIFT] - low
+            acc_add(acc, pos, a & np.int64(0x3FFFFFF), v < 0.0)
+            acc_add(acc, pos + 26, a >> 26, v < 0.0)
+    base = ex + low - frac
+    if to32:
+        return np.float64(np.float32(acc_round(acc, 24, -149, base))) + 0.0
+    return acc_round(acc, 53, -1074, base) + 0.0
+
+
+@cached_njit(nogil=True)
 def epilogue_many(ds, blocks, ea, eb, out, to32: bool, frac: int):
     """``out = RN(X)``, ``X = sum_b ds[b] 2^shift_b`` exactly (each ``ds[b]`` an exact
     block result): a TwoSum chain gives ``s`` and a bound on ``|X - s|``; where
@@ -282,7 +300,14 @@ def epilogue_many(ds, blocks, ea, eb, out, to32: bool, frac: int):
     k-tile is scaled by ``2^(E - E_ref) <= 1``, so it is a multiple of
     ``2^-(span_A + span_B)``. The limbs hold it in units of ``2^-frac``, ``frac``
     the widest span the fast path takes (``53 - ceil(log2 K) - max block bits``,
-    which also keeps every ``|ds[b]| 2^frac < 2^53``)."""
+    which also keeps every ``|ds[b]| 2^frac < 2^53``).
+
+    Float64 domain, one output row at a time: the TwoSum chain (:func:`block_sum`'s
+    arithmetic, in its order) and Ziv's test on the exponent bits
+    (:func:`certain64`'s branch for ``s`` of biased exponent 54 to 2046) run as
+    branch-free loops over the row, so that they vectorise; the outputs that branch
+    does not certify (zero or tiny sums, ranges near the limits, doubt) take the
+    scalar path after it, the same code as before."""
     nb, m, n = ds.shape
     w = np.empty(nb)
     low = blocks[:, BLOCK_SHIFT].min()
@@ -290,34 +315,69 @@ def epilogue_many(ds, blocks, ea, eb, out, to32: bool, frac: int):
         w[b] = 2.0 ** blocks[b, BLOCK_SHIFT]
     acc = np.zeros(_BLOCK_LIMBS, dtype=np.int64)
     slack = 1.0 + 2.0 * (nb + 2) * 2.0**-53
-    for i in range(m):
-        for j in range(n):
-            t, e2, mag = block_sum(ds, w, i, j)
-            # X = t + e2 + (error of the float sum lo), the latter <= nb u sum|e|
-            err = (abs(e2) + nb * 2.0**-53 * mag) * slack
-            ex = ea[i] + eb[j]
-            if to32:
+    if to32:
+        for i in range(m):
+            for j in range(n):
+                t, e2, mag = block_sum(ds, w, i, j)
+                # X = t + e2 + (error of the float sum lo), the latter <= nb u sum|e|
+                err = (abs(e2) + nb * 2.0**-53 * mag) * slack
+                ex = ea[i] + eb[j]
                 val = times_pow2(t, ex)  # float32-domain sums are far inside float64's range
                 if (t != 0.0 or mag == 0.0) and certain32(val, times_pow2(err, ex)):
                     out[i, j] = np.float64(np.float32(val)) + 0.0
                     continue
-            else:
-                if t == 0.0 and mag == 0.0:
-                    out[i, j] = 0.0
-                    continue
-                if certain64(t, err, ex):
-                    out[i, j] = scaled_normal(t, ex)
-                    continue
-            acc[:] = 0
-            for b in range(nb):
-                v = ds[b, i, j]
-                if v != 0.0:
-                    a = np.int64(abs(v) * 2.0**frac)
-                    pos = blocks[b, BLOCK_SHIFT] - low
-                    acc_add(acc, pos, a & np.int64(0x3FFFFFF), v < 0.0)
-                    acc_add(acc, pos + 26, a >> 26, v < 0.0)
-            base = ex + low - frac
-            if to32:
-                out[i, j] = np.float64(np.float32(acc_round(acc, 24, -149, base))) + 0.0
-            else:
-                out[i, j] = acc_round(acc, 53, -1074, base) + 0.0
+                out[i, j] = _round_exact(ds, blocks, i, j, acc, low, frac, ex, to32)
+        return
+    hi = np.empty(n)
+    lo = np.empty(n)
+    mag = np.empty(n)
+    done = np.empty(n, dtype=np.bool_)
+    for i in range(m):
+        w0 = w[0]
+        for j in range(n):
+            hi[j] = ds[0, i, j] * w0
+            lo[j] = 0.0
+            mag[j] = 0.0
+        for b in range(1, nb):
+            wb = w[b]
+            for j in range(n):
+                y = ds[b, i, j] * wb
+                h = hi[j]
+                t = h + y
+                bb = t - h
+                e = (h - (t - bb)) + (y - bb)
+                hi[j] = t
+                lo[j] += e
+                mag[j] += abs(e)
+        for j in range(n):
+            h = hi[j]
+            lw = lo[j]
+            t = h + lw
+            bb = t - h
+            e2 = (h - (t - bb)) + (lw - bb)
+            err = (abs(e2) + nb * 2.0**-53 * mag[j]) * slack
+            ex = ea[i] + eb[j]
+            # certain64's exponent-bit branch, as selects
+            u = np.float64(t).view(np.uint64) & np.uint64(0x7FFFFFFFFFFFFFFF)
+            be = np.int64(u >> np.uint64(52))
+            half = np.uint64(np.uint64(max(be - 53, 1)) << np.uint64(52)).view(np.float64)
+            half = half * 0.5 if (u & _MANTISSA64) == 0 else half
+            ok = (be >= 54) & (be != 2047) & (be + ex >= 2) & (be + ex <= 2045) & (err < half)
+            hi[j] = np.uint64(np.float64(t).view(np.uint64) + np.uint64(np.uint64(ex) << np.uint64(52))).view(
+                np.float64) if ok else t
+            lo[j] = err
+            done[j] = ok
+        for j in range(n):
+            if done[j]:
+                out[i, j] = hi[j]
+                continue
+            # certain64 with its other branches, and the exact sum: the code before
+            t = hi[j]
+            if t == 0.0 and mag[j] == 0.0:
+                out[i, j] = 0.0
+                continue
+            ex = ea[i] + eb[j]
+            if certain64(t, lo[j], ex):
+                out[i, j] = scaled_normal(t, ex)
+                continue
+            out[i, j] = _round_exact(ds, blocks, i, j, acc, low, frac, ex, to32)

@@ -81,12 +81,21 @@ def _bound_operand(raw, gexp, ref, tk: int, w: int, side_b: bool, c: float):
     columns, A: ``[delta, S, n delta, c n 2^E]``, B: ``[S, delta, delta, 2^E]``, with
     ``delta = 2^(E-W+2)`` where some element of the group is not on its grid
     ``2^(E-W+1)`` (it bounds split + shift error, rounded or truncated), else 0;
-    ``S`` the group's sum of |x| (rounded up), ``n`` the k-tile's length."""
+    ``S`` the group's sum of |x| (rounded up), ``n`` the k-tile's length.
+
+    ``S`` is summed in k order, zero and non-finite elements adding an exact 0, in a
+    loop of its own; the grid test is a separate branch-free loop (a count of
+    off-grid elements) that vectorises."""
     r, K = raw.shape
     nkt = gexp.shape[1]
     out = np.zeros((r, 4 * nkt))
     up = 1.0 + 2.0 * (tk + 2) * _U64
+    low52 = np.int64(0xFFFFFFFFFFFFF)
     for i in range(r):
+        # 2^-ref is normal for every row but those of extreme ranges: one multiplication
+        # gives _scaled's bits there; the rest call _scaled per element
+        normal = -1022 <= -ref[i] <= 1023
+        f = _pow2(-ref[i])
         for t in range(nkt):
             e = gexp[i, t]
             if e == ZERO_EXP:
@@ -94,24 +103,25 @@ def _bound_operand(raw, gexp, ref, tk: int, w: int, side_b: bool, c: float):
             k0 = t * tk
             k1 = min(k0 + tk, K)
             grid = e - w + 1
-            exact = True
             s = 0.0
             for k in range(k0, k1):
-                x = raw[i, k]
-                if x == 0.0 or not math.isfinite(x):
-                    continue
-                s += _scaled(abs(x), -ref[i])
-                u = np.float64(x).view(np.uint64)
+                x = raw[i, np.uint64(k)]
+                use = math.isfinite(x) and x != 0.0
+                ax = abs(x)
+                v = ax * f if normal else _scaled(ax, -ref[i])
+                s += v if use else 0.0
+            off = 0
+            for k in range(k0, k1):
+                u = np.float64(raw[i, np.uint64(k)]).view(np.uint64)
                 be = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF))
-                m = np.int64(u & np.uint64(0xFFFFFFFFFFFFF))
-                lsb = np.int64(-1074)
-                if be != 0:
-                    m |= np.int64(1) << 52
-                    lsb = be - 1075
+                m = np.int64(u) & low52
+                use = (be != 0x7FF) & ((m | be) != 0)
+                m = m | (np.int64(1) << 52) if be != 0 else m
+                lsb = be - 1075 if be != 0 else np.int64(-1074)
                 sh = grid - lsb
-                if sh > 0 and (sh >= 53 or (m & ((np.int64(1) << sh) - 1)) != 0):
-                    exact = False
-            delta = _pow2(e - ref[i] - w + 2) if not exact else 0.0
+                mask = (np.int64(1) << min(max(sh, 0), 62)) - 1
+                off += np.int64(use & (sh > 0) & ((sh >= 53) | ((m & mask) != 0)))
+            delta = _pow2(e - ref[i] - w + 2) if off else 0.0
             sc = s * up + (k1 - k0) * _TINY  # scaled |x| that underflowed
             top = _pow2(e - ref[i])
             if side_b:
@@ -140,6 +150,25 @@ def _abs_dot(x, y, sx: int, sy: int) -> float:
 
 
 @cached_njit(nogil=True)
+def _scaled_abs_row(out, x, sx: int) -> None:
+    """``out[k] = |x_k| 2^-sx`` as :func:`_abs_dot` scales it (``_scaled``), 0 for zero
+    and non-finite elements: :func:`_abs_dot`'s products are ``out_x[k] * out_y[k]``."""
+    normal = -1022 <= -sx <= 1023
+    f = _pow2(-sx)
+    for k in range(x.shape[0]):
+        a = x[k]
+        u = np.float64(a).view(np.uint64)
+        use = ((u & np.uint64(0x7FF0000000000000)) != np.uint64(0x7FF0000000000000)) & (a != 0.0)
+        v = abs(a) * f if normal else _scaled(abs(a), -sx)
+        out[k] = v if use else 0.0
+
+
+#: the Err GEMM is written out per output (no BLAS call, no m x n array) up to this
+#: many columns (4 per k-tile), and runs as one BLAS GEMM beyond
+_INLINE_ERR_COLUMNS = 8
+
+
+@cached_njit(nogil=True)
 def fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, dropped: float, c):
     """Outputs (m x n booleans) of a float64-domain product ``c = RN64(X)`` whose
     error bound does not prove ``|X - AB| (1+u) <= (gamma_K - u) |A||B|`` (so that
@@ -147,7 +176,18 @@ def fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, dropped
     ``2^-(ref_A(i) + ref_B(j))``; every rounding of the check is covered by a
     safety factor. ``|A||B| >= |AB| >= |X| - Err`` certifies almost every output
     from ``c`` itself; the rest (cancellation) get ``(|A||B|)_ij`` from one dot
-    product of absolute values each."""
+    product of absolute values each.
+
+    Two shortcuts, neither of which keeps an output the plain check would recompute:
+    with at most :data:`_INLINE_ERR_COLUMNS` bound columns (one or two k-tiles) Err
+    is summed per output instead of by a BLAS GEMM and raised by its own rounding
+    bound, so it is never below the GEMM's (a larger Err only recomputes more, and
+    only outputs within ~2^-48 of the threshold); and where many outputs need the
+    dot product, it is summed with eight running sums from scaled rows built once,
+    which brackets the sequential sum, and the sequential sum decides only where the
+    bracket straddles the threshold (the same decision). The dot products (BLAS, any
+    order) are within ``gamma_K`` of the exact sum of the same rounded products, as the
+    sequential sum is: the bracket is twice that."""
     m, K = araw.shape
     n = braw.shape[0]
     nkt = agexp.shape[1]
@@ -157,15 +197,31 @@ def fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, dropped
     xa = _bound_operand(araw, agexp, aref, tk, w, False, cd)
     yb = _bound_operand(braw, bgexp, bref, tk, w, True, cd)
     nb = 4 * nkt
-    err = np.dot(xa, yb.T)
+    inline = nb <= _INLINE_ERR_COLUMNS
+    err = np.empty((0, 0)) if inline else np.dot(xa, yb.T)
     err_up = (1.0 + 4.0 * (nb + 2) * _U64) * (1.0 + _U64)
     err_abs = 4.0 * (nb + 2) * _TINY
+    # the per-output sum is within (nb + 1) u of the exact Err, as the GEMM's is: this
+    # factor and term put it at or above any order's result
+    inl_up = 1.0 + 4.0 * (nb + 2) * _U64
+    inl_abs = 4.0 * (nb + 2) * _TINY
     tol = (K * _U64 / (1.0 - K * _U64) - _U64) * (1.0 - 2.0**-40)
     dot_down = 1.0 - 2.0 * (K + 2) * _U64 / (1.0 - (K + 2) * _U64)
     doubt = np.zeros((m, n), dtype=np.bool_)
+    pending = 0
+    # pass 1: certify from |c|; the rest are marked in doubt (pending)
+    pend_rows = np.zeros(m, dtype=np.int64)
+    pend_cols = np.zeros(n, dtype=np.bool_)
     for i in range(m):
         for j in range(n):
-            e = err[i, j] * err_up + err_abs
+            if inline:
+                v = 0.0
+                for q in range(nb):
+                    v += xa[i, q] * yb[j, q]
+                ev = v * inl_up + inl_abs
+            else:
+                ev = err[i, j]
+            e = ev * err_up + err_abs
             if e == 0.0:
                 continue  # X = AB exactly
             # |A||B| >= |X| - Err >= |c| (1 - u) - 2^-1075 - Err (c = RN64(X)), scaled
@@ -173,6 +229,47 @@ def fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, dropped
             cs = _scaled(abs(c[i, j]), -sc) * (1.0 - 2.0 * _U64) - _pow2(-1075 - sc) - 2.0 * _TINY
             if math.isfinite(cs) and e <= tol * (cs - e):
                 continue
+            doubt[i, j] = True
+            pend_rows[i] += 1
+            pend_cols[j] = True
+            pending += 1
+    if pending == 0:
+        return doubt
+    # pass 2: the pending outputs, |A||B| from a dot product of absolute values
+    fast = pending > m + n  # scaled rows cost about m + n dot products to build
+    sb = np.zeros((n if fast else 0, K))
+    if fast:
+        for j in range(n):
+            if pend_cols[j]:
+                _scaled_abs_row(sb[j], braw[j], bref[j])
+    sa = np.zeros(K)
+    bracket = 4.0 * (K + 2) * _U64
+    for i in range(m):
+        if pend_rows[i] == 0:
+            continue
+        if fast:
+            _scaled_abs_row(sa, araw[i], aref[i])
+        for j in range(n):
+            if not doubt[i, j]:
+                continue
+            if inline:
+                v = 0.0
+                for q in range(nb):
+                    v += xa[i, q] * yb[j, q]
+                ev = v * inl_up + inl_abs
+            else:
+                ev = err[i, j]
+            e = ev * err_up + err_abs
+            if fast:
+                # the sequential sum lies in [lo, hi]; the decision is monotone in it
+                d = np.dot(sa, sb[j])  # any order: the bracket covers it
+                hi = d * (1.0 + bracket) + 2.0 * (K + 2) * _TINY
+                lo = d * (1.0 - bracket) - 2.0 * (K + 2) * _TINY
+                if e > tol * ((hi - (K + 2) * _TINY) * dot_down):
+                    continue  # doubtful whatever the sequential sum
+                if not e > tol * ((lo - (K + 2) * _TINY) * dot_down):
+                    doubt[i, j] = False
+                    continue
             low = _abs_dot(araw[i], braw[j], aref[i], bref[j])
             low = (low - (K + 2) * _TINY) * dot_down
             doubt[i, j] = e > tol * low

@@ -7,6 +7,7 @@
     python tools/bench_executor.py --fp64 --sizes 512 1024 2048 --repeats 3
     python tools/bench_executor.py --steps --sizes 2048 --repeats 3   # time of each step
     python tools/bench_executor.py --threads --sizes 64 256 512 1024 2048  # threads on / off
+    python tools/bench_executor.py --fp64-steps --sizes 1024 2048 --repeats 3 --label before  # mixpert-fp64 steps
 
 Speed mode times ``mixjit.gemm(A, B, "mixpert", "level=IV")`` (splitting both
 operands included) and ``A @ B`` in float32 side by side, alternating, several
@@ -42,6 +43,11 @@ the whole call; ``--label before|after`` files the run under that name in
 docs/executor_speed_steps.json (with ``--code``, an older commit: the steps are
 called through functions whose signatures both versions share) and the generated
 section ``steps`` of docs/executor_speed.md shows both.
+
+``--fp64-steps`` times each step of ``mixpert-fp64``'s most precise config alone on
+the ``--fp64`` data (uniform, normal, wide), numpy's dgemm beside it, filed under
+``--label`` in docs/executor_speed_fp64_steps.json; it rewrites the generated section
+``fp64-steps`` of docs/executor_speed.md.
 
 ``--threads`` times whole calls of the same three configs with Numba's threads as
 the process has them and with ``numba.set_num_threads(1)``, alternating call by
@@ -585,6 +591,136 @@ def _first_touch(n: int, repeats: int) -> tuple[list[float], list[float] | None]
     return [new[0] - old[0], new[1] - old[1]], huge
 
 
+#: raw numbers of --fp64-steps (before / after, like STEPS_JSON)
+FP64_STEPS_JSON = DOC.with_name("executor_speed_fp64_steps.json")
+
+
+def fp64_step_times(n: int, repeats: int) -> list[dict]:
+    """mixpert-fp64's most precise config, each step alone (median CPU and wall s) on
+    every FP64_DATA distribution, beside numpy's dgemm in the same run. Only functions
+    whose signatures older commits share are called (see --code)."""
+    from mixjit.runtime import executor_mixpert_split as split
+    from mixjit.runtime import executor_mixpert_words as words
+    from mixjit.runtime import mixpert_bound as bound
+    from mixjit.runtime.executor_mixpert_driver import mixpert_gemm
+    from mixjit.runtime.executor_mixpert_fast import epilogue_many, fast_path
+    from mixjit.runtime.executor_mixpert_pack import pack_block
+    from mixjit.runtime.pair_blocks import BLOCK_BITS, BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, SPAN_RESERVE, k_bits
+    from mixjit.runtime.pair_blocks import plan_block_array
+    from mixjit.runtime.segments import width
+
+    scheme = get_scheme("mixpert-fp64")
+    cfg = scheme.default_config(np.float64)
+    params = np.asarray(cfg.words(), dtype=np.int64)
+    segs, digits, tk, seg0 = params[words.W_SEGMENTS], params[words.W_DIGITS], params[words.W_TK], params[
+        words.W_SEG0_BITS]
+    pairs = words.kept_pairs(params)
+    w = width(segs, seg0, digits)
+    out = []
+    for dist, sample in FP64_DATA.items():
+        rng = np.random.default_rng(0)
+        a, b = sample(rng, (n, n)), sample(rng, (n, n))
+        c = np.empty((n, n))
+        stats = np.zeros(words.N_STATS, dtype=np.int64)
+        mixpert_gemm(a, b, c, params, stats)  # compile / load
+        st = {}
+        _, *st["whole call (mixpert_gemm)"] = _timed(mixpert_gemm, a, b, c, params, stats, repeats=repeats)
+        _, *st["numpy A @ B"] = _timed(lambda: a @ b, repeats=repeats)
+        ra, *st["row form A"] = _timed(split.row_form, a, False, False, repeats=repeats)
+        rb, *st["row form B (transposed)"] = _timed(split.row_form, b, True, False, repeats=repeats)
+        pa, *st["split A"] = _timed(split.split_rows, ra, False, params, repeats=repeats)
+        pb, *st["split B"] = _timed(split.split_rows, rb, True, params, repeats=repeats)
+        blocks, _ = plan_block_array(pairs, segs, seg0, n, digits, min(pa.span.max() + pb.span.max(), SPAN_RESERVE))
+        nb = blocks.shape[0]
+        ea, eb = pa.ref - (w - 1), pb.ref - (w - 1)
+        res = np.empty((n, n))
+        name = f"fast path ({nb} exact dgemms)"
+        _, *st[name] = _timed(fast_path, pa.q, pa.scale, pb.q, pb.scale, blocks, ea, eb, params, res, False,
+                              repeats=repeats)
+        rows = np.arange(n)
+        ds = np.empty((nb, n, n))
+        xs = [pack_block(pa.q, pa.scale, rows, 0, n, blocks[k, BLOCK_I0], blocks[k, BLOCK_I1], segs, digits, tk, False)
+              for k in range(nb)]
+        ys = [pack_block(pb.q, pb.scale, rows, 0, n, blocks[k, BLOCK_J0], blocks[k, BLOCK_J1], segs, digits, tk, False)
+              for k in range(nb)]
+
+        def dgemms():
+            for k in range(nb):
+                np.dot(xs[k], ys[k].T, ds[k])
+
+        dg_name = f"of which the {nb} block dgemms (the same BLAS calls, timed alone)"
+        _, *st[dg_name] = _timed(dgemms, repeats=repeats)
+        st["of which the rest (packing, epilogue, fresh arrays)"] = [st[name][0] - st[dg_name][0],
+                                                                    st[name][1] - st[dg_name][1]]
+        del xs, ys
+        frac = 53 - k_bits(n) - blocks[:, BLOCK_BITS].max()
+        out64 = np.empty((n, n))
+        _, *st["epilogue_many alone (block results given)"] = _timed(epilogue_many, ds, blocks, ea, eb, out64, False,
+                                                                     frac, repeats=repeats)
+        dropped = bound.dropped_weight(pairs, segs, seg0, digits)
+        doubt, *st["guarantee check (fp64_doubtful)"] = _timed(
+            bound.fp64_doubtful, pa.raw, pa.gexp, pa.ref, pb.raw, pb.gexp, pb.ref, tk, w, dropped, res,
+            repeats=repeats)
+        _, *st["recompute (the doubtful outputs)"] = _timed(bound.recompute, pa.raw, pb.raw, doubt, res.copy(), False,
+                                                            repeats=repeats)
+        st["first touch of a fresh n x n float64 array in compiled code"] = _first_touch(n, repeats)
+        rec = {"data": dist, "n": n, "config": cfg.label, "recomputed": int(doubt.sum()), "steps": st}
+        out.append(rec)
+        for k, (cpu, wall) in st.items():
+            print(f"mixpert-fp64 {dist} n={n} {k:55s} cpu {cpu * 1e3:9.1f} ms  wall {wall * 1e3:9.1f} ms", flush=True)
+    return out
+
+
+def fp64_steps(sizes: list[int], repeats: int, label: str, commit: str | None, write: bool) -> None:
+    """--fp64-steps: :func:`fp64_step_times`, filed under ``label`` in FP64_STEPS_JSON;
+    rewrites the ``fp64-steps`` section of docs/executor_speed.md."""
+    rows = [r for n in sizes for r in fp64_step_times(n, repeats)]
+    if not write:
+        return
+    data = json.loads(FP64_STEPS_JSON.read_text()) if FP64_STEPS_JSON.exists() else {}
+    data[label] = {"commit": commit or _head(), "repeats": repeats, "machine": _machine_line(),
+                   "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows}
+    FP64_STEPS_JSON.write_text(json.dumps(data, indent=1) + "\n")
+    replace_generated_section(DOC, "fp64-steps", _fp64_steps_section(data))
+    print(f"wrote {FP64_STEPS_JSON} and {DOC}")
+
+
+def _fp64_steps_section(data: dict) -> str:
+    phases = [p for p in ("before", "after") if p in data]
+    lines = [
+        "### mixpert-fp64: each step alone",
+        "",
+        "Written by `tools/bench_executor.py --fp64-steps` (raw numbers: docs/executor_speed_fp64_steps.json).",
+        "`mixpert-fp64`'s most precise config; each step called alone on the same split operands,",
+        "median CPU time (`time.process_time`) in ms, beside numpy's float64 `A @ B` of the same",
+        "operands in the same run; data as in the section above (seed 0). \"The rest\" is the fast",
+        "path minus its block dgemms timed alone on the same packed operands; `epilogue_many` is",
+        "timed on those block results. The whole call is row forms + splits + fast path + check +",
+        "recompute + copies. The ratio is that of two medians measured minutes apart on a shared",
+        "machine; the `--fp64` table above alternates the two calls and is the steadier ratio.",
+        "",
+    ]
+    for p in phases:
+        d = data[p]
+        lines.append(f"- {p}: commit {d['commit']}, {d['date']}, medians of {d['repeats']}; {d['machine']}")
+    lines.append("")
+    keys = sorted({(r["n"], r["data"]) for p in phases for r in data[p]["rows"]})
+    for n, dist in keys:
+        by = {p: next((r for r in data[p]["rows"] if (r["n"], r["data"]) == (n, dist)), None) for p in phases}
+        names = list(dict.fromkeys(k for r in by.values() if r for k in r["steps"]))
+        lines += [f"{dist}, n = {n}:", "", "| step | " + " | ".join(f"{p} (ms)" for p in phases) + " |",
+                  "|---|" + "---|" * len(phases)]
+        for k in names:
+            cells = [f"{by[p]['steps'][k][0] * 1e3:.1f}" if by[p] and k in by[p]["steps"] else "-" for p in phases]
+            lines.append(f"| {k} | " + " | ".join(cells) + " |")
+        lines.append("| outputs recomputed | " + " | ".join(str(by[p]["recomputed"]) if by[p] else "-"
+                                                         for p in phases) + " |")
+        ratio = [f"{by[p]['steps']['whole call (mixpert_gemm)'][0] / by[p]['steps']['numpy A @ B'][0]:.2f}x"
+                 if by[p] else "-" for p in phases]
+        lines += ["| whole call / numpy | " + " | ".join(ratio) + " |", ""]
+    return "\n".join(lines).rstrip()
+
+
 def _machine_line() -> str:
     """CPU, thread counts, BLAS threads and the load: what a timing depends on."""
     import numba
@@ -830,8 +966,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", action="store_true", help="time each step of the executor alone")
     p.add_argument("--label", choices=("before", "after"), default="after", help="with --steps: file the run as")
     p.add_argument("--threads", action="store_true", help="threads on / off, whole calls and the forced fast path")
+    p.add_argument("--fp64-steps", action="store_true", help="mixpert-fp64: each step alone (--label as --steps)")
     args = p.parse_args(argv)
-    if args.steps:
+    if args.fp64_steps:
+        fp64_steps(args.sizes, args.repeats, args.label, args.commit, not args.no_write)
+    elif args.steps:
         steps(args.sizes, args.repeats, args.label, args.commit, not args.no_write)
     elif args.threads:
         threads(args.sizes, args.repeats, not args.no_write)
