@@ -212,6 +212,8 @@ def fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, dropped
     # pass 1: certify from |c|; the rest are marked in doubt (pending)
     pend_rows = np.zeros(m, dtype=np.int64)
     pend_cols = np.zeros(n, dtype=np.bool_)
+    # Err at (i, j) is written out here and in pass 2 alike: a helper taking the arrays
+    # (even inlined) adds reference counting per output, 9% of a 1024^3 call measured
     for i in range(m):
         for j in range(n):
             if inline:
