@@ -30,7 +30,8 @@ compile is small:
 
 * ``EXEC_NATIVE`` (built in: no scheme declares it): BLAS through Numba's ``numba_xxgemm`` helper, the same call
   ``np.dot`` makes (operands with unit stride in one dimension are passed in
-  place, others are copied). With beta != 0, or when C overlaps A or B, or C
+  place, others are copied); gemv or dot when A has one row or B one column, as
+  ``np.dot`` chooses (``_native_vector``). With beta != 0, or when C overlaps A or B, or C
   is not BLAS-addressable, the product goes to a temporary first and
   ``C = alpha * T + beta * C`` follows element by element: exactly the
   arithmetic of Numba's ``C -= A @ B`` (so results equal plain Numba bit for
@@ -452,6 +453,11 @@ def _view(typingctx, ptr, rows, cols, s0, s1, dtype):
     return sig, codegen
 
 
+def _blas_kind(dtype):
+    """Numba's BLAS helpers' kind character for a float dtype."""
+    return llir.IntType(8)(ord("d" if dtype == types.float64 else "s"))
+
+
 @intrinsic
 def _xxgemm(typingctx, a, b, c, trans_a, ld_a, trans_b, ld_b, ld_c, alpha):
     """BLAS ``c = alpha * a @ b`` on row-major-addressed 2-D arrays through Numba's
@@ -485,12 +491,66 @@ def _xxgemm(typingctx, a, b, c, trans_a, ld_a, trans_b, ld_b, ld_c, alpha):
         alpha_v = context.cast(builder, alpha, sig.args[-1], dtype)
         zero = context.get_constant_generic(builder, dtype, 0.0)
 
-        kind = i8(ord("d" if dtype == types.float64 else "s"))
         return builder.call(fn, [
-            kind, trans_char(tb), trans_char(ta), n, m, k,
+            _blas_kind(dtype), trans_char(tb), trans_char(ta), n, m, k,
             slot(alpha_v), builder.bitcast(bv.data, voidp), ldb,
             builder.bitcast(av.data, voidp), lda,
             slot(zero), builder.bitcast(cv.data, voidp), ldc,
+        ])
+
+    return sig, codegen
+
+
+@intrinsic
+def _xxdot(typingctx, k, x, y, out):
+    """``out[0, 0] = x . y`` over k unit-stride elements by BLAS dot through Numba's
+    ``numba_xxdot`` helper: what ``np.dot`` runs in Numba for a (1, k) @ (k, 1)
+    product. Returns the helper's status (0 = done)."""
+    sig = types.int32(k, x, y, out)
+
+    def codegen(context, builder, sig, args):
+        dtype = sig.args[1].dtype
+        xv, yv, ov = (make_array(t)(context, builder, v) for t, v in zip(sig.args[1:], args[1:]))
+        intp = context.get_value_type(types.intp)
+        i8 = llir.IntType(8)
+        voidp = i8.as_pointer()
+        fnty = llir.FunctionType(llir.IntType(32), [i8, i8, intp, voidp, voidp, voidp])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "numba_xxdot")
+        n = context.cast(builder, args[0], sig.args[0], types.intp)
+        pointers = [builder.bitcast(v.data, voidp) for v in (xv, yv, ov)]
+        return builder.call(fn, [_blas_kind(dtype), i8(0), n, *pointers])
+
+    return sig, codegen
+
+
+@intrinsic
+def _xxgemv(typingctx, trans, rows, cols, a, lda, x, y):
+    """``y = op(a) @ x`` (alpha 1, beta 0) by BLAS gemv through Numba's
+    ``numba_xxgemv`` helper, in its column-major terms: ``a`` is rows x cols
+    stored column by column with leading dimension ``lda``, op transposes it when
+    ``trans`` != 0; x and y have unit stride. Returns the helper's status."""
+    sig = types.int32(trans, rows, cols, a, lda, x, y)
+
+    def codegen(context, builder, sig, args):
+        dtype = sig.args[3].dtype
+        av, xv, yv = (make_array(sig.args[i])(context, builder, args[i]) for i in (3, 5, 6))
+        intp = context.get_value_type(types.intp)
+        i8 = llir.IntType(8)
+        voidp = i8.as_pointer()
+        fnty = llir.FunctionType(
+            llir.IntType(32), [i8, i8, intp, intp, voidp, voidp, intp, voidp, voidp, voidp])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "numba_xxgemv")
+        is_t = builder.icmp_signed("!=", args[0], args[0].type(0))
+        trans_c = builder.select(is_t, i8(ord("t")), i8(ord("n")))
+
+        def slot(value):
+            v = context.get_constant_generic(builder, dtype, value)
+            return builder.bitcast(cgutils.alloca_once_value(builder, v), voidp)
+
+        r, c, ld = (context.cast(builder, args[i], sig.args[i], types.intp) for i in (1, 2, 4))
+        return builder.call(fn, [
+            _blas_kind(dtype), trans_c, r, c, slot(1.0), builder.bitcast(av.data, voidp), ld,
+            builder.bitcast(xv.data, voidp), slot(0.0), builder.bitcast(yv.data, voidp),
         ])
 
     return sig, codegen
@@ -585,6 +645,9 @@ def _native(dt, isz, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1
     tc, ldc = _blas_layout(m, n, cs0, cs1, isz)
     if max(lda, ldb, ldc) > _INT_MAX:
         return ENTRY_TOO_LARGE
+    if m == 1 or n == 1:
+        status = _native_vector(m, n, k, av, ta, lda, as1 == isz, bv, tb, ldb, bs0 == isz, cv, alpha, beta)
+        return ENTRY_OK if status == 0 else ENTRY_BLAS_FAILED
     pc = _address(c)
     direct = (
         tc == 0
@@ -600,6 +663,35 @@ def _native(dt, isz, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1
         if status == 0:
             _axpby(cv, tmp, alpha, beta)
     return ENTRY_OK if status == 0 else ENTRY_BLAS_FAILED
+
+
+@njit
+def _native_vector(m, n, k, a, ta, lda, a_row_unit, b, tb, ldb, b_col_unit, c, alpha, beta):
+    """A product with one row (m == 1) or one column (n == 1) as Numba's ``np.dot``
+    computes it (numba/np/linalg.py, ``dot_3_mm``): BLAS dot for (1, k) @ (k, 1),
+    gemv otherwise (a BLAS gemm of the same operands may round differently), into a
+    temporary; then ``C = alpha * T + beta * C``. A row-by-row operand is read as
+    Numba reads a C-ordered one, column by column as an F-ordered one; a vector
+    operand without unit stride is copied first, as Numba does."""
+    tmp = np.empty((m, n), c.dtype)
+    if n == 1:
+        y = b if (b_col_unit or k == 1) else _copy_c(b)
+        if m == 1:
+            x = a if (a_row_unit or k == 1) else _copy_c(a)
+            status = _xxdot(k, x, y, tmp)
+        elif ta == 0:
+            status = _xxgemv(1, k, m, a, lda, y, tmp)
+        else:
+            status = _xxgemv(0, m, k, a, lda, y, tmp)
+    else:
+        x = a if (a_row_unit or k == 1) else _copy_c(a)
+        if tb == 0:
+            status = _xxgemv(0, n, k, b, ldb, x, tmp)
+        else:
+            status = _xxgemv(1, k, n, b, ldb, x, tmp)
+    if status == 0:
+        _axpby(c, tmp, alpha, beta)
+    return status
 
 
 @njit

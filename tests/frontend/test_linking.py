@@ -258,6 +258,45 @@ def test_fused_updates_equal_plain_numba_bit_for_bit():
     assert "numba_xxgemm" not in llvm_ir
 
 
+@njit(pipeline_class=LINK_ALL)
+def _product_and_update(c, a, b):
+    p = a @ b
+    c -= a @ b
+    return p, c
+
+
+@njit
+def _product_and_update_plain(c, a, b):
+    p = a @ b
+    c -= a @ b
+    return p, c
+
+
+def _vector_operands(dtype, layout, m, k, n):
+    a = RNG.standard_normal((m, 2 * k)).astype(dtype)[:, ::2]  # 'A': strided rows
+    b = RNG.standard_normal((k, n)).astype(dtype)
+    if layout == "C":
+        a = np.ascontiguousarray(a)
+    elif layout == "F":
+        a, b = np.asfortranarray(a), np.asfortranarray(b)
+    return a, b, RNG.standard_normal((m, n)).astype(dtype)
+
+
+@pytest.mark.filterwarnings("ignore:'@' is faster on contiguous arrays")
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("layout", ["C", "F", "A"])
+def test_native_row_and_column_products_equal_plain_numba_bit_for_bit(dtype, layout):
+    # Numba's np.dot runs BLAS dot for (1, k) @ (k, 1) and gemv when m or n is 1;
+    # a gemm of the same operands rounds differently, so the native site must
+    # follow the same choice.
+    for m, k, n in [(1, 37, 1), (1, 37, 9), (9, 37, 1), (1, 1, 1), (5, 1, 1), (1, 1, 5)]:
+        a, b, c = _vector_operands(dtype, layout, m, k, n)
+        got = _product_and_update(c.copy(), a, b)
+        want = _product_and_update_plain(c.copy(), a, b)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w, err_msg=f"{m}x{k}x{n} {layout} {dtype.__name__}")
+
+
 def test_fused_update_found_with_alpha_beta():
     def record(state):
         record.calls = find_sites(state).calls
