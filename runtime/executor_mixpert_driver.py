@@ -61,6 +61,7 @@ from mixjit.runtime.executor_mixpert_words import (
     params_ok,
 )
 from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.lazy_link import unlinked
 from mixjit.runtime.lazy_mixpert import general_gemm, general_gemm_lazy
 from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, lost_rows, recompute
 from mixjit.runtime.mixpert_wide import WIDE_LIMIT, fast32_certified, plan_wide_blocks
@@ -201,6 +202,11 @@ ON_DEMAND_PATHS = (fast_path, fast32_certified, certified, exact_elements, exact
                    recompute, nonfinite_rule, exact_sets, lost_rows, tf32_split)
 
 
+#: the small path as the sites' kernel calls it: through an address cell, so its code is
+#: compiled once, not again inside every executor (runtime/lazy_link.py)
+_small_gemm_unlinked = unlinked(small_gemm)
+
+
 @cached_njit(nogil=True, inline="always")
 def mixpert_gemm(a, b, c, params, stats) -> int:
     """``C = A @ B`` under the MixPert semantics: ``a`` (m x k), ``b`` (k x n), ``c``
@@ -216,7 +222,7 @@ def mixpert_gemm(a, b, c, params, stats) -> int:
         return ERR_SHAPE
     if c.shape[0] != a.shape[0] or c.shape[1] != b.shape[1]:
         return ERR_SHAPE
-    status = small_gemm(a, b, c, params, stats, small_max_work(params))
+    status = _small_gemm_unlinked(a, b, c, params, stats, small_max_work(params))
     if status != NOT_TAKEN:
         return status
     return general_gemm_lazy(a, b, c, params, stats)

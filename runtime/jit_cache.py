@@ -133,6 +133,16 @@ class TolerantFunctionCache(FunctionCache):
             self._loaded_environments.extend((cres.environment, *(cres.referenced_envs or ())))
         return cres
 
+    def save_overload(self, sig: Any, data: Any) -> None:
+        """Numba's save, with every reload hook of the compiled library in the saved result:
+        a ``CFunc``'s compile result leaves out the hooks its library collected while it
+        was lowered and linked (Numba copies them only where it makes a Python wrapper), and
+        loaded without them, code that needs one (runtime/lazy_link.py's cells) would call
+        into what nothing registered."""
+        data.library._ensure_finalized()  # links the callees in, with their hooks
+        data.reload_init.extend(h for h in data.library._reload_init if h not in data.reload_init)
+        super().save_overload(sig, data)
+
 
 class RuntimeCache(TolerantFunctionCache):
     """The cache of compiled runtime code: its index key adds a hash of the sources of

@@ -192,6 +192,8 @@ SITES = """
     a = rng.standard_normal((70, 90))  # above the small path's size: the trampoline to the general path
     b = rng.standard_normal((90, 70))
     same = [bool(np.array_equal(f64(a, b), mixjit.gemm(a, b, "mixpert-fp64")))]
+    small = (a[:16, :20], b[:20, :12])  # the small path, called through its address cell (runtime/lazy_link.py)
+    same.append(bool(np.array_equal(f64(*small), mixjit.gemm(*small, "mixpert-fp64"))))
     a, b = (rng.standard_normal((170, 170)).astype(np.float32) for _ in range(2))
     same.append(bool(np.array_equal(f32(a, b), mixjit.gemm(a, b, "mixpert"))))
     code = entry.EXECUTORS["mixpert"]
@@ -203,8 +205,9 @@ SITES = """
 def test_site_executors_reloaded_from_the_disk_cache_run_the_general_path():
     """A site's executor (a ``CFunc``) loaded from the disk cache reaches the general path
     through a trampoline whose Numba environment must outlive the load (runtime/jit_cache.py:
-    a freed one boxed arrays with garbage and returned status 0 with wrong bits)."""
+    a freed one boxed arrays with garbage and returned status 0 with wrong bits), and the
+    small path through an address cell its reload hook registers (runtime/lazy_link.py)."""
     first = _child(SITES)
-    assert first["same"] == [True, True]
+    assert first["same"] == [True, True, True]
     again = _child(SITES)
-    assert again == {"same": [True, True], "hits": [1, 1]}
+    assert again == {"same": [True, True, True], "hits": [1, 1]}
