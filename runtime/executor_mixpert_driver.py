@@ -122,7 +122,10 @@ def product(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, out: np.ndar
     # and column without a fallback tile, whatever its span; same bits
     use_wide = to32 and wide.shape[0] < blocks.shape[0]
     limit = WIDE_LIMIT if use_wide else 53 - k_bits(K) - int(blocks[:, BLOCK_BITS].max())
-    rows, cols = exact_sets(pa.span, pb.span, pa.fb, pb.fb, limit)
+    if widest > limit:  # some rows or columns are too wide for the fast path: choose which
+        rows, cols = exact_sets(pa.span, pb.span, pa.fb, pb.fb, limit)
+    else:  # only those touching a fallback tile (what exact_sets returns here, without its compile)
+        rows, cols = np.flatnonzero(pa.fb.any(axis=1)), np.flatnonzero(pb.fb.any(axis=1))
     doubt = np.zeros(0, dtype=np.int64)
     if rows.shape[0] < m and cols.shape[0] < n:
         if use_wide:

@@ -88,6 +88,21 @@ class LoweringTimer(event.Listener):
             frame, start, nested = self.start.pop()
             frame[3] += time.process_time() - start - (frame[2] - nested)
 
+# LLVM's share: module O3 after linking the callees in, and machine code, summed over all libraries
+from numba.core import codegen
+llvm_s = {"o3": 0.0, "machine_code": 0.0}
+def timed(cls, name, key):
+    original = getattr(cls, name)
+    def run(self, *args):
+        start = time.process_time()
+        try:
+            return original(self, *args)
+        finally:
+            llvm_s[key] += time.process_time() - start
+    setattr(cls, name, run)
+timed(codegen.CPUCodeLibrary, "_optimize_final_module", "o3")
+timed(codegen.JITCodeLibrary, "_finalize_specific", "machine_code")
+
 profile = CompileProfile()
 event.register("numba:compile", profile)
 event.register("numba:run_pass", LoweringTimer(profile))
@@ -125,7 +140,8 @@ print(json.dumps({"cpu_s": time.process_time() - t0, "executors": loaded,
                   "own_compiles": [[name, round(profile.own[name], 2), round(profile.lower[name], 2),
                                     profile.count[name]] for name in own],
                   "compile_s": round(sum(profile.own.values()), 2),
-                  "lowering_s": round(sum(profile.lower.values()), 2), "functions": len(profile.own)}))
+                  "lowering_s": round(sum(profile.lower.values()), 2), "functions": len(profile.own),
+                  "o3_s": round(llvm_s["o3"], 2), "machine_code_s": round(llvm_s["machine_code"], 2)}))
 """
 
 CALLS_CHILD = """
@@ -202,7 +218,8 @@ def measure(scenarios: tuple[str, ...]) -> dict:
         out[scenario] = {"cold_cpu_s": round(cold["cpu_s"], 2), "warm_cpu_s": round(warm["cpu_s"], 2),
                          "executors_loaded": cold["executors"], "cold_compiles": cold["compiles"],
                          "cold_own_compiles": cold["own_compiles"], "cold_compile_s": cold["compile_s"],
-                         "cold_lowering_s": cold["lowering_s"], "cold_functions": cold["functions"]}
+                         "cold_lowering_s": cold["lowering_s"], "cold_functions": cold["functions"],
+                         "cold_o3_s": cold["o3_s"], "cold_machine_code_s": cold["machine_code_s"]}
         print(f"{scenario:12s} cold {cold['cpu_s']:7.1f} s CPU   warm {warm['cpu_s']:6.2f} s CPU   "
               f"executors loaded: {', '.join(cold['executors']) or 'none'}", flush=True)
     return out
@@ -252,8 +269,10 @@ def own_table(results: dict, scenarios: tuple[str, ...] = ("gemm", "cholesky_def
         r = results.get(name, {})
         if "cold_compile_s" not in r:
             continue
+        llvm = (f" (LLVM O3 {r['cold_o3_s']:.1f}, machine code {r['cold_machine_code_s']:.1f})"
+                if "cold_o3_s" in r else "")
         rows.append((f"`{name}`", f"all {r['cold_functions']} compiled functions", f"{r['cold_compile_s']:.1f}",
-                     f"{r['cold_lowering_s']:.1f}"))
+                     f"{r['cold_lowering_s']:.1f}{llvm}"))
         for function, own, lowering, _count in r["cold_own_compiles"][:6]:
             rows.append((f"`{name}`", f"`{function}`", f"{own:.1f}", f"{lowering:.1f}"))
     return "\n".join(common.markdown_table(
