@@ -13,7 +13,7 @@ executor_mixpert_exact) for the others, then step 6, the guarantee check
 Both paths give the same bits. Semantics: docs/numerics.md, "mixpert".
 
 The general path's driver is Python (:func:`product`, :func:`multiply_into`): it
-plans in Python (the planners' ``py_func``, cached per config) and calls each
+plans in Python (the planners run by Python, :func:`interpreted`, once per config) and calls each
 path's compiled kernel directly, so a kernel compiles (or loads from its disk
 cache) when a call first needs it, as a top-level function that no caller relinks
 (docs/first_use.md). ``mixpert_gemm`` reaches the general path through the
@@ -24,8 +24,11 @@ path in Python (:func:`gemm_from_python`), compiling only the one they take.
 from __future__ import annotations
 
 from functools import lru_cache
+from types import FunctionType
+from typing import Any
 
 import numpy as np
+from numba.core.dispatcher import Dispatcher
 
 from mixjit.runtime.executor_common import nonfinite_rule
 from mixjit.runtime.executor_mixpert_certified import certified, exact_elements, recompute32, tf32_split
@@ -69,18 +72,40 @@ from mixjit.runtime.pair_blocks import BLOCK_BITS, SPAN_RESERVE, k_bits, plan_bl
 from mixjit.runtime.segments import width
 
 
+def interpreted(fn: Any) -> FunctionType:
+    """``fn`` (a kernel's dispatcher or a plain function) run by Python, and so every
+    kernel it calls, however deep: the planners, evaluated once per config, then compile
+    nothing (a dispatcher called from Python compiles; its ``py_func`` alone would still
+    compile the kernels it calls)."""
+    py = fn.py_func if isinstance(fn, Dispatcher) else fn
+    if py in _interpreted:
+        return _interpreted[py]
+    names = dict(py.__globals__)
+    copy = FunctionType(py.__code__, names, py.__name__, py.__defaults__, py.__closure__)
+    _interpreted[py] = copy
+    for name in py.__code__.co_names:
+        value = names.get(name)
+        if isinstance(value, (Dispatcher, FunctionType)) and getattr(value, "__module__", "").startswith(
+                "mixjit.runtime"):
+            names[name] = interpreted(value)
+    return copy
+
+
+_interpreted: dict = {}
+
+
 @lru_cache(maxsize=1024)
 def _plans(words: bytes, K: int, reserve: int) -> tuple[np.ndarray, bool, np.ndarray, int, float]:
     """The block plans of the config whose words are ``words`` for ``K`` and ``reserve``:
     ``(blocks, ok, wide, w, dropped)`` (plan_block_array, plan_wide_blocks, the aligned width
-    ``w``, mixpert_bound.dropped_weight), evaluated in Python (the planners' ``py_func``:
+    ``w``, mixpert_bound.dropped_weight), evaluated in Python (:func:`interpreted`:
     nothing to compile) once per config, ``K`` and reserve."""
     params = np.frombuffer(words, dtype=np.int64)
-    pairs = kept_pairs.py_func(params)
+    pairs = interpreted(kept_pairs)(params)
     segments, seg0_bits, digits = int(params[W_SEGMENTS]), int(params[W_SEG0_BITS]), int(params[W_DIGITS])
-    blocks, ok = plan_block_array.py_func(pairs, segments, seg0_bits, K, digits, reserve)
-    wide = plan_wide_blocks.py_func(pairs, segments, seg0_bits, digits)
-    dropped = dropped_weight.py_func(pairs, segments, seg0_bits, digits)
+    blocks, ok = interpreted(plan_block_array)(pairs, segments, seg0_bits, K, digits, reserve)
+    wide = interpreted(plan_wide_blocks)(pairs, segments, seg0_bits, digits)
+    dropped = interpreted(dropped_weight)(pairs, segments, seg0_bits, digits)
     return blocks, bool(ok), wide, width(segments, seg0_bits, digits), dropped
 
 
@@ -187,7 +212,7 @@ def multiply_into(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, c: np.
     ``stats``; returns 0 or an ``ERR_*`` status (``c`` is then unspecified).
     Python, as :func:`product`; its Python callers are ``general_gemm`` (runtime/lazy_mixpert.py,
     the sites' general path too) and ``run_mixpert``'s split-once path."""
-    if not params_ok.py_func(params, c.itemsize):
+    if not interpreted(params_ok)(params, c.itemsize):
         return ERR_PARAMS
     m = pa.q.shape[0]
     n = pb.q.shape[0]
@@ -237,15 +262,15 @@ def gemm_from_python(a: np.ndarray, b: np.ndarray, c: np.ndarray, params: np.nda
     here, so a call compiles only the path it takes (the small path for a small call
     of a config it can take, else the general one, each a top-level function) and
     nothing compiles :func:`mixpert_gemm` itself (the @mixjit sites' kernel)."""
-    if not params_ok.py_func(params, c.itemsize):
+    if not interpreted(params_ok)(params, c.itemsize):
         return ERR_PARAMS
     if a.ndim != 2 or b.ndim != 2 or c.ndim != 2 or a.shape[1] != b.shape[0]:
         return ERR_SHAPE
     if c.shape[0] != a.shape[0] or c.shape[1] != b.shape[1]:
         return ERR_SHAPE
     work = a.shape[0] * b.shape[1] * a.shape[1]
-    if 0 < work <= small_max_work.py_func(params) and small_may_take(params.tobytes()):
-        status = small_gemm(a, b, c, params, stats, small_max_work.py_func(params))
+    if 0 < work <= interpreted(small_max_work)(params) and small_may_take(params.tobytes()):
+        status = small_gemm(a, b, c, params, stats, interpreted(small_max_work)(params))
         if status != NOT_TAKEN:
             return status
     return general_gemm(a, b, c, params, stats)
@@ -257,17 +282,17 @@ def small_may_take(words: bytes) -> bool:
     (``params.tobytes()``)? No, in the float32 domain, when for every block budget it
     could meet the wide blocks are fewer than the exact ones (executor_mixpert_small:
     the general path then takes the wide blocks): ``gemm_from_python`` does not compile
-    the small path for such a config. Evaluated in Python (the planners' ``py_func``),
+    the small path for such a config. Evaluated in Python (:func:`interpreted`),
     once per config."""
     params = np.frombuffer(words, dtype=np.int64)
     if params[W_DOMAIN] != DOMAIN_FP32:
         return True
-    pairs = kept_pairs.py_func(params)
+    pairs = interpreted(kept_pairs)(params)
     segments, seg0_bits, digits = int(params[W_SEGMENTS]), int(params[W_SEG0_BITS]), int(params[W_DIGITS])
-    wide = plan_wide_blocks.py_func(pairs, segments, seg0_bits, digits).shape[0]
+    wide = interpreted(plan_wide_blocks)(pairs, segments, seg0_bits, digits).shape[0]
     # budget = 53 - k_bits(K) - reserve: K = 1 with every reserve gives every budget a call can have
     for reserve in range(54):
-        blocks, ok = plan_block_array.py_func(pairs, segments, seg0_bits, 1, digits, reserve)
+        blocks, ok = interpreted(plan_block_array)(pairs, segments, seg0_bits, 1, digits, reserve)
         if ok and wide >= blocks.shape[0]:
             return True
     return False
