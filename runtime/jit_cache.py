@@ -168,14 +168,19 @@ def _plain_call_template(dispatcher: Dispatcher, args: tuple, kws: dict) -> tupl
 
 
 def cached_njit(func: Callable | None = None, **options: Any) -> Any:
-    """``numba.njit(cache=True, **options)`` with ``RuntimeCache`` as the disk cache, and
-    one specialization for all constant arguments from jitted callers (module docstring).
+    """``numba.njit(cache=True, **options)`` with ``RuntimeCache`` as the disk cache, one
+    specialization for all constant arguments from jitted callers (module docstring), and
+    no C-callable wrapper per specialization (``no_cfunc_wrapper``; mixjit takes no kernel's
+    C address, and a kernel passed as a first-class function still runs).
     Use it (``@cached_njit(nogil=True)``) for every cached kernel that compiles runtime code."""
     if "cache" in options:
         raise TypeError("cached_njit always caches (with RuntimeCache); drop the cache= option")
 
     def decorate(py_func: Callable) -> Any:
-        dispatcher = numba.njit(**options)(py_func)
+        # no C-callable wrapper per specialization: nothing takes a runtime kernel's C address
+        # (the executors are CFuncs of their own), and each is one more function to optimise
+        # and compile in every cold compile
+        dispatcher = numba.njit(**{"no_cfunc_wrapper": True, **options})(py_func)
         dispatcher._cache = RuntimeCache(py_func)  # what Dispatcher.enable_caching() does, with our class
         dispatcher.get_call_template = types_method(_plain_call_template, dispatcher)
         return dispatcher
