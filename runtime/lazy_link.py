@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +36,7 @@ import numpy as np
 from llvmlite import ir as llir
 from numba.core import cgutils, errors, types
 from numba.core.callconv import excinfo_ptr_t
+from numba.core.compiler_lock import global_compiler_lock
 from numba.core.dispatcher import Dispatcher
 from numba.core.imputils import lower_builtin, lower_constant
 from numba.extending import models, register_model, typeof_impl
@@ -44,7 +44,6 @@ from numba.extending import models, register_model, typeof_impl
 __all__ = ["CellHook", "Unlinked", "unlinked"]
 
 _cells: dict[str, np.ndarray] = {}
-_cells_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -69,13 +68,17 @@ class CellHook:
         obj: Any = importlib.import_module(self.module)
         for part in self.qualname.split("."):
             obj = getattr(obj, part)
+        if isinstance(obj, Unlinked):  # the module calls its kernel's dispatcher by the kernel's name
+            obj = obj.dispatcher
         if not isinstance(obj, Dispatcher):
             raise TypeError(f"mixjit: {self.module}.{self.qualname} is not a Numba dispatcher; cached code "
                             "that calls it cannot be loaded (delete the Numba cache, or fix the name)")
         return obj
 
     def __call__(self) -> None:
-        with _cells_lock:
+        # Numba's compiler lock (reentrant: loading a kernel runs the hooks of the kernels it
+        # calls), the one a compiling caller holds when it registers a cell: one lock, one order
+        with global_compiler_lock:
             if self.symbol in _cells:
                 return
             dispatcher = self.dispatcher()

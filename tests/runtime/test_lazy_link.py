@@ -61,8 +61,16 @@ from mixjit.runtime.lazy_link import unlinked
 
 
 @cached_njit(nogil=True)
-def kernel(x, k):
-    return x.sum() * 2.0 + k
+def inner(x):
+    return x.sum()
+
+
+inner_unlinked = unlinked(inner)
+
+
+@cached_njit(nogil=True)
+def kernel(x, k):  # an unlinked kernel calling another: loading it runs the inner one's hook
+    return inner_unlinked(x) * 2.0 + k
 
 
 kernel_unlinked = unlinked(kernel)
@@ -91,7 +99,7 @@ def test_a_cached_caller_loads_and_runs_in_a_fresh_process(tmp_path):
     runs = []
     for _ in range(2):
         proc = subprocess.run([sys.executable, "-c", textwrap.dedent(RUN)], capture_output=True, text=True,
-                              env=env, timeout=600)
+                              env=env, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     expected = np.arange(12.0).sum() * 2.0 + 1.0 + np.arange(4.0).sum() * 2.0 + 2.0
