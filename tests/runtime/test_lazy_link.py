@@ -104,3 +104,54 @@ def test_a_cached_caller_loads_and_runs_in_a_fresh_process(tmp_path):
         runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     expected = np.arange(12.0).sum() * 2.0 + 1.0 + np.arange(4.0).sum() * 2.0 + 2.0
     assert runs == [{"value": expected, "hits": 0}, {"value": expected, "hits": 1}]
+
+
+CFUNC_MODULE = '''
+from numba import types
+from numba.core import sigutils
+from numba.core.ccallback import CFunc
+from mixjit.runtime.jit_cache import RuntimeCache, cached_njit
+from mixjit.runtime.lazy_link import unlinked
+
+
+@cached_njit(nogil=True)
+def kernel(n):
+    return n * 3 + 1
+
+
+kernel_unlinked = unlinked(kernel)
+
+
+def entry(n):
+    return kernel_unlinked(n)
+
+
+def cfunc():
+    fn = CFunc(entry, sigutils.normalize_signature(types.int64(types.int64)), locals={}, options={"nopython": True})
+    fn._cache = RuntimeCache(entry)
+    fn.compile()
+    return fn
+'''
+
+CFUNC_RUN = """
+    import json
+    import unlinked_cfunc_module as um
+    fn = um.cfunc()
+    print(json.dumps({"value": fn.ctypes(5), "hits": fn.cache_hits}))
+"""
+
+
+def test_a_cached_cfunc_keeps_the_reload_hooks_of_its_cells(tmp_path):
+    """A ``CFunc`` (the sites' executors) loaded from the disk cache: Numba left its library's
+    reload hooks out of the saved result (runtime/jit_cache.py saves them), and without them
+    the cell its code calls through is never registered (the process crashed)."""
+    (tmp_path / "unlinked_cfunc_module.py").write_text(CFUNC_MODULE)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(CFUNC_RUN)], capture_output=True, text=True,
+                              env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert runs == [{"value": 16, "hits": 0}, {"value": 16, "hits": 1}]
