@@ -62,7 +62,8 @@ from mixjit.runtime.executor_mixpert_words import (
 )
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.lazy_link import unlinked
-from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, recompute
+from mixjit.runtime.lazy_mixpert import recompute_lazy
+from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful
 from mixjit.runtime.mixpert_wide import plan_wide_blocks
 from mixjit.runtime.pair_blocks import (
     BLOCK_BITS,
@@ -425,7 +426,9 @@ def _float64_domain_check_impl(a, to32, params, pairs, araw, agexp, aref, braw, 
         dropped = dropped_weight(pairs, segments, seg0, digits)
         doubt = _fp64_doubtful_far(araw, agexp, aref, braw, bgexp, bref, params[W_TK], width(segments, seg0, digits),
                               dropped, out)
-        return _recompute_far(araw, braw, doubt, out, False)
+        if not doubt.any():
+            return 0
+        return recompute_lazy(araw, braw, doubt, out, False)  # rare: compiled on first need
 
     return impl
 
@@ -468,7 +471,6 @@ _split_far = unlinked(_split)
 _plan_block_array_far = unlinked(plan_block_array)
 _epilogue_many_far = unlinked(epilogue_many)
 _fp64_doubtful_far = unlinked(fp64_doubtful)
-_recompute_far = unlinked(recompute)
 
 
 @cached_njit(nogil=True)
