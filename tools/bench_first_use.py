@@ -304,8 +304,9 @@ def main() -> None:
 
 def calls_table(calls: dict) -> str:
     """The Markdown table docs/first_use.md shows for the measured per-call costs."""
-    rows = [(f"small path, mixpert-fp64, {n}x{n}x{n}", "linked into the caller", f"{calls[f'small_{n}']['linked_us']:.2f}",
-             "through its address cell", f"{calls[f'small_{n}']['cell_us']:.2f}") for n in (4, 32)]
+    rows = [(f"small path, mixpert-fp64, {n}x{n}x{n}", "linked into the caller",
+             f"{calls[f'small_{n}']['linked_us']:.2f}", "through its address cell",
+             f"{calls[f'small_{n}']['cell_us']:.2f}") for n in (4, 32)]
     g = calls["general_8"]
     rows.append(("general path, mixpert-fp64, 8x8x8", "from Python", f"{g['python_us']:.1f}",
                  "through the trampoline", f"{g['trampoline_us']:.1f}"))
