@@ -856,7 +856,7 @@ def _executor_function(executor: CompiledExecutor, dtype_code: int):
     dt = _NUMPY_DTYPES[dtype_code]
     name = f"_executor_{executor.name}_{np.dtype(dt).name}"
     body.__name__ = body.__qualname__ = f"{name}_body"
-    body = njit(body)
+    body = njit(inline="always")(body)
 
     def run(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
         if dtype != dtype_code:

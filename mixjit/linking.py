@@ -243,6 +243,8 @@ class GemmCall:
     update: ir.Assign | None = None
     alpha: float = 1.0
     beta: float = 0.0
+    load: ir.Assign | None = None
+    store: ir.Stmt | None = None
 
     @property
     def loc(self) -> ir.Loc:
@@ -319,7 +321,9 @@ def _resolve(state: TypedState, stmts: dict[str, ir.Stmt], site: Any) -> GemmCal
     ids = site.stmts
     product = stmts.get(ids.get("product", ""))
     update = stmts.get(ids["update"]) if "update" in ids else None
-    if product is None or ("update" in ids and update is None):
+    load = stmts.get(ids["load"]) if "load" in ids else None
+    store = stmts.get(ids["store"]) if "store" in ids else None
+    if product is None or ("update" in ids and None in (update, load, store)):
         raise LinkError(
             f"mixjit: GEMM site {site.site} at {site.loc} names statements {ids} that the "
             "imported function does not have (mix.stmts and py.stmt disagree: an importer bug)"
@@ -329,7 +333,7 @@ def _resolve(state: TypedState, stmts: dict[str, ir.Stmt], site: Any) -> GemmCal
     return GemmCall(
         block=int(ids["product"].split(":")[0]), stmt=product, expr=expr, a=a, b=b,
         dtype=state.typemap[product.target.name].dtype, update=update,
-        alpha=float(site.op.alpha.value), beta=float(site.op.beta.value),
+        alpha=float(site.op.alpha.value), beta=float(site.op.beta.value), load=load, store=store,
     )
 
 
@@ -358,6 +362,36 @@ def _const(state: TypedState, scope: ir.Scope, loc: ir.Loc, value: object, ty: t
     state.typemap[var.name] = ty
     state.func_ir._definitions[var.name] = [const]
     return ir.Assign(const, var, loc), var
+
+
+def _basic_index(ty: types.Type) -> bool:
+    """Is an index of Numba type ``ty`` basic indexing (slices, integers, ellipsis, None),
+    which gives a view of the array, never a copy?"""
+    if isinstance(ty, types.BaseTuple):
+        return all(_basic_index(t) for t in ty.types)
+    return isinstance(ty, (types.SliceType, types.Integer, types.EllipsisType, types.NoneType))
+
+
+def _store_copies_view_onto_itself(state: TypedState, call: GemmCall) -> bool:
+    """Does the fused update's store (``C[idx] = r``) copy the view ``C[idx]``, which
+    ``gemm_update`` updated in place and returns, onto itself? Then it changes no bit, and
+    dropping it spares a copy per call and the compile of Numba's slice assignment
+    (seconds: its shape-mismatch message). True only for an array ``C`` and basic indexing."""
+    load, store = call.load, call.store
+    if load is None or store is None or not isinstance(state.typemap.get(load.value.value.name), types.Array):
+        return False
+    index = load.value.index if load.value.op == "getitem" else load.value.index_var
+    return index is not None and _basic_index(state.typemap[index.name])
+
+
+def _remove_stmt(state: TypedState, stmt: ir.Stmt) -> None:
+    """Remove ``stmt`` (a statement without a target, such as a setitem) from its block."""
+    for block in state.func_ir.blocks.values():
+        if any(s is stmt for s in block.body):
+            block.body[:] = [s for s in block.body if s is not stmt]
+            state.calltypes.pop(stmt, None)
+            return
+    raise LinkError(f"mixjit: the statement {stmt} at {stmt.loc.short()} is in no block (a linking bug)")
 
 
 def link_gemm_call(state: TypedState, call: GemmCall, block_symbol: str, local: int) -> None:
@@ -416,5 +450,7 @@ def link_gemm_call(state: TypedState, call: GemmCall, block_symbol: str, local: 
         state.calltypes.pop(call.expr, None)
         func_ir._definitions[call.stmt.target.name].remove(call.expr)
         block.body.remove(call.stmt)
+        if _store_copies_view_onto_itself(state, call):
+            _remove_stmt(state, call.store)
     tidx = next(i for i, s in enumerate(block.body) if s is target)
     block.body[tidx:tidx] = new_stmts

@@ -47,15 +47,16 @@ def warm(out: TextIO = sys.stdout) -> float:
             total += _timed(f"{name} ({np.dtype(dtype).name})",
                             lambda s=scheme, a=a: s.run(a, a, s.default_config(a.dtype)), out)
     total += _timed("mixpert paths compiled on demand", _mixpert_rare_paths, out)
+    total += _timed("mixpert threaded packing", _mixpert_threaded_packing, out)
     out.write(f"mixjit: done in {total:.1f} s CPU\n")
     return total
 
 
 def _mixpert_rare_paths() -> None:
     """Run the MixPert general path on data that takes its paths compiled on demand
-    (runtime/lazy_mixpert.py): wide exponent spans (certified and exact paths), elements
-    aligned to 0 (step 6's recomputation), non-finite elements; the small shapes above
-    take the small path only."""
+    (runtime/executor_mixpert_driver.product calls each only when a call needs it): wide
+    exponent spans (certified and exact paths), elements aligned to 0 (step 6's
+    recomputation), non-finite elements; the small shapes above take the small path only."""
     from mixjit.gemm_api import gemm
 
     rng = np.random.default_rng(1)
@@ -67,6 +68,30 @@ def _mixpert_rare_paths() -> None:
         a[7, 2] = np.nan
         scheme = "mixpert" if dtype == np.float32 else "mixpert-fp64"
         gemm(a, a, scheme, label)
+
+
+def _mixpert_threaded_packing() -> None:
+    """Compile the MixPert general path's threaded row form and block packing, which its
+    trampolines reach only for calls large enough for threads to pay
+    (executor_mixpert_pack.threads_pay), for the operands Python callers pass (C-ordered)
+    and those sites pass (strided views)."""
+    from mixjit.runtime.executor_mixpert_pack import _block_operand_threads
+    from mixjit.runtime.executor_mixpert_split import _row_form_threads, prepare_operand
+    from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEGMENTS, W_TK
+    from mixjit.runtime.schemes.base import get_scheme
+
+    rng = np.random.default_rng(2)
+    for dtype, scheme in ((np.float32, "mixpert"), (np.float64, "mixpert-fp64")):
+        x = rng.standard_normal((8, 16)).astype(dtype)
+        for operand in (x, x[:, ::2]):
+            for transpose in (False, True):
+                _row_form_threads(operand, transpose, dtype == np.float32)
+        params = np.asarray(get_scheme(scheme).default_config(dtype).words(), dtype=np.int64)
+        op = prepare_operand(x, False, params)
+        rows = np.arange(op.q.shape[0])
+        out = np.empty(op.q.shape)
+        _block_operand_threads(out, op.q, op.scale, rows, 0, op.q.shape[1], 0, 0, int(params[W_SEGMENTS]),
+                               int(params[W_DIGITS]), int(params[W_TK]))
 
 
 if __name__ == "__main__":

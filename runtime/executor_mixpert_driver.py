@@ -1,30 +1,40 @@
-"""The MixPert executor's driver: one compiled call from operands to ``C``.
+"""The MixPert executor's driver: from operands to ``C``.
 
-:func:`mixpert_gemm` splits both operands (executor_mixpert_split) and calls
+:func:`mixpert_gemm` (compiled: the @mixjit sites' kernel) runs the small path,
+executor_mixpert_small.small_gemm (one fused loop kernel) for small calls whose
+data needs only the fast path, and the general path for the others. The general
+path splits both operands (executor_mixpert_split.prepare_operand) and calls
 :func:`multiply_into`, whose :func:`product` runs the paths in order: the fast
-path for the outputs whose rows and columns it can take (executor_mixpert_fast),
-the certified path (float32 domain, executor_mixpert_certified) or the exact path
-(float64 domain, executor_mixpert_exact) for the others, then step 6, the
-guarantee check (runtime/mixpert_bound.py), and the non-finite rule
-(runtime/executor_common.py). Small calls whose data needs only the fast path go
-to executor_mixpert_small.small_gemm first: one fused loop kernel, the same bits.
-Semantics: docs/numerics.md, "mixpert".
+path for the outputs whose rows and columns it can take (executor_mixpert_fast,
+or the wide one of runtime/mixpert_wide.py), the certified path (float32 domain,
+executor_mixpert_certified) or the exact path (float64 domain,
+executor_mixpert_exact) for the others, then step 6, the guarantee check
+(runtime/mixpert_bound.py), and the non-finite rule (runtime/executor_common.py).
+Both paths give the same bits. Semantics: docs/numerics.md, "mixpert".
 
-Every path after the planning is reached through a trampoline of
-runtime/lazy_mixpert.py, so it compiles when a call first needs it, not with the
-driver (docs/first_use.md); ``mixpert_gemm`` (the @mixjit sites' kernel) reaches the
-general path the same way, and Python callers choose small or general path in
-Python (:func:`gemm_from_python`), compiling only the one they take.
+The general path's driver is Python (:func:`product`, :func:`multiply_into`): it
+plans in Python (the planners run by Python, :func:`interpreted`, once per config) and calls each
+path's compiled kernel directly, so a kernel compiles (or loads from its disk
+cache) when a call first needs it, as a top-level function that no caller relinks
+(docs/first_use.md). ``mixpert_gemm`` reaches the general path through the
+trampoline of runtime/lazy_mixpert.py, and Python callers choose small or general
+path in Python (:func:`gemm_from_python`), compiling only the one they take.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from types import FunctionType
+from typing import Any
 
 import numpy as np
+from numba.core.dispatcher import Dispatcher
 
-from mixjit.runtime.executor_mixpert_certified import tf32_split
-from mixjit.runtime.executor_mixpert_exact import exact_sets
+from mixjit.runtime.executor_common import nonfinite_rule
+from mixjit.runtime.executor_mixpert_certified import certified, exact_elements, recompute32, tf32_split
+from mixjit.runtime.executor_mixpert_exact import exact_rows, exact_sets
+from mixjit.runtime.executor_mixpert_fast import fast_path
+from mixjit.runtime.executor_mixpert_split import SplitOperand
 from mixjit.runtime.executor_mixpert_small import NOT_TAKEN, small_gemm, small_max_work
 from mixjit.runtime.executor_mixpert_words import (
     DOMAIN_FP32,
@@ -54,30 +64,59 @@ from mixjit.runtime.executor_mixpert_words import (
     params_ok,
 )
 from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.lazy_mixpert import (
-    certified_lazy,
-    exact_elements_lazy,
-    exact_rows_lazy,
-    fast32_certified_lazy,
-    fast_path_lazy,
-    fp64_doubtful_lazy,
-    general_gemm,
-    general_gemm_lazy,
-    nonfinite_rule_lazy,
-    recompute32_lazy,
-    recompute_lazy,
-)
-from mixjit.runtime.mixpert_bound import dropped_weight, lost_rows
-from mixjit.runtime.mixpert_wide import WIDE_LIMIT, plan_wide_blocks
+from mixjit.runtime.lazy_link import unlinked
+from mixjit.runtime.lazy_mixpert import general_gemm, general_gemm_lazy
+from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, lost_rows, recompute
+from mixjit.runtime.mixpert_wide import WIDE_LIMIT, fast32_certified, plan_wide_blocks
 from mixjit.runtime.pair_blocks import BLOCK_BITS, SPAN_RESERVE, k_bits, plan_block_array
 from mixjit.runtime.segments import width
 
 
-@cached_njit(nogil=True, inline="always")
-def product(pa, pb, params, out, stats) -> int:
+def interpreted(fn: Any) -> FunctionType:
+    """``fn`` (a kernel's dispatcher or a plain function) run by Python, and so every
+    kernel it calls, however deep: the planners, evaluated once per config, then compile
+    nothing (a dispatcher called from Python compiles; its ``py_func`` alone would still
+    compile the kernels it calls)."""
+    py = fn.py_func if isinstance(fn, Dispatcher) else fn
+    if py in _interpreted:
+        return _interpreted[py]
+    names = dict(py.__globals__)
+    copy = FunctionType(py.__code__, names, py.__name__, py.__defaults__, py.__closure__)
+    _interpreted[py] = copy
+    for name in py.__code__.co_names:
+        value = names.get(name)
+        if isinstance(value, (Dispatcher, FunctionType)) and getattr(value, "__module__", "").startswith(
+                "mixjit.runtime"):
+            names[name] = interpreted(value)
+    return copy
+
+
+_interpreted: dict = {}
+
+
+@lru_cache(maxsize=1024)
+def _plans(words: bytes, K: int, reserve: int) -> tuple[np.ndarray, bool, np.ndarray, int, float]:
+    """The block plans of the config whose words are ``words`` for ``K`` and ``reserve``:
+    ``(blocks, ok, wide, w, dropped)`` (plan_block_array, plan_wide_blocks, the aligned width
+    ``w``, mixpert_bound.dropped_weight), evaluated in Python (:func:`interpreted`:
+    nothing to compile) once per config, ``K`` and reserve."""
+    params = np.frombuffer(words, dtype=np.int64)
+    pairs = interpreted(kept_pairs)(params)
+    segments, seg0_bits, digits = int(params[W_SEGMENTS]), int(params[W_SEG0_BITS]), int(params[W_DIGITS])
+    blocks, ok = interpreted(plan_block_array)(pairs, segments, seg0_bits, K, digits, reserve)
+    wide = interpreted(plan_wide_blocks)(pairs, segments, seg0_bits, digits)
+    dropped = interpreted(dropped_weight)(pairs, segments, seg0_bits, digits)
+    return blocks, bool(ok), wide, width(segments, seg0_bits, digits), dropped
+
+
+def product(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, out: np.ndarray, stats: np.ndarray) -> int:
     """``out = RN(X)`` (float64 array holding the float32/float64 result) for split
-    operands; fills ``stats``; returns a status."""
-    to32 = params[W_DOMAIN] == DOMAIN_FP32
+    operands; fills ``stats``; returns a status.
+
+    Python: it plans, then calls each path's compiled kernel, which compiles (or loads
+    from its disk cache) the first time a call needs it, as a top-level function that no
+    caller relinks (docs/first_use.md); each is called only with work to do."""
+    to32 = bool(params[W_DOMAIN] == DOMAIN_FP32)
     m, K = pa.q.shape
     n = pb.q.shape[0]
     if pb.q.shape[1] != K:
@@ -90,35 +129,35 @@ def product(pa, pb, params, out, stats) -> int:
     if K == 0:
         out[:] = 0.0
         return OK
-    segments = params[W_SEGMENTS]
-    widest = pa.span.max() + pb.span.max()
+    segments = int(params[W_SEGMENTS])
+    widest = int(pa.span.max()) + int(pb.span.max())
     stats[STAT_WIDEST_SPAN] = widest
     if widest > MAX_SPAN:
         return ERR_SPAN
     # keep only the span the data has free (up to SPAN_RESERVE; wider rows and
     # columns take the exact / certified path): fewer, wider blocks, same bits
-    reserve = min(widest, SPAN_RESERVE)
-    blocks, ok = plan_block_array(kept_pairs(params), segments, params[W_SEG0_BITS], K, params[W_DIGITS], reserve)
+    blocks, ok, wide, w, dropped = _plans(params.tobytes(), K, min(widest, SPAN_RESERVE))
     if not ok:
         return ERR_K_TOO_LONG
     # value = (sum of block products * 2^shift) * 2^(ref_a - w1) * 2^(ref_b - w1)
-    w1 = width(segments, params[W_SEG0_BITS], params[W_DIGITS]) - 1
-    ea = pa.ref - w1
-    eb = pb.ref - w1
+    ea = pa.ref - (w - 1)
+    eb = pb.ref - (w - 1)
     # float32 domain: where wide, inexact blocks with a certified rounding need fewer
     # dgemms than exact ones (runtime/mixpert_wide.py), the fast path takes every row
     # and column without a fallback tile, whatever its span; same bits
-    wide = plan_wide_blocks(kept_pairs(params), segments, params[W_SEG0_BITS], params[W_DIGITS])
     use_wide = to32 and wide.shape[0] < blocks.shape[0]
-    limit = WIDE_LIMIT if use_wide else 53 - k_bits(K) - blocks[:, BLOCK_BITS].max()
-    rows, cols = exact_sets(pa.span, pb.span, pa.fb, pb.fb, limit)
+    limit = WIDE_LIMIT if use_wide else 53 - k_bits(K) - int(blocks[:, BLOCK_BITS].max())
+    if widest > limit:  # some rows or columns are too wide for the fast path: choose which
+        rows, cols = exact_sets(pa.span, pb.span, pa.fb, pb.fb, limit)
+    else:  # only those touching a fallback tile (what exact_sets returns here, without its compile)
+        rows, cols = np.flatnonzero(pa.fb.any(axis=1)), np.flatnonzero(pb.fb.any(axis=1))
     doubt = np.zeros(0, dtype=np.int64)
     if rows.shape[0] < m and cols.shape[0] < n:
         if use_wide:
-            doubt = fast32_certified_lazy(pa.q, pa.scale, pb.q, pb.scale, wide, ea, eb, segments, params[W_DIGITS],
+            doubt = fast32_certified(pa.q, pa.scale, pb.q, pb.scale, wide, ea, eb, segments, params[W_DIGITS],
                                      params[W_TK], out)
         else:
-            fast_path_lazy(pa.q, pa.scale, pb.q, pb.scale, blocks, ea, eb, params, out, to32)
+            fast_path(pa.q, pa.scale, pb.q, pb.scale, blocks, ea, eb, params, out, to32)
     if to32 and (rows.shape[0] or cols.shape[0] or doubt.shape[0]):
         if pa.fb_tiles + pb.fb_tiles:
             parts_a = tf32_split(pa.raw)
@@ -130,52 +169,50 @@ def product(pa, pb, params, out, stats) -> int:
         in_rows = np.zeros(m, dtype=np.bool_)
         in_rows[rows] = True
         rest = np.flatnonzero(~in_rows)
-        # each path is called only with work to do (it compiles on its first call)
         slow = 0
         if rows.shape[0]:
-            slow += certified_lazy(pa, pb, parts_a, parts_b, blocks, ea, eb, params, rows, np.arange(n), out, False)
+            slow += certified(pa, pb, parts_a, parts_b, blocks, ea, eb, params, rows, np.arange(n), out, False)
         if cols.shape[0] and rest.shape[0]:
-            slow += certified_lazy(pb, pa, parts_b, parts_a, blocks, eb, ea, params, cols, rest, out, True)
+            slow += certified(pb, pa, parts_b, parts_a, blocks, eb, ea, params, cols, rest, out, True)
         in_cols = np.zeros(n, dtype=np.bool_)
         in_cols[cols] = True
         if doubt.shape[0]:
-            slow += exact_elements_lazy(pa, pb, blocks, ea, eb, params, doubt, in_rows, in_cols, out)
+            slow += exact_elements(pa, pb, blocks, ea, eb, params, doubt, in_rows, in_cols, out)
         stats[STAT_CERTIFIED] = rows.shape[0] * n + cols.shape[0] * rest.shape[0]
         stats[STAT_SLOW_ELEMENTS] = slow
     elif not to32:
         if rows.shape[0]:
-            exact_rows_lazy(pa, pb, blocks, ea, eb, params, rows, out, False, to32)
+            exact_rows(pa, pb, blocks, ea, eb, params, rows, out, False, to32)
         if cols.shape[0]:
-            exact_rows_lazy(pb, pa, blocks, eb, ea, params, cols, out, True, to32)
-    w = width(segments, params[W_SEG0_BITS], params[W_DIGITS])
+            exact_rows(pb, pa, blocks, eb, ea, params, cols, out, True, to32)
     if to32:
         lost_a = np.flatnonzero(lost_rows(pa.raw, pa.q, pa.fb, params[W_TK]))
         lost_b = np.flatnonzero(lost_rows(pb.raw, pb.q, pb.fb, params[W_TK]))
         if lost_a.shape[0]:
-            recompute32_lazy(pa.raw, pb.raw, lost_a, out, False)
+            recompute32(pa.raw, pb.raw, lost_a, out, False)
         if lost_b.shape[0]:
-            recompute32_lazy(pb.raw, pa.raw, lost_b, out, True)
+            recompute32(pb.raw, pa.raw, lost_b, out, True)
         stats[STAT_RECOMPUTED] = lost_a.shape[0] * n + lost_b.shape[0] * m - lost_a.shape[0] * lost_b.shape[0]
     else:
-        dropped = dropped_weight(kept_pairs(params), segments, params[W_SEG0_BITS], params[W_DIGITS])
-        doubtful = fp64_doubtful_lazy(pa.raw, pa.gexp, pa.ref, pb.raw, pb.gexp, pb.ref, params[W_TK], w, dropped, out)
+        doubtful = fp64_doubtful(pa.raw, pa.gexp, pa.ref, pb.raw, pb.gexp, pb.ref, params[W_TK], w, dropped, out)
         if doubtful.any():
-            stats[STAT_RECOMPUTED] = recompute_lazy(pa.raw, pb.raw, doubtful, out, False)
+            stats[STAT_RECOMPUTED] = recompute(pa.raw, pb.raw, doubtful, out, False)
     if pa.bad.any() or pb.bad.any():
-        stats[STAT_NONFINITE] = nonfinite_rule_lazy(pa.raw, pb.raw, pa.bad, pb.bad, out)
+        stats[STAT_NONFINITE] = nonfinite_rule(pa.raw, pb.raw, pa.bad, pb.bad, out)
     stats[STAT_FALLBACK_TILES] = pa.fb_tiles + pb.fb_tiles
     stats[STAT_EXACT_ROWS] = rows.shape[0]
     stats[STAT_EXACT_COLS] = cols.shape[0]
     return OK
 
 
-@cached_njit(nogil=True)
-def multiply_into(pa, pb, params, c, stats) -> int:
+def multiply_into(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, c: np.ndarray, stats: np.ndarray) -> int:
     """``C = A @ B`` under the MixPert semantics for split operands (from
     :func:`prepare_operand`) into ``c`` (m x n, float32/float64, any strides;
     float32 only for the FP32 domain, where the result is exact in it). Fills
-    ``stats``; returns 0 or an ``ERR_*`` status (``c`` is then unspecified)."""
-    if not params_ok(params, c.itemsize):
+    ``stats``; returns 0 or an ``ERR_*`` status (``c`` is then unspecified).
+    Python, as :func:`product`; its Python callers are ``general_gemm`` (runtime/lazy_mixpert.py,
+    the sites' general path too) and ``run_mixpert``'s split-once path."""
+    if not interpreted(params_ok)(params, c.itemsize):
         return ERR_PARAMS
     m = pa.q.shape[0]
     n = pb.q.shape[0]
@@ -184,10 +221,18 @@ def multiply_into(pa, pb, params, c, stats) -> int:
     out = np.empty((m, n))
     status = product(pa, pb, params, out, stats)
     if status == OK:
-        for i in range(m):
-            for j in range(n):
-                c[i, j] = out[i, j]
+        c[...] = out  # rounds to c's dtype (exact: the float32 domain's results are float32 values)
     return status
+
+
+#: the paths :func:`product` reaches, each compiled (or loaded) when a call first needs it
+ON_DEMAND_PATHS = (fast_path, fast32_certified, certified, exact_elements, exact_rows, recompute32, fp64_doubtful,
+                   recompute, nonfinite_rule, exact_sets, lost_rows, tf32_split)
+
+
+#: the small path as the sites' kernel calls it: through an address cell, so its code is
+#: compiled once, not again inside every executor (runtime/lazy_link.py)
+_small_gemm_unlinked = unlinked(small_gemm)
 
 
 @cached_njit(nogil=True, inline="always")
@@ -205,7 +250,7 @@ def mixpert_gemm(a, b, c, params, stats) -> int:
         return ERR_SHAPE
     if c.shape[0] != a.shape[0] or c.shape[1] != b.shape[1]:
         return ERR_SHAPE
-    status = small_gemm(a, b, c, params, stats, small_max_work(params))
+    status = _small_gemm_unlinked(a, b, c, params, stats, small_max_work(params))
     if status != NOT_TAKEN:
         return status
     return general_gemm_lazy(a, b, c, params, stats)
@@ -217,15 +262,15 @@ def gemm_from_python(a: np.ndarray, b: np.ndarray, c: np.ndarray, params: np.nda
     here, so a call compiles only the path it takes (the small path for a small call
     of a config it can take, else the general one, each a top-level function) and
     nothing compiles :func:`mixpert_gemm` itself (the @mixjit sites' kernel)."""
-    if not params_ok.py_func(params, c.itemsize):
+    if not interpreted(params_ok)(params, c.itemsize):
         return ERR_PARAMS
     if a.ndim != 2 or b.ndim != 2 or c.ndim != 2 or a.shape[1] != b.shape[0]:
         return ERR_SHAPE
     if c.shape[0] != a.shape[0] or c.shape[1] != b.shape[1]:
         return ERR_SHAPE
     work = a.shape[0] * b.shape[1] * a.shape[1]
-    if 0 < work <= small_max_work.py_func(params) and small_may_take(params.tobytes()):
-        status = small_gemm(a, b, c, params, stats, small_max_work.py_func(params))
+    if 0 < work <= interpreted(small_max_work)(params) and small_may_take(params.tobytes()):
+        status = small_gemm(a, b, c, params, stats, interpreted(small_max_work)(params))
         if status != NOT_TAKEN:
             return status
     return general_gemm(a, b, c, params, stats)
@@ -237,17 +282,17 @@ def small_may_take(words: bytes) -> bool:
     (``params.tobytes()``)? No, in the float32 domain, when for every block budget it
     could meet the wide blocks are fewer than the exact ones (executor_mixpert_small:
     the general path then takes the wide blocks): ``gemm_from_python`` does not compile
-    the small path for such a config. Evaluated in Python (the planners' ``py_func``),
+    the small path for such a config. Evaluated in Python (:func:`interpreted`),
     once per config."""
     params = np.frombuffer(words, dtype=np.int64)
     if params[W_DOMAIN] != DOMAIN_FP32:
         return True
-    pairs = kept_pairs.py_func(params)
+    pairs = interpreted(kept_pairs)(params)
     segments, seg0_bits, digits = int(params[W_SEGMENTS]), int(params[W_SEG0_BITS]), int(params[W_DIGITS])
-    wide = plan_wide_blocks.py_func(pairs, segments, seg0_bits, digits).shape[0]
+    wide = interpreted(plan_wide_blocks)(pairs, segments, seg0_bits, digits).shape[0]
     # budget = 53 - k_bits(K) - reserve: K = 1 with every reserve gives every budget a call can have
     for reserve in range(54):
-        blocks, ok = plan_block_array.py_func(pairs, segments, seg0_bits, 1, digits, reserve)
+        blocks, ok = interpreted(plan_block_array)(pairs, segments, seg0_bits, 1, digits, reserve)
         if ok and wide >= blocks.shape[0]:
             return True
     return False

@@ -21,7 +21,7 @@ import sys
 import numba
 import numpy as np
 from llvmlite import ir
-from numba import prange, types
+from numba import objmode, prange, types
 from numba.core import cgutils
 from numba.core.typed_passes import _reload_parfors
 from numba.extending import intrinsic
@@ -183,6 +183,15 @@ def _block_operand_threads(out, q, scale, rows, k0: int, k1: int, i0: int, i1: i
         _block_row(out, u, q, scale, rows[u], k0, k1, i0, i1, segments, digits, tk)
 
 
+@cached_njit
+def _block_operand_threads_lazy(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int,
+                                tk: int) -> None:
+    """:func:`_block_operand_threads` through a trampoline (as runtime/lazy_mixpert.py's):
+    its parallel code compiles when a call first needs threads, not with every caller."""
+    with objmode():
+        _block_operand_threads(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
+
+
 @cached_njit(nogil=True)
 def block_operand(q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int, tk: int):
     """:func:`block_operand_into` into a new float64 matrix."""
@@ -198,7 +207,7 @@ def pack_into(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments:
     :func:`threads_pay`). Filling a buffer the caller reuses also spares the page
     faults of a fresh array (about 10 ms per 32 MB here; docs/executor_speed.md)."""
     if threads:
-        _block_operand_threads(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
+        _block_operand_threads_lazy(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
     else:
         block_operand_into(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
 

@@ -61,7 +61,9 @@ from mixjit.runtime.executor_mixpert_words import (
     kept_pairs,
 )
 from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, recompute
+from mixjit.runtime.lazy_link import unlinked
+from mixjit.runtime.lazy_mixpert import recompute_lazy
+from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful
 from mixjit.runtime.mixpert_wide import plan_wide_blocks
 from mixjit.runtime.pair_blocks import (
     BLOCK_BITS,
@@ -422,9 +424,11 @@ def _float64_domain_check_impl(a, to32, params, pairs, araw, agexp, aref, braw, 
             return 0
         segments, seg0, digits = params[W_SEGMENTS], params[W_SEG0_BITS], params[W_DIGITS]
         dropped = dropped_weight(pairs, segments, seg0, digits)
-        doubt = fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, params[W_TK], width(segments, seg0, digits),
+        doubt = _fp64_doubtful_far(araw, agexp, aref, braw, bgexp, bref, params[W_TK], width(segments, seg0, digits),
                               dropped, out)
-        return recompute(araw, braw, doubt, out, False)
+        if not doubt.any():
+            return 0
+        return recompute_lazy(araw, braw, doubt, out, False)  # rare: compiled on first need
 
     return impl
 
@@ -446,7 +450,7 @@ def _many_blocks_impl(a, aq, ascale, bq, bscale, blocks, segments, digits, tk, x
         ds = np.empty((nb, out.shape[0], out.shape[1]))
         for bl in range(nb):
             _block_dot(aq, ascale, bq, bscale, blocks, bl, segments, digits, tk, xa, yb, ds[bl])
-        epilogue_many(ds, blocks, ea, eb, out, to32, frac)
+        _epilogue_many_far(ds, blocks, ea, eb, out, to32, frac)
         return True
 
     return impl
@@ -459,6 +463,14 @@ def _largest(x) -> int:
     for v in x:
         top = max(top, v)
     return top
+
+
+# The larger kernels the small path calls, through address cells (runtime/lazy_link.py): each
+# compiled once, not again inside small_gemm (docs/first_use.md)
+_split_far = unlinked(_split)
+_plan_block_array_far = unlinked(plan_block_array)
+_epilogue_many_far = unlinked(epilogue_many)
+_fp64_doubtful_far = unlinked(fp64_doubtful)
 
 
 @cached_njit(nogil=True)
@@ -487,15 +499,15 @@ def small_gemm(a, b, c, params, stats, max_work: int) -> int:
     out = carve(floats, o, m, n)
     d1 = carve(floats, o + m * n, m, n)
     d2 = carve(floats, o + 2 * m * n, m, n)
-    if not _split(a, False, params, araw, aq, aex, agexp, ascale, aref, aspan):
+    if not _split_far(a, False, params, araw, aq, aex, agexp, ascale, aref, aspan):
         return NOT_TAKEN
-    if not _split(b, True, params, braw, bq, bex, bgexp, bscale, bref, bspan):
+    if not _split_far(b, True, params, braw, bq, bex, bgexp, bscale, bref, bspan):
         return NOT_TAKEN
     widest = _largest(aspan) + _largest(bspan)
     if widest > MAX_SPAN:
         return NOT_TAKEN
     pairs = kept_pairs(params)
-    blocks, ok = plan_block_array(pairs, segments, params[W_SEG0_BITS], K, digits, min(widest, SPAN_RESERVE))
+    blocks, ok = _plan_block_array_far(pairs, segments, params[W_SEG0_BITS], K, digits, min(widest, SPAN_RESERVE))
     if not ok:
         return NOT_TAKEN
     nb = blocks.shape[0]

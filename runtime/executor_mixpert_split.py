@@ -14,7 +14,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import prange
+from numba import objmode, prange
 
 from mixjit.runtime.executor_mixpert_pack import threads_pay
 from mixjit.runtime.executor_mixpert_words import (
@@ -86,13 +86,22 @@ def _row_form_threads(x, transpose: bool, to32: bool):
     return out
 
 
+@cached_njit
+def _row_form_threads_lazy(x, transpose: bool, to32: bool):
+    """:func:`_row_form_threads` through a trampoline (as runtime/lazy_mixpert.py's): its
+    parallel code compiles when a call first needs threads, not with every caller."""
+    with objmode(out="float64[:, ::1]"):
+        out = _row_form_threads(x, transpose, to32)
+    return out
+
+
 @cached_njit(nogil=True)
 def row_form(x, transpose: bool, to32: bool):
     """Contiguous float64 copy of ``x`` (or ``x.T``), rounded to float32 first when
     the domain is FP32 (overflow gives inf; float32 values widen exactly); on
     threads when ``executor_mixpert_pack.threads_pay`` says so for its size."""
     if threads_pay(x.shape[0] * x.shape[1] * ROW_FORM_NS):
-        return _row_form_threads(x, transpose, to32)
+        return _row_form_threads_lazy(x, transpose, to32)
     r = x.shape[1] if transpose else x.shape[0]
     kk = x.shape[0] if transpose else x.shape[1]
     out = np.empty((r, kk))

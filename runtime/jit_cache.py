@@ -133,6 +133,16 @@ class TolerantFunctionCache(FunctionCache):
             self._loaded_environments.extend((cres.environment, *(cres.referenced_envs or ())))
         return cres
 
+    def save_overload(self, sig: Any, data: Any) -> None:
+        """Numba's save, with every reload hook of the compiled library in the saved result:
+        a ``CFunc``'s compile result leaves out the hooks its library collected while it
+        was lowered and linked (Numba copies them only where it makes a Python wrapper), and
+        loaded without them, code that needs one (runtime/lazy_link.py's cells) would call
+        into what nothing registered."""
+        data.library._ensure_finalized()  # links the callees in, with their hooks
+        data.reload_init.extend(h for h in data.library._reload_init if h not in data.reload_init)
+        super().save_overload(sig, data)
+
 
 class RuntimeCache(TolerantFunctionCache):
     """The cache of compiled runtime code: its index key adds a hash of the sources of
@@ -158,14 +168,19 @@ def _plain_call_template(dispatcher: Dispatcher, args: tuple, kws: dict) -> tupl
 
 
 def cached_njit(func: Callable | None = None, **options: Any) -> Any:
-    """``numba.njit(cache=True, **options)`` with ``RuntimeCache`` as the disk cache, and
-    one specialization for all constant arguments from jitted callers (module docstring).
+    """``numba.njit(cache=True, **options)`` with ``RuntimeCache`` as the disk cache, one
+    specialization for all constant arguments from jitted callers (module docstring), and
+    no C-callable wrapper per specialization (``no_cfunc_wrapper``; mixjit takes no kernel's
+    C address, and a kernel passed as a first-class function still runs).
     Use it (``@cached_njit(nogil=True)``) for every cached kernel that compiles runtime code."""
     if "cache" in options:
         raise TypeError("cached_njit always caches (with RuntimeCache); drop the cache= option")
 
     def decorate(py_func: Callable) -> Any:
-        dispatcher = numba.njit(**options)(py_func)
+        # no C-callable wrapper per specialization: nothing takes a runtime kernel's C address
+        # (the executors are CFuncs of their own), and each is one more function to optimise
+        # and compile in every cold compile
+        dispatcher = numba.njit(**{"no_cfunc_wrapper": True, **options})(py_func)
         dispatcher._cache = RuntimeCache(py_func)  # what Dispatcher.enable_caching() does, with our class
         dispatcher.get_call_template = types_method(_plain_call_template, dispatcher)
         return dispatcher

@@ -118,8 +118,13 @@ def fast32_certified(aq, ascale, bq, bscale, blocks, ea, eb, segments: int, digi
         y = pack_block(bq, bscale, rows_b, 0, K, blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], segments, digits, tk,
                        threads_b)
         np.dot(x, y.T, ds[b])
-        nx[b] = _norms_up(x)
-        ny[b] = _norms_up(y)
+        # element loops, not row assignments: Numba's shape-mismatch message for those costs 2 s of compile
+        nxb = _norms_up(x)
+        for i in range(m):
+            nx[b, i] = nxb[i]
+        nyb = _norms_up(y)
+        for j in range(n):
+            ny[b, j] = nyb[j]
         w[b] = 2.0 ** blocks[b, BLOCK_SHIFT]
     # |fl(x.y) - x.y| <= gamma_K ||x|| ||y||, times a factor for the rounding of the bound itself
     g = (K * _U / (1.0 - K * _U)) * (1.0 + 8.0 * (nb + 4) * _U)

@@ -23,11 +23,11 @@ less than wall time. Scenarios:
 Each cold run also records where its compile time went (Numba's ``numba:compile``
 events: the CPU seconds of each compiled function, its callees included).
 
-``--trampoline`` measures what a call through one of runtime/lazy_mixpert.py's
-trampolines costs beyond the direct call: a compiled loop calls
-``executor_mixpert_exact.exact_rows`` with no rows (no work; the heaviest argument
-list: two split operands) directly, and through ``exact_rows_lazy``; the difference
-per call, in CPU microseconds, warm caches.
+``--calls`` measures what the lazy compiles put on a call's way, per call in CPU
+microseconds over warm caches, side by side: the small path (mixpert-fp64, 4x4 and
+32x32) from a compiled loop linked in and through its address cell
+(runtime/lazy_link.py), and the general path (8x8) from Python and through the sites'
+trampoline (runtime/lazy_mixpert.py). Every run measures them.
 
 ``--write`` stores the figures in docs/first_use.json and the generated sections of
 docs/first_use.md (a run of some scenarios keeps the others' figures).
@@ -88,6 +88,21 @@ class LoweringTimer(event.Listener):
             frame, start, nested = self.start.pop()
             frame[3] += time.process_time() - start - (frame[2] - nested)
 
+# LLVM's share: module O3 after linking the callees in, and machine code, summed over all libraries
+from numba.core import codegen
+llvm_s = {"o3": 0.0, "machine_code": 0.0}
+def timed(cls, name, key):
+    original = getattr(cls, name)
+    def run(self, *args):
+        start = time.process_time()
+        try:
+            return original(self, *args)
+        finally:
+            llvm_s[key] += time.process_time() - start
+    setattr(cls, name, run)
+timed(codegen.CPUCodeLibrary, "_optimize_final_module", "o3")
+timed(codegen.JITCodeLibrary, "_finalize_specific", "machine_code")
+
 profile = CompileProfile()
 event.register("numba:compile", profile)
 event.register("numba:run_pass", LoweringTimer(profile))
@@ -125,47 +140,59 @@ print(json.dumps({"cpu_s": time.process_time() - t0, "executors": loaded,
                   "own_compiles": [[name, round(profile.own[name], 2), round(profile.lower[name], 2),
                                     profile.count[name]] for name in own],
                   "compile_s": round(sum(profile.own.values()), 2),
-                  "lowering_s": round(sum(profile.lower.values()), 2), "functions": len(profile.own)}))
+                  "lowering_s": round(sum(profile.lower.values()), 2), "functions": len(profile.own),
+                  "o3_s": round(llvm_s["o3"], 2), "machine_code_s": round(llvm_s["machine_code"], 2)}))
 """
 
-TRAMPOLINE_CHILD = """
+CALLS_CHILD = """
 import json, time
 import numpy as np
 from numba import njit
-from mixjit.runtime.executor_mixpert_exact import exact_rows
-from mixjit.runtime.executor_mixpert_split import prepare_operand
-from mixjit.runtime.lazy_mixpert import exact_rows_lazy
+from mixjit.runtime.executor_mixpert_driver import _small_gemm_unlinked
+from mixjit.runtime.executor_mixpert_small import small_gemm, small_max_work
+from mixjit.runtime.lazy_mixpert import general_gemm, general_gemm_lazy
 from mixjit.runtime.schemes.base import get_scheme
 
 params = np.array(get_scheme("mixpert-fp64").default_config(np.float64).words(), dtype=np.int64)
-a = np.random.default_rng(0).standard_normal((64, 64))
-pa, pb = prepare_operand(a, False, params), prepare_operand(a, True, params)
-blocks = np.zeros((1, 6), np.int64)
-ea = np.zeros(64, np.int64)
-rows = np.zeros(0, np.int64)
-out = np.zeros((64, 64))
+stats = np.zeros(32, np.int64)
+rng = np.random.default_rng(0)
 
 @njit
-def direct(pa, pb, blocks, ea, params, rows, out, calls):
+def linked(a, b, c, params, stats, calls):
     for _ in range(calls):
-        exact_rows(pa, pb, blocks, ea, ea, params, rows, out, False, False)
+        small_gemm(a, b, c, params, stats, small_max_work(params))
 
 @njit
-def lazy(pa, pb, blocks, ea, params, rows, out, calls):
+def through_cell(a, b, c, params, stats, calls):
     for _ in range(calls):
-        exact_rows_lazy(pa, pb, blocks, ea, ea, params, rows, out, False, False)
+        _small_gemm_unlinked(a, b, c, params, stats, small_max_work(params))
 
-def per_call(f, calls=20000):
-    f(pa, pb, blocks, ea, params, rows, out, 10)
+@njit
+def through_trampoline(a, b, c, params, stats, calls):
+    for _ in range(calls):
+        general_gemm_lazy(a, b, c, params, stats)
+
+def from_python(a, b, c, params, stats, calls):
+    for _ in range(calls):
+        general_gemm(a, b, c, params, stats)
+
+def per_call(f, a, calls):
+    c = np.empty_like(a)
+    f(a, a, c, params, stats, 2)
     best = float("inf")
-    for _ in range(3):
+    for _ in range(5):
         t = time.process_time()
-        f(pa, pb, blocks, ea, params, rows, out, calls)
+        f(a, a, c, params, stats, calls)
         best = min(best, (time.process_time() - t) / calls)
-    return best
+    return best * 1e6
 
-d, z = per_call(direct), per_call(lazy)
-print(json.dumps({"direct_us": d * 1e6, "lazy_us": z * 1e6}))
+out = {}
+for n in (4, 32):
+    a = rng.standard_normal((n, n))
+    out[f"small_{n}"] = {"linked_us": per_call(linked, a, 20000 // n), "cell_us": per_call(through_cell, a, 20000 // n)}
+a = rng.standard_normal((8, 8))
+out["general_8"] = {"python_us": per_call(from_python, a, 2000), "trampoline_us": per_call(through_trampoline, a, 2000)}
+print(json.dumps(out))
 """
 
 SCENARIOS = ("gemm", "native_site", "cholesky_default_plan", "cholesky", "warm_up")
@@ -191,7 +218,8 @@ def measure(scenarios: tuple[str, ...]) -> dict:
         out[scenario] = {"cold_cpu_s": round(cold["cpu_s"], 2), "warm_cpu_s": round(warm["cpu_s"], 2),
                          "executors_loaded": cold["executors"], "cold_compiles": cold["compiles"],
                          "cold_own_compiles": cold["own_compiles"], "cold_compile_s": cold["compile_s"],
-                         "cold_lowering_s": cold["lowering_s"], "cold_functions": cold["functions"]}
+                         "cold_lowering_s": cold["lowering_s"], "cold_functions": cold["functions"],
+                         "cold_o3_s": cold["o3_s"], "cold_machine_code_s": cold["machine_code_s"]}
         print(f"{scenario:12s} cold {cold['cpu_s']:7.1f} s CPU   warm {warm['cpu_s']:6.2f} s CPU   "
               f"executors loaded: {', '.join(cold['executors']) or 'none'}", flush=True)
     return out
@@ -216,18 +244,19 @@ def compile_table(results: dict, scenarios: tuple[str, ...] = ("gemm", "cholesky
         ("scenario", "compiled function", "CPU s, with its callees", "specializations"), rows))
 
 
-def measure_trampoline() -> dict:
-    """Per-call CPU microseconds of ``exact_rows`` with no work, called directly and through
-    its trampoline (``TRAMPOLINE_CHILD``, a fresh process over the default, warm caches)."""
-    proc = subprocess.run([sys.executable, "-c", TRAMPOLINE_CHILD], capture_output=True, text=True, cwd=ROOT,
+def measure_calls() -> dict:
+    """Per-call CPU microseconds of what the lazy compiles put on a call's way (``CALLS_CHILD``,
+    a fresh process over the default, warm caches, best of five side by side): the small path
+    (mixpert-fp64, 4x4 and 32x32) linked into a compiled caller and called through its address
+    cell (runtime/lazy_link.py), and the general path (8x8) from Python and through the sites'
+    trampoline (runtime/lazy_mixpert.py)."""
+    proc = subprocess.run([sys.executable, "-c", CALLS_CHILD], capture_output=True, text=True, cwd=ROOT,
                           timeout=1800)
     if proc.returncode != 0:
-        raise RuntimeError(f"trampoline measurement failed:\n{proc.stderr[-3000:]}")
-    r = json.loads(proc.stdout.strip().splitlines()[-1])
-    out = {"direct_us": round(r["direct_us"], 2), "lazy_us": round(r["lazy_us"], 2),
-           "overhead_us": round(r["lazy_us"] - r["direct_us"], 2)}
-    print(f"trampoline: direct {out['direct_us']:.2f} us, through the trampoline {out['lazy_us']:.2f} us, "
-          f"overhead {out['overhead_us']:.2f} us per call (CPU)", flush=True)
+        raise RuntimeError(f"call-cost measurement failed:\n{proc.stderr[-3000:]}")
+    out = {name: {k: round(v, 2) for k, v in r.items()} for name, r in
+           json.loads(proc.stdout.strip().splitlines()[-1]).items()}
+    print(f"calls (CPU us): {out}", flush=True)
     return out
 
 
@@ -240,8 +269,10 @@ def own_table(results: dict, scenarios: tuple[str, ...] = ("gemm", "cholesky_def
         r = results.get(name, {})
         if "cold_compile_s" not in r:
             continue
+        llvm = (f" (LLVM O3 {r['cold_o3_s']:.1f}, machine code {r['cold_machine_code_s']:.1f})"
+                if "cold_o3_s" in r else "")
         rows.append((f"`{name}`", f"all {r['cold_functions']} compiled functions", f"{r['cold_compile_s']:.1f}",
-                     f"{r['cold_lowering_s']:.1f}"))
+                     f"{r['cold_lowering_s']:.1f}{llvm}"))
         for function, own, lowering, _count in r["cold_own_compiles"][:6]:
             rows.append((f"`{name}`", f"`{function}`", f"{own:.1f}", f"{lowering:.1f}"))
     return "\n".join(common.markdown_table(
@@ -253,28 +284,34 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="write docs/first_use.json and docs/first_use.md")
     parser.add_argument("--only", nargs="+", choices=SCENARIOS, help="measure these scenarios; --write keeps "
                         "the other scenarios' figures from docs/first_use.json")
-    parser.add_argument("--trampoline", action="store_true", help="measure only the trampolines' per-call cost")
+    parser.add_argument("--calls", action="store_true", help="measure only the per-call costs of the address "
+                        "cell and the trampoline")
     args = parser.parse_args()
     kept = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    trampoline = measure_trampoline()
-    results = {} if args.trampoline else measure(tuple(args.only or SCENARIOS))
+    calls = measure_calls()
+    results = {} if args.calls else measure(tuple(args.only or SCENARIOS))
     if args.write:
         old = kept.get("results", {})
         results = {name: results.get(name, old.get(name)) for name in SCENARIOS if name in results or name in old}
         kept_before = {k: v for k, v in kept.items() if k.startswith("before_")}  # earlier code's profiles, cited by the doc
-        common.write_json(RESULTS, {"machine": common.machine_info(), "results": results, "trampoline": trampoline,
+        common.write_json(RESULTS, {"machine": common.machine_info(), "results": results, "calls": calls,
                                     **kept_before})
         common.replace_generated_section(DOC, "first_use", table(results))
         common.replace_generated_section(DOC, "first_use_compiles", compile_table(results))
         common.replace_generated_section(DOC, "first_use_own", own_table(results))
-        common.replace_generated_section(DOC, "first_use_trampoline", trampoline_text(trampoline))
+        common.replace_generated_section(DOC, "first_use_calls", calls_table(calls))
 
 
-def trampoline_text(t: dict) -> str:
-    """The sentence docs/first_use.md shows for the trampolines' measured cost."""
-    return (f"A call through a trampoline costs {t['overhead_us']:.1f} us of CPU more than the direct call "
-            f"({t['lazy_us']:.1f} us against {t['direct_us']:.1f} us for `exact_rows` with no rows to compute, "
-            "two split operands among its arguments).")
+def calls_table(calls: dict) -> str:
+    """The Markdown table docs/first_use.md shows for the measured per-call costs."""
+    rows = [(f"small path, mixpert-fp64, {n}x{n}x{n}", "linked into the caller",
+             f"{calls[f'small_{n}']['linked_us']:.2f}", "through its address cell",
+             f"{calls[f'small_{n}']['cell_us']:.2f}") for n in (4, 32)]
+    g = calls["general_8"]
+    rows.append(("general path, mixpert-fp64, 8x8x8", "from Python", f"{g['python_us']:.1f}",
+                 "through the trampoline", f"{g['trampoline_us']:.1f}"))
+    return "\n".join(common.markdown_table(("call", "one way", "CPU us", "the other way", "CPU us"), rows))
+
 
 if __name__ == "__main__":
     main()

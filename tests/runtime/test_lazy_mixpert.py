@@ -1,7 +1,8 @@
-"""The MixPert executor's paths compile on demand (runtime/lazy_mixpert.py): a common call
-compiles none of the rare paths, a path compiled on first need is cached on disk and
-reloaded by a later process, trampolines are safe under ``prange``, and the Python
-callers' choice of path (``gemm_from_python``) gives the compiled driver's bits."""
+"""The MixPert executor's paths compile on demand (the general path's Python driver,
+runtime/executor_mixpert_driver.py, and the sites' trampoline, runtime/lazy_mixpert.py):
+a common call compiles none of the rare paths, a path compiled on first need is cached on
+disk and reloaded by a later process, the trampoline is safe under ``prange``, and the
+Python callers' choice of path (``gemm_from_python``) gives the compiled driver's bits."""
 
 from __future__ import annotations
 
@@ -37,10 +38,10 @@ COUNTS = """
     import json
     import numpy as np
     import mixjit
-    from mixjit.runtime import lazy_mixpert as lz
+    from mixjit.runtime.executor_mixpert_driver import ON_DEMAND_PATHS
 
     def counts():
-        return {d.py_func.__name__: len(d.overloads) for d in lz.LAZY_PATHS.values()}
+        return {d.py_func.__name__: len(d.overloads) for d in ON_DEMAND_PATHS}
 
     rng = np.random.default_rng(1)
     a = rng.standard_normal((200, 200)).astype(np.float32)  # above the small path's size: the general path
@@ -58,8 +59,8 @@ COUNTS = """
 
 
 def test_a_common_call_compiles_no_rare_path():
-    """Fails if a rare path is compiled into the common kernel again: typing the driver would
-    then compile (or load) that path's dispatcher, giving it an overload."""
+    """Fails if a rare path is compiled into the common kernel again: typing a kernel that
+    calls it would compile (or load) that path's dispatcher, giving it an overload."""
     out = _child(COUNTS)
     assert {name: out["common"][name] for name in RARE} == dict.fromkeys(RARE, 0)
     assert out["common"]["fast_path"] == 1 and out["common"]["fast32_certified"] == 1
@@ -191,6 +192,8 @@ SITES = """
     a = rng.standard_normal((70, 90))  # above the small path's size: the trampoline to the general path
     b = rng.standard_normal((90, 70))
     same = [bool(np.array_equal(f64(a, b), mixjit.gemm(a, b, "mixpert-fp64")))]
+    small = (a[:16, :20], b[:20, :12])  # the small path, called through its address cell (runtime/lazy_link.py)
+    same.append(bool(np.array_equal(f64(*small), mixjit.gemm(*small, "mixpert-fp64"))))
     a, b = (rng.standard_normal((170, 170)).astype(np.float32) for _ in range(2))
     same.append(bool(np.array_equal(f32(a, b), mixjit.gemm(a, b, "mixpert"))))
     code = entry.EXECUTORS["mixpert"]
@@ -202,8 +205,9 @@ SITES = """
 def test_site_executors_reloaded_from_the_disk_cache_run_the_general_path():
     """A site's executor (a ``CFunc``) loaded from the disk cache reaches the general path
     through a trampoline whose Numba environment must outlive the load (runtime/jit_cache.py:
-    a freed one boxed arrays with garbage and returned status 0 with wrong bits)."""
+    a freed one boxed arrays with garbage and returned status 0 with wrong bits), and the
+    small path through an address cell its reload hook registers (runtime/lazy_link.py)."""
     first = _child(SITES)
-    assert first["same"] == [True, True]
+    assert first["same"] == [True, True, True]
     again = _child(SITES)
-    assert again == {"same": [True, True], "hits": [1, 1]}
+    assert again == {"same": [True, True, True], "hits": [1, 1]}
