@@ -43,17 +43,34 @@ from __future__ import annotations
 import numpy as np
 from numba.extending import register_jitable
 
-from mixjit.runtime.executor_mixpert_words import PAIR_STRIDE, W_PAIRS0, W_PAIRS1, W_SEGMENTS
+from mixjit.runtime.executor_mixpert_words import (
+    ALIGN_ROW,
+    DOMAIN_FP32,
+    OK,
+    PAIR_STRIDE,
+    STAT_SMALL_PATH,
+    STAT_TILES,
+    STAT_WIDEST_SPAN,
+    W_ALIGN,
+    W_DIGITS,
+    W_DOMAIN,
+    W_FALLBACK,
+    W_PAIRS0,
+    W_PAIRS1,
+    W_ROUNDING,
+    W_SEG0_BITS,
+    W_SEGMENTS,
+    W_TK,
+    W_TM,
+    W_TN,
+)
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.pair_blocks import SPAN_RESERVE, k_bits, range_bits
-from mixjit.runtime.scratch_arrays import carve
-from mixjit.runtime.segments import digit_bits, digit_range
+from mixjit.runtime.scratch_arrays import carve, stack_array
+from mixjit.runtime.segments import MAGNITUDE, ROUND_TRUNC, ZERO_EXP, digit_bits, width
 
-#: int64 and float64 words of each of the direct path's two stack buffers (64 KiB
-#: each): a call whose scratch fits (32 x 32 x 32 takes 4352 and 6208) allocates
-#: nothing on the heap
-DIRECT_STACK_WORDS = 8192
-
+#: :func:`direct_gemm`'s answer for a call it leaves to the small path
+NOT_TAKEN = -1
 
 @register_jitable
 def _kept(params, p: int, r: int) -> bool:
@@ -111,60 +128,297 @@ def corner_shift(i1: int, j1: int, segments: int, digits: int) -> int:
 
 @register_jitable
 def direct_scratch_words(m: int, n: int, K: int, nkt: int) -> tuple[int, int]:
-    """int64 and float64 words of the direct path's scratch: per row of A and of B
-    q, ex (K each), gexp (nkt), ref, span (one each); raw, the prefix and the corner
-    operand (K each), scale (nkt) and the output scale (one)."""
-    return (m + n) * (2 * K + nkt + 2), (m + n) * (3 * K + nkt + 1)
+    """int64 and float64 words of :func:`direct_gemm`'s scratch: group exponents
+    (nkt per row of A and column of B), ref and span (one each); A's and B's
+    operands (2K per row: prefix and corner digit), B's transposed copy (n x K), the
+    output scales (m + n), n words and the product (m x n)."""
+    return (m + n) * (nkt + 2), (m + n) * 2 * K + n * K + m + 2 * n + m * n
 
 
 @register_jitable
-def direct_views(ints, floats, io: int, fo: int, r: int, K: int, nkt: int):
-    """One operand's scratch views (``r`` rows) from ``ints[io:]`` and ``floats[fo:]``:
-    (q, ex, gexp, ref, span, raw, scale, x, xc, f), as :func:`direct_scratch_words`
-    counts them."""
-    q = carve(ints, io, r, K)
-    ex = carve(ints, io + r * K, r, K)
-    gexp = carve(ints, io + 2 * r * K, r, nkt)
-    o = io + r * (2 * K + nkt)
-    raw = carve(floats, fo, r, K)
-    x = carve(floats, fo + r * K, r, K)
-    xc = carve(floats, fo + 2 * r * K, r, K)
-    scale = carve(floats, fo + 3 * r * K, r, nkt)
-    f0 = fo + r * (3 * K + nkt)
-    return q, ex, gexp, ints[o : o + r], ints[o + r : o + 2 * r], raw, scale, x, xc, floats[f0 : f0 + r]
+def _rounded(v: float, splitter: float) -> float:
+    """Step 1's value ``M 2^(e-w+1)`` of the element ``v`` (a float32 value in
+    float64): ``v`` rounded to ``w`` significant bits, ties to even, by Veltkamp's
+    splitting with ``splitter = 2^(53-w) + 1`` in float64 (no FMA, no reassociation).
+    Checked against the integer rounding of segments.split_element for every float32
+    significand (tests/runtime/test_small_direct.py); float32 subnormals are normal
+    float64 values, so they are rounded relative to their own leading bit, as step 1
+    says. A carry gives ``2^(e+1)``, the value of step 1's renormalised split; the
+    truncation at 2^128 is not reproduced (the direct path refuses magnitudes from
+    2^127 up)."""
+    g = v * splitter
+    return g - (g - v)
 
 
 @register_jitable
-def prefix_operand(q, scale, i1: int, corner: bool, segments: int, digits: int, tk: int, x, xc) -> None:
-    """``x`` = segments ``0..i1`` of the aligned mantissas ``q``, ``xc`` = segment
-    ``i1`` (where ``corner``), each times its k-tile's power-of-two scale (exact)."""
-    r, K = q.shape
-    for i in range(r):
-        for t in range(scale.shape[1]):
-            sc = scale[i, t]
+def _exponent(x: float) -> int:
+    """``floor(log2 |x|)`` of a nonzero normal float64 (its exponent field)."""
+    return np.int64((np.float64(x).view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023
+
+
+#: magnitudes the direct path leaves to the small path: from 2^127 up (step 1's
+#: rounding may reach 2^128 there and truncate instead), and inf / NaN
+_TOO_BIG = 2.0**127
+
+
+@register_jitable
+def _group_exponent(top: float, splitter: float) -> int:
+    """The largest element exponent of a group whose largest magnitude is ``top``
+    (step 1's rounding is monotonic, so the largest exponent is the largest
+    magnitude's); ``ZERO_EXP`` for a group of zeros."""
+    return _exponent(_rounded(top, splitter)) if top != 0.0 else np.int64(ZERO_EXP)
+
+
+@register_jitable
+def _splitter(w: int) -> float:
+    """Veltkamp's constant for rounding to ``w <= 53`` bits: ``2^(53-w) + 1``."""
+    return _pow2(53 - w) + 1.0
+
+
+@register_jitable
+def _rows_exponents(x, splitter: float, tk: int, gexp) -> bool:
+    """Pass 1 over the rows of A (m x K): each row's largest element exponent per
+    k-tile (``gexp``, ``ZERO_EXP`` for none); False where a row holds an inf, a NaN
+    or a magnitude of 2^127 or more. Float maxima only: no integer work per element."""
+    m, K = x.shape
+    for i in range(m):
+        for t in range(gexp.shape[1]):
+            top = 0.0
             for k in range(np.uint64(t * tk), np.uint64(min(t * tk + tk, K))):
-                v = q[i, k]
-                x[i, k] = digit_range(v, 0, i1, segments, digits) * sc
+                av = abs(np.float64(np.float32(x[i, k])))
+                top = av if av > top else top
+                top = av if av != av else top  # a NaN is kept (and refused below)
+            if not (top < _TOO_BIG):
+                return False
+            gexp[i, t] = _group_exponent(top, splitter)
+    return True
+
+
+@register_jitable
+def _cols_exponents(x, splitter: float, tk: int, gexp, top, xt) -> bool:
+    """:func:`_rows_exponents` for the columns of B (K x n), read row by row (the
+    inner loop runs along a row of B: contiguous for a C-ordered B), copying B's
+    columns into the rows of ``xt`` (n x K, float64: exact) for the second pass;
+    ``top`` is n words of scratch."""
+    K, n = x.shape
+    for t in range(gexp.shape[1]):
+        for j in range(n):
+            top[j] = 0.0
+        for k in range(np.uint64(t * tk), np.uint64(min(t * tk + tk, K))):
+            for j in range(n):
+                v = np.float64(np.float32(x[k, j]))
+                xt[j, k] = v
+                av = abs(v)
+                tj = top[j]
+                tj = av if av > tj else tj
+                top[j] = av if av != av else tj
+        for j in range(n):
+            if not (top[j] < _TOO_BIG):
+                return False
+            gexp[j, t] = _group_exponent(top[j], splitter)
+    return True
+
+
+@register_jitable
+def _groups(gexp, ref, span, group_rows: int) -> None:
+    """Group exponents (the largest of each group's rows, sign-magnitude digits: no
+    bump), then each row's reference exponent (its largest group exponent; 0 for a
+    row of zeros) and span (reference minus its smallest group exponent)."""
+    r, nkt = gexp.shape
+    if group_rows > 1:
+        for g0 in range(0, r, group_rows):
+            g1 = min(g0 + group_rows, r)
+            for t in range(nkt):
+                top = np.int64(ZERO_EXP)
+                for i in range(g0, g1):
+                    top = max(top, gexp[i, t])
+                for i in range(g0, g1):
+                    gexp[i, t] = top
+    for i in range(r):
+        hi = np.int64(ZERO_EXP)
+        lo = np.int64(-ZERO_EXP)
+        for t in range(nkt):
+            e = gexp[i, t]
+            if e != ZERO_EXP:
+                hi = max(hi, e)
+                lo = min(lo, e)
+        ref[i] = hi if hi != ZERO_EXP else 0
+        span[i] = hi - lo if hi != ZERO_EXP else 0
+
+
+@register_jitable
+def _pow2(n: int) -> float:
+    """``2^n`` as a float64 for ``-1022 <= n <= 1023`` (from its bits: no libm call)."""
+    return np.int64((n + 1023) << 52).view(np.float64)
+
+
+@register_jitable
+def _rows_operands(x, side_b: bool, gexp, ref, params, i1: int, corner: bool, out) -> bool:
+    """Pass 2 over the rows of A (or of B's transposed copy where ``side_b``): each
+    element aligned to its group exponent E (step 2), then ``out[:, :K]`` = segments
+    ``0..i1`` of ``q`` and, where ``corner``, ``out[:, K:]`` = segment ``i1`` (negated
+    for B: one product gives the kept pairs), each times ``2^(E - ref)`` (exact).
+    False, for the small path, on a fallback tile or (step 6) a nonzero element
+    aligned to 0. Float arithmetic only."""
+    m, K = x.shape
+    segments = params[W_SEGMENTS]
+    w = width(segments, params[W_SEG0_BITS], MAGNITUDE)
+    splitter = _splitter(w)
+    tk = params[W_TK]
+    tile_rows = params[W_TN] if side_b else params[W_TM]
+    threshold = params[W_FALLBACK]
+    trunc = params[W_ROUNDING] == ROUND_TRUNC
+    down = _pow2(-7 * (segments - 1 - i1))
+    sign = -1.0 if side_b else 1.0
+    for t0 in range(0, m, tile_rows):
+        for t in range(gexp.shape[1]):
+            nz = np.int64(0)  # integer counts: their sums vectorise (a float sum would not)
+            far_n = np.int64(0)
+            lost = np.int64(0)
+            k0, k1 = np.uint64(t * tk), np.uint64(min(t * tk + tk, K))
+            for i in range(t0, min(t0 + tile_rows, m)):
+                g = gexp[i, t]
+                zero = g == ZERO_EXP
+                to_int = 0.0 if zero else _pow2(w - 1 - g)
+                sc = 0.0 if zero else _pow2(g - ref[i])
+                # an element is shifted by more than `threshold` bits where |v| < 2^(E - threshold)
+                near = 0.0 if zero or threshold < 0 or g - threshold < -1000 else _pow2(g - threshold)
+                for k in range(k0, k1):  # no branch, no float sum: the loop vectorises
+                    v = _rounded(np.float64(np.float32(x[i, k])), splitter)
+                    y = v * to_int
+                    q = np.trunc(y) if trunc else np.rint(y)
+                    use = v != 0.0
+                    lost += np.int64(use & (q == 0.0))
+                    nz += np.int64(use)
+                    far_n += np.int64(use & (abs(v) < near))
+                    out[i, k] = np.trunc(q * down)
                 if corner:
-                    xc[i, k] = digit_range(v, i1, i1, segments, digits) * sc
+                    csc = sign * sc
+                    for k in range(k0, k1):
+                        hi = out[i, k]
+                        lo = hi - np.trunc(hi * (1.0 / 128.0)) * 128.0 if i1 > 0 else hi
+                        out[i, K + k] = lo * csc
+                        out[i, k] = hi * sc
+                else:
+                    for k in range(k0, k1):
+                        out[i, k] *= sc
+            if lost:
+                return False  # step 6 recomputes the element's row (column): general path
+            if threshold >= 0 and 8 * far_n > nz:
+                return False  # a fallback tile: general path
+    return True
+
+
+#: the smallest m*n*k whose products run as BLAS dgemms (below: compiled loops, which
+#: cost less than a BLAS call's overhead; tools/bench_small_sites.py, "Direct path")
+BLAS_MIN_WORK = 12**3
 
 
 # Reassociation and contraction are safe here, and only here: every term and every
 # partial sum is an integer times 2^-(span_A + span_B) below 2^53 of that grid (the
 # bound of the module docstring), so any order, fused or not, is exact.
 @cached_njit(nogil=True, fastmath={"reassoc", "contract"})
-def exact_dots(x, xc, fa, y, yc, fb, corner: bool, c) -> None:
-    """``c[i, j] = RN32((x_i . y_j - [corner] xc_i . yc_j) * fa[i] * fb[j])``, the
-    dot products exact (module docstring), the scaling exact; +0 for a zero."""
+def _loop_dot(x, y, d) -> None:
+    """``d = x @ y.T``, exact (module docstring): any order, fused or not."""
     m, K = x.shape
     n = y.shape[0]
     for i in range(m):
         for j in range(n):
             s = 0.0
-            if corner:
-                for k in range(K):
-                    s += x[i, k] * y[j, k] - xc[i, k] * yc[j, k]
-            else:
-                for k in range(K):
-                    s += x[i, k] * y[j, k]
-            c[i, j] = np.float32(s * fa[i] * fb[j]) + np.float32(0.0)
+            for k in range(K):
+                s += x[i, k] * y[j, k]
+            d[i, j] = s
+
+
+@cached_njit(nogil=True)
+def exact_product(x, y, d) -> None:
+    """``d = x @ y.T`` for operands whose every partial sum is exact (module
+    docstring): compiled loops for small products (below a BLAS call's overhead),
+    else one BLAS dgemm (BLAS's order and FMA do not matter)."""
+    if x.shape[0] * y.shape[0] * x.shape[1] < BLAS_MIN_WORK:
+        _loop_dot(x, y, d)
+    else:
+        np.dot(x, y.T, d)
+
+
+#: int64 and float64 words of each of :func:`direct_gemm`'s two stack buffers (64 KiB
+#: each): a call whose scratch fits (32 x 32 x 32 takes 192 and 6240) allocates
+#: nothing on the heap
+DIRECT_STACK_WORDS = 8192
+
+
+@cached_njit(nogil=True)
+def direct_gemm(a, b, c, params, stats) -> int:
+    """``C = A @ B`` by the direct path (module docstring) for float32 operands in the
+    float32 domain: ``OK`` with ``c`` and ``stats`` written (``STAT_SMALL_PATH = 1``),
+    or :data:`NOT_TAKEN` with ``c`` untouched, for the small path. ``params`` must have
+    passed ``params_ok`` and the shapes must match (the driver checks both)."""
+    if params[W_DOMAIN] != DOMAIN_FP32 or params[W_DIGITS] != MAGNITUDE:
+        return NOT_TAKEN
+    i1, j1, corner, ok = prefix_pairs(params)
+    if not ok:
+        return NOT_TAKEN
+    m, K = a.shape
+    n = b.shape[1]
+    segments, seg0, tk = params[W_SEGMENTS], params[W_SEG0_BITS], params[W_TK]
+    bits = direct_bits(i1, j1, seg0, MAGNITUDE, K)
+    if m == 0 or n == 0 or K == 0 or bits > 53:
+        return NOT_TAKEN
+    nkt = (K + tk - 1) // tk
+    n_ints, n_floats = direct_scratch_words(m, n, K, nkt)
+    ints = stack_array(DIRECT_STACK_WORDS, np.int64) if n_ints <= DIRECT_STACK_WORDS else np.empty(n_ints, np.int64)
+    floats = (stack_array(DIRECT_STACK_WORDS, np.float64) if n_floats <= DIRECT_STACK_WORDS
+              else np.empty(n_floats, np.float64))
+    agexp = carve(ints, 0, m, nkt)
+    bgexp = carve(ints, m * nkt, n, nkt)
+    o = (m + n) * nkt
+    aref, aspan = ints[o : o + m], ints[o + m : o + 2 * m]
+    o += 2 * m
+    bref, bspan = ints[o : o + n], ints[o + n : o + 2 * n]
+    kk = 2 * K if corner else K  # [prefix | corner digit] per row: one product
+    xa = carve(floats, 0, m, kk)
+    yb = carve(floats, m * kk, n, kk)
+    o = (m + n) * kk
+    bt = carve(floats, o, n, K)
+    o += n * K
+    fa, fb, top = floats[o : o + m], floats[o + m : o + m + n], floats[o + m + n : o + m + 2 * n]
+    d = carve(floats, o + m + 2 * n, m, n)
+    w = width(segments, seg0, MAGNITUDE)
+    if w > 53:
+        return NOT_TAKEN  # Veltkamp's rounding needs w <= 53
+    splitter = _splitter(w)
+    if not _rows_exponents(a, splitter, tk, agexp) or not _cols_exponents(b, splitter, tk, bgexp, top, bt):
+        return NOT_TAKEN
+    _groups(agexp, aref, aspan, 1 if params[W_ALIGN] == ALIGN_ROW else params[W_TM])
+    _groups(bgexp, bref, bspan, 1 if params[W_ALIGN] == ALIGN_ROW else params[W_TN])
+    widest = _largest(aspan) + _largest(bspan)
+    if not direct_exact(bits, widest, K):
+        return NOT_TAKEN
+    if not _rows_operands(a, False, agexp, aref, params, i1, corner, xa):
+        return NOT_TAKEN
+    if not _rows_operands(bt, True, bgexp, bref, params, j1, corner, yb):
+        return NOT_TAKEN
+    shift = corner_shift(i1, j1, segments, MAGNITUDE)
+    for i in range(m):
+        fa[i] = _pow2(aref[i] - (w - 1) + shift)
+    for j in range(n):
+        fb[j] = _pow2(bref[j] - (w - 1))
+    exact_product(xa, yb, d)
+    for i in range(m):  # the scaling is exact: one rounding
+        for j in range(n):
+            c[i, j] = np.float32(d[i, j] * fa[i] * fb[j]) + np.float32(0.0)
+    for s in range(stats.shape[0]):
+        stats[s] = 0
+    stats[STAT_TILES] = nkt * (-(-m // params[W_TM]) + -(-n // params[W_TN]))
+    stats[STAT_WIDEST_SPAN] = widest
+    stats[STAT_SMALL_PATH] = 1
+    return OK
+
+
+@register_jitable
+def _largest(x) -> int:
+    """The largest element of a nonempty 1-D array."""
+    top = x[0]
+    for v in x:
+        top = max(top, v)
+    return top

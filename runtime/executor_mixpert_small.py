@@ -38,17 +38,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload, register_jitable
 
-from mixjit.runtime.executor_mixpert_direct import (
-    DIRECT_STACK_WORDS,
-    corner_shift,
-    direct_bits,
-    direct_exact,
-    direct_scratch_words,
-    direct_views,
-    exact_dots,
-    prefix_operand,
-    prefix_pairs,
-)
+from mixjit.runtime.executor_mixpert_direct import direct_gemm
 from mixjit.runtime.executor_mixpert_fast import epilogue, epilogue_many
 from mixjit.runtime.executor_mixpert_words import (
     ALIGN_ROW,
@@ -483,50 +473,7 @@ def _direct_impl(a, b, c, params, stats):
     if a.dtype != types.float32 or b.dtype != types.float32:
         return lambda a, b, c, params, stats: NOT_TAKEN
 
-    def impl(a, b, c, params, stats):
-        if params[W_DOMAIN] != DOMAIN_FP32:
-            return NOT_TAKEN
-        i1, j1, corner, ok = prefix_pairs(params)
-        if not ok:
-            return NOT_TAKEN
-        m, K = a.shape
-        n = b.shape[1]
-        segments, seg0, digits, tk = params[W_SEGMENTS], params[W_SEG0_BITS], params[W_DIGITS], params[W_TK]
-        bits = direct_bits(i1, j1, seg0, digits, K)
-        if bits > 53:
-            return NOT_TAKEN
-        nkt = (K + tk - 1) // tk
-        n_ints, n_floats = direct_scratch_words(m, n, K, nkt)
-        ints = stack_array(DIRECT_STACK_WORDS, np.int64) if n_ints <= DIRECT_STACK_WORDS else np.empty(n_ints, np.int64)
-        floats = (stack_array(DIRECT_STACK_WORDS, np.float64) if n_floats <= DIRECT_STACK_WORDS
-                  else np.empty(n_floats, np.float64))
-        aq, aex, agexp, aref, aspan, araw, ascale, xa, xca, fa = direct_views(ints, floats, 0, 0, m, K, nkt)
-        bq, bex, bgexp, bref, bspan, braw, bscale, yb, ycb, fb = direct_views(ints, floats, m * (2 * K + nkt + 2),
-                                                                            m * (3 * K + nkt + 1), n, K, nkt)
-        if not _split(a, False, params, araw, aq, aex, agexp, ascale, aref, aspan):
-            return NOT_TAKEN
-        if not _split(b, True, params, braw, bq, bex, bgexp, bscale, bref, bspan):
-            return NOT_TAKEN
-        widest = _largest(aspan) + _largest(bspan)
-        if not direct_exact(bits, widest, K):
-            return NOT_TAKEN
-        prefix_operand(aq, ascale, i1, corner, segments, digits, tk, xa, xca)
-        prefix_operand(bq, bscale, j1, corner, segments, digits, tk, yb, ycb)
-        w = width(segments, seg0, digits)
-        shift = corner_shift(i1, j1, segments, digits)
-        for i in range(m):
-            fa[i] = math.ldexp(1.0, aref[i] - (w - 1) + shift)
-        for j in range(n):
-            fb[j] = math.ldexp(1.0, bref[j] - (w - 1))
-        exact_dots(xa, xca, fa, yb, ycb, fb, corner, c)
-        for s in range(stats.shape[0]):
-            stats[s] = 0
-        stats[STAT_TILES] = nkt * (-(-m // params[W_TM]) + -(-n // params[W_TN]))
-        stats[STAT_WIDEST_SPAN] = widest
-        stats[STAT_SMALL_PATH] = 1
-        return OK
-
-    return impl
+    return lambda a, b, c, params, stats: direct_gemm(a, b, c, params, stats)
 
 
 @cached_njit(nogil=True)
