@@ -66,7 +66,7 @@ from mixjit.runtime.executor_mixpert_words import (
 )
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.pair_blocks import SPAN_RESERVE, k_bits, range_bits
-from mixjit.runtime.scratch_arrays import carve, stack_array
+from mixjit.runtime.scratch_arrays import c_layout, carve, is_c_contiguous, stack_array
 from mixjit.runtime.segments import MAGNITUDE, ROUND_TRUNC, ZERO_EXP, digit_bits, width
 
 #: :func:`direct_gemm`'s answer for a call it leaves to the small path
@@ -130,9 +130,9 @@ def corner_shift(i1: int, j1: int, segments: int, digits: int) -> int:
 def direct_scratch_words(m: int, n: int, K: int, nkt: int) -> tuple[int, int]:
     """int64 and float64 words of :func:`direct_gemm`'s scratch: group exponents
     (nkt per row of A and column of B), ref and span (one each); A's and B's
-    operands (2K per row: prefix and corner digit), B's transposed copy (n x K), the
-    output scales (m + n), n words and the product (m x n)."""
-    return (m + n) * (nkt + 2), (m + n) * 2 * K + n * K + m + 2 * n + m * n
+    operands (2K per row: prefix and corner digit), copies of A and of B transposed
+    (K per row), the output scales (m + n), n words and the product (m x n)."""
+    return (m + n) * (nkt + 2), (m + n) * 3 * K + m + 2 * n + m * n
 
 
 @register_jitable
@@ -176,16 +176,20 @@ def _splitter(w: int) -> float:
 
 
 @register_jitable
-def _rows_exponents(x, splitter: float, tk: int, gexp) -> bool:
+def _rows_exponents(x, splitter: float, tk: int, gexp, xt) -> bool:
     """Pass 1 over the rows of A (m x K): each row's largest element exponent per
-    k-tile (``gexp``, ``ZERO_EXP`` for none); False where a row holds an inf, a NaN
-    or a magnitude of 2^127 or more. Float maxima only: no integer work per element."""
+    k-tile (``gexp``, ``ZERO_EXP`` for none), copying A (as float32 values) into
+    ``xt`` (m x K, float64, C-ordered) for the second pass; False where a row holds an
+    inf, a NaN or a magnitude of 2^127 or more. Float maxima only: no integer work
+    per element."""
     m, K = x.shape
     for i in range(m):
         for t in range(gexp.shape[1]):
             top = 0.0
             for k in range(np.uint64(t * tk), np.uint64(min(t * tk + tk, K))):
-                av = abs(np.float64(np.float32(x[i, k])))
+                v = np.float64(np.float32(x[i, k]))
+                xt[i, k] = v
+                av = abs(v)
                 top = av if av > top else top
                 top = av if av != av else top  # a NaN is kept (and refused below)
             if not (top < _TOO_BIG):
@@ -342,7 +346,7 @@ def exact_product(x, y, d) -> None:
 
 
 #: int64 and float64 words of each of :func:`direct_gemm`'s two stack buffers (64 KiB
-#: each): a call whose scratch fits (32 x 32 x 32 takes 192 and 6240) allocates
+#: each): a call whose scratch fits (32 x 32 x 32 takes 192 and 7264) allocates
 #: nothing on the heap
 DIRECT_STACK_WORDS = 8192
 
@@ -379,22 +383,35 @@ def direct_gemm(a, b, c, params, stats) -> int:
     xa = carve(floats, 0, m, kk)
     yb = carve(floats, m * kk, n, kk)
     o = (m + n) * kk
-    bt = carve(floats, o, n, K)
-    o += n * K
+    at = carve(floats, o, m, K)
+    bt = carve(floats, o + m * K, n, K)
+    o += (m + n) * K
     fa, fb, top = floats[o : o + m], floats[o + m : o + m + n], floats[o + m + n : o + m + 2 * n]
     d = carve(floats, o + m + 2 * n, m, n)
     w = width(segments, seg0, MAGNITUDE)
     if w > 53:
         return NOT_TAKEN  # Veltkamp's rounding needs w <= 53
     splitter = _splitter(w)
-    if not _rows_exponents(a, splitter, tk, agexp) or not _cols_exponents(b, splitter, tk, bgexp, top, bt):
+    # a site's operands are typed as strided views: read them as C-ordered arrays
+    # where they are (the loops then vectorise)
+    if is_c_contiguous(a):
+        ok = _rows_exponents(c_layout(a), splitter, tk, agexp, at)
+    else:
+        ok = _rows_exponents(a, splitter, tk, agexp, at)
+    if not ok:
+        return NOT_TAKEN
+    if is_c_contiguous(b):
+        ok = _cols_exponents(c_layout(b), splitter, tk, bgexp, top, bt)
+    else:
+        ok = _cols_exponents(b, splitter, tk, bgexp, top, bt)
+    if not ok:
         return NOT_TAKEN
     _groups(agexp, aref, aspan, 1 if params[W_ALIGN] == ALIGN_ROW else params[W_TM])
     _groups(bgexp, bref, bspan, 1 if params[W_ALIGN] == ALIGN_ROW else params[W_TN])
     widest = _largest(aspan) + _largest(bspan)
     if not direct_exact(bits, widest, K):
         return NOT_TAKEN
-    if not _rows_operands(a, False, agexp, aref, params, i1, corner, xa):
+    if not _rows_operands(at, False, agexp, aref, params, i1, corner, xa):
         return NOT_TAKEN
     if not _rows_operands(bt, True, bgexp, bref, params, j1, corner, yb):
         return NOT_TAKEN
