@@ -64,7 +64,10 @@ from mixjit.runtime.executor_mixpert_words import (
     W_TM,
     W_TN,
 )
+from mixjit.runtime.exactsum import round64_scaled
+from mixjit.runtime.executor_mixpert_words import STAT_RECOMPUTED, kept_pairs
 from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, recompute
 from mixjit.runtime.pair_blocks import SPAN_RESERVE, k_bits, range_bits
 from mixjit.runtime.scratch_arrays import c_layout, carve, is_c_contiguous, stack_array
 from mixjit.runtime.segments import MAGNITUDE, ROUND_TRUNC, ZERO_EXP, digit_bits, width
@@ -439,3 +442,183 @@ def _largest(x) -> int:
     for v in x:
         top = max(top, v)
     return top
+
+
+# ---------------------------------------------------------------------------
+# The float64 domain (mixpert-fp64): three slices of three segments, slice pairs
+# I + J <= 2 (``pairs=slices3sig2``, the scheme's most precise config)
+
+
+@register_jitable
+def slice_pairs(params) -> bool:
+    """Are the kept pairs those of ``segments=9,pairs=slices3sig2`` (segment pairs
+    whose slices of 3 segments have ``I + J <= 2``)?"""
+    if params[W_SEGMENTS] != 9:
+        return False
+    for p in range(9):
+        for r in range(9):
+            if _kept(params, p, r) != (p // 3 + r // 3 <= 2):
+                return False
+    return True
+
+
+#: the smallest normal float64
+_MIN_NORMAL64 = 2.0**-1022
+
+#: the smallest and the largest row / column magnitude the float64 direct path
+#: takes: ``2^(w-1-E)`` stays finite (w <= 62) and no output can overflow
+_LOW64 = 2.0**-960
+_HIGH64 = 2.0**500
+
+
+@register_jitable
+def _rows_exponents64(x, side_b: bool, gexp, xt) -> bool:
+    """Pass 1 of the float64 direct path over the rows of A (columns of B where
+    ``side_b``): each row's largest exponent (``gexp[:, 0]``; one k-tile), copying
+    the row into ``xt`` (float64 rows: the guarantee check's raw operand); False
+    for an inf, a NaN, or a largest magnitude outside [2^-960, 2^500)."""
+    r, K = xt.shape
+    for i in range(r):
+        top = 0.0
+        if side_b:
+            for k in range(K):
+                v = x[k, i]
+                xt[i, k] = v
+                av = abs(v)
+                top = av if av > top else top
+                top = av if av != av else top
+        else:
+            for k in range(K):
+                v = x[i, k]
+                xt[i, k] = v
+                av = abs(v)
+                top = av if av > top else top
+                top = av if av != av else top
+        if top == 0.0:
+            gexp[i, 0] = ZERO_EXP
+        elif _LOW64 <= top < _HIGH64:
+            gexp[i, 0] = _exponent(top)
+        else:
+            return False
+    return True
+
+
+@register_jitable
+def _slices(xt, gexp, w: int, trunc: bool, side_b: bool, s1, s2, s3) -> None:
+    """Pass 2: each element aligned to its row's exponent E (step 2: ``q = x 2^(w-1-E)``
+    rounded to an integer, exact: step 1 keeps every bit at w >= 53) and cut into its
+    three slices ``q = q0 2^42 + q1 2^21 + q2`` (sign-magnitude), laid out for the
+    three level products: A ``s1 = q0``, ``s2 = [q0|q1]``, ``s3 = [q0|q1|q2]``; B
+    ``s1 = q0``, ``s2 = [q1|q0]``, ``s3 = [q2|q1|q0]``."""
+    r, K = xt.shape
+    for i in range(r):
+        g = gexp[i, 0]
+        to_int = 0.0 if g == ZERO_EXP else _pow2(w - 1 - g)
+        for k in range(K):
+            y = xt[i, k] * to_int
+            q = np.trunc(y) if trunc else np.rint(y)
+            q0 = np.trunc(q * 2.0**-42)
+            rest = q - q0 * 2.0**42
+            q1 = np.trunc(rest * 2.0**-21)
+            q2 = rest - q1 * 2.0**21
+            s1[i, k] = q0
+            s2[i, K + k if side_b else k] = q0
+            s2[i, k if side_b else K + k] = q1
+            s3[i, 2 * K + k if side_b else k] = q0
+            s3[i, K + k] = q1
+            s3[i, k if side_b else 2 * K + k] = q2
+
+
+@register_jitable
+def _round_levels(l0: float, l1: float, l2: float, e: int) -> float:
+    """``RN64((l0 2^42 + l1 2^21 + l2) 2^e)`` for exact integer-valued level sums
+    (|l| < 2^53): the sum as ``H 2^42 + L`` in int64 (both exact in float64), one
+    addition (RN64 of the exact sum) and its TwoSum residual, then the scaling with
+    gradual underflow (exactsum.round64_scaled, as the general path's epilogue)."""
+    i0, i1, i2 = np.int64(l0), np.int64(l1), np.int64(l2)
+    hi = np.float64(i0 + (i1 >> 21)) * 2.0**42
+    lo = np.float64((i1 & ((1 << 21) - 1)) * (1 << 21) + i2)
+    s = hi + lo
+    bb = s - hi
+    err = (hi - (s - bb)) + (lo - bb)
+    if -1022 <= e <= 1023:
+        r = s * _pow2(e)  # exact where the result is normal: no libm call
+        if abs(r) >= _MIN_NORMAL64 or s == 0.0:
+            return r + 0.0
+    return round64_scaled(s, err, e)
+
+
+@cached_njit(nogil=True)
+def direct_gemm64(a, b, c, params, stats) -> int:
+    """``C = A @ B`` under ``mixpert-fp64``'s most precise config for float64 operands
+    with one k-tile (K <= tk) and K <= 512: the three level sums of the kept slice
+    pairs (each exact in float64: products of at most 21-bit slices, three per k),
+    their exact combination rounded once, then the float64 domain's guarantee check
+    and recomputation (mixpert_bound, as the small and general paths run them): the
+    same bits and statistics. :data:`NOT_TAKEN` (``c`` untouched) otherwise."""
+    if params[W_DOMAIN] == DOMAIN_FP32 or params[W_DIGITS] != MAGNITUDE or not slice_pairs(params):
+        return NOT_TAKEN
+    m, K = a.shape
+    n = b.shape[1]
+    if m == 0 or n == 0 or K == 0 or K > params[W_TK] or k_bits(K) > 9:
+        return NOT_TAKEN  # one k-tile (span 0); 3 K 2^42 < 2^53
+    w = width(9, params[W_SEG0_BITS], MAGNITUDE)
+    trunc = params[W_ROUNDING] == ROUND_TRUNC
+    ints = stack_array(DIRECT_STACK_WORDS, np.int64) if 2 * (m + n) <= DIRECT_STACK_WORDS else np.empty(
+        2 * (m + n), np.int64)
+    n_floats = 7 * (m + n) * K + 4 * m * n
+    floats = (stack_array(DIRECT_STACK_WORDS, np.float64) if n_floats <= DIRECT_STACK_WORDS
+              else np.empty(n_floats, np.float64))
+    agexp = carve(ints, 0, m, 1)
+    bgexp = carve(ints, m, n, 1)
+    aref = ints[m + n : 2 * m + n]
+    bref = ints[2 * m + n : 2 * (m + n)]
+    araw = carve(floats, 0, m, K)
+    a1 = carve(floats, m * K, m, K)
+    a2 = carve(floats, 2 * m * K, m, 2 * K)
+    a3 = carve(floats, 4 * m * K, m, 3 * K)
+    o = 7 * m * K
+    braw = carve(floats, o, n, K)
+    b1 = carve(floats, o + n * K, n, K)
+    b2 = carve(floats, o + 2 * n * K, n, 2 * K)
+    b3 = carve(floats, o + 4 * n * K, n, 3 * K)
+    o += 7 * n * K
+    l0 = carve(floats, o, m, n)
+    l1 = carve(floats, o + m * n, m, n)
+    l2 = carve(floats, o + 2 * m * n, m, n)
+    out = carve(floats, o + 3 * m * n, m, n)
+    if is_c_contiguous(a):
+        ok = _rows_exponents64(c_layout(a), False, agexp, araw)
+    else:
+        ok = _rows_exponents64(a, False, agexp, araw)
+    if not ok:
+        return NOT_TAKEN
+    if is_c_contiguous(b):
+        ok = _rows_exponents64(c_layout(b), True, bgexp, braw)
+    else:
+        ok = _rows_exponents64(b, True, bgexp, braw)
+    if not ok:
+        return NOT_TAKEN
+    _slices(araw, agexp, w, trunc, False, a1, a2, a3)
+    _slices(braw, bgexp, w, trunc, True, b1, b2, b3)
+    exact_product(a1, b1, l0)
+    exact_product(a2, b2, l1)
+    exact_product(a3, b3, l2)
+    for i in range(m):
+        aref[i] = agexp[i, 0] if agexp[i, 0] != ZERO_EXP else 0
+    for j in range(n):
+        bref[j] = bgexp[j, 0] if bgexp[j, 0] != ZERO_EXP else 0
+    for i in range(m):
+        for j in range(n):
+            out[i, j] = _round_levels(l0[i, j], l1[i, j], l2[i, j], aref[i] + bref[j] - 2 * (w - 1) + 42)
+    for s in range(stats.shape[0]):
+        stats[s] = 0
+    dropped = dropped_weight(kept_pairs(params), 9, params[W_SEG0_BITS], MAGNITUDE)
+    doubt = fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, params[W_TK], w, dropped, out)
+    stats[STAT_RECOMPUTED] = recompute(araw, braw, doubt, out, False)
+    for i in range(m):
+        for j in range(n):
+            c[i, j] = out[i, j]
+    stats[STAT_TILES] = -(-m // params[W_TM]) + -(-n // params[W_TN])
+    stats[STAT_SMALL_PATH] = 1
+    return OK

@@ -38,7 +38,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload, register_jitable
 
-from mixjit.runtime.executor_mixpert_direct import direct_gemm
+from mixjit.runtime.executor_mixpert_direct import direct_gemm, direct_gemm64
 from mixjit.runtime.executor_mixpert_fast import epilogue, epilogue_many
 from mixjit.runtime.executor_mixpert_words import (
     ALIGN_ROW,
@@ -463,17 +463,18 @@ def _largest(x) -> int:
 
 
 def _direct(a, b, c, params, stats):
-    """The direct path (runtime/executor_mixpert_direct.py) for float32 operands in
-    the float32 domain: ``OK`` with ``c`` and ``stats`` written, or :data:`NOT_TAKEN`
-    with ``c`` untouched; float64 operands do not compile it."""
+    """The direct paths (runtime/executor_mixpert_direct.py): ``direct_gemm`` for
+    float32 operands, ``direct_gemm64`` for float64 ones (only the dtype's compiles);
+    ``OK`` with ``c`` and ``stats`` written, or :data:`NOT_TAKEN` with ``c`` untouched."""
 
 
 @overload(_direct)
 def _direct_impl(a, b, c, params, stats):
-    if a.dtype != types.float32 or b.dtype != types.float32:
-        return lambda a, b, c, params, stats: NOT_TAKEN
-
-    return lambda a, b, c, params, stats: direct_gemm(a, b, c, params, stats)
+    if a.dtype == types.float32 and b.dtype == types.float32:
+        return lambda a, b, c, params, stats: direct_gemm(a, b, c, params, stats)
+    if a.dtype == types.float64 and b.dtype == types.float64:
+        return lambda a, b, c, params, stats: direct_gemm64(a, b, c, params, stats)
+    return lambda a, b, c, params, stats: NOT_TAKEN
 
 
 @cached_njit(nogil=True)

@@ -11,11 +11,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mixjit.runtime import executor_mixpert as ex
-from mixjit.runtime.executor_mixpert_direct import NOT_TAKEN, _rounded, _splitter, direct_gemm, prefix_pairs
+from mixjit.runtime.executor_mixpert_direct import (
+    NOT_TAKEN,
+    _rounded,
+    _splitter,
+    direct_gemm,
+    direct_gemm64,
+    prefix_pairs,
+    slice_pairs,
+)
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.segments import split_element
 
 MP = get_scheme("mixpert")
+MP64 = get_scheme("mixpert-fp64")
 
 #: configs the direct path covers (prefix pair rectangles, sign-magnitude digits) ...
 COVERED = [
@@ -51,7 +60,8 @@ def _general(a, b, params):
 def _direct(a, b, params):
     c = np.full((a.shape[0], b.shape[1]), 7.0, a.dtype)
     stats = np.zeros(ex.N_STATS, np.int64)
-    return direct_gemm(a, b, c, params, stats), c, stats
+    run = direct_gemm64 if params[ex.W_DOMAIN] == ex.DOMAIN_FP64 else direct_gemm
+    return run(a, b, c, params, stats), c, stats
 
 
 def _check(a, b, params) -> bool:
@@ -154,7 +164,7 @@ def test_direct_path_leaves_other_pair_sets(label):
 
 def test_direct_path_refusals():
     """Non-finite data, a nonzero element aligned to 0 (step 6), magnitudes from
-    2^127 up and the float64 domain go elsewhere, ``c`` untouched; float64 operands
+    2^127 up and the other domain's configs go elsewhere, ``c`` untouched; float64 operands
     in the float32 domain (rounded to float32 first) give the general path's bits
     (the small path sends only float32 operands here, to compile less)."""
     rng = np.random.default_rng(9)
@@ -167,8 +177,9 @@ def test_direct_path_refusals():
         assert not _check(a, bad, params), value
     a64 = rng.standard_normal((8, 8))
     assert _check(a64, a64, params)
-    fp64 = np.asarray(get_scheme("mixpert-fp64").default_config(np.float64).words(), dtype=np.int64)
-    assert _direct(a64, a64, fp64)[0] == NOT_TAKEN
+    fp64 = np.asarray(MP64.default_config(np.float64).words(), dtype=np.int64)
+    assert direct_gemm(a64, a64, np.empty((8, 8)), fp64, np.zeros(ex.N_STATS, np.int64)) == NOT_TAKEN
+    assert direct_gemm64(a64, a64, np.empty((8, 8)), params, np.zeros(ex.N_STATS, np.int64)) == NOT_TAKEN
 
 
 def test_prefix_pairs():
@@ -203,3 +214,79 @@ def test_veltkamp_rounding_is_the_element_split(w):
     for x in bits.view(np.float32):
         m, e = split_element(np.float64(x).view(np.uint64), w, 127)
         assert _rounded(np.float64(x), splitter) == m * 2.0 ** (e - w + 1), x
+
+
+# ---- the float64 domain: mixpert-fp64's most precise config
+
+
+def _words64(label: str) -> np.ndarray:
+    cfg = MP64.parse_config(label) if label else MP64.default_config(np.float64)
+    return np.asarray(cfg.words(), dtype=np.int64)
+
+
+#: the config the float64 direct path covers (the default, and with truncation), and
+#: ones it leaves: K over one k-tile, other pair sets
+COVERED64 = ["", "segments=9,pairs=slices3sig2,tile=16x4096x8,rounding=trunc"]
+NOT_COVERED64 = ["segments=9,pairs=slices3sig2,tile=4x8x4", "segments=9,pairs=sig8,align=tile", "segments=7,pairs=sig6"]
+
+
+def _operand64(rng, shape, kind: str) -> np.ndarray:
+    x = rng.standard_normal(shape)
+    if kind == "integers":
+        x = rng.integers(-(1 << 26), 1 << 26, shape).astype(np.float64)
+    elif kind == "spread":  # elements far below their row's largest: shifted out, the guarantee recomputes
+        x = x * np.exp2(rng.integers(-70, 1, shape).astype(np.float64))
+    elif kind == "subnormal":
+        x = np.where(rng.random(shape) < 0.3, rng.integers(-50, 51, shape) * 5e-324, x * 2.0**-940)
+    elif kind == "tiny":  # products in the subnormal range: gradual underflow of the result
+        x = x * 2.0**-530
+    elif kind == "huge":
+        x = x * 2.0 ** rng.choice([400, 520])
+    elif kind == "zeros":
+        x = np.where(rng.random(shape) < 0.5, 0.0, x) * rng.choice([1.0, -1.0], shape)
+    elif kind == "cancel":  # rows and columns with cancellation: the check's dot products
+        x = np.round(x * 4) / 4
+    elif kind == "nonfinite":
+        x.flat[rng.integers(0, x.size)] = rng.choice([np.inf, -np.inf, np.nan])
+    return x
+
+
+_KINDS64 = ["normal", "integers", "spread", "subnormal", "tiny", "huge", "zeros", "cancel", "nonfinite"]
+
+
+@st.composite
+def _cases64(draw):
+    m, n = (draw(st.integers(1, 24)) for _ in range(2))
+    k = draw(st.sampled_from([1, 2, 3, 7, 16, 33, 512, 513]))
+    kinds = (draw(st.sampled_from(_KINDS64)), draw(st.sampled_from(_KINDS64)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    a = _operand64(rng, (m, k), kinds[0])
+    b = _operand64(rng, (k, n), kinds[1])
+    if draw(st.booleans()):
+        a = np.asfortranarray(a)
+    return a, b, draw(st.sampled_from(COVERED64 + NOT_COVERED64))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_cases64())
+def test_direct_path_float64_is_the_general_path(case):
+    a, b, label = case
+    _check(a, b, _words64(label))
+
+
+@pytest.mark.parametrize("label", COVERED64)
+@pytest.mark.parametrize("shape", [(1, 1, 1), (4, 4, 4), (32, 32, 32), (3, 5, 512)])
+def test_direct_path_float64_takes_well_scaled_calls(label, shape):
+    m, n, k = shape
+    rng = np.random.default_rng(m * n * k)
+    assert _check(rng.standard_normal((m, k)), rng.standard_normal((k, n)), _words64(label))
+
+
+def test_direct_path_float64_refusals():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((6, 9))
+    for label in NOT_COVERED64:
+        assert not _check(a, a.T.copy(), _words64(label)), label
+    long = rng.standard_normal((2, 513))
+    assert not _check(long, long.T.copy(), _words64(""))  # K > 512: 3 K 2^42 may reach 2^53
+    assert slice_pairs(_words64("")) and not slice_pairs(_words64("segments=9,pairs=sig8"))
