@@ -1,41 +1,57 @@
-"""The MixPert executor's direct path for tiny float32-domain GEMMs: no block plan,
-one fused exact dot product per output, one rounding.
+"""The MixPert executor's direct paths for small GEMMs: no block plan, one exact
+product of the kept pairs, one rounding per output (issue 9, item 4).
 
 For a GEMM of a few thousand multiply-adds the small path's fixed work dominates:
 the config-only planning (kept pairs, the exact and the wide block plans: several
-small arrays), one block operand and one product per planned block, and the
-epilogue's TwoSum per output. Where the kept pairs are a *prefix rectangle*
-``[0..i1] x [0..j1]`` of the segment pairs, possibly without its corner
+small arrays), an integer split per element, one block operand and one product per
+planned block, and the epilogue's TwoSum per output. The direct paths compute the
+same exact sum X (docs/numerics.md, "mixpert", step 5) more directly, and hand every
+call they cannot do exactly to the small path (:data:`NOT_TAKEN`, ``c`` untouched).
+
+*Float32 domain* (:func:`direct_gemm`). Where the kept pairs are a *prefix
+rectangle* ``[0..i1] x [0..j1]`` of the segment pairs, possibly without its corner
 ``(i1, j1)`` (the paper's levels ``I``, ``II``, ``III``, ``full``, and ``IV`` =
-``full`` without ``(2, 2)``; any digit system), the exact sum of step 5
-(docs/numerics.md, "mixpert") of each output is, per k,
+``full`` without ``(2, 2)``), with sign-magnitude digits, X of each output is, per k,
 
-    sum_{(p, r) kept} s_p t_r 2^(b(s-1-p) + b(s-1-r))
-        = (x y - [corner] x_c y_c) 2^(b(s-1-i1) + b(s-1-j1))
+    sum_{(p, r) kept} s_p t_r 2^(7(s-1-p) + 7(s-1-r))
+        = (x y - [corner] x_c y_c) 2^(7(s-1-i1) + 7(s-1-j1))
 
-with ``x = digit_range(q_a, 0, i1)`` (segments ``0..i1`` of the aligned mantissa as
-one integer; ``q_a`` itself when ``i1 = s - 1``) and ``x_c = digit_range(q_a, i1,
-i1)`` (the corner digit), the same for B. Each term is an integer times the
-k-tile's power-of-two scale, so where
+with ``x`` = segments ``0..i1`` of the aligned mantissa as one integer (``q``
+itself when ``i1 = s - 1``) and ``x_c`` = segment ``i1`` (the corner digit), the
+same for B. Each term is an integer times the k-tile's power-of-two scale
+``2^(E - E_ref)``, so where
 
     bits(x) + bits(y) + 1 + ceil(log2 K) + span_A(i) + span_B(j) <= 53
 
 (``bits``: pair_blocks.range_bits; ``span``: the row's / column's exponent span
-along K) every partial sum of the dot product over K is exact in float64, in any
-order and with or without FMA. The output is then ``RN32`` of that exact float64
-value times ``2^(E_A(i) + E_B(j) - 2(W-1) + shift)``: a float32 conversion
-(float32-domain values are far inside float64's range, so the power of two is
-exact). That is the value the general path rounds (same X, rounded once): the same
-bits. The same bound makes the general path's exact plan equal to the pair
-rectangles (no cut) and its wide plan no shorter, and puts every row on the fast
-path, so the statistics are the small path's: ``STAT_SMALL_PATH = 1``, tiles and
-the widest span, nothing recomputed.
+along K) every partial sum of ``[x | x_c] . [y | -y_c]`` over 2K terms is exact in
+float64, in any order, with or without FMA (compiled loops for tiny products, a
+BLAS dgemm above :data:`BLAS_MIN_WORK`). The output is ``RN32`` of that exact value
+times a power of two: one float32 conversion. The same bound makes the general
+path's exact plan the pair rectangles (no cut), its wide plan no shorter, and puts
+every row on its fast path, so the statistics are the small path's
+(``STAT_SMALL_PATH = 1``, tiles, the widest span, nothing recomputed).
+The split is float arithmetic only: step 1 (rounding a float32 value to W
+significant bits, ties to even) is Veltkamp's splitting in float64 (:func:`_rounded`,
+checked against the integer rounding for every float32 significand), step 2 is
+``rint`` (or ``trunc``) of the rounded value times ``2^(W-1-E)`` (exact), the digits
+are truncated quotients by powers of two; pass 1 takes only each group's largest
+magnitude (the rounding is monotonic). Refused (to the small path): balanced digits,
+other pair sets, inf / NaN, magnitudes from 2^127 up (where step 1 truncates
+instead of carrying), a fallback tile, an element aligned to 0 (step 6), spans over
+the bound.
 
-The operands are split and aligned by the small path's own ``_split``
-(executor_mixpert_small: the same refusals: a non-finite element, a fallback tile,
-an element aligned to 0). A call the bound does not cover is left, with ``c``
-untouched, to the small path (:data:`NOT_TAKEN`). Float64 operands (and the float64
-domain) are not taken: only float32 operands compile this path.
+*Float64 domain* (:func:`direct_gemm64`). ``mixpert-fp64``'s most precise config
+(``segments=9,pairs=slices3sig2``: slices of 20, 21, 21 bits, slice pairs I + J <= 2)
+with one k-tile (span 0) and K <= 512: the three level sums ``L0 = A0.B0``,
+``L1 = A0.B1 + A1.B0``, ``L2 = A0.B2 + A1.B1 + A2.B0`` are exact in float64 (at
+most 3K products of 21-bit slices), their combination ``(L0 2^42 + L1 2^21 + L2)``
+is rounded once exactly (:func:`_round_levels`), then the float64 domain's guarantee
+check and recomputation run as on the other paths (mixpert_bound.fp64_doubtful,
+recompute): the same bits and statistics.
+
+Only the code of the operands' dtype is compiled at a site (executor_mixpert_small's
+``_direct`` overload).
 """
 
 from __future__ import annotations

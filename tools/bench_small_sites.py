@@ -25,10 +25,11 @@ step of the direct path (runtime/executor_mixpert_direct.py) alone in a compiled
 its own scratch (``_step32`` / ``_step64``); the rest (scratch views, output scaling and
 rounding, statistics) is the difference.
 
-*Threshold*: for square n x n x n GEMMs, the small path (``small_gemm`` with no
-size limit) against the general path, level IV float32 and mixpert-fp64 float64,
-same data, alternating; ``executor_mixpert_small.SMALL_MAX_WORK_FP32`` / ``_FP64``
-are chosen from this table (the largest measured n^3 where the small path is faster).
+*Threshold*: for square n x n x n GEMMs, the small path's direct path (``small_gemm``
+with no size limit) and its loops alone (``small_loops_gemm``) against the general
+path, level IV float32 and mixpert-fp64 float64, same data, alternating;
+``executor_mixpert_small.SMALL_MAX_WORK_FP32`` / ``_FP64`` are chosen from this table
+(the largest measured n^3 where the loops, which every config can reach, are faster).
 
 *Compile* (``--compile``; also part of the default run): the CPU seconds of the
 first call of ``small_gemm`` for float32 operands (``mixpert`` level IV) and for
@@ -65,7 +66,12 @@ from mixjit import gemm, mixjit  # noqa: E402
 from mixjit.plan import SitePlan, set_plan  # noqa: E402
 from mixjit.runtime import executor_mixpert as ex  # noqa: E402
 from mixjit.runtime import executor_mixpert_direct as direct  # noqa: E402
-from mixjit.runtime.executor_mixpert_small import SMALL_MAX_WORK_FP32, SMALL_MAX_WORK_FP64, small_gemm  # noqa: E402
+from mixjit.runtime.executor_mixpert_small import (  # noqa: E402
+    SMALL_MAX_WORK_FP32,
+    SMALL_MAX_WORK_FP64,
+    small_gemm,
+    small_loops_gemm,
+)
 from mixjit.runtime.executor_mixpert_words import kept_pairs  # noqa: E402
 from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, recompute  # noqa: E402
 from mixjit.runtime.schemes import get_scheme  # noqa: E402
@@ -135,10 +141,19 @@ def _direct64_loop(a, b, c, params, stats, calls):
 
 @njit
 def _small_loop(a, b, c, params, stats, calls):
-    """The small path with no size limit, ``calls`` times."""
+    """The small path with no size limit (its direct path first), ``calls`` times."""
     s = 0
     for _ in range(calls):
         s += small_gemm(a, b, c, params, stats, 1 << 62)
+    return s
+
+
+@njit
+def _loops_loop(a, b, c, params, stats, calls):
+    """The small path's loops (no direct path) with no size limit, ``calls`` times."""
+    s = 0
+    for _ in range(calls):
+        s += small_loops_gemm(a, b, c, params, stats, 1 << 62)
     return s
 
 
@@ -315,7 +330,8 @@ def measure(calls: int, repeats: int, seed: int) -> list[dict]:
 
 
 def threshold_table(calls: int, repeats: int, seed: int) -> list[dict]:
-    """Small path (no size limit) against the general path, per square size."""
+    """The small path (its direct path: ``small_gemm`` with no size limit) and its
+    loops alone (``small_loops_gemm``) against the general path, per square size."""
     rng = np.random.default_rng(seed)
     rows = []
     for dtype, scheme, label in ((np.float32, "mixpert", "level=IV"), (np.float64, "mixpert-fp64", None)):
@@ -325,15 +341,19 @@ def threshold_table(calls: int, repeats: int, seed: int) -> list[dict]:
             a = rng.standard_normal((size, size)).astype(dtype)
             b = rng.standard_normal((size, size)).astype(dtype)
             c, stats = np.empty((size, size), dtype), np.zeros(ex.N_STATS, np.int64)
-            if _small_loop(a, b, c, params, stats, 1) != ex.OK:
+            if _small_loop(a, b, c, params, stats, 1) != ex.OK or _loops_loop(a, b, c, params, stats, 1) != ex.OK:
                 raise RuntimeError(f"{scheme} {size}: the small path refused well-scaled data")
             _general_loop(a, b, c, params, stats, 1)
             n = max(1, calls * 32**3 // size**3)
             r = _ratio(lambda: _small_loop(a, b, c, params, stats, n), lambda: _general_loop(a, b, c, params, stats, n),
                        n, repeats)
-            progress(f"  threshold {scheme} n={size}: small {r['emulated_us']:.1f} us, general {r['native_us']:.1f} us")
+            loops = _ratio(lambda: _loops_loop(a, b, c, params, stats, n),
+                           lambda: _general_loop(a, b, c, params, stats, n), n, repeats)
+            progress(f"  threshold {scheme} n={size}: direct {r['emulated_us']:.1f} us, loops "
+                     f"{loops['emulated_us']:.1f} us, general {r['native_us']:.1f} us")
             rows.append({"scheme": scheme, "config": cfg.label, "size": size, "work": size**3,
-                         "small_us": r["emulated_us"], "general_us": r["native_us"], "ratio": r["ratio"]})
+                         "small_us": r["emulated_us"], "general_us": r["native_us"], "ratio": r["ratio"],
+                         "loops_us": loops["emulated_us"], "loops_ratio": loops["ratio"]})
     return rows
 
 
@@ -410,7 +430,8 @@ def _section(rows: list[dict], threshold: list[dict], compiles: list[dict], argv
           f"{r['kernel_us']:.2f}", f"{r['general_us']:.2f}",
           f"{r['gemm']['emulated_us']:.1f} / {r['gemm']['native_us']:.1f}", f"{r['gemm']['ratio']:.1f}x"]
          for r in rows])
-    step_names = list(dict.fromkeys(x for r in rows for x in r["steps_us"]))
+    rest = "rest of the direct path (difference)"
+    step_names = [x for x in dict.fromkeys(x for r in rows for x in r["steps_us"]) if x != rest] + [rest]
     steps = markdown_table(["per call (µs)", *step_names],
                            [[r["case"], *[f"{r['steps_us'][x]:.2f}" if x in r["steps_us"] else "–" for x in step_names]]
                             for r in rows])
@@ -418,13 +439,14 @@ def _section(rows: list[dict], threshold: list[dict], compiles: list[dict], argv
     schemes = list(dict.fromkeys(t["scheme"] for t in threshold))
     cell = {(t["scheme"], t["size"]): t for t in threshold}
     cross = markdown_table(
-        ["small / general path (µs per call, ratio)", *[f"n={n}" for n in sizes]],
+        ["direct / loops / general path (µs per call; ratios to the general path)", *[f"n={n}" for n in sizes]],
         [[f"{s} {cell[(s, sizes[0])]['config']}",
-          *[f"{cell[(s, n)]['small_us']:.1f} / {cell[(s, n)]['general_us']:.1f} ({cell[(s, n)]['ratio']:.2f})"
-            for n in sizes]] for s in schemes])
+          *[f"{cell[(s, n)]['small_us']:.1f} / {cell[(s, n)]['loops_us']:.1f} / {cell[(s, n)]['general_us']:.1f} "
+            f"({cell[(s, n)]['ratio']:.2f}, {cell[(s, n)]['loops_ratio']:.2f})" for n in sizes]] for s in schemes])
     env = f"- OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}, load average at the end: " + \
         ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    limit = (f"- small path taken up to m*n*k = {round(SMALL_MAX_WORK_FP32 ** (1 / 3))}^3 (float32 domain), "
+    limit = (f"- small path (direct paths, then loops) taken up to m*n*k = "
+             f"{round(SMALL_MAX_WORK_FP32 ** (1 / 3))}^3 (float32 domain), "
              f"{round(SMALL_MAX_WORK_FP64 ** (1 / 3))}^3 (float64 domain)")
     return "\n".join(provenance(argv, seed) + [env, limit, ""] + table + ["", "Steps (the site's own part is the site minus the kernel alone, the driver's the "
              "kernel minus the direct path alone; each step of the direct path timed alone in a compiled loop "
