@@ -45,7 +45,8 @@ the bound.
 (``segments=9,pairs=slices3sig2``: slices of 20, 21, 21 bits, slice pairs I + J <= 2)
 with one k-tile (span 0) and K <= 512: the three level sums ``L0 = A0.B0``,
 ``L1 = A0.B1 + A1.B0``, ``L2 = A0.B2 + A1.B1 + A2.B0`` are exact in float64 (at
-most 3K products of 21-bit slices), their combination ``(L0 2^42 + L1 2^21 + L2)``
+most 3K products of 21-bit slices; L1 by Karatsuba, ``(A0 + A1).(B0 + B1) - L0 -
+A1.B1``: five K-long products, not six), their combination ``(L0 2^42 + L1 2^21 + L2)``
 is rounded once exactly (:func:`_round_levels`), then the float64 domain's guarantee
 check and recomputation run as on the other paths (mixpert_bound.fp64_doubtful,
 recompute): the same bits and statistics.
@@ -520,12 +521,12 @@ def _rows_exponents64(x, side_b: bool, gexp, xt) -> bool:
 
 
 @register_jitable
-def _slices(xt, gexp, w: int, trunc: bool, side_b: bool, s1, s2, s3) -> None:
+def _slices(xt, gexp, w: int, trunc: bool, side_b: bool, s0, s1, ssum, s02) -> None:
     """Pass 2: each element aligned to its row's exponent E (step 2: ``q = x 2^(w-1-E)``
     rounded to an integer, exact: step 1 keeps every bit at w >= 53) and cut into its
     three slices ``q = q0 2^42 + q1 2^21 + q2`` (sign-magnitude), laid out for the
-    three level products: A ``s1 = q0``, ``s2 = [q0|q1]``, ``s3 = [q0|q1|q2]``; B
-    ``s1 = q0``, ``s2 = [q1|q0]``, ``s3 = [q2|q1|q0]``."""
+    four products of :func:`direct_gemm64`: ``s0 = q0``, ``s1 = q1``, ``ssum = q0 + q1``
+    and ``s02 = [q0 | q2]`` for A, ``[q2 | q0]`` for B."""
     r, K = xt.shape
     for i in range(r):
         g = gexp[i, 0]
@@ -537,12 +538,11 @@ def _slices(xt, gexp, w: int, trunc: bool, side_b: bool, s1, s2, s3) -> None:
             rest = q - q0 * 2.0**42
             q1 = np.trunc(rest * 2.0**-21)
             q2 = rest - q1 * 2.0**21
-            s1[i, k] = q0
-            s2[i, K + k if side_b else k] = q0
-            s2[i, k if side_b else K + k] = q1
-            s3[i, 2 * K + k if side_b else k] = q0
-            s3[i, K + k] = q1
-            s3[i, k if side_b else 2 * K + k] = q2
+            s0[i, k] = q0
+            s1[i, k] = q1
+            ssum[i, k] = q0 + q1
+            s02[i, K + k if side_b else k] = q0
+            s02[i, k if side_b else K + k] = q2
 
 
 @register_jitable
@@ -568,7 +568,8 @@ def _round_levels(l0: float, l1: float, l2: float, e: int) -> float:
 def direct_gemm64(a, b, c, params, stats) -> int:
     """``C = A @ B`` under ``mixpert-fp64``'s most precise config for float64 operands
     with one k-tile (K <= tk) and K <= 512: the three level sums of the kept slice
-    pairs (each exact in float64: products of at most 21-bit slices, three per k),
+    pairs (each exact in float64: products of at most 21-bit slices, three per k; five
+    K-long products by Karatsuba),
     their exact combination rounded once, then the float64 domain's guarantee check
     and recomputation (mixpert_bound, as the small and general paths run them): the
     same bits and statistics. :data:`NOT_TAKEN` (``c`` untouched) otherwise."""
@@ -582,7 +583,7 @@ def direct_gemm64(a, b, c, params, stats) -> int:
     trunc = params[W_ROUNDING] == ROUND_TRUNC
     ints = stack_array(DIRECT_STACK_WORDS, np.int64) if 2 * (m + n) <= DIRECT_STACK_WORDS else np.empty(
         2 * (m + n), np.int64)
-    n_floats = 7 * (m + n) * K + 4 * m * n
+    n_floats = 6 * (m + n) * K + 5 * m * n
     floats = (stack_array(DIRECT_STACK_WORDS, np.float64) if n_floats <= DIRECT_STACK_WORDS
               else np.empty(n_floats, np.float64))
     agexp = carve(ints, 0, m, 1)
@@ -590,19 +591,22 @@ def direct_gemm64(a, b, c, params, stats) -> int:
     aref = ints[m + n : 2 * m + n]
     bref = ints[2 * m + n : 2 * (m + n)]
     araw = carve(floats, 0, m, K)
-    a1 = carve(floats, m * K, m, K)
-    a2 = carve(floats, 2 * m * K, m, 2 * K)
-    a3 = carve(floats, 4 * m * K, m, 3 * K)
-    o = 7 * m * K
+    a0 = carve(floats, m * K, m, K)
+    a1 = carve(floats, 2 * m * K, m, K)
+    asum = carve(floats, 3 * m * K, m, K)
+    a02 = carve(floats, 4 * m * K, m, 2 * K)
+    o = 6 * m * K
     braw = carve(floats, o, n, K)
-    b1 = carve(floats, o + n * K, n, K)
-    b2 = carve(floats, o + 2 * n * K, n, 2 * K)
-    b3 = carve(floats, o + 4 * n * K, n, 3 * K)
-    o += 7 * n * K
-    l0 = carve(floats, o, m, n)
-    l1 = carve(floats, o + m * n, m, n)
-    l2 = carve(floats, o + 2 * m * n, m, n)
-    out = carve(floats, o + 3 * m * n, m, n)
+    b0 = carve(floats, o + n * K, n, K)
+    b1 = carve(floats, o + 2 * n * K, n, K)
+    bsum = carve(floats, o + 3 * n * K, n, K)
+    b20 = carve(floats, o + 4 * n * K, n, 2 * K)
+    o += 6 * n * K
+    p00 = carve(floats, o, m, n)
+    p11 = carve(floats, o + m * n, m, n)
+    psum = carve(floats, o + 2 * m * n, m, n)
+    p02 = carve(floats, o + 3 * m * n, m, n)
+    out = carve(floats, o + 4 * m * n, m, n)
     if is_c_contiguous(a):
         ok = _rows_exponents64(c_layout(a), False, agexp, araw)
     else:
@@ -615,18 +619,23 @@ def direct_gemm64(a, b, c, params, stats) -> int:
         ok = _rows_exponents64(b, True, bgexp, braw)
     if not ok:
         return NOT_TAKEN
-    _slices(araw, agexp, w, trunc, False, a1, a2, a3)
-    _slices(braw, bgexp, w, trunc, True, b1, b2, b3)
-    exact_product(a1, b1, l0)
-    exact_product(a2, b2, l1)
-    exact_product(a3, b3, l2)
+    _slices(araw, agexp, w, trunc, False, a0, a1, asum, a02)
+    _slices(braw, bgexp, w, trunc, True, b0, b1, bsum, b20)
+    # Karatsuba on the slices: L1 = (A0 + A1)(B0 + B1) - A0 B0 - A1 B1, five K-long
+    # products instead of six; every product and difference below is exact (|A0 + A1|
+    # < 3 2^20, so (A0 + A1)(B0 + B1) < 2^43.2 per k and below 2^53 over K <= 512)
+    exact_product(a0, b0, p00)
+    exact_product(a1, b1, p11)
+    exact_product(asum, bsum, psum)
+    exact_product(a02, b20, p02)
     for i in range(m):
         aref[i] = agexp[i, 0] if agexp[i, 0] != ZERO_EXP else 0
     for j in range(n):
         bref[j] = bgexp[j, 0] if bgexp[j, 0] != ZERO_EXP else 0
     for i in range(m):
         for j in range(n):
-            out[i, j] = _round_levels(l0[i, j], l1[i, j], l2[i, j], aref[i] + bref[j] - 2 * (w - 1) + 42)
+            l1 = (psum[i, j] - p00[i, j]) - p11[i, j]
+            out[i, j] = _round_levels(p00[i, j], l1, p02[i, j] + p11[i, j], aref[i] + bref[j] - 2 * (w - 1) + 42)
     for s in range(stats.shape[0]):
         stats[s] = 0
     dropped = dropped_weight(kept_pairs(params), 9, params[W_SEG0_BITS], MAGNITUDE)

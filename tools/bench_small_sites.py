@@ -205,16 +205,16 @@ def _step32(a, b, params, calls, step):
 def _step64(a, b, params, calls, step):
     """One step of ``direct_gemm64`` alone, ``calls`` times, on its own scratch: 0
     decoding the pair set and the dropped pairs' weight, 1 both exponent passes, 2 both
-    operands' slices, 3 the three level products, 4 the guarantee check and
+    operands' slices, 3 the four slice products (Karatsuba), 4 the guarantee check and
     recomputation (mixpert_bound.fp64_doubtful, recompute)."""
     m, K = a.shape
     n = b.shape[1]
     w = direct.width(9, params[ex.W_SEG0_BITS], 0)
     ag, bg = np.empty((m, 1), np.int64), np.empty((n, 1), np.int64)
     ar, br = np.empty((m, K)), np.empty((n, K))
-    a1, a2, a3 = np.empty((m, K)), np.empty((m, 2 * K)), np.empty((m, 3 * K))
-    b1, b2, b3 = np.empty((n, K)), np.empty((n, 2 * K)), np.empty((n, 3 * K))
-    l0, l1, l2 = np.empty((m, n)), np.empty((m, n)), np.empty((m, n))
+    a0, a1, asum, a02 = np.empty((m, K)), np.empty((m, K)), np.empty((m, K)), np.empty((m, 2 * K))
+    b0, b1, bsum, b20 = np.empty((n, K)), np.empty((n, K)), np.empty((n, K)), np.empty((n, 2 * K))
+    p00, p11, psum, p02 = np.empty((m, n)), np.empty((m, n)), np.empty((m, n)), np.empty((m, n))
     out, stats = np.empty((m, n)), np.zeros(ex.N_STATS, np.int64)
     direct.direct_gemm64(a, b, out, params, stats)
     direct._rows_exponents64(a, False, ag, ar)
@@ -228,14 +228,15 @@ def _step64(a, b, params, calls, step):
         elif step == 1:
             s += direct._rows_exponents64(a, False, ag, ar) + direct._rows_exponents64(b, True, bg, br)
         elif step == 2:
-            direct._slices(ar, ag, w, False, False, a1, a2, a3)
-            direct._slices(br, bg, w, False, True, b1, b2, b3)
+            direct._slices(ar, ag, w, False, False, a0, a1, asum, a02)
+            direct._slices(br, bg, w, False, True, b0, b1, bsum, b20)
             s += a1[0, 0]
         elif step == 3:
-            direct.exact_product(a1, b1, l0)
-            direct.exact_product(a2, b2, l1)
-            direct.exact_product(a3, b3, l2)
-            s += l0[0, 0]
+            direct.exact_product(a0, b0, p00)
+            direct.exact_product(a1, b1, p11)
+            direct.exact_product(asum, bsum, psum)
+            direct.exact_product(a02, b20, p02)
+            s += p00[0, 0]
         else:
             doubt = fp64_doubtful(ar, ag, aref, br, bg, bref, params[ex.W_TK], w, dropped, out)
             s += recompute(ar, br, doubt, out, False)

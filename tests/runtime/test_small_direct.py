@@ -290,3 +290,15 @@ def test_direct_path_float64_refusals():
     long = rng.standard_normal((2, 513))
     assert not _check(long, long.T.copy(), _words64(""))  # K > 512: 3 K 2^42 may reach 2^53
     assert slice_pairs(_words64("")) and not slice_pairs(_words64("segments=9,pairs=sig8"))
+
+
+@pytest.mark.parametrize("value", [2.0 - 2.0**-52, 1.5 - 2.0**-30, 1.0 + 2.0**-52])
+def test_direct_path_float64_largest_sums(value):
+    """K = 512 elements of one sign with full slices: the level sums (and Karatsuba's
+    (A0 + A1)(B0 + B1)) come closest to 2^53 here; the bits are still the general
+    path's."""
+    a = np.full((3, 512), value)
+    a[1] *= -1.0
+    b = np.full((512, 2), value)
+    assert _check(a, b, _words64(""))
+    assert _check(a, b, _words64("segments=9,pairs=slices3sig2,tile=16x4096x8,rounding=trunc"))
