@@ -65,6 +65,7 @@ from mixjit.runtime.executor_mixpert_words import (
     DOMAIN_FP32,
     OK,
     PAIR_STRIDE,
+    STAT_RECOMPUTED,
     STAT_SMALL_PATH,
     STAT_TILES,
     STAT_WIDEST_SPAN,
@@ -80,9 +81,9 @@ from mixjit.runtime.executor_mixpert_words import (
     W_TK,
     W_TM,
     W_TN,
+    kept_pairs,
 )
 from mixjit.runtime.exactsum import round64_scaled
-from mixjit.runtime.executor_mixpert_words import STAT_RECOMPUTED, kept_pairs
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, recompute
 from mixjit.runtime.pair_blocks import SPAN_RESERVE, k_bits, range_bits
@@ -333,8 +334,9 @@ def _rows_operands(x, side_b: bool, gexp, ref, params, i1: int, corner: bool, ou
     return True
 
 
-#: the smallest m*n*k whose products run as BLAS dgemms (below: compiled loops, which
-#: cost less than a BLAS call's overhead; tools/bench_small_sites.py, "Direct path")
+#: the smallest m*n*k whose products run as BLAS dgemms: below it compiled loops cost
+#: less than a BLAS call's fixed cost (the two cross between square sizes 10 and 14 of
+#: the 2K-long product on the development machine)
 BLAS_MIN_WORK = 12**3
 
 
@@ -428,7 +430,7 @@ def direct_gemm(a, b, c, params, stats) -> int:
         return NOT_TAKEN
     _groups(agexp, aref, aspan, 1 if params[W_ALIGN] == ALIGN_ROW else params[W_TM])
     _groups(bgexp, bref, bspan, 1 if params[W_ALIGN] == ALIGN_ROW else params[W_TN])
-    widest = _largest(aspan) + _largest(bspan)
+    widest = largest(aspan) + largest(bspan)
     if not direct_exact(bits, widest, K):
         return NOT_TAKEN
     if not _rows_operands(at, False, agexp, aref, params, i1, corner, xa):
@@ -453,7 +455,7 @@ def direct_gemm(a, b, c, params, stats) -> int:
 
 
 @register_jitable
-def _largest(x) -> int:
+def largest(x) -> int:
     """The largest element of a nonempty 1-D array."""
     top = x[0]
     for v in x:

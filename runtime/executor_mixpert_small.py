@@ -44,7 +44,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload, register_jitable
 
-from mixjit.runtime.executor_mixpert_direct import direct_gemm, direct_gemm64
+from mixjit.runtime.executor_mixpert_direct import direct_gemm, direct_gemm64, largest
 from mixjit.runtime.executor_mixpert_fast import epilogue, epilogue_many
 from mixjit.runtime.executor_mixpert_words import (
     ALIGN_ROW,
@@ -460,30 +460,6 @@ def _many_blocks_impl(a, aq, ascale, bq, bscale, blocks, segments, digits, tk, x
     return impl
 
 
-@register_jitable
-def _largest(x) -> int:
-    """The largest element of a nonempty 1-D array."""
-    top = x[0]
-    for v in x:
-        top = max(top, v)
-    return top
-
-
-def _direct(a, b, c, params, stats):
-    """The direct paths (runtime/executor_mixpert_direct.py): ``direct_gemm`` for
-    float32 operands, ``direct_gemm64`` for float64 ones (only the dtype's compiles);
-    ``OK`` with ``c`` and ``stats`` written, or :data:`NOT_TAKEN` with ``c`` untouched."""
-
-
-@overload(_direct)
-def _direct_impl(a, b, c, params, stats):
-    if a.dtype == types.float32 and b.dtype == types.float32:
-        return lambda a, b, c, params, stats: direct_gemm(a, b, c, params, stats)
-    if a.dtype == types.float64 and b.dtype == types.float64:
-        return lambda a, b, c, params, stats: direct_gemm64(a, b, c, params, stats)
-    return lambda a, b, c, params, stats: NOT_TAKEN
-
-
 @cached_njit(nogil=True)
 def small_gemm(a, b, c, params, stats, max_work: int) -> int:
     """``C = A @ B`` under the MixPert semantics for a call of at most ``max_work``
@@ -529,7 +505,7 @@ def small_loops_gemm(a, b, c, params, stats, max_work: int) -> int:
         return NOT_TAKEN
     if not _split(b, True, params, braw, bq, bex, bgexp, bscale, bref, bspan):
         return NOT_TAKEN
-    widest = _largest(aspan) + _largest(bspan)
+    widest = largest(aspan) + largest(bspan)
     if widest > MAX_SPAN:
         return NOT_TAKEN
     pairs = kept_pairs(params)
