@@ -460,6 +460,21 @@ def _many_blocks_impl(a, aq, ascale, bq, bscale, blocks, segments, digits, tk, x
     return impl
 
 
+def _direct(a, b, c, params, stats):
+    """The direct paths (runtime/executor_mixpert_direct.py): ``direct_gemm`` for
+    float32 operands, ``direct_gemm64`` for float64 ones (only the dtype's compiles);
+    ``OK`` with ``c`` and ``stats`` written, or :data:`NOT_TAKEN` with ``c`` untouched."""
+
+
+@overload(_direct)
+def _direct_impl(a, b, c, params, stats):
+    if a.dtype == types.float32 and b.dtype == types.float32:
+        return lambda a, b, c, params, stats: direct_gemm(a, b, c, params, stats)
+    if a.dtype == types.float64 and b.dtype == types.float64:
+        return lambda a, b, c, params, stats: direct_gemm64(a, b, c, params, stats)
+    return lambda a, b, c, params, stats: NOT_TAKEN
+
+
 @cached_njit(nogil=True)
 def small_gemm(a, b, c, params, stats, max_work: int) -> int:
     """``C = A @ B`` under the MixPert semantics for a call of at most ``max_work``
