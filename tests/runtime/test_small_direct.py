@@ -302,3 +302,38 @@ def test_direct_path_float64_largest_sums(value):
     b = np.full((512, 2), value)
     assert _check(a, b, _words64(""))
     assert _check(a, b, _words64("segments=9,pairs=slices3sig2,tile=16x4096x8,rounding=trunc"))
+
+
+# ---- at a @mixjit site: the entry hands strided views to the direct paths
+
+
+def _product(a, b):
+    return a @ b
+
+
+@pytest.mark.parametrize("dtype,scheme,label", [(np.float32, "mixpert", "level=IV"), (np.float64, "mixpert-fp64", "")])
+def test_sites_run_the_direct_paths_bit_for_bit(dtype, scheme, label):
+    """A site's operands reach the kernel as strided views (C-ordered ones are read
+    as such, the others element by element): the bits are mixjit.gemm's for C- and
+    Fortran-ordered, row-strided and transposed operands."""
+    from mixjit import gemm, mixjit
+    from mixjit.plan import SitePlan, initial_plan, set_plan
+
+    f = mixjit(schemes=("native",))(_product)
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((24, 20)).astype(dtype)
+    b = rng.standard_normal((20, 12)).astype(dtype)
+    cases = ((a, b), (np.asfortranarray(a), b), (a[::2], b), (a, np.asfortranarray(b)), (b.T, a.T[:, :7]))
+    for x, y in cases:
+        f(x, y)  # one specialization (and site) per layout
+    label = label or get_scheme(scheme).default_config(dtype).label
+    ids = [s.id for s in f.sites if s.taken]
+    assert len(ids) == len(cases)
+    for site in ids:
+        set_plan(site, SitePlan(scheme, label, scheme))
+    try:
+        for x, y in cases:
+            np.testing.assert_array_equal(f(x, y).view(np.uint8), gemm(x, y, scheme, label).view(np.uint8))
+    finally:
+        for site in ids:
+            set_plan(site, initial_plan(["native"], dtype))
