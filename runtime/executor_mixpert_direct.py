@@ -367,10 +367,11 @@ def exact_product(x, y, d) -> None:
         np.dot(x, y.T, d)
 
 
-#: int64 and float64 words of each of :func:`direct_gemm`'s two stack buffers (64 KiB
-#: each): a call whose scratch fits (32 x 32 x 32 takes 192 and 7264) allocates
-#: nothing on the heap
-DIRECT_STACK_WORDS = 8192
+#: int64 and float64 words of each of the direct paths' two stack buffers (32 KiB
+#: each, so that a call inside a thread with a small stack still fits): a call whose
+#: scratch fits allocates nothing on the heap (float32 16 x 16 x 16 takes 64 and 1840
+#: words; 32 x 32 x 32 needs 7264 floats: one heap array beside a call of about 12 µs)
+DIRECT_STACK_WORDS = 4096
 
 
 @cached_njit(nogil=True)
