@@ -480,9 +480,10 @@ def small_gemm(a, b, c, params, stats, max_work: int) -> int:
     """``C = A @ B`` under the MixPert semantics for a call of at most ``max_work``
     multiply-adds (the driver passes :func:`small_max_work`), by a direct path where
     one takes it (:func:`_direct`), else by the loops of this module
-    (:func:`small_loops_gemm`): the same bits and statistics as the general driver; :data:`NOT_TAKEN` (``c`` untouched) for a call
-    it leaves to the general path. ``params`` must have passed ``params_ok`` and the
-    shapes must match (the driver checks both)."""
+    (:func:`small_loops_gemm`): the same bits and statistics as the general driver;
+    :data:`NOT_TAKEN` (``c`` untouched) for a call it leaves to the general path.
+    ``params`` must have passed ``params_ok`` and the shapes must match (the driver
+    checks both)."""
     m, K = a.shape
     n = b.shape[1]
     if 0 < m * n * K <= max_work:

@@ -434,8 +434,8 @@ def _section(rows: list[dict], threshold: list[dict], compiles: list[dict], argv
     rest = "rest of the direct path (difference)"
     step_names = [x for x in dict.fromkeys(x for r in rows for x in r["steps_us"]) if x != rest] + [rest]
     steps = markdown_table(["per call (µs)", *step_names],
-                           [[r["case"], *[f"{r['steps_us'][x]:.2f}" if x in r["steps_us"] else "–" for x in step_names]]
-                            for r in rows])
+                           [[r["case"], *[f"{r['steps_us'][x]:.2f}" if x in r["steps_us"] else "–"
+                                          for x in step_names]] for r in rows])
     sizes = sorted({t["size"] for t in threshold})
     schemes = list(dict.fromkeys(t["scheme"] for t in threshold))
     cell = {(t["scheme"], t["size"]): t for t in threshold}
