@@ -1,5 +1,6 @@
 """The MixPert executor's direct paths for small GEMMs: no block plan, one exact
-product of the kept pairs, one rounding per output (issue 9, item 4).
+product of the kept pairs, one rounding per output (issue 9, item 4); the float32
+domain here, the float64 domain in executor_mixpert_direct64.
 
 For a GEMM of a few thousand multiply-adds the small path's fixed work dominates:
 the config-only planning (kept pairs, the exact and the wide block plans: several
@@ -41,15 +42,8 @@ other pair sets, inf / NaN, magnitudes from 2^127 up (where step 1 truncates
 instead of carrying), a fallback tile, an element aligned to 0 (step 6), spans over
 the bound.
 
-*Float64 domain* (:func:`direct_gemm64`). ``mixpert-fp64``'s most precise config
-(``segments=9,pairs=slices3sig2``: slices of 20, 21, 21 bits, slice pairs I + J <= 2)
-with one k-tile (span 0) and K <= 512: the three level sums ``L0 = A0.B0``,
-``L1 = A0.B1 + A1.B0``, ``L2 = A0.B2 + A1.B1 + A2.B0`` are exact in float64 (at
-most 3K products of 21-bit slices; L1 by Karatsuba, ``(A0 + A1).(B0 + B1) - L0 -
-A1.B1``: five K-long products, not six), their combination ``(L0 2^42 + L1 2^21 + L2)``
-is rounded once exactly (:func:`_round_levels`), then the float64 domain's guarantee
-check and recomputation run as on the other paths (mixpert_bound.fp64_doubtful,
-recompute): the same bits and statistics.
+*Float64 domain*: runtime/executor_mixpert_direct64.py (``direct_gemm64``), which
+shares this module's pair-set decoder, exact product and scratch size.
 
 Only the code of the operands' dtype is compiled at a site (executor_mixpert_small's
 ``_direct`` overload).
@@ -65,7 +59,6 @@ from mixjit.runtime.executor_mixpert_words import (
     DOMAIN_FP32,
     OK,
     PAIR_STRIDE,
-    STAT_RECOMPUTED,
     STAT_SMALL_PATH,
     STAT_TILES,
     STAT_WIDEST_SPAN,
@@ -81,11 +74,8 @@ from mixjit.runtime.executor_mixpert_words import (
     W_TK,
     W_TM,
     W_TN,
-    kept_pairs,
 )
-from mixjit.runtime.exactsum import round64_scaled
 from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, recompute
 from mixjit.runtime.pair_blocks import SPAN_RESERVE, k_bits, range_bits
 from mixjit.runtime.scratch_arrays import c_layout, carve, is_c_contiguous, stack_array
 from mixjit.runtime.segments import MAGNITUDE, ROUND_TRUNC, ZERO_EXP, digit_bits, width
@@ -93,8 +83,9 @@ from mixjit.runtime.segments import MAGNITUDE, ROUND_TRUNC, ZERO_EXP, digit_bits
 #: :func:`direct_gemm`'s answer for a call it leaves to the small path
 NOT_TAKEN = -1
 
+
 @register_jitable
-def _kept(params, p: int, r: int) -> bool:
+def pair_kept(params, p: int, r: int) -> bool:
     """Is segment pair ``(p, r)`` kept (the 81-bit pair mask of the config words)?"""
     bit = PAIR_STRIDE * p + r
     word = params[W_PAIRS0] if bit < 63 else params[W_PAIRS1]
@@ -111,16 +102,16 @@ def prefix_pairs(params) -> tuple[int, int, bool, bool]:
     j1 = -1
     for p in range(s):
         for r in range(s):
-            if _kept(params, p, r):
+            if pair_kept(params, p, r):
                 i1 = max(i1, p)
                 j1 = max(j1, r)
     if i1 < 0:
         return 0, 0, False, False
-    corner = not _kept(params, i1, j1)
+    corner = not pair_kept(params, i1, j1)
     for p in range(s):
         for r in range(s):
             inside = p <= i1 and r <= j1 and not (corner and p == i1 and r == j1)
-            if _kept(params, p, r) != inside:
+            if pair_kept(params, p, r) != inside:
                 return i1, j1, corner, False
     return i1, j1, corner, True
 
@@ -172,7 +163,7 @@ def _rounded(v: float, splitter: float) -> float:
 
 
 @register_jitable
-def _exponent(x: float) -> int:
+def exponent_of(x: float) -> int:
     """``floor(log2 |x|)`` of a nonzero normal float64 (its exponent field)."""
     return np.int64((np.float64(x).view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023
 
@@ -187,13 +178,13 @@ def _group_exponent(top: float, splitter: float) -> int:
     """The largest element exponent of a group whose largest magnitude is ``top``
     (step 1's rounding is monotonic, so the largest exponent is the largest
     magnitude's); ``ZERO_EXP`` for a group of zeros."""
-    return _exponent(_rounded(top, splitter)) if top != 0.0 else np.int64(ZERO_EXP)
+    return exponent_of(_rounded(top, splitter)) if top != 0.0 else np.int64(ZERO_EXP)
 
 
 @register_jitable
 def _splitter(w: int) -> float:
     """Veltkamp's constant for rounding to ``w <= 53`` bits: ``2^(53-w) + 1``."""
-    return _pow2(53 - w) + 1.0
+    return pow2(53 - w) + 1.0
 
 
 @register_jitable
@@ -272,7 +263,7 @@ def _groups(gexp, ref, span, group_rows: int) -> None:
 
 
 @register_jitable
-def _pow2(n: int) -> float:
+def pow2(n: int) -> float:
     """``2^n`` as a float64 for ``-1022 <= n <= 1023`` (from its bits: no libm call)."""
     return np.int64((n + 1023) << 52).view(np.float64)
 
@@ -293,7 +284,7 @@ def _rows_operands(x, side_b: bool, gexp, ref, params, i1: int, corner: bool, ou
     tile_rows = params[W_TN] if side_b else params[W_TM]
     threshold = params[W_FALLBACK]
     trunc = params[W_ROUNDING] == ROUND_TRUNC
-    down = _pow2(-7 * (segments - 1 - i1))
+    down = pow2(-7 * (segments - 1 - i1))
     sign = -1.0 if side_b else 1.0
     for t0 in range(0, m, tile_rows):
         for t in range(gexp.shape[1]):
@@ -304,10 +295,10 @@ def _rows_operands(x, side_b: bool, gexp, ref, params, i1: int, corner: bool, ou
             for i in range(t0, min(t0 + tile_rows, m)):
                 g = gexp[i, t]
                 zero = g == ZERO_EXP
-                to_int = 0.0 if zero else _pow2(w - 1 - g)
-                sc = 0.0 if zero else _pow2(g - ref[i])
+                to_int = 0.0 if zero else pow2(w - 1 - g)
+                sc = 0.0 if zero else pow2(g - ref[i])
                 # an element is shifted by more than `threshold` bits where |v| < 2^(E - threshold)
-                near = 0.0 if zero or threshold < 0 or g - threshold < -1000 else _pow2(g - threshold)
+                near = 0.0 if zero or threshold < 0 or g - threshold < -1000 else pow2(g - threshold)
                 for k in range(k0, k1):  # no branch, no float sum: the loop vectorises
                     v = _rounded(np.float64(np.float32(x[i, k])), splitter)
                     y = v * to_int
@@ -440,9 +431,9 @@ def direct_gemm(a, b, c, params, stats) -> int:
         return NOT_TAKEN
     shift = corner_shift(i1, j1, segments, MAGNITUDE)
     for i in range(m):
-        fa[i] = _pow2(aref[i] - (w - 1) + shift)
+        fa[i] = pow2(aref[i] - (w - 1) + shift)
     for j in range(n):
-        fb[j] = _pow2(bref[j] - (w - 1))
+        fb[j] = pow2(bref[j] - (w - 1))
     exact_product(xa, yb, d)
     for i in range(m):  # the scaling is exact: one rounding
         for j in range(n):
@@ -462,191 +453,3 @@ def largest(x) -> int:
     for v in x:
         top = max(top, v)
     return top
-
-
-# ---------------------------------------------------------------------------
-# The float64 domain (mixpert-fp64): three slices of three segments, slice pairs
-# I + J <= 2 (``pairs=slices3sig2``, the scheme's most precise config)
-
-
-@register_jitable
-def slice_pairs(params) -> bool:
-    """Are the kept pairs those of ``segments=9,pairs=slices3sig2`` (segment pairs
-    whose slices of 3 segments have ``I + J <= 2``)?"""
-    if params[W_SEGMENTS] != 9:
-        return False
-    for p in range(9):
-        for r in range(9):
-            if _kept(params, p, r) != (p // 3 + r // 3 <= 2):
-                return False
-    return True
-
-
-#: the smallest normal float64
-_MIN_NORMAL64 = 2.0**-1022
-
-#: the smallest and the largest row / column magnitude the float64 direct path
-#: takes: ``2^(w-1-E)`` stays finite (w <= 62) and no output can overflow
-_LOW64 = 2.0**-960
-_HIGH64 = 2.0**500
-
-
-@register_jitable
-def _rows_exponents64(x, side_b: bool, gexp, xt) -> bool:
-    """Pass 1 of the float64 direct path over the rows of A (columns of B where
-    ``side_b``): each row's largest exponent (``gexp[:, 0]``; one k-tile), copying
-    the row into ``xt`` (float64 rows: the guarantee check's raw operand); False
-    for an inf, a NaN, or a largest magnitude outside [2^-960, 2^500)."""
-    r, K = xt.shape
-    for i in range(r):
-        top = 0.0
-        if side_b:
-            for k in range(K):
-                v = x[k, i]
-                xt[i, k] = v
-                av = abs(v)
-                top = av if av > top else top
-                top = av if av != av else top
-        else:
-            for k in range(K):
-                v = x[i, k]
-                xt[i, k] = v
-                av = abs(v)
-                top = av if av > top else top
-                top = av if av != av else top
-        if top == 0.0:
-            gexp[i, 0] = ZERO_EXP
-        elif _LOW64 <= top < _HIGH64:
-            gexp[i, 0] = _exponent(top)
-        else:
-            return False
-    return True
-
-
-@register_jitable
-def _slices(xt, gexp, w: int, trunc: bool, side_b: bool, s0, s1, ssum, s02) -> None:
-    """Pass 2: each element aligned to its row's exponent E (step 2: ``q = x 2^(w-1-E)``
-    rounded to an integer, exact: step 1 keeps every bit at w >= 53) and cut into its
-    three slices ``q = q0 2^42 + q1 2^21 + q2`` (sign-magnitude), laid out for the
-    four products of :func:`direct_gemm64`: ``s0 = q0``, ``s1 = q1``, ``ssum = q0 + q1``
-    and ``s02 = [q0 | q2]`` for A, ``[q2 | q0]`` for B."""
-    r, K = xt.shape
-    for i in range(r):
-        g = gexp[i, 0]
-        to_int = 0.0 if g == ZERO_EXP else _pow2(w - 1 - g)
-        for k in range(K):
-            y = xt[i, k] * to_int
-            q = np.trunc(y) if trunc else np.rint(y)
-            q0 = np.trunc(q * 2.0**-42)
-            rest = q - q0 * 2.0**42
-            q1 = np.trunc(rest * 2.0**-21)
-            q2 = rest - q1 * 2.0**21
-            s0[i, k] = q0
-            s1[i, k] = q1
-            ssum[i, k] = q0 + q1
-            s02[i, K + k if side_b else k] = q0
-            s02[i, k if side_b else K + k] = q2
-
-
-@register_jitable
-def _round_levels(l0: float, l1: float, l2: float, e: int) -> float:
-    """``RN64((l0 2^42 + l1 2^21 + l2) 2^e)`` for exact integer-valued level sums
-    (|l| < 2^53): the sum as ``H 2^42 + L`` in int64 (both exact in float64), one
-    addition (RN64 of the exact sum) and its TwoSum residual, then the scaling with
-    gradual underflow (exactsum.round64_scaled, as the general path's epilogue)."""
-    i0, i1, i2 = np.int64(l0), np.int64(l1), np.int64(l2)
-    hi = np.float64(i0 + (i1 >> 21)) * 2.0**42
-    lo = np.float64((i1 & ((1 << 21) - 1)) * (1 << 21) + i2)
-    s = hi + lo
-    bb = s - hi
-    err = (hi - (s - bb)) + (lo - bb)
-    if -1022 <= e <= 1023:
-        r = s * _pow2(e)  # exact where the result is normal: no libm call
-        if abs(r) >= _MIN_NORMAL64 or s == 0.0:
-            return r + 0.0
-    return round64_scaled(s, err, e)
-
-
-@cached_njit(nogil=True)
-def direct_gemm64(a, b, c, params, stats) -> int:
-    """``C = A @ B`` under ``mixpert-fp64``'s most precise config for float64 operands
-    with one k-tile (K <= tk) and K <= 512: the three level sums of the kept slice
-    pairs (each exact in float64: products of at most 21-bit slices, three per k; five
-    K-long products by Karatsuba),
-    their exact combination rounded once, then the float64 domain's guarantee check
-    and recomputation (mixpert_bound, as the small and general paths run them): the
-    same bits and statistics. :data:`NOT_TAKEN` (``c`` untouched) otherwise."""
-    if params[W_DOMAIN] == DOMAIN_FP32 or params[W_DIGITS] != MAGNITUDE or not slice_pairs(params):
-        return NOT_TAKEN
-    m, K = a.shape
-    n = b.shape[1]
-    if m == 0 or n == 0 or K == 0 or K > params[W_TK] or k_bits(K) > 9:
-        return NOT_TAKEN  # one k-tile (span 0); 3 K 2^42 < 2^53
-    w = width(9, params[W_SEG0_BITS], MAGNITUDE)
-    trunc = params[W_ROUNDING] == ROUND_TRUNC
-    ints = stack_array(DIRECT_STACK_WORDS, np.int64) if 2 * (m + n) <= DIRECT_STACK_WORDS else np.empty(
-        2 * (m + n), np.int64)
-    n_floats = 6 * (m + n) * K + 5 * m * n
-    floats = (stack_array(DIRECT_STACK_WORDS, np.float64) if n_floats <= DIRECT_STACK_WORDS
-              else np.empty(n_floats, np.float64))
-    agexp = carve(ints, 0, m, 1)
-    bgexp = carve(ints, m, n, 1)
-    aref = ints[m + n : 2 * m + n]
-    bref = ints[2 * m + n : 2 * (m + n)]
-    araw = carve(floats, 0, m, K)
-    a0 = carve(floats, m * K, m, K)
-    a1 = carve(floats, 2 * m * K, m, K)
-    asum = carve(floats, 3 * m * K, m, K)
-    a02 = carve(floats, 4 * m * K, m, 2 * K)
-    o = 6 * m * K
-    braw = carve(floats, o, n, K)
-    b0 = carve(floats, o + n * K, n, K)
-    b1 = carve(floats, o + 2 * n * K, n, K)
-    bsum = carve(floats, o + 3 * n * K, n, K)
-    b20 = carve(floats, o + 4 * n * K, n, 2 * K)
-    o += 6 * n * K
-    p00 = carve(floats, o, m, n)
-    p11 = carve(floats, o + m * n, m, n)
-    psum = carve(floats, o + 2 * m * n, m, n)
-    p02 = carve(floats, o + 3 * m * n, m, n)
-    out = carve(floats, o + 4 * m * n, m, n)
-    if is_c_contiguous(a):
-        ok = _rows_exponents64(c_layout(a), False, agexp, araw)
-    else:
-        ok = _rows_exponents64(a, False, agexp, araw)
-    if not ok:
-        return NOT_TAKEN
-    if is_c_contiguous(b):
-        ok = _rows_exponents64(c_layout(b), True, bgexp, braw)
-    else:
-        ok = _rows_exponents64(b, True, bgexp, braw)
-    if not ok:
-        return NOT_TAKEN
-    _slices(araw, agexp, w, trunc, False, a0, a1, asum, a02)
-    _slices(braw, bgexp, w, trunc, True, b0, b1, bsum, b20)
-    # Karatsuba on the slices: L1 = (A0 + A1)(B0 + B1) - A0 B0 - A1 B1, five K-long
-    # products instead of six; every product and difference below is exact (|A0 + A1|
-    # < 3 2^20, so (A0 + A1)(B0 + B1) < 2^43.2 per k and below 2^53 over K <= 512)
-    exact_product(a0, b0, p00)
-    exact_product(a1, b1, p11)
-    exact_product(asum, bsum, psum)
-    exact_product(a02, b20, p02)
-    for i in range(m):
-        aref[i] = agexp[i, 0] if agexp[i, 0] != ZERO_EXP else 0
-    for j in range(n):
-        bref[j] = bgexp[j, 0] if bgexp[j, 0] != ZERO_EXP else 0
-    for i in range(m):
-        for j in range(n):
-            l1 = (psum[i, j] - p00[i, j]) - p11[i, j]
-            out[i, j] = _round_levels(p00[i, j], l1, p02[i, j] + p11[i, j], aref[i] + bref[j] - 2 * (w - 1) + 42)
-    for s in range(stats.shape[0]):
-        stats[s] = 0
-    dropped = dropped_weight(kept_pairs(params), 9, params[W_SEG0_BITS], MAGNITUDE)
-    doubt = fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, params[W_TK], w, dropped, out)
-    stats[STAT_RECOMPUTED] = recompute(araw, braw, doubt, out, False)
-    for i in range(m):
-        for j in range(n):
-            c[i, j] = out[i, j]
-    stats[STAT_TILES] = -(-m // params[W_TM]) + -(-n // params[W_TN])
-    stats[STAT_SMALL_PATH] = 1
-    return OK

@@ -21,8 +21,8 @@ than two blocks go to the general path: no config of the scheme's list plans
 that many); float64 operands hold no float32 bit-level split.
 
 Before any of that, :func:`small_gemm` offers the call to the direct paths
-(runtime/executor_mixpert_direct.py: no block plan, one exact product of the kept
-pairs, float arithmetic only), which take the common configs (the paper's levels in
+(runtime/executor_mixpert_direct.py, executor_mixpert_direct64.py: no block plan,
+one exact product of the kept pairs, float arithmetic only), which take the common configs (the paper's levels in
 the float32 domain, mixpert-fp64's most precise config) on well-scaled data and
 leave everything else here.
 
@@ -44,7 +44,8 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload, register_jitable
 
-from mixjit.runtime.executor_mixpert_direct import direct_gemm, direct_gemm64, largest
+from mixjit.runtime.executor_mixpert_direct import direct_gemm, largest
+from mixjit.runtime.executor_mixpert_direct64 import direct_gemm64
 from mixjit.runtime.executor_mixpert_fast import epilogue, epilogue_many
 from mixjit.runtime.executor_mixpert_words import (
     ALIGN_ROW,
@@ -461,8 +462,8 @@ def _many_blocks_impl(a, aq, ascale, bq, bscale, blocks, segments, digits, tk, x
 
 
 def _direct(a, b, c, params, stats):
-    """The direct paths (runtime/executor_mixpert_direct.py): ``direct_gemm`` for
-    float32 operands, ``direct_gemm64`` for float64 ones (only the dtype's compiles);
+    """The direct paths: ``direct_gemm`` (runtime/executor_mixpert_direct.py) for
+    float32 operands, ``direct_gemm64`` (executor_mixpert_direct64.py) for float64 ones (only the dtype's compiles);
     ``OK`` with ``c`` and ``stats`` written, or :data:`NOT_TAKEN` with ``c`` untouched."""
 
 

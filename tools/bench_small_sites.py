@@ -66,6 +66,7 @@ from mixjit import gemm, mixjit  # noqa: E402
 from mixjit.plan import SitePlan, set_plan  # noqa: E402
 from mixjit.runtime import executor_mixpert as ex  # noqa: E402
 from mixjit.runtime import executor_mixpert_direct as direct  # noqa: E402
+from mixjit.runtime import executor_mixpert_direct64 as direct64  # noqa: E402
 from mixjit.runtime.executor_mixpert_small import (  # noqa: E402
     SMALL_MAX_WORK_FP32,
     SMALL_MAX_WORK_FP64,
@@ -135,7 +136,7 @@ def _direct64_loop(a, b, c, params, stats, calls):
     """The float64 direct path alone, ``calls`` times."""
     s = 0
     for _ in range(calls):
-        s += direct.direct_gemm64(a, b, c, params, stats)
+        s += direct64.direct_gemm64(a, b, c, params, stats)
     return s
 
 
@@ -203,7 +204,7 @@ def _step32(a, b, params, calls, step):
 
 @njit
 def _step64(a, b, params, calls, step):
-    """One step of ``direct_gemm64`` alone, ``calls`` times, on its own scratch: 0
+    """One step of ``direct_gemm64`` (runtime/executor_mixpert_direct64.py) alone, ``calls`` times, on its own scratch: 0
     decoding the pair set and the dropped pairs' weight, 1 both exponent passes, 2 both
     operands' slices, 3 the four slice products (Karatsuba), 4 the guarantee check and
     recomputation (mixpert_bound.fp64_doubtful, recompute)."""
@@ -216,20 +217,20 @@ def _step64(a, b, params, calls, step):
     b0, b1, bsum, b20 = np.empty((n, K)), np.empty((n, K)), np.empty((n, K)), np.empty((n, 2 * K))
     p00, p11, psum, p02 = np.empty((m, n)), np.empty((m, n)), np.empty((m, n)), np.empty((m, n))
     out, stats = np.empty((m, n)), np.zeros(ex.N_STATS, np.int64)
-    direct.direct_gemm64(a, b, out, params, stats)
-    direct._rows_exponents64(a, False, ag, ar)
-    direct._rows_exponents64(b, True, bg, br)
+    direct64.direct_gemm64(a, b, out, params, stats)
+    direct64._rows_exponents64(a, False, ag, ar)
+    direct64._rows_exponents64(b, True, bg, br)
     aref, bref = ag[:, 0].copy(), bg[:, 0].copy()
     dropped = dropped_weight(kept_pairs(params), 9, params[ex.W_SEG0_BITS], 0)
     s = 0.0
     for _ in range(calls):
         if step == 0:
-            s += direct.slice_pairs(params) + dropped_weight(kept_pairs(params), 9, params[ex.W_SEG0_BITS], 0)
+            s += direct64.slice_pairs(params) + dropped_weight(kept_pairs(params), 9, params[ex.W_SEG0_BITS], 0)
         elif step == 1:
-            s += direct._rows_exponents64(a, False, ag, ar) + direct._rows_exponents64(b, True, bg, br)
+            s += direct64._rows_exponents64(a, False, ag, ar) + direct64._rows_exponents64(b, True, bg, br)
         elif step == 2:
-            direct._slices(ar, ag, w, False, False, a0, a1, asum, a02)
-            direct._slices(br, bg, w, False, True, b0, b1, bsum, b20)
+            direct64._slices(ar, ag, w, False, False, a0, a1, asum, a02)
+            direct64._slices(br, bg, w, False, True, b0, b1, bsum, b20)
             s += a1[0, 0]
         elif step == 3:
             direct.exact_product(a0, b0, p00)

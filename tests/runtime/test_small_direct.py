@@ -1,7 +1,8 @@
-"""The MixPert direct path (runtime/executor_mixpert_direct.py) == the general path,
-bit for bit and statistic for statistic, wherever it takes a call; it takes the
-well-scaled calls of the configs it covers; its float rounding of step 1 is the
-integer rounding of segments.split_element for every float32 significand."""
+"""The MixPert direct paths (runtime/executor_mixpert_direct.py and
+executor_mixpert_direct64.py) == the general path, bit for bit and statistic for
+statistic, wherever they take a call; they take the well-scaled calls of the configs
+they cover; the float rounding of step 1 is the integer rounding of
+segments.split_element for every float32 significand."""
 
 from __future__ import annotations
 
@@ -16,10 +17,9 @@ from mixjit.runtime.executor_mixpert_direct import (
     _rounded,
     _splitter,
     direct_gemm,
-    direct_gemm64,
     prefix_pairs,
-    slice_pairs,
 )
+from mixjit.runtime.executor_mixpert_direct64 import direct_gemm64, slice_pairs
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.segments import split_element
 
