@@ -20,6 +20,12 @@ step 6's guarantee check nor the many-block epilogue (float32 operands with more
 than two blocks go to the general path: no config of the scheme's list plans
 that many); float64 operands hold no float32 bit-level split.
 
+Before any of that, :func:`small_gemm` offers the call to the direct paths
+(runtime/executor_mixpert_direct.py, executor_mixpert_direct64.py: no block plan,
+one exact product of the kept pairs, float arithmetic only), which take the common configs (the paper's levels in
+the float32 domain, mixpert-fp64's most precise config) on well-scaled data and
+leave everything else here.
+
 It takes only the common case, the calls the general path runs entirely on its
 fast path: no non-finite element, no fallback tile, no element aligned to 0 (step 6,
 float32 domain), exponent spans within the fast path's bound, and in the float32
@@ -38,6 +44,8 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload, register_jitable
 
+from mixjit.runtime.executor_mixpert_direct import direct_gemm, largest
+from mixjit.runtime.executor_mixpert_direct64 import direct_gemm64
 from mixjit.runtime.executor_mixpert_fast import epilogue, epilogue_many
 from mixjit.runtime.executor_mixpert_words import (
     ALIGN_ROW,
@@ -90,9 +98,10 @@ from mixjit.runtime.segments import (
 
 #: largest m*n*k the driver sends to the small path, float32 and float64 domain: the
 #: largest square size of the threshold table of tools/bench_small_sites.py
-#: (docs/executor_speed.md, "Small sites") where the small path is still faster than
-#: the general path (128 and 64 in the last run; 160 and 64 before the general
-#: path's own speed-ups and this path's four-row block products)
+#: (docs/executor_speed.md, "Small sites") where the small path's loops (which every
+#: config can reach; the direct paths are faster still) are faster than the general
+#: path (128 and 64 when they were set; 160 and 64 before the general path's own
+#: speed-ups and the loops' four-row block products)
 SMALL_MAX_WORK_FP32 = 128**3
 SMALL_MAX_WORK_FP64 = 64**3
 
@@ -456,13 +465,19 @@ def _many_blocks_impl(a, aq, ascale, bq, bscale, blocks, segments, digits, tk, x
     return impl
 
 
-@register_jitable
-def _largest(x) -> int:
-    """The largest element of a nonempty 1-D array."""
-    top = x[0]
-    for v in x:
-        top = max(top, v)
-    return top
+def _direct(a, b, c, params, stats):
+    """The direct paths: ``direct_gemm`` (runtime/executor_mixpert_direct.py) for
+    float32 operands, ``direct_gemm64`` (executor_mixpert_direct64.py) for float64 ones (only the dtype's compiles);
+    ``OK`` with ``c`` and ``stats`` written, or :data:`NOT_TAKEN` with ``c`` untouched."""
+
+
+@overload(_direct)
+def _direct_impl(a, b, c, params, stats):
+    if a.dtype == types.float32 and b.dtype == types.float32:
+        return lambda a, b, c, params, stats: direct_gemm(a, b, c, params, stats)
+    if a.dtype == types.float64 and b.dtype == types.float64:
+        return lambda a, b, c, params, stats: direct_gemm64(a, b, c, params, stats)
+    return lambda a, b, c, params, stats: NOT_TAKEN
 
 
 # The larger kernels the small path calls, through address cells (runtime/lazy_link.py): each
@@ -476,10 +491,26 @@ _fp64_doubtful_far = unlinked(fp64_doubtful)
 @cached_njit(nogil=True)
 def small_gemm(a, b, c, params, stats, max_work: int) -> int:
     """``C = A @ B`` under the MixPert semantics for a call of at most ``max_work``
-    multiply-adds (the driver passes :func:`small_max_work`), the same bits and
-    statistics as the general driver; :data:`NOT_TAKEN` (``c`` untouched) for a call
-    it leaves to the general path. ``params`` must have passed ``params_ok`` and the
-    shapes must match (the driver checks both)."""
+    multiply-adds (the driver passes :func:`small_max_work`), by a direct path where
+    one takes it (:func:`_direct`), else by the loops of this module
+    (:func:`small_loops_gemm`): the same bits and statistics as the general driver;
+    :data:`NOT_TAKEN` (``c`` untouched) for a call it leaves to the general path.
+    ``params`` must have passed ``params_ok`` and the shapes must match (the driver
+    checks both)."""
+    m, K = a.shape
+    n = b.shape[1]
+    if 0 < m * n * K <= max_work:
+        status = _direct(a, b, c, params, stats)
+        if status != NOT_TAKEN:
+            return status
+    return small_loops_gemm(a, b, c, params, stats, max_work)
+
+
+@cached_njit(nogil=True)
+def small_loops_gemm(a, b, c, params, stats, max_work: int) -> int:
+    """:func:`small_gemm` without its direct paths: the block plan's products as
+    loops, for a call of at most ``max_work`` multiply-adds; :data:`NOT_TAKEN`
+    (``c`` untouched) for a call it leaves to the general path."""
     m, K = a.shape
     n = b.shape[1]
     if m == 0 or n == 0 or K == 0 or m * n * K > max_work:
@@ -503,7 +534,7 @@ def small_gemm(a, b, c, params, stats, max_work: int) -> int:
         return NOT_TAKEN
     if not _split_far(b, True, params, braw, bq, bex, bgexp, bscale, bref, bspan):
         return NOT_TAKEN
-    widest = _largest(aspan) + _largest(bspan)
+    widest = largest(aspan) + largest(bspan)
     if widest > MAX_SPAN:
         return NOT_TAKEN
     pairs = kept_pairs(params)

@@ -14,16 +14,19 @@ These intrinsics cost neither:
 * :func:`any_layout` ``(x)``: the same 2-D array typed with layout ``"A"`` (any
   strides), so that a kernel called with a C-ordered temporary in one place and a
   strided view in another compiles once.
+* :func:`c_layout` ``(x)``: the same array typed with layout ``"C"``, for a caller
+  that has checked (:func:`is_c_contiguous`) that a strided-typed array (a site's
+  operand view) is C-ordered: loops over it then vectorise.
 """
 
 from __future__ import annotations
 
 from numba.core import cgutils, types
 from numba.core.imputils import impl_ret_borrowed
-from numba.extending import intrinsic
+from numba.extending import intrinsic, register_jitable
 from numba.np.arrayobj import make_array, populate_array
 
-__all__ = ["stack_array", "carve", "any_layout"]
+__all__ = ["stack_array", "carve", "any_layout", "c_layout", "is_c_contiguous"]
 
 
 @intrinsic
@@ -92,3 +95,26 @@ def any_layout(typingctx, x):
         return impl_ret_borrowed(context, builder, arrty, args[0])
 
     return arrty(x), codegen
+
+
+@intrinsic
+def c_layout(typingctx, x):
+    """``x`` (an array) typed with layout ``"C"``: the same data, shape, strides and
+    owner. Only for an array the caller has checked to be C-ordered
+    (:func:`is_c_contiguous`): code compiled for layout "C" assumes unit strides."""
+    if not isinstance(x, types.Array):
+        raise TypeError(f"c_layout: expected an array, not {x}")
+    arrty = x.copy(layout="C")
+
+    def codegen(context, builder, sig, args):
+        return impl_ret_borrowed(context, builder, arrty, args[0])
+
+    return arrty(x), codegen
+
+
+@register_jitable
+def is_c_contiguous(x) -> bool:
+    """Is the 2-D array ``x`` C-ordered (rows of unit-stride elements, one after the
+    other; a dimension of length 1 has any stride)?"""
+    r, c = x.shape
+    return (c <= 1 or x.strides[1] == x.itemsize) and (r <= 1 or x.strides[0] == c * x.itemsize)

@@ -19,14 +19,17 @@ loop, which takes the small-shape path, runtime/executor_mixpert_small.py; the r
 fails if it does not) and the general path alone (``multiply_into`` of two
 ``prepare_operand`` results: what the kernel ran before the small path).
 
-*Steps*: ``small_gemm`` alone, and its config-only planning and its two splits each
-alone in a compiled loop (``_step_loop``); the rest (block products, epilogue, the
-float64 guarantee check) is the difference.
+*Steps*: the site's own cost (the site minus the kernel alone: the entry's dispatch and
+the executor function), the driver's (the kernel minus the direct path alone), and each
+step of the direct path (runtime/executor_mixpert_direct.py) alone in a compiled loop on
+its own scratch (``_step32`` / ``_step64``); the rest (scratch views, output scaling and
+rounding, statistics) is the difference.
 
-*Threshold*: for square n x n x n GEMMs, the small path (``small_gemm`` with no
-size limit) against the general path, level IV float32 and mixpert-fp64 float64,
-same data, alternating; ``executor_mixpert_small.SMALL_MAX_WORK_FP32`` / ``_FP64``
-are chosen from this table (the largest measured n^3 where the small path is faster).
+*Threshold*: for square n x n x n GEMMs, the small path's direct path (``small_gemm``
+with no size limit) and its loops alone (``small_loops_gemm``) against the general
+path, level IV float32 and mixpert-fp64 float64, same data, alternating;
+``executor_mixpert_small.SMALL_MAX_WORK_FP32`` / ``_FP64`` are chosen from this table
+(the largest measured n^3 where the loops, which every config can reach, are faster).
 
 *Compile* (``--compile``; also part of the default run): the CPU seconds of the
 first call of ``small_gemm`` for float32 operands (``mixpert`` level IV) and for
@@ -62,12 +65,16 @@ from common import ROOT, markdown_table, progress, provenance, replace_generated
 from mixjit import gemm, mixjit  # noqa: E402
 from mixjit.plan import SitePlan, set_plan  # noqa: E402
 from mixjit.runtime import executor_mixpert as ex  # noqa: E402
-from mixjit.runtime import executor_mixpert_small as small  # noqa: E402
-from mixjit.runtime.executor_mixpert_small import SMALL_MAX_WORK_FP32, SMALL_MAX_WORK_FP64, small_gemm  # noqa: E402
+from mixjit.runtime import executor_mixpert_direct as direct  # noqa: E402
+from mixjit.runtime import executor_mixpert_direct64 as direct64  # noqa: E402
+from mixjit.runtime.executor_mixpert_small import (  # noqa: E402
+    SMALL_MAX_WORK_FP32,
+    SMALL_MAX_WORK_FP64,
+    small_gemm,
+    small_loops_gemm,
+)
 from mixjit.runtime.executor_mixpert_words import kept_pairs  # noqa: E402
-from mixjit.runtime.mixpert_bound import dropped_weight  # noqa: E402
-from mixjit.runtime.mixpert_wide import plan_wide_blocks  # noqa: E402
-from mixjit.runtime.pair_blocks import SPAN_RESERVE, plan_block_array  # noqa: E402
+from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, recompute  # noqa: E402
 from mixjit.runtime.schemes import get_scheme  # noqa: E402
 
 DOC = ROOT / "docs" / "executor_speed.md"
@@ -116,50 +123,124 @@ def _general_loop(a, b, c, params, stats, calls):
 
 
 @njit
+def _direct32_loop(a, b, c, params, stats, calls):
+    """The float32 direct path alone (runtime/executor_mixpert_direct.py), ``calls`` times."""
+    s = 0
+    for _ in range(calls):
+        s += direct.direct_gemm(a, b, c, params, stats)
+    return s
+
+
+@njit
+def _direct64_loop(a, b, c, params, stats, calls):
+    """The float64 direct path alone, ``calls`` times."""
+    s = 0
+    for _ in range(calls):
+        s += direct64.direct_gemm64(a, b, c, params, stats)
+    return s
+
+
+@njit
 def _small_loop(a, b, c, params, stats, calls):
-    """The small path with no size limit, ``calls`` times."""
+    """The small path with no size limit (its direct path first), ``calls`` times."""
     s = 0
     for _ in range(calls):
         s += small_gemm(a, b, c, params, stats, 1 << 62)
     return s
 
 
-#: steps of small_gemm timed alone by :func:`_step_loop` (the rest is the difference)
-STEPS = ("config planning", "two splits")
+@njit
+def _loops_loop(a, b, c, params, stats, calls):
+    """The small path's loops (no direct path) with no size limit, ``calls`` times."""
+    s = 0
+    for _ in range(calls):
+        s += small_loops_gemm(a, b, c, params, stats, 1 << 62)
+    return s
+
+
+#: steps of the direct paths timed alone by :func:`_step32` / :func:`_step64` (the rest
+#: of the direct path's time is the difference)
+STEPS32 = ("decode config", "pass 1: exponents", "pass 2: operands", "product")
+STEPS64 = ("decode config", "pass 1: exponents", "pass 2: slices", "products", "guarantee check")
 
 
 @njit
-def _step_loop(a, b, params, calls, step):
-    """One step of ``small_gemm`` alone, ``calls`` times, on its own scratch: step 0
-    the config-only planning (kept_pairs, plan_block_array, then plan_wide_blocks in
-    the float32 domain or dropped_weight in the float64 domain), step 1 both splits."""
+def _step32(a, b, params, calls, step):
+    """One step of ``direct_gemm`` (float32 domain) alone, ``calls`` times, on its own
+    scratch: 0 decoding the pair set, 1 both operands' exponent pass, 2 both operands'
+    alignment and digits, 3 the exact product."""
     m, K = a.shape
     n = b.shape[1]
+    i1, j1, corner, _ = direct.prefix_pairs(params)
+    w = direct.width(params[ex.W_SEGMENTS], params[ex.W_SEG0_BITS], 0)
+    sp = direct._splitter(w)
     tk = params[ex.W_TK]
     nkt = (K + tk - 1) // tk
-    raw = (np.empty((m, K)), np.empty((n, K)))
-    q = (np.empty((m, K), np.int64), np.empty((n, K), np.int64))
-    e = (np.empty((m, K), np.int64), np.empty((n, K), np.int64))
-    g = (np.empty((m, nkt), np.int64), np.empty((n, nkt), np.int64))
-    sc = (np.empty((m, nkt)), np.empty((n, nkt)))
-    ref = (np.empty(m, np.int64), np.empty(n, np.int64))
-    span = (np.empty(m, np.int64), np.empty(n, np.int64))
-    small._split(a, False, params, raw[0], q[0], e[0], g[0], sc[0], ref[0], span[0])
-    small._split(b, True, params, raw[1], q[1], e[1], g[1], sc[1], ref[1], span[1])
-    reserve = min(span[0].max() + span[1].max(), SPAN_RESERVE)
-    segments, seg0, digits = params[ex.W_SEGMENTS], params[ex.W_SEG0_BITS], params[ex.W_DIGITS]
+    ag, bg = np.empty((m, nkt), np.int64), np.empty((n, nkt), np.int64)
+    aref, aspan, bref, bspan = (np.empty(m, np.int64), np.empty(m, np.int64), np.empty(n, np.int64),
+                                np.empty(n, np.int64))
+    at, bt, top = np.empty((m, K)), np.empty((n, K)), np.empty(n)
+    xa, yb, d = np.empty((m, 2 * K)), np.empty((n, 2 * K)), np.empty((m, n))
+    direct._rows_exponents(a, sp, tk, ag, at)
+    direct._cols_exponents(b, sp, tk, bg, top, bt)
+    direct._groups(ag, aref, aspan, params[ex.W_TM])
+    direct._groups(bg, bref, bspan, params[ex.W_TN])
+    direct._rows_operands(at, False, ag, aref, params, i1, corner, xa)
+    direct._rows_operands(bt, True, bg, bref, params, j1, corner, yb)
     s = 0.0
     for _ in range(calls):
         if step == 0:
-            pairs = kept_pairs(params)
-            blocks, ok = plan_block_array(pairs, segments, seg0, K, digits, reserve)
-            if params[ex.W_DOMAIN] == ex.DOMAIN_FP32:
-                s += plan_wide_blocks(pairs, segments, seg0, digits).shape[0] + blocks.shape[0]
-            else:
-                s += dropped_weight(pairs, segments, seg0, digits) + blocks.shape[0]
+            s += direct.prefix_pairs(params)[0]
+        elif step == 1:
+            s += direct._rows_exponents(a, sp, tk, ag, at) + direct._cols_exponents(b, sp, tk, bg, top, bt)
+        elif step == 2:
+            s += direct._rows_operands(at, False, ag, aref, params, i1, corner, xa)
+            s += direct._rows_operands(bt, True, bg, bref, params, j1, corner, yb)
         else:
-            s += small._split(a, False, params, raw[0], q[0], e[0], g[0], sc[0], ref[0], span[0])
-            s += small._split(b, True, params, raw[1], q[1], e[1], g[1], sc[1], ref[1], span[1])
+            direct.exact_product(xa, yb, d)
+            s += d[0, 0]
+    return s
+
+
+@njit
+def _step64(a, b, params, calls, step):
+    """One step of ``direct_gemm64`` (runtime/executor_mixpert_direct64.py) alone, ``calls`` times, on its own scratch: 0
+    decoding the pair set and the dropped pairs' weight, 1 both exponent passes, 2 both
+    operands' slices, 3 the four slice products (Karatsuba), 4 the guarantee check and
+    recomputation (mixpert_bound.fp64_doubtful, recompute)."""
+    m, K = a.shape
+    n = b.shape[1]
+    w = direct.width(9, params[ex.W_SEG0_BITS], 0)
+    ag, bg = np.empty((m, 1), np.int64), np.empty((n, 1), np.int64)
+    ar, br = np.empty((m, K)), np.empty((n, K))
+    a0, a1, asum, a02 = np.empty((m, K)), np.empty((m, K)), np.empty((m, K)), np.empty((m, 2 * K))
+    b0, b1, bsum, b20 = np.empty((n, K)), np.empty((n, K)), np.empty((n, K)), np.empty((n, 2 * K))
+    p00, p11, psum, p02 = np.empty((m, n)), np.empty((m, n)), np.empty((m, n)), np.empty((m, n))
+    out, stats = np.empty((m, n)), np.zeros(ex.N_STATS, np.int64)
+    direct64.direct_gemm64(a, b, out, params, stats)
+    direct64._rows_exponents64(a, False, ag, ar)
+    direct64._rows_exponents64(b, True, bg, br)
+    aref, bref = ag[:, 0].copy(), bg[:, 0].copy()
+    dropped = dropped_weight(kept_pairs(params), 9, params[ex.W_SEG0_BITS], 0)
+    s = 0.0
+    for _ in range(calls):
+        if step == 0:
+            s += direct64.slice_pairs(params) + dropped_weight(kept_pairs(params), 9, params[ex.W_SEG0_BITS], 0)
+        elif step == 1:
+            s += direct64._rows_exponents64(a, False, ag, ar) + direct64._rows_exponents64(b, True, bg, br)
+        elif step == 2:
+            direct64._slices(ar, ag, w, False, False, a0, a1, asum, a02)
+            direct64._slices(br, bg, w, False, True, b0, b1, bsum, b20)
+            s += a1[0, 0]
+        elif step == 3:
+            direct.exact_product(a0, b0, p00)
+            direct.exact_product(a1, b1, p11)
+            direct.exact_product(asum, bsum, psum)
+            direct.exact_product(a02, b20, p02)
+            s += p00[0, 0]
+        else:
+            doubt = fp64_doubtful(ar, ag, aref, br, bg, bref, params[ex.W_TK], w, dropped, out)
+            s += recompute(ar, br, doubt, out, False)
     return s
 
 
@@ -217,13 +298,20 @@ def measure(calls: int, repeats: int, seed: int) -> list[dict]:
                                       for _ in range(repeats)) * 1e6
         general_us = statistics.median(_cpu_per_call(lambda: _general_loop(a, b, c, params, stats, site_calls),
                                                      site_calls) for _ in range(repeats)) * 1e6
-        steps = {"small_gemm": statistics.median(_cpu_per_call(lambda: _small_loop(a, b, c, params, stats, site_calls),
-                                                               site_calls) for _ in range(repeats)) * 1e6}
-        for i, step in enumerate(STEPS):
-            _step_loop(a, b, params, 1, i)
-            steps[step] = statistics.median(_cpu_per_call(lambda: _step_loop(a, b, params, site_calls, i), site_calls)
+        steps = {"site: entry and executor function": site["emulated_us"] - kernel_us}
+        direct_loop = _direct32_loop if dtype == np.float32 else _direct64_loop
+        if direct_loop(a, b, c, params, stats, 1) != ex.OK:
+            raise RuntimeError(f"{name}: the direct path did not take the call")
+        direct_us = statistics.median(_cpu_per_call(lambda: direct_loop(a, b, c, params, stats, site_calls),
+                                                    site_calls) for _ in range(repeats)) * 1e6
+        steps["driver (params check, dispatch)"] = kernel_us - direct_us
+        steps["direct path"] = direct_us
+        step_loop, names = (_step32, STEPS32) if dtype == np.float32 else (_step64, STEPS64)
+        for i, step in enumerate(names):
+            step_loop(a, b, params, 1, i)
+            steps[step] = statistics.median(_cpu_per_call(lambda: step_loop(a, b, params, site_calls, i), site_calls)
                                             for _ in range(repeats)) * 1e6
-        steps["rest (difference)"] = steps["small_gemm"] - sum(steps[x] for x in STEPS)
+        steps["rest of the direct path (difference)"] = direct_us - sum(steps[x] for x in names)
         api_calls = max(1, calls // 4)
 
         def api():
@@ -244,7 +332,8 @@ def measure(calls: int, repeats: int, seed: int) -> list[dict]:
 
 
 def threshold_table(calls: int, repeats: int, seed: int) -> list[dict]:
-    """Small path (no size limit) against the general path, per square size."""
+    """The small path (its direct path: ``small_gemm`` with no size limit) and its
+    loops alone (``small_loops_gemm``) against the general path, per square size."""
     rng = np.random.default_rng(seed)
     rows = []
     for dtype, scheme, label in ((np.float32, "mixpert", "level=IV"), (np.float64, "mixpert-fp64", None)):
@@ -254,15 +343,19 @@ def threshold_table(calls: int, repeats: int, seed: int) -> list[dict]:
             a = rng.standard_normal((size, size)).astype(dtype)
             b = rng.standard_normal((size, size)).astype(dtype)
             c, stats = np.empty((size, size), dtype), np.zeros(ex.N_STATS, np.int64)
-            if _small_loop(a, b, c, params, stats, 1) != ex.OK:
+            if _small_loop(a, b, c, params, stats, 1) != ex.OK or _loops_loop(a, b, c, params, stats, 1) != ex.OK:
                 raise RuntimeError(f"{scheme} {size}: the small path refused well-scaled data")
             _general_loop(a, b, c, params, stats, 1)
             n = max(1, calls * 32**3 // size**3)
             r = _ratio(lambda: _small_loop(a, b, c, params, stats, n), lambda: _general_loop(a, b, c, params, stats, n),
                        n, repeats)
-            progress(f"  threshold {scheme} n={size}: small {r['emulated_us']:.1f} us, general {r['native_us']:.1f} us")
+            loops = _ratio(lambda: _loops_loop(a, b, c, params, stats, n),
+                           lambda: _general_loop(a, b, c, params, stats, n), n, repeats)
+            progress(f"  threshold {scheme} n={size}: direct {r['emulated_us']:.1f} us, loops "
+                     f"{loops['emulated_us']:.1f} us, general {r['native_us']:.1f} us")
             rows.append({"scheme": scheme, "config": cfg.label, "size": size, "work": size**3,
-                         "small_us": r["emulated_us"], "general_us": r["native_us"], "ratio": r["ratio"]})
+                         "small_us": r["emulated_us"], "general_us": r["native_us"], "ratio": r["ratio"],
+                         "loops_us": loops["emulated_us"], "loops_ratio": loops["ratio"]})
     return rows
 
 
@@ -339,23 +432,27 @@ def _section(rows: list[dict], threshold: list[dict], compiles: list[dict], argv
           f"{r['kernel_us']:.2f}", f"{r['general_us']:.2f}",
           f"{r['gemm']['emulated_us']:.1f} / {r['gemm']['native_us']:.1f}", f"{r['gemm']['ratio']:.1f}x"]
          for r in rows])
-    step_names = list(rows[0]["steps_us"])
-    steps = markdown_table(["small_gemm alone, per call (µs)", *step_names],
-                           [[r["case"], *[f"{r['steps_us'][x]:.2f}" for x in step_names]] for r in rows])
+    rest = "rest of the direct path (difference)"
+    step_names = [x for x in dict.fromkeys(x for r in rows for x in r["steps_us"]) if x != rest] + [rest]
+    steps = markdown_table(["per call (µs)", *step_names],
+                           [[r["case"], *[f"{r['steps_us'][x]:.2f}" if x in r["steps_us"] else "–"
+                                          for x in step_names]] for r in rows])
     sizes = sorted({t["size"] for t in threshold})
     schemes = list(dict.fromkeys(t["scheme"] for t in threshold))
     cell = {(t["scheme"], t["size"]): t for t in threshold}
     cross = markdown_table(
-        ["small / general path (µs per call, ratio)", *[f"n={n}" for n in sizes]],
+        ["direct / loops / general path (µs per call; ratios to the general path)", *[f"n={n}" for n in sizes]],
         [[f"{s} {cell[(s, sizes[0])]['config']}",
-          *[f"{cell[(s, n)]['small_us']:.1f} / {cell[(s, n)]['general_us']:.1f} ({cell[(s, n)]['ratio']:.2f})"
-            for n in sizes]] for s in schemes])
+          *[f"{cell[(s, n)]['small_us']:.1f} / {cell[(s, n)]['loops_us']:.1f} / {cell[(s, n)]['general_us']:.1f} "
+            f"({cell[(s, n)]['ratio']:.2f}, {cell[(s, n)]['loops_ratio']:.2f})" for n in sizes]] for s in schemes])
     env = f"- OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}, load average at the end: " + \
         ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    limit = (f"- small path taken up to m*n*k = {round(SMALL_MAX_WORK_FP32 ** (1 / 3))}^3 (float32 domain), "
+    limit = (f"- small path (direct paths, then loops) taken up to m*n*k = "
+             f"{round(SMALL_MAX_WORK_FP32 ** (1 / 3))}^3 (float32 domain), "
              f"{round(SMALL_MAX_WORK_FP64 ** (1 / 3))}^3 (float64 domain)")
-    return "\n".join(provenance(argv, seed) + [env, limit, ""] + table + ["", "Steps of the small path (each timed alone in a compiled loop; config planning = "
-             "kept_pairs + plan_block_array + plan_wide_blocks (float32) or dropped_weight (float64)):", ""]
+    return "\n".join(provenance(argv, seed) + [env, limit, ""] + table + ["", "Steps (the site's own part is the site minus the kernel alone, the driver's the "
+             "kernel minus the direct path alone; each step of the direct path timed alone in a compiled loop "
+             "on its own scratch):", ""]
                      + steps + ["", "Threshold (square n x n x n):", ""] + cross + _compile_section(compiles))
 
 

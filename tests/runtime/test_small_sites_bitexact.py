@@ -143,16 +143,18 @@ def test_driver_picks_the_small_path(size, scheme, label, dtype):
 
 
 def test_float64_domain_limit_is_its_own():
-    """mixpert-fp64 calls take the small path up to SMALL_MAX_WORK_FP64 multiply-adds
-    and the general path above it (a smaller limit than the float32 domain's)."""
+    """mixpert-fp64 calls take the small path (its direct path or its loops) up to
+    SMALL_MAX_WORK_FP64 multiply-adds and the general path above it (a smaller limit
+    than the float32 domain's)."""
     rng = np.random.default_rng(11)
-    params = _words(MP64, "")
     side = round(SMALL_MAX_WORK_FP64 ** (1 / 3))
     assert side**3 == SMALL_MAX_WORK_FP64 < SMALL_MAX_WORK_FP32
     a = rng.standard_normal((side, side + 1))
     b = rng.standard_normal((side + 1, side))
-    assert _same(a[:, :side], b[:side], params)  # at the limit
-    assert not _same(a, b, params)  # one more k: above it
+    for label in ("", "segments=7,pairs=sig6"):  # the direct path's config, and one of the loops
+        params = _words(MP64, label)
+        assert _same(a[:, :side], b[:side], params)  # at the limit
+        assert not _same(a, b, params)  # one more k: above it
 
 
 def test_large_and_unusual_calls_take_the_general_path():

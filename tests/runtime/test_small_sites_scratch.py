@@ -102,3 +102,36 @@ def test_operand_views_tile_the_scratch_without_overlap():
 def test_tiny_calls_fit_the_stack_buffers():
     assert max(scratch_words(8, 8, 8, 1)) <= STACK_WORDS
     assert max(scratch_words(16, 16, 16, 1)) > STACK_WORDS  # larger calls take the heap
+
+
+def test_c_layout_views_only_c_ordered_arrays():
+    """is_c_contiguous accepts C-ordered arrays (any stride across a single row) and
+    rejects strided views; c_layout's view of a C-ordered strided-typed array reads
+    the same elements."""
+    from numba import njit
+
+    from mixjit.runtime.scratch_arrays import any_layout, c_layout, is_c_contiguous
+
+    @njit
+    def through_views(x):
+        y = any_layout(x)  # typed as a strided view, like a site's operand
+        if not is_c_contiguous(y):
+            return -1.0
+        z = c_layout(y)
+        s = 0.0
+        for i in range(z.shape[0]):
+            for j in range(z.shape[1]):
+                s = s * 3.0 + z[i, j]
+        return s
+
+    x = np.arange(12.0).reshape(3, 4)
+    want = 0.0
+    for v in x.ravel():
+        want = want * 3.0 + v
+    assert through_views(x) == want
+    assert through_views(np.arange(3.0).reshape(3, 1)) == (0.0 * 3.0 + 1.0) * 3.0 + 2.0  # one column, adjacent rows
+    assert through_views(x[1:2]) != -1.0  # one row: any row stride
+    assert through_views(x[:, :1]) == -1.0  # one column, rows 4 elements apart
+    assert through_views(np.asfortranarray(x)) == -1.0
+    assert through_views(x[:, ::2]) == -1.0
+    assert through_views(x[:, :3]) == -1.0  # rows not adjacent
