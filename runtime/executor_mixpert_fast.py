@@ -32,13 +32,16 @@ import numpy as np
 from numba import prange
 
 from mixjit.runtime.exactsum import acc_add, acc_round, round32, round64_scaled
-from mixjit.runtime.executor_mixpert_pack import (EPILOGUE_NS_PER_BLOCK, PACK_NS, fresh64, huge_pages, pack_into,
-                                                  threads_pay)
+from mixjit.runtime.executor_mixpert_pack import (EPILOGUE_NS_PER_BLOCK, PACK_NS, fresh64, huge_pages,
+                                                  pack_product_into, threads_pay)
 from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEG0_BITS, W_SEGMENTS, W_TK, kept_pairs
 from mixjit.runtime.executor_mixpert_ziv import _MANTISSA64, certain32, certain64, scaled_normal, times_pow2
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.mixpert_corner import corner_applies, corner_products
-from mixjit.runtime.pair_blocks import BLOCK_BITS, BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, k_bits
+from mixjit.runtime.pair_blocks import (BLOCK_BITS, BLOCK_SHIFT, PROD_I0, PROD_I1, PROD_ID0, PROD_ID1, PROD_J0, PROD_J1,
+                                        PROD_JD0, PROD_JD1, TERM_PROD, TERM_SHIFT, TERM_SIGN, k_bits,
+                                        karatsuba_products)
+from mixjit.runtime.segments import MAGNITUDE
 
 
 @cached_njit(nogil=True)
@@ -75,17 +78,6 @@ def fast_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool):
     fast_path_threads(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32,
                       threads_pay(m * K * PACK_NS), threads_pay(n * K * PACK_NS),
                       threads_pay(m * n * blocks.shape[0] * EPILOGUE_NS_PER_BLOCK))
-
-
-@cached_njit(nogil=True)
-def _uses(blocks, c0: int, c1: int):
-    """Per block, how many blocks share its segment range (columns ``c0``, ``c1``)."""
-    nb = blocks.shape[0]
-    uses = np.zeros(nb, dtype=np.int64)
-    for b in range(nb):
-        for c in range(nb):
-            uses[b] += blocks[c, c0] == blocks[b, c0] and blocks[c, c1] == blocks[b, c1]
-    return uses
 
 
 #: which computation :func:`fast_path_threads` ran: the planned exact blocks, or
@@ -142,65 +134,92 @@ def corner_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, threads_a: 
 
 
 @cached_njit(nogil=True)
-def blocks_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool, threads_a: bool, threads_b: bool,
-                threads_epilogue: bool) -> None:
-    """The planned exact blocks: one exact dgemm each over the whole K, then one
-    rounding per output (thread decisions as :func:`fast_path_threads`).
+def _uses_b(prods):
+    """Per product, how many products share its B operand (range and subtracted range)."""
+    n = prods.shape[0]
+    uses = np.zeros(n, dtype=np.int64)
+    for p in range(n):
+        for c in range(n):
+            uses[p] += _same_side(prods, c, p, PROD_J0)
+    return uses
 
-    Blocks run in plan order; A's operand is packed into one buffer, again only when
-    the block's range of A changes; a range of B that several blocks use is packed
-    once into its own array, the others into one shared buffer (fewer fresh arrays:
-    their page faults cost as much as packing them)."""
+
+@cached_njit(nogil=True, inline="always")
+def _same_side(prods, p: int, c: int, col: int) -> bool:
+    """Do products ``p`` and ``c`` have the same operand on the side whose four
+    columns start at ``col`` (``PROD_I0`` for A, ``PROD_J0`` for B)?"""
+    return (prods[p, col] == prods[c, col] and prods[p, col + 1] == prods[c, col + 1]
+            and prods[p, col + 2] == prods[c, col + 2] and prods[p, col + 3] == prods[c, col + 3])
+
+
+@cached_njit(nogil=True)
+def run_products(aq, ascale, bq, bscale, prods, params, ds, threads_a: bool, threads_b: bool) -> None:
+    """``ds[p]`` = the exact dgemm of product ``p`` (pair_blocks.karatsuba_products)
+    over the whole K.
+
+    Products run in order; A's operand is packed into one buffer, again only when
+    the product's A side changes; a B side that several products use is packed once
+    into its own array, the others into one shared buffer (fewer fresh arrays: their
+    page faults cost as much as packing them)."""
     segments = params[W_SEGMENTS]
     digits = params[W_DIGITS]
     tk = params[W_TK]
-    nb = blocks.shape[0]
+    npr = prods.shape[0]
     m, K = aq.shape
     n = bq.shape[0]
     rows_a = np.arange(m)
     rows_b = np.arange(n)
     x = fresh64(m, K)  # scratch on huge pages: fewer first-touch page faults
     y = fresh64(n, K)
-    uses_b = _uses(blocks, BLOCK_J0, BLOCK_J1)
-    shared = [y]  # B's arrays: shared[b] is block b's (y, or a range's own array)
-    for b in range(1, nb):
+    uses_b = _uses_b(prods)
+    shared = [y]  # B's arrays: shared[p] is product p's (y, or its B side's own array)
+    for p in range(1, npr):
         shared.append(y)
-    for b in range(nb):
-        if uses_b[b] > 1:
+    for p in range(npr):
+        if uses_b[p] > 1:
             own = -1
-            for c in range(b):
-                if blocks[c, BLOCK_J0] == blocks[b, BLOCK_J0] and blocks[c, BLOCK_J1] == blocks[b, BLOCK_J1]:
+            for c in range(p):
+                if _same_side(prods, c, p, PROD_J0):
                     own = c
                     break
             if own < 0:
-                shared[b] = fresh64(n, K)
-                pack_into(shared[b], bq, bscale, rows_b, 0, K, blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], segments,
-                          digits, tk, threads_b)
+                shared[p] = fresh64(n, K)
+                pack_product_into(shared[p], bq, bscale, rows_b, 0, K, prods[p, PROD_J0], prods[p, PROD_J1],
+                                  prods[p, PROD_JD0], prods[p, PROD_JD1], segments, digits, tk, threads_b)
             else:
-                shared[b] = shared[own]
-    ds = np.empty((nb if nb > 2 else 0, m, n))
+                shared[p] = shared[own]
+    for p in range(npr):
+        if p == 0 or not _same_side(prods, p, p - 1, PROD_I0):
+            pack_product_into(x, aq, ascale, rows_a, 0, K, prods[p, PROD_I0], prods[p, PROD_I1], prods[p, PROD_ID0],
+                              prods[p, PROD_ID1], segments, digits, tk, threads_a)
+        if uses_b[p] == 1:
+            pack_product_into(y, bq, bscale, rows_b, 0, K, prods[p, PROD_J0], prods[p, PROD_J1], prods[p, PROD_JD0],
+                              prods[p, PROD_JD1], segments, digits, tk, threads_b)
+        np.dot(x, (y if uses_b[p] == 1 else shared[p]).T, ds[p])
+
+
+@cached_njit(nogil=True)
+def blocks_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool, threads_a: bool, threads_b: bool,
+                threads_epilogue: bool) -> None:
+    """The planned exact blocks: one exact dgemm each over the whole K, then one
+    rounding per output (thread decisions as :func:`fast_path_threads`).
+
+    In the float64 domain with sign-magnitude digits, pairs of cross blocks run as
+    one Karatsuba dgemm (pair_blocks.karatsuba_products; mixpert-fp64's six blocks
+    in five dgemms), its exact result combined with the two diagonal blocks' in the
+    epilogue's terms: the same exact sum, the same bits. The dgemms:
+    :func:`run_products`."""
+    digits = params[W_DIGITS]
+    nb = blocks.shape[0]
+    m, K = aq.shape
+    n = bq.shape[0]
+    prods, terms = karatsuba_products(blocks, not to32 and digits == MAGNITUDE, params[W_SEG0_BITS], digits)
+    ds = np.empty((prods.shape[0], m, n))
     huge_pages(ds)
-    d1 = np.empty((0, 0))
-    d2 = np.empty((0, 0))
-    for b in range(nb):
-        if b == 0 or blocks[b, BLOCK_I0] != blocks[b - 1, BLOCK_I0] or blocks[b, BLOCK_I1] != blocks[b - 1, BLOCK_I1]:
-            pack_into(x, aq, ascale, rows_a, 0, K, blocks[b, BLOCK_I0], blocks[b, BLOCK_I1], segments, digits, tk,
-                      threads_a)
-        if uses_b[b] == 1:
-            pack_into(y, bq, bscale, rows_b, 0, K, blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], segments, digits, tk,
-                      threads_b)
-        yb = y if uses_b[b] == 1 else shared[b]
-        if nb > 2:
-            np.dot(x, yb.T, ds[b])
-        elif b == 0:
-            d1 = fresh64(m, n)
-            np.dot(x, yb.T, d1)
-        else:
-            d2 = fresh64(m, n)
-            np.dot(x, yb.T, d2)
+    run_products(aq, ascale, bq, bscale, prods, params, ds, threads_a, threads_b)
     if nb <= 2:
-        if nb == 1:
-            d2 = d1
+        d1 = ds[0]
+        d2 = ds[nb - 1]
         w1 = 2.0 ** blocks[0, BLOCK_SHIFT]
         w2 = 2.0 ** blocks[1, BLOCK_SHIFT] if nb == 2 else 0.0
         if threads_epilogue:
@@ -211,24 +230,24 @@ def blocks_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool,
     # the widest span the fast path takes (executor_mixpert_exact.exact_sets)
     frac = 53 - k_bits(K) - blocks[:, BLOCK_BITS].max()
     if threads_epilogue:
-        _epilogue_many_threads(ds, blocks, ea, eb, out, to32, frac)
+        _epilogue_terms_threads(ds, terms, ea, eb, out, to32, frac)
     else:
-        epilogue_many(ds, blocks, ea, eb, out, to32, frac)
+        epilogue_terms(ds, terms, ea, eb, out, to32, frac)
 
 
 @cached_njit(nogil=True)
-def block_sum(ds, w, i: int, j: int):
-    """TwoSum chain over the weighted block results ``ds[b, i, j] * w[b]``: returns
+def block_sum(ds, prod, w, i: int, j: int):
+    """TwoSum chain over the weighted terms ``ds[prod[t], i, j] * w[t]``: returns
     ``(t, e2, mag)``, the float64 sum ``t``, the rounding error ``e2`` of its last
     step and ``mag``, the sum of the chain's error magnitudes; the exact sum lies
-    within ``|e2| + nb u mag`` of ``t`` (times a small slack for the bound's own
+    within ``|e2| + nt u mag`` of ``t`` (times a small slack for the bound's own
     roundings)."""
-    nb = ds.shape[0]
-    hi = ds[0, i, j] * w[0]
+    nt = w.shape[0]
+    hi = ds[prod[0], i, j] * w[0]
     lo = 0.0
     mag = 0.0
-    for b in range(1, nb):
-        y = ds[b, i, j] * w[b]
+    for b in range(1, nt):
+        y = ds[prod[b], i, j] * w[b]
         t = hi + y
         bb = t - hi
         e = (hi - (t - bb)) + (y - bb)
@@ -256,13 +275,13 @@ def _epilogue_threads(d1, w1: float, d2, w2: float, two: bool, ea, eb, out, to32
 
 
 @cached_njit(nogil=True, parallel=True)
-def _epilogue_many_threads(ds, blocks, ea, eb, out, to32: bool, frac: int):
-    """:func:`epilogue_many` on chunks of rows, spread over threads (the same bits)."""
+def _epilogue_terms_threads(ds, terms, ea, eb, out, to32: bool, frac: int):
+    """:func:`epilogue_terms` on chunks of rows, spread over threads (the same bits)."""
     m = out.shape[0]
     for c in prange((m + _ROW_CHUNK - 1) // _ROW_CHUNK):
         r0 = c * _ROW_CHUNK
         r1 = min(r0 + _ROW_CHUNK, m)
-        epilogue_many(ds[:, r0:r1], blocks, ea[r0:r1], eb, out[r0:r1], to32, frac)
+        epilogue_terms(ds[:, r0:r1], terms, ea[r0:r1], eb, out[r0:r1], to32, frac)
 
 
 #: 32-bit limbs of an output's exact accumulator when the epilogue's rounding test
@@ -272,17 +291,18 @@ _BLOCK_LIMBS = 8
 
 
 @cached_njit(nogil=True)
-def _round_exact(ds, blocks, i: int, j: int, acc, low: int, frac: int, ex: int, to32: bool) -> float:
-    """``RN(X[i, j])`` from the block results summed exactly in integer limbs
-    (:func:`epilogue_many`'s path for the outputs Ziv's test leaves in doubt)."""
+def _round_exact(ds, terms, i: int, j: int, acc, low: int, frac: int, ex: int, to32: bool) -> float:
+    """``RN(X[i, j])`` from the terms summed exactly in integer limbs
+    (:func:`epilogue_terms`'s path for the outputs Ziv's test leaves in doubt)."""
     acc[:] = 0
-    for b in range(ds.shape[0]):
-        v = ds[b, i, j]
+    for t in range(terms.shape[0]):
+        v = ds[terms[t, TERM_PROD], i, j]
         if v != 0.0:
             a = np.int64(abs(v) * 2.0**frac)
-            pos = blocks[b, BLOCK_SHIFT] - low
-            acc_add(acc, pos, a & np.int64(0x3FFFFFF), v < 0.0)
-            acc_add(acc, pos + 26, a >> 26, v < 0.0)
+            pos = terms[t, TERM_SHIFT] - low
+            neg = (v < 0.0) != (terms[t, TERM_SIGN] < 0)
+            acc_add(acc, pos, a & np.int64(0x3FFFFFF), neg)
+            acc_add(acc, pos + 26, a >> 26, neg)
     base = ex + low - frac
     if to32:
         return np.float64(np.float32(acc_round(acc, 24, -149, base))) + 0.0
@@ -292,7 +312,21 @@ def _round_exact(ds, blocks, i: int, j: int, acc, low: int, frac: int, ex: int, 
 @cached_njit(nogil=True)
 def epilogue_many(ds, blocks, ea, eb, out, to32: bool, frac: int):
     """``out = RN(X)``, ``X = sum_b ds[b] 2^shift_b`` exactly (each ``ds[b]`` an exact
-    block result): a TwoSum chain gives ``s`` and a bound on ``|X - s|``; where
+    block result): :func:`epilogue_terms` with one term per block."""
+    nb = blocks.shape[0]
+    terms = np.empty((nb, 3), np.int64)
+    for b in range(nb):
+        terms[b, TERM_PROD] = b
+        terms[b, TERM_SHIFT] = blocks[b, BLOCK_SHIFT]
+        terms[b, TERM_SIGN] = 1
+    epilogue_terms(ds, terms, ea, eb, out, to32, frac)
+
+
+@cached_njit(nogil=True)
+def epilogue_terms(ds, terms, ea, eb, out, to32: bool, frac: int):
+    """``out = RN(X)``, ``X = sum_t sign_t ds[prod_t] 2^shift_t`` exactly (each
+    ``ds[p]`` an exact product result; ``terms`` as pair_blocks.karatsuba_products
+    returns them): a TwoSum chain gives ``s`` and a bound on ``|X - s|``; where
     Ziv's test certifies ``RN(s)`` it is the result, else ``X`` is summed exactly
     in integer limbs and rounded once (:func:`acc_round`). Same bits either way.
 
@@ -308,17 +342,19 @@ def epilogue_many(ds, blocks, ea, eb, out, to32: bool, frac: int):
     branch-free loops over the row, so that they vectorise; the outputs that branch
     does not certify (zero or tiny sums, ranges near the limits, doubt) take the
     scalar path after it, the same code as before."""
-    nb, m, n = ds.shape
+    m, n = out.shape
+    nb = terms.shape[0]
+    prod = terms[:, TERM_PROD].copy()
     w = np.empty(nb)
-    low = blocks[:, BLOCK_SHIFT].min()
+    low = terms[:, TERM_SHIFT].min()
     for b in range(nb):
-        w[b] = 2.0 ** blocks[b, BLOCK_SHIFT]
+        w[b] = terms[b, TERM_SIGN] * 2.0 ** terms[b, TERM_SHIFT]
     acc = np.zeros(_BLOCK_LIMBS, dtype=np.int64)
     slack = 1.0 + 2.0 * (nb + 2) * 2.0**-53
     if to32:
         for i in range(m):
             for j in range(n):
-                t, e2, mag = block_sum(ds, w, i, j)
+                t, e2, mag = block_sum(ds, prod, w, i, j)
                 # X = t + e2 + (error of the float sum lo), the latter <= nb u sum|e|
                 err = (abs(e2) + nb * 2.0**-53 * mag) * slack
                 ex = ea[i] + eb[j]
@@ -326,7 +362,7 @@ def epilogue_many(ds, blocks, ea, eb, out, to32: bool, frac: int):
                 if (t != 0.0 or mag == 0.0) and certain32(val, times_pow2(err, ex)):
                     out[i, j] = np.float64(np.float32(val)) + 0.0
                     continue
-                out[i, j] = _round_exact(ds, blocks, i, j, acc, low, frac, ex, to32)
+                out[i, j] = _round_exact(ds, terms, i, j, acc, low, frac, ex, to32)
         return
     hi = np.empty(n)
     lo = np.empty(n)
@@ -334,14 +370,16 @@ def epilogue_many(ds, blocks, ea, eb, out, to32: bool, frac: int):
     done = np.empty(n, dtype=np.bool_)
     for i in range(m):
         w0 = w[0]
+        p0 = prod[0]
         for j in range(n):
-            hi[j] = ds[0, i, j] * w0
+            hi[j] = ds[p0, i, j] * w0
             lo[j] = 0.0
             mag[j] = 0.0
         for b in range(1, nb):
             wb = w[b]
+            pb = prod[b]
             for j in range(n):
-                y = ds[b, i, j] * wb
+                y = ds[pb, i, j] * wb
                 h = hi[j]
                 t = h + y
                 bb = t - h
@@ -380,4 +418,4 @@ def epilogue_many(ds, blocks, ea, eb, out, to32: bool, frac: int):
             if certain64(t, lo[j], ex):
                 out[i, j] = scaled_normal(t, ex)
                 continue
-            out[i, j] = _round_exact(ds, blocks, i, j, acc, low, frac, ex, to32)
+            out[i, j] = _round_exact(ds, terms, i, j, acc, low, frac, ex, to32)

@@ -204,6 +204,43 @@ def pack_into(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments:
 
 
 @cached_njit(nogil=True)
+def _difference_row(out, u: int, q, scale, i: int, k0: int, k1: int, i0: int, i1: int, d0: int, d1: int,
+                    segments: int, digits: int, tk: int) -> None:
+    """Row ``u`` of a difference operand: segments ``i0..i1`` minus segments ``d0..d1``
+    of ``q[i, k0:k1]``, times their scales (a Karatsuba product's side,
+    pair_blocks.karatsuba_products)."""
+    for t in range(k0 // tk, (k1 + tk - 1) // tk):
+        sc = scale[i, t]
+        for k in range(max(k0, t * tk), min(k1, t * tk + tk)):
+            v = q[i, np.uint64(k)]
+            out[u, np.uint64(k - k0)] = (digit_range(v, i0, i1, segments, digits)
+                                         - digit_range(v, d0, d1, segments, digits)) * sc
+
+
+@cached_njit(nogil=True, parallel=True)
+def _difference_operand_threads(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, d0: int, d1: int,
+                                segments: int, digits: int, tk: int) -> None:
+    """:func:`pack_product_into`'s difference operand, rows spread over threads."""
+    for u in prange(rows.shape[0]):
+        _difference_row(out, u, q, scale, rows[u], k0, k1, i0, i1, d0, d1, segments, digits, tk)
+
+
+@cached_njit(nogil=True)
+def pack_product_into(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, d0: int, d1: int, segments: int,
+                      digits: int, tk: int, threads: bool) -> None:
+    """One side of a product (pair_blocks.karatsuba_products): segments ``i0..i1`` of
+    ``q[rows, k0:k1]`` times their scales (:func:`pack_into`), minus segments
+    ``d0..d1`` where ``d0 >= 0``. Integer-valued times a power of two: exact."""
+    if d0 < 0:
+        pack_into(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk, threads)
+    elif threads:
+        _difference_operand_threads(out, q, scale, rows, k0, k1, i0, i1, d0, d1, segments, digits, tk)
+    else:
+        for u in range(rows.shape[0]):
+            _difference_row(out, u, q, scale, rows[u], k0, k1, i0, i1, d0, d1, segments, digits, tk)
+
+
+@cached_njit(nogil=True)
 def pack_block(q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int, tk: int,
                threads: bool):
     """:func:`pack_into` a new float64 matrix (on huge pages)."""
