@@ -15,8 +15,9 @@ recomputed from the blocks where not (runtime/mixpert_corner.py,
 :func:`corner_path`): one dgemm and half a dgemm's time of sgemms for the two
 exact dgemms, the same bits.
 
-A range of segments that several blocks share is packed once (mixpert-fp64's six
-blocks use three ranges per side), into as few fresh arrays as the plan allows.
+The dgemms run in an order where consecutive ones share a side where they can, so
+that a side is packed once per run of them into one of two buffers (no fresh array
+per side).
 :func:`fast_path` decides once per call, from each step's work and the thread
 count (``executor_mixpert_pack.threads_pay``), whether A's packing, B's packing
 and the epilogue run on threads; every element and output is computed by the same
@@ -133,17 +134,6 @@ def corner_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, threads_a: 
     return True
 
 
-@cached_njit(nogil=True)
-def _uses_b(prods):
-    """Per product, how many products share its B operand (range and subtracted range)."""
-    n = prods.shape[0]
-    uses = np.zeros(n, dtype=np.int64)
-    for p in range(n):
-        for c in range(n):
-            uses[p] += _same_side(prods, c, p, PROD_J0)
-    return uses
-
-
 @cached_njit(nogil=True, inline="always")
 def _same_side(prods, p: int, c: int, col: int) -> bool:
     """Do products ``p`` and ``c`` have the same operand on the side whose four
@@ -153,49 +143,70 @@ def _same_side(prods, p: int, c: int, col: int) -> bool:
 
 
 @cached_njit(nogil=True)
+def product_order(prods):
+    """The order in which :func:`run_products` runs the products: consecutive products
+    that share a side pack it once, so the order with the fewest side changes packs
+    the fewest operands into its two buffers. Greedy from every start (the next
+    product shares a side with the last where one does); the cheapest wins, the
+    first on ties."""
+    npr = prods.shape[0]
+    best = np.arange(npr)
+    best_cost = 2 * npr + 1
+    order = np.empty(npr, np.int64)
+    used = np.zeros(npr, np.bool_)
+    for s in range(npr):
+        used[:] = False
+        order[0] = s
+        used[s] = True
+        cost = 2
+        for t in range(1, npr):
+            last = order[t - 1]
+            pick = -1
+            pick_cost = 3
+            for c in range(npr):
+                if used[c]:
+                    continue
+                cc = np.int64(not _same_side(prods, c, last, PROD_I0)) + np.int64(not _same_side(prods, c, last,
+                                                                                                  PROD_J0))
+                if cc < pick_cost:
+                    pick = c
+                    pick_cost = cc
+            order[t] = pick
+            used[pick] = True
+            cost += pick_cost
+        if cost < best_cost:
+            best_cost = cost
+            best[:] = order
+    return best
+
+
+@cached_njit(nogil=True)
 def run_products(aq, ascale, bq, bscale, prods, params, ds, threads_a: bool, threads_b: bool) -> None:
     """``ds[p]`` = the exact dgemm of product ``p`` (pair_blocks.karatsuba_products)
     over the whole K.
 
-    Products run in order; A's operand is packed into one buffer, again only when
-    the product's A side changes; a B side that several products use is packed once
-    into its own array, the others into one shared buffer (fewer fresh arrays: their
-    page faults cost as much as packing them)."""
+    The products run in :func:`product_order`; A's side is packed into one buffer
+    and B's into another, each again only where it changes (a fresh array costs
+    about as much as packing it: its first-touch page faults)."""
     segments = params[W_SEGMENTS]
     digits = params[W_DIGITS]
     tk = params[W_TK]
-    npr = prods.shape[0]
     m, K = aq.shape
     n = bq.shape[0]
     rows_a = np.arange(m)
     rows_b = np.arange(n)
     x = fresh64(m, K)  # scratch on huge pages: fewer first-touch page faults
     y = fresh64(n, K)
-    uses_b = _uses_b(prods)
-    shared = [y]  # B's arrays: shared[p] is product p's (y, or its B side's own array)
-    for p in range(1, npr):
-        shared.append(y)
-    for p in range(npr):
-        if uses_b[p] > 1:
-            own = -1
-            for c in range(p):
-                if _same_side(prods, c, p, PROD_J0):
-                    own = c
-                    break
-            if own < 0:
-                shared[p] = fresh64(n, K)
-                pack_product_into(shared[p], bq, bscale, rows_b, 0, K, prods[p, PROD_J0], prods[p, PROD_J1],
-                                  prods[p, PROD_JD0], prods[p, PROD_JD1], segments, digits, tk, threads_b)
-            else:
-                shared[p] = shared[own]
-    for p in range(npr):
-        if p == 0 or not _same_side(prods, p, p - 1, PROD_I0):
+    order = product_order(prods)
+    for t in range(order.shape[0]):
+        p = order[t]
+        if t == 0 or not _same_side(prods, p, order[t - 1], PROD_I0):
             pack_product_into(x, aq, ascale, rows_a, 0, K, prods[p, PROD_I0], prods[p, PROD_I1], prods[p, PROD_ID0],
                               prods[p, PROD_ID1], segments, digits, tk, threads_a)
-        if uses_b[p] == 1:
+        if t == 0 or not _same_side(prods, p, order[t - 1], PROD_J0):
             pack_product_into(y, bq, bscale, rows_b, 0, K, prods[p, PROD_J0], prods[p, PROD_J1], prods[p, PROD_JD0],
                               prods[p, PROD_JD1], segments, digits, tk, threads_b)
-        np.dot(x, (y if uses_b[p] == 1 else shared[p]).T, ds[p])
+        np.dot(x, y.T, ds[p])
 
 
 @cached_njit(nogil=True)

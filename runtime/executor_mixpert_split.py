@@ -14,7 +14,8 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import prange
+from numba import prange, types
+from numba.extending import overload
 
 from mixjit.runtime.executor_mixpert_pack import threads_pay
 from mixjit.runtime.executor_mixpert_words import (
@@ -172,8 +173,29 @@ def split_rows(raw, side_b: bool, params):
     return SplitOperand(raw, bad, q, gexp, fb, ref, span, scale, fb_tiles)
 
 
+def row_form_or_self(x, transpose: bool, to32: bool):
+    """:func:`row_form`, except that a writable C-contiguous float64 ``x`` that needs
+    neither a transpose nor a float32 rounding is its own row form (the executor
+    only reads it): no copy, no fresh array. Compiled code only (an overload)."""
+    raise NotImplementedError("row_form_or_self is called from compiled code only")
+
+
+@overload(row_form_or_self, jit_options={"nogil": True})
+def _row_form_or_self(x, transpose, to32):
+    if isinstance(x, types.Array) and x.ndim == 2 and x.layout == "C" and x.dtype == types.float64 and x.mutable:
+        def own(x, transpose, to32):
+            if not transpose and not to32:
+                return x
+            return row_form(x, transpose, to32)
+
+        return own
+    return lambda x, transpose, to32: row_form(x, transpose, to32)
+
+
 @cached_njit(nogil=True)
 def prepare_operand(x, side_b: bool, params):
     """Split operand ``x`` (A, or B when ``side_b``; any strides, float32/float64)
-    under the config words ``params``; the result feeds :func:`multiply_into`."""
-    return split_rows(row_form(x, side_b, params[W_DOMAIN] == DOMAIN_FP32), side_b, params)
+    under the config words ``params``; the result feeds :func:`multiply_into`. A
+    C-contiguous float64 A in the float64 domain is read in place
+    (:func:`row_form_or_self`)."""
+    return split_rows(row_form_or_self(x, side_b, params[W_DOMAIN] == DOMAIN_FP32), side_b, params)
