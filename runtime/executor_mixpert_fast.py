@@ -181,9 +181,10 @@ def product_order(prods):
 
 
 @cached_njit(nogil=True)
-def run_products(aq, ascale, bq, bscale, prods, params, ds, threads_a: bool, threads_b: bool) -> None:
+def run_products(aq, ascale, bq, bscale, prods, params, ds, last, threads_a: bool, threads_b: bool) -> None:
     """``ds[p]`` = the exact dgemm of product ``p`` (pair_blocks.karatsuba_products)
-    over the whole K.
+    over the whole K; the last product's goes to ``last`` (``ds`` holding one
+    product fewer: the caller's output array serves, one fresh m x n array fewer).
 
     The products run in :func:`product_order`; A's side is packed into one buffer
     and B's into another, each again only where it changes (a fresh array costs
@@ -206,7 +207,7 @@ def run_products(aq, ascale, bq, bscale, prods, params, ds, threads_a: bool, thr
         if t == 0 or not _same_side(prods, p, order[t - 1], PROD_J0):
             pack_product_into(y, bq, bscale, rows_b, 0, K, prods[p, PROD_J0], prods[p, PROD_J1], prods[p, PROD_JD0],
                               prods[p, PROD_JD1], segments, digits, tk, threads_b)
-        np.dot(x, y.T, ds[p])
+        np.dot(x, y.T, ds[p] if p < ds.shape[0] else last)
 
 
 @cached_njit(nogil=True)
@@ -225,12 +226,14 @@ def blocks_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool,
     m, K = aq.shape
     n = bq.shape[0]
     prods, terms = karatsuba_products(blocks, not to32 and digits == MAGNITUDE, params[W_SEG0_BITS], digits)
-    ds = np.empty((prods.shape[0], m, n))
+    # the last product's dgemm writes into out: every epilogue reads an output's
+    # terms before it writes that output
+    ds = np.empty((prods.shape[0] - 1, m, n))
     huge_pages(ds)
-    run_products(aq, ascale, bq, bscale, prods, params, ds, threads_a, threads_b)
+    run_products(aq, ascale, bq, bscale, prods, params, ds, out, threads_a, threads_b)
     if nb <= 2:
-        d1 = ds[0]
-        d2 = ds[nb - 1]
+        d1 = ds[0] if nb == 2 else out
+        d2 = out
         w1 = 2.0 ** blocks[0, BLOCK_SHIFT]
         w2 = 2.0 ** blocks[1, BLOCK_SHIFT] if nb == 2 else 0.0
         if threads_epilogue:
@@ -241,24 +244,31 @@ def blocks_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool,
     # the widest span the fast path takes (executor_mixpert_exact.exact_sets)
     frac = 53 - k_bits(K) - blocks[:, BLOCK_BITS].max()
     if threads_epilogue:
-        _epilogue_terms_threads(ds, terms, ea, eb, out, to32, frac)
+        _epilogue_terms_threads(ds, out, terms, ea, eb, out, to32, frac)
     else:
-        epilogue_terms(ds, terms, ea, eb, out, to32, frac)
+        epilogue_terms(ds, out, terms, ea, eb, out, to32, frac)
+
+
+@cached_njit(nogil=True, inline="always")
+def _term(ds, last, p: int, i: int, j: int) -> float:
+    """Product ``p``'s result at ``(i, j)``: ``ds[p]``, or ``last`` for ``p = len(ds)``."""
+    return ds[p, i, j] if p < ds.shape[0] else last[i, j]
 
 
 @cached_njit(nogil=True)
-def block_sum(ds, prod, w, i: int, j: int):
-    """TwoSum chain over the weighted terms ``ds[prod[t], i, j] * w[t]``: returns
+def block_sum(ds, last, prod, w, i: int, j: int):
+    """TwoSum chain over the weighted terms ``ds[prod[t], i, j] * w[t]`` (``last``
+    holding product ``len(ds)``, :func:`_term`): returns
     ``(t, e2, mag)``, the float64 sum ``t``, the rounding error ``e2`` of its last
     step and ``mag``, the sum of the chain's error magnitudes; the exact sum lies
     within ``|e2| + nt u mag`` of ``t`` (times a small slack for the bound's own
     roundings)."""
     nt = w.shape[0]
-    hi = ds[prod[0], i, j] * w[0]
+    hi = _term(ds, last, prod[0], i, j) * w[0]
     lo = 0.0
     mag = 0.0
     for b in range(1, nt):
-        y = ds[prod[b], i, j] * w[b]
+        y = _term(ds, last, prod[b], i, j) * w[b]
         t = hi + y
         bb = t - hi
         e = (hi - (t - bb)) + (y - bb)
@@ -286,13 +296,13 @@ def _epilogue_threads(d1, w1: float, d2, w2: float, two: bool, ea, eb, out, to32
 
 
 @cached_njit(nogil=True, parallel=True)
-def _epilogue_terms_threads(ds, terms, ea, eb, out, to32: bool, frac: int):
+def _epilogue_terms_threads(ds, last, terms, ea, eb, out, to32: bool, frac: int):
     """:func:`epilogue_terms` on chunks of rows, spread over threads (the same bits)."""
     m = out.shape[0]
     for c in prange((m + _ROW_CHUNK - 1) // _ROW_CHUNK):
         r0 = c * _ROW_CHUNK
         r1 = min(r0 + _ROW_CHUNK, m)
-        epilogue_terms(ds[:, r0:r1], terms, ea[r0:r1], eb, out[r0:r1], to32, frac)
+        epilogue_terms(ds[:, r0:r1], last[r0:r1], terms, ea[r0:r1], eb, out[r0:r1], to32, frac)
 
 
 #: 32-bit limbs of an output's exact accumulator when the epilogue's rounding test
@@ -302,12 +312,12 @@ _BLOCK_LIMBS = 8
 
 
 @cached_njit(nogil=True)
-def _round_exact(ds, terms, i: int, j: int, acc, low: int, frac: int, ex: int, to32: bool) -> float:
+def _round_exact(ds, last, terms, i: int, j: int, acc, low: int, frac: int, ex: int, to32: bool) -> float:
     """``RN(X[i, j])`` from the terms summed exactly in integer limbs
     (:func:`epilogue_terms`'s path for the outputs Ziv's test leaves in doubt)."""
     acc[:] = 0
     for t in range(terms.shape[0]):
-        v = ds[terms[t, TERM_PROD], i, j]
+        v = _term(ds, last, terms[t, TERM_PROD], i, j)
         if v != 0.0:
             a = np.int64(abs(v) * 2.0**frac)
             pos = terms[t, TERM_SHIFT] - low
@@ -330,14 +340,16 @@ def epilogue_many(ds, blocks, ea, eb, out, to32: bool, frac: int):
         terms[b, TERM_PROD] = b
         terms[b, TERM_SHIFT] = blocks[b, BLOCK_SHIFT]
         terms[b, TERM_SIGN] = 1
-    epilogue_terms(ds, terms, ea, eb, out, to32, frac)
+    epilogue_terms(ds, ds[0], terms, ea, eb, out, to32, frac)  # ds[0]: never read as the last product
 
 
 @cached_njit(nogil=True)
-def epilogue_terms(ds, terms, ea, eb, out, to32: bool, frac: int):
+def epilogue_terms(ds, last, terms, ea, eb, out, to32: bool, frac: int):
     """``out = RN(X)``, ``X = sum_t sign_t ds[prod_t] 2^shift_t`` exactly (each
-    ``ds[p]`` an exact product result; ``terms`` as pair_blocks.karatsuba_products
-    returns them): a TwoSum chain gives ``s`` and a bound on ``|X - s|``; where
+    ``ds[p]`` an exact product result, ``last`` product ``len(ds)``'s, which may be
+    ``out`` itself: an output's terms are read before it is written; ``terms`` as
+    pair_blocks.karatsuba_products returns them): a TwoSum chain gives ``s`` and a
+    bound on ``|X - s|``; where
     Ziv's test certifies ``RN(s)`` it is the result, else ``X`` is summed exactly
     in integer limbs and rounded once (:func:`acc_round`). Same bits either way.
 
@@ -365,7 +377,7 @@ def epilogue_terms(ds, terms, ea, eb, out, to32: bool, frac: int):
     if to32:
         for i in range(m):
             for j in range(n):
-                t, e2, mag = block_sum(ds, prod, w, i, j)
+                t, e2, mag = block_sum(ds, last, prod, w, i, j)
                 # X = t + e2 + (error of the float sum lo), the latter <= nb u sum|e|
                 err = (abs(e2) + nb * 2.0**-53 * mag) * slack
                 ex = ea[i] + eb[j]
@@ -373,7 +385,7 @@ def epilogue_terms(ds, terms, ea, eb, out, to32: bool, frac: int):
                 if (t != 0.0 or mag == 0.0) and certain32(val, times_pow2(err, ex)):
                     out[i, j] = np.float64(np.float32(val)) + 0.0
                     continue
-                out[i, j] = _round_exact(ds, terms, i, j, acc, low, frac, ex, to32)
+                out[i, j] = _round_exact(ds, last, terms, i, j, acc, low, frac, ex, to32)
         return
     hi = np.empty(n)
     lo = np.empty(n)
@@ -381,16 +393,16 @@ def epilogue_terms(ds, terms, ea, eb, out, to32: bool, frac: int):
     done = np.empty(n, dtype=np.bool_)
     for i in range(m):
         w0 = w[0]
-        p0 = prod[0]
+        r0 = ds[prod[0], i] if prod[0] < ds.shape[0] else last[i]
         for j in range(n):
-            hi[j] = ds[p0, i, j] * w0
+            hi[j] = r0[j] * w0
             lo[j] = 0.0
             mag[j] = 0.0
         for b in range(1, nb):
             wb = w[b]
-            pb = prod[b]
+            rb = ds[prod[b], i] if prod[b] < ds.shape[0] else last[i]
             for j in range(n):
-                y = ds[pb, i, j] * wb
+                y = rb[j] * wb
                 h = hi[j]
                 t = h + y
                 bb = t - h
@@ -429,4 +441,4 @@ def epilogue_terms(ds, terms, ea, eb, out, to32: bool, frac: int):
             if certain64(t, lo[j], ex):
                 out[i, j] = scaled_normal(t, ex)
                 continue
-            out[i, j] = _round_exact(ds, terms, i, j, acc, low, frac, ex, to32)
+            out[i, j] = _round_exact(ds, last, terms, i, j, acc, low, frac, ex, to32)

@@ -129,7 +129,7 @@ def fast32_certified(aq, ascale, bq, bscale, blocks, ea, eb, segments: int, digi
     nd = 0
     for i in range(m):
         for j in range(n):
-            t, e2, mag = block_sum(ds, prod, w, i, j)
+            t, e2, mag = block_sum(ds, ds[0], prod, w, i, j)
             bound = w[0] * nx[0, i] * ny[0, j]
             for b in range(1, nb):
                 bound += w[b] * nx[b, i] * ny[b, j]
