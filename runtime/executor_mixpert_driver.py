@@ -24,6 +24,7 @@ from functools import lru_cache
 import numpy as np
 
 from mixjit.runtime.executor_mixpert_certified import tf32_split
+from mixjit.runtime.executor_mixpert_pack import is_array, result_array
 from mixjit.runtime.executor_mixpert_exact import exact_sets
 from mixjit.runtime.executor_mixpert_small import NOT_TAKEN, small_gemm, small_max_work
 from mixjit.runtime.executor_mixpert_words import (
@@ -181,9 +182,9 @@ def multiply_into(pa, pb, params, c, stats) -> int:
     n = pb.q.shape[0]
     if c.shape[0] != m or c.shape[1] != n:
         return ERR_SHAPE
-    out = np.empty((m, n))
+    out = result_array(c, pa.raw, pb.raw)  # c itself where it can be: no copy
     status = product(pa, pb, params, out, stats)
-    if status == OK:
+    if status == OK and not is_array(out, c):
         for i in range(m):
             for j in range(n):
                 c[i, j] = out[i, j]

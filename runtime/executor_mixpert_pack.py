@@ -24,7 +24,7 @@ from llvmlite import ir
 from numba import prange, types
 from numba.core import cgutils
 from numba.core.typed_passes import _reload_parfors
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 from numba.np.ufunc.parallel import _launch_threads
 
 from mixjit.runtime.jit_cache import cached_njit
@@ -140,6 +140,41 @@ def fresh64(rows: int, cols: int):
     out = np.empty((rows, cols))
     huge_pages(out)
     return out
+
+
+@cached_njit(nogil=True)
+def _apart(c, x) -> bool:
+    """Do the memory ranges of arrays ``c`` and ``x`` not overlap?"""
+    c0 = c.ctypes.data
+    x0 = x.ctypes.data
+    return c0 + c.size * c.itemsize <= x0 or x0 + x.size * x.itemsize <= c0
+
+
+def result_array(c, a, b):
+    """Where the executor writes ``C``'s float64 values: ``c`` itself where it is a
+    writable C-contiguous float64 array whose memory is apart from the operands
+    ``a`` and ``b`` (no scratch array, no copy), else a fresh scratch array on huge
+    pages. Compiled code only (an overload); the caller copies into ``c`` where the
+    result is not ``c`` (:func:`is_array`)."""
+    raise NotImplementedError("result_array is called from compiled code only")
+
+
+@overload(result_array, jit_options={"nogil": True})
+def _result_array(c, a, b):
+    if isinstance(c, types.Array) and c.ndim == 2 and c.layout == "C" and c.dtype == types.float64 and c.mutable:
+        def own(c, a, b):
+            if _apart(c, a) and _apart(c, b):
+                return c
+            return fresh64(c.shape[0], c.shape[1])
+
+        return own
+    return lambda c, a, b: fresh64(c.shape[0], c.shape[1])
+
+
+@cached_njit(nogil=True)
+def is_array(x, c) -> bool:
+    """Is ``x`` the array ``c`` (same memory, same shape)?"""
+    return x.ctypes.data == c.ctypes.data and x.shape[0] == c.shape[0] and x.shape[1] == c.shape[1]
 
 
 @cached_njit(nogil=True)

@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from mixjit.runtime.exactsum import _ACC_LIMBS, exact_dot_round
+from mixjit.runtime.executor_mixpert_pack import fresh64
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.segments import BALANCED, ZERO_EXP, digit_bits
 
@@ -294,7 +295,7 @@ def fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, dropped
         return doubt
     # pass 2: the pending outputs, |A||B| from a dot product of absolute values
     fast = pending > m + n  # scaled rows cost about m + n dot products to build
-    sb = np.zeros((n if fast else 0, K))
+    sb = fresh64(n if fast else 0, K)  # rows of pending columns only are filled, and only they are read
     if fast:
         for j in range(n):
             if pend_cols[j]:
