@@ -6,8 +6,12 @@ block's dgemm stays below 2^53 on the finest grid of its output: each dgemm is
 exact. With at most two blocks one TwoSum gives ``RN64(X)`` and its residual
 (:func:`epilogue`); with more, a TwoSum chain and Ziv's test give the result, and
 the outputs it leaves in doubt are summed exactly in integer limbs
-(:func:`epilogue_many`). Rows and columns whose exponent span is too wide for the
-blocks' bound take the certified or exact path instead (executor_mixpert_driver).
+(:func:`epilogue_terms`). In the float64 domain a pair of cross blocks runs as one
+Karatsuba dgemm of slice differences, exact within the same bound
+(pair_blocks.karatsuba_products: mixpert-fp64's six blocks in five dgemms); the
+epilogue then sums signed terms of the dgemm results, the same exact sum. Rows and
+columns whose exponent span is too wide for the blocks' bound take the certified
+or exact path instead (executor_mixpert_driver).
 
 Level IV's pair set (every pair but the corner) runs instead as one wide dgemm
 minus the corner digits' sgemms, exact where per-output certificates say so and
@@ -17,7 +21,7 @@ exact dgemms, the same bits.
 
 The dgemms run in an order where consecutive ones share a side where they can, so
 that a side is packed once per run of them into one of two buffers (no fresh array
-per side).
+per side), and the last one writes into the output array.
 :func:`fast_path` decides once per call, from each step's work and the thread
 count (``executor_mixpert_pack.threads_pay``), whether A's packing, B's packing
 and the epilogue run on threads; every element and output is computed by the same
