@@ -28,7 +28,7 @@ from numba.extending import intrinsic, overload
 from numba.np.ufunc.parallel import _launch_threads
 
 from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.segments import digit_range
+from mixjit.runtime.segments import MAGNITUDE, digit_range
 
 #: what one parallel region may cost (ns) on a machine whose cores are busy. A region
 #: costs more than its launch: its barrier waits for the slowest worker, and where
@@ -190,15 +190,68 @@ def threads_pay(work_ns: int) -> bool:
     return t > 1 and work_ns * (t - 1) >= REGION_COST_NS * t
 
 
+#: ``1.5 * 2^52`` as int64 bits: an integer ``|r| < 2^51`` added to them, read as a
+#: float64, minus ``1.5 * 2^52`` is ``float(r)`` exactly, in an integer and a float
+#: add that vectorise (AVX2 has no int64 -> float64 conversion)
+_MAGIC = np.int64(0x4338000000000000)
+_MAGIC_F = 1.5 * 2.0**52
+#: fields of at most this many bits convert by :data:`_MAGIC`
+_MAGIC_BITS = 51
+
+
+@cached_njit(nogil=True, inline="always")
+def _magnitude_field(i0: int, i1: int, segments: int):
+    """``(shift, mask)`` that take segments ``i0..i1`` out of a sign-magnitude
+    ``|q|``: ``(|q| >> shift) & mask`` (segments.digit_range's arithmetic)."""
+    mask = np.int64(-1) if i0 == 0 else (np.int64(1) << (7 * (i1 - i0 + 1))) - 1
+    return 7 * (segments - 1 - i1), mask
+
+
+@cached_njit(nogil=True)
+def _pack_row(out, u: int, q, scale, i: int, k0: int, k1: int, i0: int, i1: int, d0: int, d1: int,
+              segments: int, digits: int, tk: int) -> None:
+    """Row ``u`` of a product side: segments ``i0..i1`` of ``q[i, k0:k1]``, minus
+    segments ``d0..d1`` where ``d0 >= 0``, times their scales. Sign-magnitude digits
+    (fields of up to :data:`_MAGIC_BITS` bits) take a branch-free loop that
+    vectorises; the values are segments.digit_range's either way."""
+    if digits == MAGNITUDE and 7 * (i1 - i0 + 1) <= _MAGIC_BITS and (d0 < 0 or 7 * (d1 - d0 + 1) <= _MAGIC_BITS):
+        shift, mask = _magnitude_field(i0, i1, segments)
+        if d0 < 0:  # a loop of its own: one field per element vectorises better
+            for t in range(k0 // tk, (k1 + tk - 1) // tk):
+                sc = scale[i, t]
+                for k in range(max(k0, t * tk), min(k1, t * tk + tk)):
+                    v = q[i, np.uint64(k)]
+                    a = -v if v < 0 else v
+                    r = (a >> shift) & mask
+                    r = -r if v < 0 else r
+                    out[u, np.uint64(k - k0)] = (np.int64(r + _MAGIC).view(np.float64) - _MAGIC_F) * sc
+            return
+        dshift, dmask = _magnitude_field(d0, d1, segments)
+        for t in range(k0 // tk, (k1 + tk - 1) // tk):
+            sc = scale[i, t]
+            for k in range(max(k0, t * tk), min(k1, t * tk + tk)):
+                # k >= k0 >= 0: unsigned indices spare the negative-index checks
+                v = q[i, np.uint64(k)]
+                a = -v if v < 0 else v
+                r = ((a >> shift) & mask) - ((a >> dshift) & dmask)
+                r = -r if v < 0 else r
+                out[u, np.uint64(k - k0)] = (np.int64(r + _MAGIC).view(np.float64) - _MAGIC_F) * sc
+        return
+    for t in range(k0 // tk, (k1 + tk - 1) // tk):
+        sc = scale[i, t]
+        for k in range(max(k0, t * tk), min(k1, t * tk + tk)):
+            v = q[i, np.uint64(k)]
+            r = digit_range(v, i0, i1, segments, digits)
+            if d0 >= 0:
+                r -= digit_range(v, d0, d1, segments, digits)
+            out[u, np.uint64(k - k0)] = r * sc
+
+
 @cached_njit(nogil=True)
 def _block_row(out, u: int, q, scale, i: int, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int,
                tk: int) -> None:
     """Row ``u`` of a block operand: segments ``i0..i1`` of ``q[i, k0:k1]`` times their scales."""
-    for t in range(k0 // tk, (k1 + tk - 1) // tk):
-        sc = scale[i, t]
-        for k in range(max(k0, t * tk), min(k1, t * tk + tk)):
-            # k >= k0 >= 0: unsigned indices spare the negative-index checks
-            out[u, np.uint64(k - k0)] = digit_range(q[i, np.uint64(k)], i0, i1, segments, digits) * sc
+    _pack_row(out, u, q, scale, i, k0, k1, i0, i1, -1, -1, segments, digits, tk)
 
 
 @cached_njit(nogil=True)
@@ -238,26 +291,12 @@ def pack_into(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments:
         block_operand_into(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
 
 
-@cached_njit(nogil=True)
-def _difference_row(out, u: int, q, scale, i: int, k0: int, k1: int, i0: int, i1: int, d0: int, d1: int,
-                    segments: int, digits: int, tk: int) -> None:
-    """Row ``u`` of a difference operand: segments ``i0..i1`` minus segments ``d0..d1``
-    of ``q[i, k0:k1]``, times their scales (a Karatsuba product's side,
-    pair_blocks.karatsuba_products)."""
-    for t in range(k0 // tk, (k1 + tk - 1) // tk):
-        sc = scale[i, t]
-        for k in range(max(k0, t * tk), min(k1, t * tk + tk)):
-            v = q[i, np.uint64(k)]
-            out[u, np.uint64(k - k0)] = (digit_range(v, i0, i1, segments, digits)
-                                         - digit_range(v, d0, d1, segments, digits)) * sc
-
-
 @cached_njit(nogil=True, parallel=True)
 def _difference_operand_threads(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, d0: int, d1: int,
                                 segments: int, digits: int, tk: int) -> None:
     """:func:`pack_product_into`'s difference operand, rows spread over threads."""
     for u in prange(rows.shape[0]):
-        _difference_row(out, u, q, scale, rows[u], k0, k1, i0, i1, d0, d1, segments, digits, tk)
+        _pack_row(out, u, q, scale, rows[u], k0, k1, i0, i1, d0, d1, segments, digits, tk)
 
 
 @cached_njit(nogil=True)
@@ -272,7 +311,7 @@ def pack_product_into(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, d
         _difference_operand_threads(out, q, scale, rows, k0, k1, i0, i1, d0, d1, segments, digits, tk)
     else:
         for u in range(rows.shape[0]):
-            _difference_row(out, u, q, scale, rows[u], k0, k1, i0, i1, d0, d1, segments, digits, tk)
+            _pack_row(out, u, q, scale, rows[u], k0, k1, i0, i1, d0, d1, segments, digits, tk)
 
 
 @cached_njit(nogil=True)

@@ -17,6 +17,14 @@ _U = 2.0**-53
 _TINY = 2.0**-1074
 
 
+def _ldexp(x: float, n: int) -> float:
+    """math.ldexp as compiled code has it: inf past the range (Python raises)."""
+    try:
+        return math.ldexp(x, n)
+    except OverflowError:
+        return math.copysign(math.inf, x)
+
+
 def _scalar_rule(xa, yb, aref, bref, c, err_up, err_abs, inl_up, inl_abs, tol) -> np.ndarray:
     m, nb = xa.shape
     n = yb.shape[0]
@@ -30,7 +38,7 @@ def _scalar_rule(xa, yb, aref, bref, c, err_up, err_abs, inl_up, inl_abs, tol) -
             if e == 0.0:
                 continue
             sc = int(aref[i] + bref[j])
-            cs = math.ldexp(abs(float(c[i, j])), -sc) * (1.0 - 2.0 * _U) - math.ldexp(1.0, -1075 - sc) - 2.0 * _TINY
+            cs = _ldexp(abs(float(c[i, j])), -sc) * (1.0 - 2.0 * _U) - _ldexp(1.0, -1075 - sc) - 2.0 * _TINY
             if math.isfinite(cs) and e <= tol * (cs - e):
                 continue
             doubt[i, j] = True
