@@ -55,11 +55,14 @@ def test_c_aliasing_a_gives_the_separate_result(n):
     # C is A's own memory (square, in place): the check and recompute must still read A
     p = np.asarray(MP64.default_config(np.float64).words(), dtype=np.int64)
     rng = np.random.default_rng(n)
-    a = rng.standard_normal((n, n)) * 2.0 ** rng.integers(-40, 40, (n, n))
+    a = rng.standard_normal((n, n))
     b = rng.standard_normal((n, n))
+    a[:, -1] *= 2.0**-80  # below its row's width: lost from X, so the check recomputes
+    b[-1, :] *= 2.0**80  # ... outputs where its product matters, from A's values
     want = np.empty((n, n))
     st = np.zeros(W.N_STATS, dtype=np.int64)
     assert multiply_into(prepare_operand(a, False, p), prepare_operand(b, True, p), p, want, st) == 0
+    assert st[W.STAT_RECOMPUTED] > 0
     pa = prepare_operand(a, False, p)
     assert np.shares_memory(pa.raw, a)
     assert multiply_into(pa, prepare_operand(b, True, p), p, a, st) == 0  # writes into A itself
