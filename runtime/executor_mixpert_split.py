@@ -202,7 +202,14 @@ def _row_form_or_self(x, transpose, to32):
 @cached_njit(nogil=True)
 def prepare_operand(x, side_b: bool, params):
     """Split operand ``x`` (A, or B when ``side_b``; any strides, float32/float64)
-    under the config words ``params``; the result feeds :func:`multiply_into`. A
-    C-contiguous float64 A in the float64 domain is read in place
-    (:func:`row_form_or_self`)."""
+    under the config words ``params``; the result feeds :func:`multiply_into` and
+    holds its own copy of the values (it may outlive changes to ``x``)."""
+    return split_rows(row_form(x, side_b, params[W_DOMAIN] == DOMAIN_FP32), side_b, params)
+
+
+@cached_njit(nogil=True)
+def prepare_call_operand(x, side_b: bool, params):
+    """:func:`prepare_operand` for one call that uses the result and drops it: a
+    writable C-contiguous float64 A in the float64 domain is read in place
+    (:func:`row_form_or_self`: no copy), so ``x`` must not change during the call."""
     return split_rows(row_form_or_self(x, side_b, params[W_DOMAIN] == DOMAIN_FP32), side_b, params)

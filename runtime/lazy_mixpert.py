@@ -39,7 +39,7 @@ from mixjit.runtime.executor_common import nonfinite_rule
 from mixjit.runtime.executor_mixpert_certified import certified, exact_elements, recompute32
 from mixjit.runtime.executor_mixpert_exact import exact_rows
 from mixjit.runtime.executor_mixpert_fast import fast_path
-from mixjit.runtime.executor_mixpert_split import prepare_operand
+from mixjit.runtime.executor_mixpert_split import prepare_call_operand
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.mixpert_bound import fp64_doubtful, recompute
 from mixjit.runtime.mixpert_wide import fast32_certified
@@ -55,8 +55,8 @@ def general_gemm(a, b, c, params, stats) -> int:
     the caller. Imported here, not at module level: the driver imports this module."""
     from mixjit.runtime.executor_mixpert_driver import multiply_into
 
-    pa = prepare_operand(a, False, params)
-    pb = prepare_operand(b, True, params)
+    pa = prepare_call_operand(a, False, params)  # A read in place where it can be (no copy)
+    pb = prepare_call_operand(b, True, params)
     return multiply_into(pa, pb, params, c, stats)
 
 

@@ -666,9 +666,10 @@ def fp64_step_times(n: int, repeats: int) -> list[dict]:
         st = {}
         _, *st["whole call (mixpert_gemm)"] = _timed(mixpert_gemm, a, b, c, params, stats, repeats=repeats)
         _, *st["numpy A @ B"] = _timed(lambda: a @ b, repeats=repeats)
-        pa, *st["prepare A (row form + split)"] = _timed(split.prepare_operand, a, False, params, repeats=repeats)
-        pb, *st["prepare B (transposed row form + split)"] = _timed(split.prepare_operand, b, True, params,
-                                                                    repeats=repeats)
+        # as a call prepares its operands (older code: prepare_operand)
+        prepare = getattr(split, "prepare_call_operand", split.prepare_operand)
+        pa, *st["prepare A (row form + split)"] = _timed(prepare, a, False, params, repeats=repeats)
+        pb, *st["prepare B (transposed row form + split)"] = _timed(prepare, b, True, params, repeats=repeats)
         blocks, _ = plan_block_array(pairs, segs, seg0, n, digits, min(pa.span.max() + pb.span.max(), SPAN_RESERVE))
         prods, terms = _fp64_products(blocks, seg0, digits)
         npr = prods.shape[0]
