@@ -90,8 +90,8 @@ def _bits(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float64).view(np.uint64)
 
 
-@pytest.mark.parametrize("k", [512, 1024, 2048])
-def test_default_config_runs_five_dgemms_at_k_512_to_2048(k):
+@pytest.mark.parametrize("k", [65, 512, 1024, 2048])
+def test_default_config_runs_five_dgemms_at_k_65_to_2048(k):
     p = np.asarray(MP64.parse_config(DEFAULT).words(), dtype=np.int64)
     blocks, ok = plan_block_array(W.kept_pairs(p), p[W.W_SEGMENTS], p[W.W_SEG0_BITS], k, p[W.W_DIGITS], 0)
     assert ok and blocks.shape[0] == 6
@@ -181,7 +181,7 @@ def test_largest_slices_at_k_2048_keep_every_bit(k, signs):
     assert (_bits(got) == _bits(six)).all() and (_bits(got) == _bits(exact)).all()
 
 
-_OPERAND_K = st.sampled_from([1, 2, 5, 511, 512, 513, 1023, 1024, 1025, 2047, 2048, 2049])
+_OPERAND_K = st.sampled_from([1, 2, 5, 64, 65, 511, 512, 513, 1023, 1024, 1025, 2047, 2048, 2049])
 
 
 @st.composite
@@ -217,7 +217,7 @@ def test_karatsuba_path_gives_the_six_dgemms_bits(case):
     got, six, exact, prods = _karatsuba(a, b)
     assert (_bits(got) == _bits(six)).all(), (got, six)
     assert (_bits(got) == _bits(exact)).all(), (got, exact)
-    if 512 <= a.shape[1] <= 2048:
+    if 65 <= a.shape[1] <= 2048:
         assert prods.shape[0] == 5  # the Karatsuba path was taken (smaller K plans other blocks)
 
 
