@@ -34,6 +34,7 @@ from mixjit.runtime.executor_common import nonfinite_rule
 from mixjit.runtime.executor_mixpert_certified import certified, exact_elements, recompute32, tf32_split
 from mixjit.runtime.executor_mixpert_exact import exact_rows, exact_sets
 from mixjit.runtime.executor_mixpert_fast import fast_path
+from mixjit.runtime.executor_mixpert_pack import fresh64
 from mixjit.runtime.executor_mixpert_split import SplitOperand
 from mixjit.runtime.executor_mixpert_small import NOT_TAKEN, small_gemm, small_max_work
 from mixjit.runtime.executor_mixpert_words import (
@@ -205,6 +206,17 @@ def product(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, out: np.ndar
     return OK
 
 
+def _result_array(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Where :func:`multiply_into` has the float64 results written: ``c`` itself where it
+    is a writable C-contiguous float64 array apart from the operands (no scratch, no
+    copy), else a fresh scratch array on huge pages (as ``executor_mixpert_pack.result_array``
+    decides for compiled callers)."""
+    if (c.dtype == np.float64 and c.flags.c_contiguous and c.flags.writeable
+            and not np.may_share_memory(c, a) and not np.may_share_memory(c, b)):
+        return c
+    return fresh64(c.shape[0], c.shape[1])
+
+
 def multiply_into(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, c: np.ndarray, stats: np.ndarray) -> int:
     """``C = A @ B`` under the MixPert semantics for split operands (from
     :func:`prepare_operand`) into ``c`` (m x n, float32/float64, any strides;
@@ -218,9 +230,9 @@ def multiply_into(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, c: np.
     n = pb.q.shape[0]
     if c.shape[0] != m or c.shape[1] != n:
         return ERR_SHAPE
-    out = np.empty((m, n))
+    out = _result_array(c, pa.raw, pb.raw)  # c itself where it can be: no copy
     status = product(pa, pb, params, out, stats)
-    if status == OK:
+    if status == OK and out is not c:
         c[...] = out  # rounds to c's dtype (exact: the float32 domain's results are float32 values)
     return status
 

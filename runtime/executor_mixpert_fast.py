@@ -6,8 +6,12 @@ block's dgemm stays below 2^53 on the finest grid of its output: each dgemm is
 exact. With at most two blocks one TwoSum gives ``RN64(X)`` and its residual
 (:func:`epilogue`); with more, a TwoSum chain and Ziv's test give the result, and
 the outputs it leaves in doubt are summed exactly in integer limbs
-(:func:`epilogue_many`). Rows and columns whose exponent span is too wide for the
-blocks' bound take the certified or exact path instead (executor_mixpert_driver).
+(:func:`epilogue_terms`). In the float64 domain a pair of cross blocks runs as one
+Karatsuba dgemm of slice differences, exact within the same bound
+(pair_blocks.karatsuba_products: mixpert-fp64's six blocks in five dgemms); the
+epilogue then sums signed terms of the dgemm results, the same exact sum. Rows and
+columns whose exponent span is too wide for the blocks' bound take the certified
+or exact path instead (executor_mixpert_driver).
 
 Level IV's pair set (every pair but the corner) runs instead as one wide dgemm
 minus the corner digits' sgemms, exact where per-output certificates say so and
@@ -15,8 +19,9 @@ recomputed from the blocks where not (runtime/mixpert_corner.py,
 :func:`corner_path`): one dgemm and half a dgemm's time of sgemms for the two
 exact dgemms, the same bits.
 
-A range of segments that several blocks share is packed once (mixpert-fp64's six
-blocks use three ranges per side), into as few fresh arrays as the plan allows.
+The dgemms run in an order where consecutive ones share a side where they can, so
+that a side is packed once per run of them into one of two buffers (no fresh array
+per side), and the last one writes into the output array.
 :func:`fast_path` decides once per call, from each step's work and the thread
 count (``executor_mixpert_pack.threads_pay``), whether A's packing, B's packing
 and the epilogue run on threads; every element and output is computed by the same
@@ -32,13 +37,16 @@ import numpy as np
 from numba import prange
 
 from mixjit.runtime.exactsum import acc_add, acc_round, round32, round64_scaled
-from mixjit.runtime.executor_mixpert_pack import (EPILOGUE_NS_PER_BLOCK, PACK_NS, fresh64, huge_pages, pack_into,
-                                                  threads_pay)
+from mixjit.runtime.executor_mixpert_pack import (EPILOGUE_NS_PER_BLOCK, PACK_NS, fresh64, huge_pages,
+                                                  pack_product_into, threads_pay)
 from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEG0_BITS, W_SEGMENTS, W_TK, kept_pairs
 from mixjit.runtime.executor_mixpert_ziv import _MANTISSA64, certain32, certain64, scaled_normal, times_pow2
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.mixpert_corner import corner_applies, corner_products
-from mixjit.runtime.pair_blocks import BLOCK_BITS, BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, k_bits
+from mixjit.runtime.pair_blocks import (BLOCK_BITS, BLOCK_SHIFT, PROD_I0, PROD_I1, PROD_ID0, PROD_ID1, PROD_J0, PROD_J1,
+                                        PROD_JD0, PROD_JD1, TERM_PROD, TERM_SHIFT, TERM_SIGN, k_bits,
+                                        karatsuba_products)
+from mixjit.runtime.segments import MAGNITUDE
 
 
 @cached_njit(nogil=True)
@@ -75,17 +83,6 @@ def fast_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool):
     fast_path_threads(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32,
                       threads_pay(m * K * PACK_NS), threads_pay(n * K * PACK_NS),
                       threads_pay(m * n * blocks.shape[0] * EPILOGUE_NS_PER_BLOCK))
-
-
-@cached_njit(nogil=True)
-def _uses(blocks, c0: int, c1: int):
-    """Per block, how many blocks share its segment range (columns ``c0``, ``c1``)."""
-    nb = blocks.shape[0]
-    uses = np.zeros(nb, dtype=np.int64)
-    for b in range(nb):
-        for c in range(nb):
-            uses[b] += blocks[c, c0] == blocks[b, c0] and blocks[c, c1] == blocks[b, c1]
-    return uses
 
 
 #: which computation :func:`fast_path_threads` ran: the planned exact blocks, or
@@ -141,66 +138,106 @@ def corner_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, threads_a: 
     return True
 
 
-@cached_njit(nogil=True)
-def blocks_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool, threads_a: bool, threads_b: bool,
-                threads_epilogue: bool) -> None:
-    """The planned exact blocks: one exact dgemm each over the whole K, then one
-    rounding per output (thread decisions as :func:`fast_path_threads`).
+@cached_njit(nogil=True, inline="always")
+def _same_side(prods, p: int, c: int, col: int) -> bool:
+    """Do products ``p`` and ``c`` have the same operand on the side whose four
+    columns start at ``col`` (``PROD_I0`` for A, ``PROD_J0`` for B)?"""
+    return (prods[p, col] == prods[c, col] and prods[p, col + 1] == prods[c, col + 1]
+            and prods[p, col + 2] == prods[c, col + 2] and prods[p, col + 3] == prods[c, col + 3])
 
-    Blocks run in plan order; A's operand is packed into one buffer, again only when
-    the block's range of A changes; a range of B that several blocks use is packed
-    once into its own array, the others into one shared buffer (fewer fresh arrays:
-    their page faults cost as much as packing them)."""
+
+@cached_njit(nogil=True)
+def product_order(prods):
+    """The order in which :func:`run_products` runs the products: consecutive products
+    that share a side pack it once, so the order with the fewest side changes packs
+    the fewest operands into its two buffers. Greedy from every start (the next
+    product shares a side with the last where one does); the cheapest wins, the
+    first on ties."""
+    npr = prods.shape[0]
+    best = np.arange(npr)
+    best_cost = 2 * npr + 1
+    order = np.empty(npr, np.int64)
+    used = np.zeros(npr, np.bool_)
+    for s in range(npr):
+        used[:] = False
+        order[0] = s
+        used[s] = True
+        cost = 2
+        for t in range(1, npr):
+            last = order[t - 1]
+            pick = -1
+            pick_cost = 3
+            for c in range(npr):
+                if used[c]:
+                    continue
+                cc = np.int64(not _same_side(prods, c, last, PROD_I0)) + np.int64(not _same_side(prods, c, last,
+                                                                                                  PROD_J0))
+                if cc < pick_cost:
+                    pick = c
+                    pick_cost = cc
+            order[t] = pick
+            used[pick] = True
+            cost += pick_cost
+        if cost < best_cost:
+            best_cost = cost
+            best[:] = order
+    return best
+
+
+@cached_njit(nogil=True)
+def run_products(aq, ascale, bq, bscale, prods, params, ds, last, threads_a: bool, threads_b: bool) -> None:
+    """``ds[p]`` = the exact dgemm of product ``p`` (pair_blocks.karatsuba_products)
+    over the whole K; the last product's goes to ``last`` (``ds`` holding one
+    product fewer: the caller's output array serves, one fresh m x n array fewer).
+
+    The products run in :func:`product_order`; A's side is packed into one buffer
+    and B's into another, each again only where it changes (a fresh array costs
+    about as much as packing it: its first-touch page faults)."""
     segments = params[W_SEGMENTS]
     digits = params[W_DIGITS]
     tk = params[W_TK]
-    nb = blocks.shape[0]
     m, K = aq.shape
     n = bq.shape[0]
     rows_a = np.arange(m)
     rows_b = np.arange(n)
     x = fresh64(m, K)  # scratch on huge pages: fewer first-touch page faults
     y = fresh64(n, K)
-    uses_b = _uses(blocks, BLOCK_J0, BLOCK_J1)
-    shared = [y]  # B's arrays: shared[b] is block b's (y, or a range's own array)
-    for b in range(1, nb):
-        shared.append(y)
-    for b in range(nb):
-        if uses_b[b] > 1:
-            own = -1
-            for c in range(b):
-                if blocks[c, BLOCK_J0] == blocks[b, BLOCK_J0] and blocks[c, BLOCK_J1] == blocks[b, BLOCK_J1]:
-                    own = c
-                    break
-            if own < 0:
-                shared[b] = fresh64(n, K)
-                pack_into(shared[b], bq, bscale, rows_b, 0, K, blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], segments,
-                          digits, tk, threads_b)
-            else:
-                shared[b] = shared[own]
-    ds = np.empty((nb if nb > 2 else 0, m, n))
+    order = product_order(prods)
+    for t in range(order.shape[0]):
+        p = order[t]
+        if t == 0 or not _same_side(prods, p, order[t - 1], PROD_I0):
+            pack_product_into(x, aq, ascale, rows_a, 0, K, prods[p, PROD_I0], prods[p, PROD_I1], prods[p, PROD_ID0],
+                              prods[p, PROD_ID1], segments, digits, tk, threads_a)
+        if t == 0 or not _same_side(prods, p, order[t - 1], PROD_J0):
+            pack_product_into(y, bq, bscale, rows_b, 0, K, prods[p, PROD_J0], prods[p, PROD_J1], prods[p, PROD_JD0],
+                              prods[p, PROD_JD1], segments, digits, tk, threads_b)
+        np.dot(x, y.T, ds[p] if p < ds.shape[0] else last)
+
+
+@cached_njit(nogil=True)
+def blocks_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool, threads_a: bool, threads_b: bool,
+                threads_epilogue: bool) -> None:
+    """The planned exact blocks: one exact dgemm each over the whole K, then one
+    rounding per output (thread decisions as :func:`fast_path_threads`).
+
+    In the float64 domain with sign-magnitude digits, pairs of cross blocks run as
+    one Karatsuba dgemm (pair_blocks.karatsuba_products; mixpert-fp64's six blocks
+    in five dgemms), its exact result combined with the two diagonal blocks' in the
+    epilogue's terms: the same exact sum, the same bits. The dgemms:
+    :func:`run_products`."""
+    digits = params[W_DIGITS]
+    nb = blocks.shape[0]
+    m, K = aq.shape
+    n = bq.shape[0]
+    prods, terms = karatsuba_products(blocks, not to32 and digits == MAGNITUDE, params[W_SEG0_BITS], digits)
+    # the last product's dgemm writes into out: every epilogue reads an output's
+    # terms before it writes that output
+    ds = np.empty((prods.shape[0] - 1, m, n))
     huge_pages(ds)
-    d1 = np.empty((0, 0))
-    d2 = np.empty((0, 0))
-    for b in range(nb):
-        if b == 0 or blocks[b, BLOCK_I0] != blocks[b - 1, BLOCK_I0] or blocks[b, BLOCK_I1] != blocks[b - 1, BLOCK_I1]:
-            pack_into(x, aq, ascale, rows_a, 0, K, blocks[b, BLOCK_I0], blocks[b, BLOCK_I1], segments, digits, tk,
-                      threads_a)
-        if uses_b[b] == 1:
-            pack_into(y, bq, bscale, rows_b, 0, K, blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], segments, digits, tk,
-                      threads_b)
-        yb = y if uses_b[b] == 1 else shared[b]
-        if nb > 2:
-            np.dot(x, yb.T, ds[b])
-        elif b == 0:
-            d1 = fresh64(m, n)
-            np.dot(x, yb.T, d1)
-        else:
-            d2 = fresh64(m, n)
-            np.dot(x, yb.T, d2)
+    run_products(aq, ascale, bq, bscale, prods, params, ds, out, threads_a, threads_b)
     if nb <= 2:
-        if nb == 1:
-            d2 = d1
+        d1 = ds[0] if nb == 2 else out
+        d2 = out
         w1 = 2.0 ** blocks[0, BLOCK_SHIFT]
         w2 = 2.0 ** blocks[1, BLOCK_SHIFT] if nb == 2 else 0.0
         if threads_epilogue:
@@ -211,24 +248,31 @@ def blocks_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool,
     # the widest span the fast path takes (executor_mixpert_exact.exact_sets)
     frac = 53 - k_bits(K) - blocks[:, BLOCK_BITS].max()
     if threads_epilogue:
-        _epilogue_many_threads(ds, blocks, ea, eb, out, to32, frac)
+        _epilogue_terms_threads(ds, out, terms, ea, eb, out, to32, frac)
     else:
-        epilogue_many(ds, blocks, ea, eb, out, to32, frac)
+        epilogue_terms(ds, out, terms, ea, eb, out, to32, frac)
+
+
+@cached_njit(nogil=True, inline="always")
+def _term(ds, last, p: int, i: int, j: int) -> float:
+    """Product ``p``'s result at ``(i, j)``: ``ds[p]``, or ``last`` for ``p = len(ds)``."""
+    return ds[p, i, j] if p < ds.shape[0] else last[i, j]
 
 
 @cached_njit(nogil=True)
-def block_sum(ds, w, i: int, j: int):
-    """TwoSum chain over the weighted block results ``ds[b, i, j] * w[b]``: returns
+def block_sum(ds, last, prod, w, i: int, j: int):
+    """TwoSum chain over the weighted terms ``ds[prod[t], i, j] * w[t]`` (``last``
+    holding product ``len(ds)``, :func:`_term`): returns
     ``(t, e2, mag)``, the float64 sum ``t``, the rounding error ``e2`` of its last
     step and ``mag``, the sum of the chain's error magnitudes; the exact sum lies
-    within ``|e2| + nb u mag`` of ``t`` (times a small slack for the bound's own
+    within ``|e2| + nt u mag`` of ``t`` (times a small slack for the bound's own
     roundings)."""
-    nb = ds.shape[0]
-    hi = ds[0, i, j] * w[0]
+    nt = w.shape[0]
+    hi = _term(ds, last, prod[0], i, j) * w[0]
     lo = 0.0
     mag = 0.0
-    for b in range(1, nb):
-        y = ds[b, i, j] * w[b]
+    for b in range(1, nt):
+        y = _term(ds, last, prod[b], i, j) * w[b]
         t = hi + y
         bb = t - hi
         e = (hi - (t - bb)) + (y - bb)
@@ -256,13 +300,13 @@ def _epilogue_threads(d1, w1: float, d2, w2: float, two: bool, ea, eb, out, to32
 
 
 @cached_njit(nogil=True, parallel=True)
-def _epilogue_many_threads(ds, blocks, ea, eb, out, to32: bool, frac: int):
-    """:func:`epilogue_many` on chunks of rows, spread over threads (the same bits)."""
+def _epilogue_terms_threads(ds, last, terms, ea, eb, out, to32: bool, frac: int):
+    """:func:`epilogue_terms` on chunks of rows, spread over threads (the same bits)."""
     m = out.shape[0]
     for c in prange((m + _ROW_CHUNK - 1) // _ROW_CHUNK):
         r0 = c * _ROW_CHUNK
         r1 = min(r0 + _ROW_CHUNK, m)
-        epilogue_many(ds[:, r0:r1], blocks, ea[r0:r1], eb, out[r0:r1], to32, frac)
+        epilogue_terms(ds[:, r0:r1], last[r0:r1], terms, ea[r0:r1], eb, out[r0:r1], to32, frac)
 
 
 #: 32-bit limbs of an output's exact accumulator when the epilogue's rounding test
@@ -272,17 +316,18 @@ _BLOCK_LIMBS = 8
 
 
 @cached_njit(nogil=True)
-def _round_exact(ds, blocks, i: int, j: int, acc, low: int, frac: int, ex: int, to32: bool) -> float:
-    """``RN(X[i, j])`` from the block results summed exactly in integer limbs
-    (:func:`epilogue_many`'s path for the outputs Ziv's test leaves in doubt)."""
+def _round_exact(ds, last, terms, i: int, j: int, acc, low: int, frac: int, ex: int, to32: bool) -> float:
+    """``RN(X[i, j])`` from the terms summed exactly in integer limbs
+    (:func:`epilogue_terms`'s path for the outputs Ziv's test leaves in doubt)."""
     acc[:] = 0
-    for b in range(ds.shape[0]):
-        v = ds[b, i, j]
+    for t in range(terms.shape[0]):
+        v = _term(ds, last, terms[t, TERM_PROD], i, j)
         if v != 0.0:
             a = np.int64(abs(v) * 2.0**frac)
-            pos = blocks[b, BLOCK_SHIFT] - low
-            acc_add(acc, pos, a & np.int64(0x3FFFFFF), v < 0.0)
-            acc_add(acc, pos + 26, a >> 26, v < 0.0)
+            pos = terms[t, TERM_SHIFT] - low
+            neg = (v < 0.0) != (terms[t, TERM_SIGN] < 0)
+            acc_add(acc, pos, a & np.int64(0x3FFFFFF), neg)
+            acc_add(acc, pos + 26, a >> 26, neg)
     base = ex + low - frac
     if to32:
         return np.float64(np.float32(acc_round(acc, 24, -149, base))) + 0.0
@@ -292,7 +337,23 @@ def _round_exact(ds, blocks, i: int, j: int, acc, low: int, frac: int, ex: int, 
 @cached_njit(nogil=True)
 def epilogue_many(ds, blocks, ea, eb, out, to32: bool, frac: int):
     """``out = RN(X)``, ``X = sum_b ds[b] 2^shift_b`` exactly (each ``ds[b]`` an exact
-    block result): a TwoSum chain gives ``s`` and a bound on ``|X - s|``; where
+    block result): :func:`epilogue_terms` with one term per block."""
+    nb = blocks.shape[0]
+    terms = np.empty((nb, 3), np.int64)
+    for b in range(nb):
+        terms[b, TERM_PROD] = b
+        terms[b, TERM_SHIFT] = blocks[b, BLOCK_SHIFT]
+        terms[b, TERM_SIGN] = 1
+    epilogue_terms(ds, ds[0], terms, ea, eb, out, to32, frac)  # ds[0]: never read as the last product
+
+
+@cached_njit(nogil=True)
+def epilogue_terms(ds, last, terms, ea, eb, out, to32: bool, frac: int):
+    """``out = RN(X)``, ``X = sum_t sign_t ds[prod_t] 2^shift_t`` exactly (each
+    ``ds[p]`` an exact product result, ``last`` product ``len(ds)``'s, which may be
+    ``out`` itself: an output's terms are read before it is written; ``terms`` as
+    pair_blocks.karatsuba_products returns them): a TwoSum chain gives ``s`` and a
+    bound on ``|X - s|``; where
     Ziv's test certifies ``RN(s)`` it is the result, else ``X`` is summed exactly
     in integer limbs and rounded once (:func:`acc_round`). Same bits either way.
 
@@ -308,17 +369,19 @@ def epilogue_many(ds, blocks, ea, eb, out, to32: bool, frac: int):
     branch-free loops over the row, so that they vectorise; the outputs that branch
     does not certify (zero or tiny sums, ranges near the limits, doubt) take the
     scalar path after it, the same code as before."""
-    nb, m, n = ds.shape
+    m, n = out.shape
+    nb = terms.shape[0]
+    prod = terms[:, TERM_PROD].copy()
     w = np.empty(nb)
-    low = blocks[:, BLOCK_SHIFT].min()
+    low = terms[:, TERM_SHIFT].min()
     for b in range(nb):
-        w[b] = 2.0 ** blocks[b, BLOCK_SHIFT]
+        w[b] = terms[b, TERM_SIGN] * 2.0 ** terms[b, TERM_SHIFT]
     acc = np.zeros(_BLOCK_LIMBS, dtype=np.int64)
     slack = 1.0 + 2.0 * (nb + 2) * 2.0**-53
     if to32:
         for i in range(m):
             for j in range(n):
-                t, e2, mag = block_sum(ds, w, i, j)
+                t, e2, mag = block_sum(ds, last, prod, w, i, j)
                 # X = t + e2 + (error of the float sum lo), the latter <= nb u sum|e|
                 err = (abs(e2) + nb * 2.0**-53 * mag) * slack
                 ex = ea[i] + eb[j]
@@ -326,7 +389,7 @@ def epilogue_many(ds, blocks, ea, eb, out, to32: bool, frac: int):
                 if (t != 0.0 or mag == 0.0) and certain32(val, times_pow2(err, ex)):
                     out[i, j] = np.float64(np.float32(val)) + 0.0
                     continue
-                out[i, j] = _round_exact(ds, blocks, i, j, acc, low, frac, ex, to32)
+                out[i, j] = _round_exact(ds, last, terms, i, j, acc, low, frac, ex, to32)
         return
     hi = np.empty(n)
     lo = np.empty(n)
@@ -334,14 +397,16 @@ def epilogue_many(ds, blocks, ea, eb, out, to32: bool, frac: int):
     done = np.empty(n, dtype=np.bool_)
     for i in range(m):
         w0 = w[0]
+        r0 = ds[prod[0], i] if prod[0] < ds.shape[0] else last[i]
         for j in range(n):
-            hi[j] = ds[0, i, j] * w0
+            hi[j] = r0[j] * w0
             lo[j] = 0.0
             mag[j] = 0.0
         for b in range(1, nb):
             wb = w[b]
+            rb = ds[prod[b], i] if prod[b] < ds.shape[0] else last[i]
             for j in range(n):
-                y = ds[b, i, j] * wb
+                y = rb[j] * wb
                 h = hi[j]
                 t = h + y
                 bb = t - h
@@ -380,4 +445,4 @@ def epilogue_many(ds, blocks, ea, eb, out, to32: bool, frac: int):
             if certain64(t, lo[j], ex):
                 out[i, j] = scaled_normal(t, ex)
                 continue
-            out[i, j] = _round_exact(ds, blocks, i, j, acc, low, frac, ex, to32)
+            out[i, j] = _round_exact(ds, last, terms, i, j, acc, low, frac, ex, to32)

@@ -24,11 +24,11 @@ from llvmlite import ir
 from numba import objmode, prange, types
 from numba.core import cgutils
 from numba.core.typed_passes import _reload_parfors
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 from numba.np.ufunc.parallel import _launch_threads
 
 from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.segments import digit_range
+from mixjit.runtime.segments import MAGNITUDE, digit_range
 
 #: what one parallel region may cost (ns) on a machine whose cores are busy. A region
 #: costs more than its launch: its barrier waits for the slowest worker, and where
@@ -143,6 +143,41 @@ def fresh64(rows: int, cols: int):
 
 
 @cached_njit(nogil=True)
+def _apart(c, x) -> bool:
+    """Do the memory ranges of arrays ``c`` and ``x`` not overlap?"""
+    c0 = c.ctypes.data
+    x0 = x.ctypes.data
+    return c0 + c.size * c.itemsize <= x0 or x0 + x.size * x.itemsize <= c0
+
+
+def result_array(c, a, b):
+    """Where the executor writes ``C``'s float64 values: ``c`` itself where it is a
+    writable C-contiguous float64 array whose memory is apart from the operands
+    ``a`` and ``b`` (no scratch array, no copy), else a fresh scratch array on huge
+    pages. Compiled code only (an overload); the caller copies into ``c`` where the
+    result is not ``c`` (:func:`is_array`)."""
+    raise NotImplementedError("result_array is called from compiled code only")
+
+
+@overload(result_array, jit_options={"nogil": True})
+def _result_array(c, a, b):
+    if isinstance(c, types.Array) and c.ndim == 2 and c.layout == "C" and c.dtype == types.float64 and c.mutable:
+        def own(c, a, b):
+            if _apart(c, a) and _apart(c, b):
+                return c
+            return fresh64(c.shape[0], c.shape[1])
+
+        return own
+    return lambda c, a, b: fresh64(c.shape[0], c.shape[1])
+
+
+@cached_njit(nogil=True)
+def is_array(x, c) -> bool:
+    """Is ``x`` the array ``c`` (same memory, same shape)?"""
+    return x.ctypes.data == c.ctypes.data and x.shape[0] == c.shape[0] and x.shape[1] == c.shape[1]
+
+
+@cached_njit(nogil=True)
 def threads_pay(work_ns: int) -> bool:
     """Run a step of ``work_ns`` nanoseconds of serial work on Numba's threads? Only
     where nesting is safe (:data:`THREADS`), more than one thread is set
@@ -155,15 +190,68 @@ def threads_pay(work_ns: int) -> bool:
     return t > 1 and work_ns * (t - 1) >= REGION_COST_NS * t
 
 
+#: ``1.5 * 2^52`` as int64 bits: an integer ``|r| < 2^51`` added to them, read as a
+#: float64, minus ``1.5 * 2^52`` is ``float(r)`` exactly, in an integer and a float
+#: add that vectorise (AVX2 has no int64 -> float64 conversion)
+_MAGIC = np.int64(0x4338000000000000)
+_MAGIC_F = 1.5 * 2.0**52
+#: fields of at most this many bits convert by :data:`_MAGIC`
+_MAGIC_BITS = 51
+
+
+@cached_njit(nogil=True, inline="always")
+def _magnitude_field(i0: int, i1: int, segments: int):
+    """``(shift, mask)`` that take segments ``i0..i1`` out of a sign-magnitude
+    ``|q|``: ``(|q| >> shift) & mask`` (segments.digit_range's arithmetic)."""
+    mask = np.int64(-1) if i0 == 0 else (np.int64(1) << (7 * (i1 - i0 + 1))) - 1
+    return 7 * (segments - 1 - i1), mask
+
+
+@cached_njit(nogil=True)
+def _pack_row(out, u: int, q, scale, i: int, k0: int, k1: int, i0: int, i1: int, d0: int, d1: int,
+              segments: int, digits: int, tk: int) -> None:
+    """Row ``u`` of a product side: segments ``i0..i1`` of ``q[i, k0:k1]``, minus
+    segments ``d0..d1`` where ``d0 >= 0``, times their scales. Sign-magnitude digits
+    (fields of up to :data:`_MAGIC_BITS` bits) take a branch-free loop that
+    vectorises; the values are segments.digit_range's either way."""
+    if digits == MAGNITUDE and 7 * (i1 - i0 + 1) <= _MAGIC_BITS and (d0 < 0 or 7 * (d1 - d0 + 1) <= _MAGIC_BITS):
+        shift, mask = _magnitude_field(i0, i1, segments)
+        if d0 < 0:  # a loop of its own: one field per element vectorises better
+            for t in range(k0 // tk, (k1 + tk - 1) // tk):
+                sc = scale[i, t]
+                for k in range(max(k0, t * tk), min(k1, t * tk + tk)):
+                    v = q[i, np.uint64(k)]
+                    a = -v if v < 0 else v
+                    r = (a >> shift) & mask
+                    r = -r if v < 0 else r
+                    out[u, np.uint64(k - k0)] = (np.int64(r + _MAGIC).view(np.float64) - _MAGIC_F) * sc
+            return
+        dshift, dmask = _magnitude_field(d0, d1, segments)
+        for t in range(k0 // tk, (k1 + tk - 1) // tk):
+            sc = scale[i, t]
+            for k in range(max(k0, t * tk), min(k1, t * tk + tk)):
+                # k >= k0 >= 0: unsigned indices spare the negative-index checks
+                v = q[i, np.uint64(k)]
+                a = -v if v < 0 else v
+                r = ((a >> shift) & mask) - ((a >> dshift) & dmask)
+                r = -r if v < 0 else r
+                out[u, np.uint64(k - k0)] = (np.int64(r + _MAGIC).view(np.float64) - _MAGIC_F) * sc
+        return
+    for t in range(k0 // tk, (k1 + tk - 1) // tk):
+        sc = scale[i, t]
+        for k in range(max(k0, t * tk), min(k1, t * tk + tk)):
+            v = q[i, np.uint64(k)]
+            r = digit_range(v, i0, i1, segments, digits)
+            if d0 >= 0:
+                r -= digit_range(v, d0, d1, segments, digits)
+            out[u, np.uint64(k - k0)] = r * sc
+
+
 @cached_njit(nogil=True)
 def _block_row(out, u: int, q, scale, i: int, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int,
                tk: int) -> None:
     """Row ``u`` of a block operand: segments ``i0..i1`` of ``q[i, k0:k1]`` times their scales."""
-    for t in range(k0 // tk, (k1 + tk - 1) // tk):
-        sc = scale[i, t]
-        for k in range(max(k0, t * tk), min(k1, t * tk + tk)):
-            # k >= k0 >= 0: unsigned indices spare the negative-index checks
-            out[u, np.uint64(k - k0)] = digit_range(q[i, np.uint64(k)], i0, i1, segments, digits) * sc
+    _pack_row(out, u, q, scale, i, k0, k1, i0, i1, -1, -1, segments, digits, tk)
 
 
 @cached_njit(nogil=True)
@@ -210,6 +298,29 @@ def pack_into(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments:
         _block_operand_threads_lazy(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
     else:
         block_operand_into(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
+
+
+@cached_njit(nogil=True, parallel=True)
+def _difference_operand_threads(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, d0: int, d1: int,
+                                segments: int, digits: int, tk: int) -> None:
+    """:func:`pack_product_into`'s difference operand, rows spread over threads."""
+    for u in prange(rows.shape[0]):
+        _pack_row(out, u, q, scale, rows[u], k0, k1, i0, i1, d0, d1, segments, digits, tk)
+
+
+@cached_njit(nogil=True)
+def pack_product_into(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, d0: int, d1: int, segments: int,
+                      digits: int, tk: int, threads: bool) -> None:
+    """One side of a product (pair_blocks.karatsuba_products): segments ``i0..i1`` of
+    ``q[rows, k0:k1]`` times their scales (:func:`pack_into`), minus segments
+    ``d0..d1`` where ``d0 >= 0``. Integer-valued times a power of two: exact."""
+    if d0 < 0:
+        pack_into(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk, threads)
+    elif threads:
+        _difference_operand_threads(out, q, scale, rows, k0, k1, i0, i1, d0, d1, segments, digits, tk)
+    else:
+        for u in range(rows.shape[0]):
+            _pack_row(out, u, q, scale, rows[u], k0, k1, i0, i1, d0, d1, segments, digits, tk)
 
 
 @cached_njit(nogil=True)

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from numba import objmode
 
-from mixjit.runtime.executor_mixpert_split import prepare_operand
+from mixjit.runtime.executor_mixpert_split import prepare_call_operand
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.mixpert_bound import recompute
 
@@ -50,8 +50,8 @@ def general_gemm(a, b, c, params, stats) -> int:
     the caller. Imported here, not at module level: the driver imports this module."""
     from mixjit.runtime.executor_mixpert_driver import multiply_into
 
-    pa = prepare_operand(a, False, params)
-    pb = prepare_operand(b, True, params)
+    pa = prepare_call_operand(a, False, params)  # A read in place where it can be (no copy)
+    pb = prepare_call_operand(b, True, params)
     return multiply_into(pa, pb, params, c, stats)
 
 

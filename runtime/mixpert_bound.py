@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from mixjit.runtime.exactsum import _ACC_LIMBS, exact_dot_round
+from mixjit.runtime.executor_mixpert_pack import fresh64
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.segments import BALANCED, ZERO_EXP, digit_bits
 
@@ -169,6 +170,58 @@ _INLINE_ERR_COLUMNS = 8
 
 
 @cached_njit(nogil=True)
+def _certify_rows(xa, yb, aref, bref, c, err_up: float, err_abs: float, inl_up: float, inl_abs: float, tol: float,
+                  doubt, pend_rows, pend_cols) -> int:
+    """:func:`fp64_doubtful`'s pass 1 where Err is summed per output: the same
+    arithmetic in the same order, one output row at a time in branch-free loops that
+    vectorise (Err's columns summed over the row, the powers of two built from their
+    bits where ``2^-(ref_A + ref_B)`` is normal); the outputs they leave uncertified,
+    and rows with an exponent outside that range, take the scalar code. Marks the
+    doubtful outputs; returns how many."""
+    m, nb = xa.shape
+    n = yb.shape[0]
+    ybt = np.ascontiguousarray(yb.T)
+    v = np.empty(n)
+    ok = np.empty(n, dtype=np.bool_)
+    pending = 0
+    for i in range(m):
+        v[:] = 0.0
+        for q in range(nb):
+            xq = xa[i, q]
+            for j in range(n):
+                v[j] += xq * ybt[q, j]
+        ai = aref[i]
+        for j in range(n):
+            e = (v[j] * inl_up + inl_abs) * err_up + err_abs
+            sc = ai + bref[j]
+            # _scaled(|c|, -sc) and _pow2(-1075 - sc) for -1022 <= -sc <= 1023, as selects
+            normal = (-sc >= -1022) & (-sc <= 1023)
+            f = np.int64((min(max(-sc, -1022), 1023) + 1023) << 52).view(np.float64)
+            t = -1075 - sc
+            tn = np.int64((min(max(t, -1022), 1023) + 1023) << 52).view(np.float64)
+            ts = np.int64(np.int64(1) << (min(max(t + 1074, 0), 51))).view(np.float64)
+            tiny = tn if t >= -1022 else (ts if t >= -1074 else 0.0)
+            cs = abs(c[i, j]) * f * (1.0 - 2.0 * _U64) - tiny - 2.0 * _TINY
+            ok[j] = normal & ((e == 0.0) | ((cs - cs == 0.0) & (e <= tol * (cs - e))))
+        for j in range(n):
+            if ok[j]:
+                continue
+            v1 = v[j] * inl_up + inl_abs
+            e = v1 * err_up + err_abs
+            if e == 0.0:
+                continue  # X = AB exactly
+            sc = ai + bref[j]
+            cs = _scaled(abs(c[i, j]), -sc) * (1.0 - 2.0 * _U64) - _pow2(-1075 - sc) - 2.0 * _TINY
+            if math.isfinite(cs) and e <= tol * (cs - e):
+                continue
+            doubt[i, j] = True
+            pend_rows[i] += 1
+            pend_cols[j] = True
+            pending += 1
+    return pending
+
+
+@cached_njit(nogil=True)
 def fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, dropped: float, c):
     """Outputs (m x n booleans) of a float64-domain product ``c = RN64(X)`` whose
     error bound does not prove ``|X - AB| (1+u) <= (gamma_K - u) |A||B|`` (so that
@@ -212,9 +265,12 @@ def fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, dropped
     # pass 1: certify from |c|; the rest are marked in doubt (pending)
     pend_rows = np.zeros(m, dtype=np.int64)
     pend_cols = np.zeros(n, dtype=np.bool_)
+    if inline:
+        pending = _certify_rows(xa, yb, aref, bref, c, err_up, err_abs, inl_up, inl_abs, tol, doubt, pend_rows,
+                                pend_cols)
     # Err at (i, j) is written out here and in pass 2 alike: a helper taking the arrays
     # (even inlined) adds reference counting per output, 9% of a 1024^3 call measured
-    for i in range(m):
+    for i in range(m if not inline else 0):
         for j in range(n):
             if inline:
                 v = 0.0
@@ -239,7 +295,7 @@ def fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, dropped
         return doubt
     # pass 2: the pending outputs, |A||B| from a dot product of absolute values
     fast = pending > m + n  # scaled rows cost about m + n dot products to build
-    sb = np.zeros((n if fast else 0, K))
+    sb = fresh64(n if fast else 0, K)  # rows of pending columns only are filled, and only they are read
     if fast:
         for j in range(n):
             if pend_cols[j]:

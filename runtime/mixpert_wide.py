@@ -110,6 +110,7 @@ def fast32_certified(aq, ascale, bq, bscale, blocks, ea, eb, segments: int, digi
     nx = np.empty((nb, m))
     ny = np.empty((nb, n))
     w = np.empty(nb)
+    prod = np.arange(nb)  # one term per block (executor_mixpert_fast.block_sum)
     threads_a = threads_pay(m * K * PACK_NS)  # decided once per call
     threads_b = threads_pay(n * K * PACK_NS)
     for b in range(nb):
@@ -133,7 +134,7 @@ def fast32_certified(aq, ascale, bq, bscale, blocks, ea, eb, segments: int, digi
     nd = 0
     for i in range(m):
         for j in range(n):
-            t, e2, mag = block_sum(ds, w, i, j)
+            t, e2, mag = block_sum(ds, ds[0], prod, w, i, j)
             bound = w[0] * nx[0, i] * ny[0, j]
             for b in range(1, nb):
                 bound += w[b] * nx[b, i] * ny[b, j]

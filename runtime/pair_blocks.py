@@ -30,7 +30,8 @@ from numba.extending import register_jitable
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.segments import BALANCED, MAGNITUDE, digit_bits
 
-__all__ = ["Block", "SPAN_RESERVE", "range_bits", "plan_blocks", "plan_block_array", "k_bits", "pair_matrix"]
+__all__ = ["Block", "SPAN_RESERVE", "range_bits", "plan_blocks", "plan_block_array", "k_bits", "pair_matrix",
+           "karatsuba_products"]
 
 #: binades of exponent span along K (row of A + column of B) the plan keeps free
 SPAN_RESERVE = 7
@@ -213,3 +214,135 @@ K_TOO_LONG = (
     "split the GEMM along K into chunks of at most 2^30"
 )
 """Why a GEMM whose K leaves the planner no exact block is refused."""
+
+
+#: columns of a row of :func:`karatsuba_products`'s products: A's segment range, the
+#: A range subtracted from it (``-1``: none), B's range, the B range subtracted, and
+#: the bits bounding the product's terms
+PROD_I0, PROD_I1, PROD_ID0, PROD_ID1, PROD_J0, PROD_J1, PROD_JD0, PROD_JD1, PROD_BITS = range(9)
+#: columns of a row of its terms: product, shift, sign (``1`` or ``-1``)
+TERM_PROD, TERM_SHIFT, TERM_SIGN = range(3)
+
+
+@register_jitable
+def _find_block(blocks, i0: int, i1: int, j0: int, j1: int) -> int:
+    """Index of the block ``(i0..i1) x (j0..j1)``, or -1."""
+    for b in range(blocks.shape[0]):
+        if (blocks[b, BLOCK_I0] == i0 and blocks[b, BLOCK_I1] == i1 and blocks[b, BLOCK_J0] == j0
+                and blocks[b, BLOCK_J1] == j1):
+            return b
+    return -1
+
+
+@register_jitable
+def _put_prod(prods, p: int, i0: int, i1: int, id0: int, id1: int, j0: int, j1: int, jd0: int, jd1: int,
+              bits: int) -> None:
+    prods[p, PROD_I0] = i0
+    prods[p, PROD_I1] = i1
+    prods[p, PROD_ID0] = id0
+    prods[p, PROD_ID1] = id1
+    prods[p, PROD_J0] = j0
+    prods[p, PROD_J1] = j1
+    prods[p, PROD_JD0] = jd0
+    prods[p, PROD_JD1] = jd1
+    prods[p, PROD_BITS] = bits
+
+
+@register_jitable
+def _difference_bits(blocks, a: int, b: int, seg0_bits: int, digits: int) -> int:
+    """Bits of ``(A_i - A_k)(B_l - B_j)`` for blocks ``a = A_i x B_j``, ``b = A_k x B_l``
+    whose segments carry their element's sign (:func:`karatsuba_products`)."""
+    ra = max(range_bits(blocks[a, BLOCK_I0], blocks[a, BLOCK_I1], seg0_bits, digits),
+             range_bits(blocks[b, BLOCK_I0], blocks[b, BLOCK_I1], seg0_bits, digits))
+    rb = max(range_bits(blocks[a, BLOCK_J0], blocks[a, BLOCK_J1], seg0_bits, digits),
+             range_bits(blocks[b, BLOCK_J0], blocks[b, BLOCK_J1], seg0_bits, digits))
+    return ra + rb
+
+
+@cached_njit(nogil=True)
+def karatsuba_products(blocks, same_sign: bool, seg0_bits: int, digits: int):
+    """The exact dgemms (products) and weighted terms that give the blocks' exact sum
+    with fewer dgemms: Karatsuba on pairs of cross blocks.
+
+    Two blocks ``a = A_i x B_j`` and ``b = A_k x B_l`` of one shift whose "diagonal"
+    blocks ``A_i x B_l`` and ``A_k x B_j`` are blocks too give
+    ``A_i B_j + A_k B_l = A_i B_l + A_k B_j - (A_i - A_k)(B_l - B_j)``: one dgemm
+    instead of two, the diagonal results reused. Where every segment of an element
+    carries its sign (``same_sign``: sign-magnitude digits), ``|A_i - A_k| <=
+    max(|A_i|, |A_k|)``, so the difference product has at most
+    ``max(bits A_i, bits A_k) + max(bits B_l, bits B_j)`` bits; it is taken only when
+    that is at most the widest block's bits, so its dgemm is exact wherever the
+    blocks' are (the same rows and columns, the same K). mixpert-fp64's
+    ``slices3sig2`` blocks (6) become 5 products: ``A_0 B_1 + A_1 B_0`` from
+    ``A_0 B_0``, ``A_1 B_1`` and ``(A_0 - A_1)(B_0 - B_1)``.
+
+    Returns ``(prods, terms)``: one row per product (columns ``PROD_*``; a plain block
+    has no subtracted ranges), in block order with a difference product at its later
+    block's place; one row per term (``TERM_*``), the exact sum being
+    ``sum_t sign_t * prods_result[prod_t] * 2^shift_t``. Without ``same_sign`` (or
+    with no such pair) the products are the blocks and each has one term."""
+    nb = blocks.shape[0]
+    partner = np.full(nb, -1, np.int64)
+    diagonal = np.zeros(nb, np.bool_)  # a block whose result a pair reuses stays plain
+    bits_max = blocks[:, BLOCK_BITS].max() if nb else 0
+    if same_sign:
+        for a in range(nb):
+            if partner[a] >= 0 or diagonal[a]:
+                continue
+            for b in range(a + 1, nb):
+                if partner[b] >= 0 or diagonal[b] or blocks[b, BLOCK_SHIFT] != blocks[a, BLOCK_SHIFT]:
+                    continue
+                ai0, ai1, aj0, aj1 = blocks[a, BLOCK_I0], blocks[a, BLOCK_I1], blocks[a, BLOCK_J0], blocks[a, BLOCK_J1]
+                bi0, bi1, bj0, bj1 = blocks[b, BLOCK_I0], blocks[b, BLOCK_I1], blocks[b, BLOCK_J0], blocks[b, BLOCK_J1]
+                d1 = _find_block(blocks, ai0, ai1, bj0, bj1)
+                d2 = _find_block(blocks, bi0, bi1, aj0, aj1)
+                if d1 < 0 or d2 < 0 or d1 == a or d1 == b or d2 == a or d2 == b or partner[d1] >= 0 or partner[d2] >= 0:
+                    continue
+                if _difference_bits(blocks, a, b, seg0_bits, digits) <= bits_max:
+                    partner[a] = b
+                    partner[b] = a
+                    diagonal[d1] = True
+                    diagonal[d2] = True
+                    break
+    npairs = 0
+    for a in range(nb):
+        npairs += partner[a] > a
+    prods = np.zeros((nb - npairs, 9), np.int64)
+    terms = np.zeros((nb + npairs, 3), np.int64)
+    # plain blocks first get their product index; a pair's at its later block
+    index = np.full(nb, -1, np.int64)
+    p = 0
+    for b in range(nb):
+        if partner[b] < 0:
+            _put_prod(prods, p, blocks[b, BLOCK_I0], blocks[b, BLOCK_I1], -1, -1, blocks[b, BLOCK_J0],
+                      blocks[b, BLOCK_J1], -1, -1, blocks[b, BLOCK_BITS])
+            index[b] = p
+            p += 1
+        elif partner[b] < b:
+            a = partner[b]
+            ai0, ai1, aj0, aj1 = blocks[a, BLOCK_I0], blocks[a, BLOCK_I1], blocks[a, BLOCK_J0], blocks[a, BLOCK_J1]
+            bi0, bi1, bj0, bj1 = blocks[b, BLOCK_I0], blocks[b, BLOCK_I1], blocks[b, BLOCK_J0], blocks[b, BLOCK_J1]
+            # (A_i - A_k)(B_l - B_j): A ranges of a and b, B ranges of b and a
+            _put_prod(prods, p, ai0, ai1, bi0, bi1, bj0, bj1, aj0, aj1, _difference_bits(blocks, a, b, seg0_bits, digits))
+            index[b] = p
+            p += 1
+    t = 0
+    for b in range(nb):
+        if partner[b] < 0:
+            terms[t, TERM_PROD] = index[b]
+            terms[t, TERM_SHIFT] = blocks[b, BLOCK_SHIFT]
+            terms[t, TERM_SIGN] = 1
+            t += 1
+        elif partner[b] < b:
+            a = partner[b]
+            shift = blocks[b, BLOCK_SHIFT]
+            d1 = _find_block(blocks, blocks[a, BLOCK_I0], blocks[a, BLOCK_I1], blocks[b, BLOCK_J0], blocks[b, BLOCK_J1])
+            d2 = _find_block(blocks, blocks[b, BLOCK_I0], blocks[b, BLOCK_I1], blocks[a, BLOCK_J0], blocks[a, BLOCK_J1])
+            terms[t, TERM_PROD] = index[d1]
+            terms[t + 1, TERM_PROD] = index[d2]
+            terms[t + 2, TERM_PROD] = index[b]
+            for u in range(3):
+                terms[t + u, TERM_SHIFT] = shift
+                terms[t + u, TERM_SIGN] = 1 if u < 2 else -1
+            t += 3
+    return prods, terms

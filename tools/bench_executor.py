@@ -595,17 +595,57 @@ def _first_touch(n: int, repeats: int) -> tuple[list[float], list[float] | None]
 FP64_STEPS_JSON = DOC.with_name("executor_speed_fp64_steps.json")
 
 
+def _fp64_products(blocks, seg0: int, digits: int):
+    """The fast path's dgemms for ``blocks``: (products as rows (A range, A range
+    subtracted, B range, B range subtracted), terms (product, shift, sign)) from
+    pair_blocks.karatsuba_products, or one product per block on code without it
+    (``--code`` of an older commit)."""
+    from mixjit.runtime.pair_blocks import BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT
+
+    try:
+        from mixjit.runtime.pair_blocks import karatsuba_products
+    except ImportError:
+        prods = np.full((blocks.shape[0], 9), -1, dtype=np.int64)
+        prods[:, [0, 1, 4, 5]] = blocks[:, [BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1]]
+        terms = np.stack([np.arange(blocks.shape[0]), blocks[:, BLOCK_SHIFT], np.ones(blocks.shape[0], np.int64)], 1)
+        return prods, terms
+    return karatsuba_products(blocks, True, seg0, digits)
+
+
+def _fp64_operand(q, scale, side, segs: int, digits: int, tk: int):
+    """One side of a product packed alone (a difference of two ranges where it has one)."""
+    from mixjit.runtime.executor_mixpert_pack import pack_block
+
+    rows = np.arange(q.shape[0])
+    x = pack_block(q, scale, rows, 0, q.shape[1], side[0], side[1], segs, digits, tk, False)
+    if side[2] >= 0:
+        x -= pack_block(q, scale, rows, 0, q.shape[1], side[2], side[3], segs, digits, tk, False)
+    return x
+
+
+def _fp64_epilogue(ds, blocks, terms, ea, eb, out, frac: int) -> None:
+    """The fast path's epilogue on given dgemm results: ``epilogue_terms`` where the
+    code has it, else ``epilogue_many`` (one term per block)."""
+    from mixjit.runtime import executor_mixpert_fast as fast
+
+    if hasattr(fast, "epilogue_terms"):
+        fast.epilogue_terms(ds[:-1], ds[-1], terms, ea, eb, out, False, frac)
+    else:
+        fast.epilogue_many(ds, blocks, ea, eb, out, False, frac)
+
+
 def fp64_step_times(n: int, repeats: int) -> list[dict]:
     """mixpert-fp64's most precise config, each step alone (median CPU and wall s) on
     every FP64_DATA distribution, beside numpy's dgemm in the same run. Only functions
-    whose signatures older commits share are called (see --code)."""
+    whose signatures older commits share are called (see --code); the dgemms are the
+    fast path's (:func:`_fp64_products`: five with the Karatsuba product, else one
+    per block)."""
     from mixjit.runtime import executor_mixpert_split as split
     from mixjit.runtime import executor_mixpert_words as words
     from mixjit.runtime import mixpert_bound as bound
     from mixjit.runtime.executor_mixpert_driver import mixpert_gemm
-    from mixjit.runtime.executor_mixpert_fast import epilogue_many, fast_path
-    from mixjit.runtime.executor_mixpert_pack import pack_block
-    from mixjit.runtime.pair_blocks import BLOCK_BITS, BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, SPAN_RESERVE, k_bits
+    from mixjit.runtime.executor_mixpert_fast import fast_path
+    from mixjit.runtime.pair_blocks import BLOCK_BITS, SPAN_RESERVE, k_bits
     from mixjit.runtime.pair_blocks import plan_block_array
     from mixjit.runtime.segments import width
 
@@ -626,45 +666,43 @@ def fp64_step_times(n: int, repeats: int) -> list[dict]:
         st = {}
         _, *st["whole call (mixpert_gemm)"] = _timed(mixpert_gemm, a, b, c, params, stats, repeats=repeats)
         _, *st["numpy A @ B"] = _timed(lambda: a @ b, repeats=repeats)
-        ra, *st["row form A"] = _timed(split.row_form, a, False, False, repeats=repeats)
-        rb, *st["row form B (transposed)"] = _timed(split.row_form, b, True, False, repeats=repeats)
-        pa, *st["split A"] = _timed(split.split_rows, ra, False, params, repeats=repeats)
-        pb, *st["split B"] = _timed(split.split_rows, rb, True, params, repeats=repeats)
+        # as a call prepares its operands (older code: prepare_operand)
+        prepare = getattr(split, "prepare_call_operand", split.prepare_operand)
+        pa, *st["prepare A (row form + split)"] = _timed(prepare, a, False, params, repeats=repeats)
+        pb, *st["prepare B (transposed row form + split)"] = _timed(prepare, b, True, params, repeats=repeats)
         blocks, _ = plan_block_array(pairs, segs, seg0, n, digits, min(pa.span.max() + pb.span.max(), SPAN_RESERVE))
-        nb = blocks.shape[0]
+        prods, terms = _fp64_products(blocks, seg0, digits)
+        npr = prods.shape[0]
         ea, eb = pa.ref - (w - 1), pb.ref - (w - 1)
         res = np.empty((n, n))
-        name = f"fast path ({nb} exact dgemms)"
-        _, *st[name] = _timed(fast_path, pa.q, pa.scale, pb.q, pb.scale, blocks, ea, eb, params, res, False,
-                              repeats=repeats)
-        rows = np.arange(n)
-        ds = np.empty((nb, n, n))
-        xs = [pack_block(pa.q, pa.scale, rows, 0, n, blocks[k, BLOCK_I0], blocks[k, BLOCK_I1], segs, digits, tk, False)
-              for k in range(nb)]
-        ys = [pack_block(pb.q, pb.scale, rows, 0, n, blocks[k, BLOCK_J0], blocks[k, BLOCK_J1], segs, digits, tk, False)
-              for k in range(nb)]
+        _, *st["fast path"] = _timed(fast_path, pa.q, pa.scale, pb.q, pb.scale, blocks, ea, eb, params, res, False,
+                                     repeats=repeats)
+        ds = np.empty((npr, n, n))
+        xs = [_fp64_operand(pa.q, pa.scale, prods[k, 0:4], segs, digits, tk) for k in range(npr)]
+        ys = [_fp64_operand(pb.q, pb.scale, prods[k, 4:8], segs, digits, tk) for k in range(npr)]
 
         def dgemms():
-            for k in range(nb):
+            for k in range(npr):
                 np.dot(xs[k], ys[k].T, ds[k])
 
-        dg_name = f"of which the {nb} block dgemms (the same BLAS calls, timed alone)"
-        _, *st[dg_name] = _timed(dgemms, repeats=repeats)
-        st["of which the rest (packing, epilogue, fresh arrays)"] = [st[name][0] - st[dg_name][0],
-                                                                    st[name][1] - st[dg_name][1]]
+        _, *st["of which the exact dgemms (the same BLAS calls, timed alone)"] = _timed(dgemms, repeats=repeats)
+        dg = st["of which the exact dgemms (the same BLAS calls, timed alone)"]
+        st["of which the rest (packing, epilogue, fresh arrays)"] = [st["fast path"][0] - dg[0],
+                                                                    st["fast path"][1] - dg[1]]
         del xs, ys
         frac = 53 - k_bits(n) - blocks[:, BLOCK_BITS].max()
         out64 = np.empty((n, n))
-        _, *st["epilogue_many alone (block results given)"] = _timed(epilogue_many, ds, blocks, ea, eb, out64, False,
-                                                                     frac, repeats=repeats)
+        _, *st["epilogue alone (dgemm results given)"] = _timed(_fp64_epilogue, ds, blocks, terms, ea, eb, out64,
+                                                                frac, repeats=repeats)
         dropped = bound.dropped_weight(pairs, segs, seg0, digits)
         doubt, *st["guarantee check (fp64_doubtful)"] = _timed(
             bound.fp64_doubtful, pa.raw, pa.gexp, pa.ref, pb.raw, pb.gexp, pb.ref, tk, w, dropped, res,
             repeats=repeats)
         _, *st["recompute (the doubtful outputs)"] = _timed(bound.recompute, pa.raw, pb.raw, doubt, res.copy(), False,
                                                             repeats=repeats)
-        st["first touch of a fresh n x n float64 array in compiled code"] = _first_touch(n, repeats)
-        rec = {"data": dist, "n": n, "config": cfg.label, "recomputed": int(doubt.sum()), "steps": st}
+        st["first touch of a fresh n x n float64 array in compiled code"] = _first_touch(n, repeats)[0]
+        rec = {"data": dist, "n": n, "config": cfg.label, "dgemms": int(npr), "recomputed": int(doubt.sum()),
+               "steps": st}
         out.append(rec)
         for k, (cpu, wall) in st.items():
             print(f"mixpert-fp64 {dist} n={n} {k:55s} cpu {cpu * 1e3:9.1f} ms  wall {wall * 1e3:9.1f} ms", flush=True)
@@ -693,11 +731,13 @@ def _fp64_steps_section(data: dict) -> str:
         "Written by `tools/bench_executor.py --fp64-steps` (raw numbers: docs/executor_speed_fp64_steps.json).",
         "`mixpert-fp64`'s most precise config; each step called alone on the same split operands,",
         "median CPU time (`time.process_time`) in ms, beside numpy's float64 `A @ B` of the same",
-        "operands in the same run; data as in the section above (seed 0). \"The rest\" is the fast",
-        "path minus its block dgemms timed alone on the same packed operands; `epilogue_many` is",
-        "timed on those block results. The whole call is row forms + splits + fast path + check +",
-        "recompute + copies. The ratio is that of two medians measured minutes apart on a shared",
-        "machine; the `--fp64` table above alternates the two calls and is the steadier ratio.",
+        "operands in the same run; data as in the section above (seed 0). The fast path's exact",
+        "dgemms are one per planned block (before: 6) or the blocks with the Karatsuba product",
+        "(pair_blocks.karatsuba_products: 5); \"the rest\" is the fast path minus those dgemms timed",
+        "alone on the same packed operands; the epilogue is timed on their results. The whole call",
+        "is the two prepares + fast path + check + recompute + copies. The ratio is that of two",
+        "medians measured minutes apart on a shared machine; the `--fp64` table above alternates",
+        "the two calls and is the steadier ratio.",
         "",
     ]
     for p in phases:
@@ -713,6 +753,8 @@ def _fp64_steps_section(data: dict) -> str:
         for k in names:
             cells = [f"{by[p]['steps'][k][0] * 1e3:.1f}" if by[p] and k in by[p]["steps"] else "-" for p in phases]
             lines.append(f"| {k} | " + " | ".join(cells) + " |")
+        lines.append("| exact dgemms | " + " | ".join(str(by[p].get("dgemms", "-")) if by[p] else "-"
+                                                   for p in phases) + " |")
         lines.append("| outputs recomputed | " + " | ".join(str(by[p]["recomputed"]) if by[p] else "-"
                                                          for p in phases) + " |")
         ratio = [f"{by[p]['steps']['whole call (mixpert_gemm)'][0] / by[p]['steps']['numpy A @ B'][0]:.2f}x"
