@@ -8,7 +8,7 @@ measured (the reference is a double-double GEMM, tools/accuracy_reference.py):
     componentwise:             max_ij |C - C_ref|_ij / (|A||B|)_ij
 
 and its CPU time (``time.process_time``) is divided by numpy's matmul in the same
-dtype on the same inputs, measured in the same run.
+dtype on the same inputs, timed right beside the row (best of at least three calls).
 
 Rows, per input dtype: float32 BLAS and float64 BLAS (numpy), the correctly
 rounded product ``RN(exact)`` (the floor any scheme can reach), then every config
@@ -27,7 +27,8 @@ Usage:
                              [--seed S] [--max-seconds T] [--json PATH] [--write-docs]
 
 ``--quick`` runs small sizes in a few seconds (used by tests/tools). Times are the
-best of ``--repeats`` runs (default 3) below n = 2048 and one run from 2048 on.
+best of ``--repeats`` runs (default 3) below n = 2048 and one run from 2048 on, each
+after one untimed call (a size's first call loads the kernels its path needs).
 ``--write-docs`` updates the generated section of docs/accuracy.md and the figure
 docs/figures/accuracy_vs_products.png (full runs only).
 """
@@ -35,11 +36,22 @@ docs/figures/accuracy_vs_products.png (full runs only).
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import sys
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
+
+#: the thread-count variables the tool pins (before numpy and Numba are imported)
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+if __name__ == "__main__":
+    # Times are CPU seconds, and a multi-threaded run's CPU seconds also count the BLAS and
+    # Numba thread pools' spin-waits: on two cores the same n = 2048 row measured 3.6x and
+    # 6.8x numpy's sgemm single- and two-threaded (docs/accuracy.md, "Speed figures").
+    # So the tool runs single-threaded unless the caller sets these variables itself.
+    for _var in THREAD_VARS:
+        os.environ.setdefault(_var, "1")
 
 import numpy as np
 
@@ -56,6 +68,9 @@ SECTION = "accuracy-table"
 DTYPES = ("float32", "float64")
 #: from this size on a row is timed once (a run costs seconds on two cores)
 ONE_REPEAT_FROM = 2048
+#: numpy's matmul is timed as the best of at least this many calls (cheap beside the rows;
+#: best-of-several for numpy and one run for a row at n >= 2048 leans the ratio against the row)
+NUMPY_REPEATS = 3
 
 Sampler = Callable[[np.random.Generator, tuple[int, int]], np.ndarray]
 
@@ -283,7 +298,7 @@ def measure(rows: Sequence[Row], dists: Sequence[str], sizes: Sequence[int], see
                 a64, b64 = a.astype(np.float64), b.astype(np.float64)
                 hi, lo = dd_gemm(a64, b64)
                 absab = np.abs(a64) @ np.abs(b64)
-                _, numpy_secs = cpu_timed(lambda: a @ b, reps)
+                _, numpy_secs = cpu_timed(lambda: a @ b, max(NUMPY_REPEATS, reps))
                 for row in (r for r in rows if r.dtype == dtype):
                     rec = {"dtype": dtype, "dist": dist, "n": n, "key": row.key, "scheme": row.scheme,
                            "config": row.config, "products": row.products, "error": None, "componentwise": None,
@@ -306,7 +321,16 @@ def measure(rows: Sequence[Row], dists: Sequence[str], sizes: Sequence[int], see
                     if tag in skip_note:
                         rec.update(status="skipped", note=skip_note[tag])
                         continue
+                    # numpy timed again right beside the row: a shared machine's load drifts
+                    # within a run, and one numpy measurement per size lets that drift into
+                    # every ratio of the size
+                    _, numpy_secs = cpu_timed(lambda: a @ b, max(NUMPY_REPEATS, reps))
+                    rec["numpy_seconds"] = numpy_secs
                     try:
+                        # one untimed call first: a size's first call loads the kernels its path
+                        # needs (executors compile or load lazily, docs/first_use.md), which a
+                        # single timed run would count
+                        row.run(a, b)
                         (c, stats), secs = cpu_timed(lambda: row.run(a, b), reps)
                     except Exception as exc:  # a scheme bug must show in the table, not hide it
                         rec.update(status="failed", note=f"failed: {type(exc).__name__}: {exc}")
@@ -586,7 +610,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = all_rows(args.dtypes, args.schemes)
     records = measure(rows, args.dists, sizes, args.seed, args.max_seconds, args.repeats)
     text = render(rows, records, sizes, args.dists,
-                  provenance(["python", "tools/accuracy.py", *sys.argv[1:]], args.seed))
+                  provenance(["python", "tools/accuracy.py", *sys.argv[1:]], args.seed)
+                  + ["- threads: " + ", ".join(f"{v}={os.environ.get(v, 'unset')}" for v in THREAD_VARS)])
     print(text)
     summary = summarize(records, sizes)
     if args.json:
