@@ -474,9 +474,9 @@ def _direct(a, b, c, params, stats):
 @overload(_direct)
 def _direct_impl(a, b, c, params, stats):
     if a.dtype == types.float32 and b.dtype == types.float32:
-        return lambda a, b, c, params, stats: direct_gemm(a, b, c, params, stats)
+        return lambda a, b, c, params, stats: _direct_gemm_far(a, b, c, params, stats)
     if a.dtype == types.float64 and b.dtype == types.float64:
-        return lambda a, b, c, params, stats: direct_gemm64(a, b, c, params, stats)
+        return lambda a, b, c, params, stats: _direct_gemm64_far(a, b, c, params, stats)
     return lambda a, b, c, params, stats: NOT_TAKEN
 
 
@@ -486,6 +486,8 @@ _split_far = unlinked(_split)
 _plan_block_array_far = unlinked(plan_block_array)
 _epilogue_many_far = unlinked(epilogue_many)
 _fp64_doubtful_far = unlinked(fp64_doubtful)
+_direct_gemm_far = unlinked(direct_gemm)
+_direct_gemm64_far = unlinked(direct_gemm64)
 
 
 @cached_njit(nogil=True)
