@@ -208,3 +208,27 @@ def test_a_call_the_direct_path_takes_does_not_compile_or_load_the_loops():
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out == {"direct": [0, True, 0], "loops": [0, True, 1]}
+
+
+WARM = """
+    import io, json
+    from mixjit.runtime import lazy_link
+    from mixjit.runtime.executor_mixpert_small import small_loops_gemm
+    from mixjit.runtime.lazy_mixpert import general_gemm_lazy
+    from mixjit.warm import warm
+
+    warm(io.StringIO())
+    empty = [h.qualname for h in lazy_link._lazy_hooks.values() if not lazy_link._cell(h.symbol)[0]]
+    print(json.dumps({"empty": empty, "loops": len(small_loops_gemm.overloads),
+                      "trampoline": len(general_gemm_lazy.overloads)}))
+"""
+
+
+def test_warm_leaves_no_lazy_cell_empty():
+    """``python -m mixjit.warm`` (``make setup``) compiles the kernels reached through lazy
+    cells for every caller it loaded, so no later first call compiles one."""
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(WARM)], capture_output=True, text=True,
+                          timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["empty"] == [] and out["loops"] >= 2 and out["trampoline"] >= 2
