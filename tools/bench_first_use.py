@@ -26,8 +26,11 @@ events: the CPU seconds of each compiled function, its callees included).
 ``--calls`` measures what the lazy compiles put on a call's way, per call in CPU
 microseconds over warm caches, side by side: the small path (mixpert-fp64, 4x4 and
 32x32) from a compiled loop linked in and through its address cell
-(runtime/lazy_link.py), and the general path (8x8) from Python and through the sites'
-trampoline (runtime/lazy_mixpert.py). Every run measures them.
+(runtime/lazy_link.py); its direct paths (mixpert level=IV, mixpert-fp64) linked in and
+through the address cells ``small_gemm`` calls them by; its loops (level=IV with
+balanced digits, which no direct path takes) linked in and through their lazy cell; and
+the general path (8x8) from Python and through the sites' trampoline
+(runtime/lazy_mixpert.py). Every run measures them.
 
 ``--write`` stores the figures in docs/first_use.json and the generated sections of
 docs/first_use.md (a run of some scenarios keeps the others' figures).
@@ -288,9 +291,9 @@ def compile_table(results: dict, scenarios: tuple[str, ...] = ("gemm", "cholesky
 def measure_calls() -> dict:
     """Per-call CPU microseconds of what the lazy compiles put on a call's way (``CALLS_CHILD``,
     a fresh process over the default, warm caches, best of five side by side): the small path
-    (mixpert-fp64, 4x4 and 32x32) linked into a compiled caller and called through its address
-    cell (runtime/lazy_link.py), and the general path (8x8) from Python and through the sites'
-    trampoline (runtime/lazy_mixpert.py)."""
+    (mixpert-fp64, 4x4 and 32x32), its direct paths and its loops, each linked into a compiled
+    caller and called through its (lazy) address cell (runtime/lazy_link.py), and the general
+    path (8x8) from Python and through the sites' trampoline (runtime/lazy_mixpert.py)."""
     proc = subprocess.run([sys.executable, "-c", CALLS_CHILD], capture_output=True, text=True, cwd=ROOT,
                           timeout=1800)
     if proc.returncode != 0:
