@@ -96,7 +96,6 @@ from numba.core import cgutils, sigutils
 from numba.core.ccallback import CFunc
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
-from numba.np.ufunc.parallel import _launch_threads
 
 from mixjit.runtime.jit_cache import RuntimeCache
 from mixjit.runtime.scratch_arrays import any_layout, stack_array
@@ -978,10 +977,9 @@ def load_executor(code: int, dtypes: "Iterable[np.dtype | type | str] | None" = 
         for dtype_code in wanted:
             if _EXEC_TABLE[_slot(code, dtype_code)] != 0:
                 continue
-            # Kernels may hold parallel regions (the MixPert executor's threaded packing). A
-            # CFunc loaded from the disk cache does not start Numba's threading layer the way
-            # a dispatcher does, and calling into it unstarted crashes: start it first.
-            _launch_threads()
+            # an executor with parallel regions loaded from the disk cache starts Numba's threading
+            # layer by the reload hooks runtime/jit_cache.py saves with it (tests/runtime/
+            # test_jit_cache_first_use.py)
             py_func = _executor_function(executor, dtype_code)
             fn = CFunc(py_func, sigutils.normalize_signature(_ENTRY_SIG), locals={}, options={"nopython": True})
             fn._cache = _ExecutorCache(py_func, executor)

@@ -30,7 +30,12 @@ exact paths), all giving the same bits. Its modules, one job each:
   ``small_max_work``, data the fast path takes whole): a fused split and loop
   products on one scratch buffer, the same blocks, epilogues and step 6, so the
   same bits; the driver tries it first (``STAT_SMALL_PATH``);
-* runtime/executor_mixpert_driver.py: the compiled driver, in order: split, fast
+* runtime/executor_mixpert_direct.py (float32 domain) and
+  runtime/executor_mixpert_direct64.py (float64 domain): the small path's direct
+  paths, tried before its loops: no block plan, one exact product of the kept
+  pairs, float arithmetic only, for the common configs on well-scaled data (the
+  loops compile only when a call needs them: runtime/lazy_link.py's ``unlinked_lazy``);
+* runtime/executor_mixpert_driver.py: the driver, in order: split, fast
   path, certified / exact path, step 6 (runtime/mixpert_bound.py: outputs the
   executor cannot vouch for are recomputed as ``RN(A·B)`` exactly and counted,
   ``STAT_RECOMPUTED``), the non-finite rule (elements count as 0, the affected

@@ -28,6 +28,7 @@ from types import FunctionType
 from typing import Any
 
 import numpy as np
+from numba.core import types
 from numba.core.dispatcher import Dispatcher
 
 from mixjit.runtime.executor_common import nonfinite_rule
@@ -65,7 +66,7 @@ from mixjit.runtime.executor_mixpert_words import (
     params_ok,
 )
 from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.lazy_link import unlinked
+from mixjit.runtime.lazy_link import unlinked, unlinked_lazy
 from mixjit.runtime.lazy_mixpert import general_gemm, general_gemm_lazy
 from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, lost_rows, recompute
 from mixjit.runtime.mixpert_wide import WIDE_LIMIT, fast32_certified, plan_wide_blocks
@@ -245,6 +246,10 @@ ON_DEMAND_PATHS = (fast_path, fast32_certified, certified, exact_elements, exact
 #: the small path as the sites' kernel calls it: through an address cell, so its code is
 #: compiled once, not again inside every executor (runtime/lazy_link.py)
 _small_gemm_unlinked = unlinked(small_gemm)
+#: the general path's trampoline as the sites' kernel calls it: through a cell filled at the
+#: first call the small path leaves (runtime/lazy_link.py), so a site whose calls are all
+#: small never compiles it
+_general_gemm_first_need = unlinked_lazy(general_gemm_lazy, types.int64)
 
 
 @cached_njit(nogil=True, inline="always")
@@ -265,7 +270,7 @@ def mixpert_gemm(a, b, c, params, stats) -> int:
     status = _small_gemm_unlinked(a, b, c, params, stats, small_max_work(params))
     if status != NOT_TAKEN:
         return status
-    return general_gemm_lazy(a, b, c, params, stats)
+    return _general_gemm_first_need(a, b, c, params, stats)
 
 
 def gemm_from_python(a: np.ndarray, b: np.ndarray, c: np.ndarray, params: np.ndarray, stats: np.ndarray) -> int:

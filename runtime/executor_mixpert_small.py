@@ -69,7 +69,7 @@ from mixjit.runtime.executor_mixpert_words import (
     kept_pairs,
 )
 from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.lazy_link import unlinked
+from mixjit.runtime.lazy_link import unlinked, unlinked_lazy
 from mixjit.runtime.lazy_mixpert import recompute_lazy
 from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful
 from mixjit.runtime.mixpert_wide import plan_wide_blocks
@@ -474,9 +474,9 @@ def _direct(a, b, c, params, stats):
 @overload(_direct)
 def _direct_impl(a, b, c, params, stats):
     if a.dtype == types.float32 and b.dtype == types.float32:
-        return lambda a, b, c, params, stats: direct_gemm(a, b, c, params, stats)
+        return lambda a, b, c, params, stats: _direct_gemm_far(a, b, c, params, stats)
     if a.dtype == types.float64 and b.dtype == types.float64:
-        return lambda a, b, c, params, stats: direct_gemm64(a, b, c, params, stats)
+        return lambda a, b, c, params, stats: _direct_gemm64_far(a, b, c, params, stats)
     return lambda a, b, c, params, stats: NOT_TAKEN
 
 
@@ -486,6 +486,8 @@ _split_far = unlinked(_split)
 _plan_block_array_far = unlinked(plan_block_array)
 _epilogue_many_far = unlinked(epilogue_many)
 _fp64_doubtful_far = unlinked(fp64_doubtful)
+_direct_gemm_far = unlinked(direct_gemm)
+_direct_gemm64_far = unlinked(direct_gemm64)
 
 
 @cached_njit(nogil=True)
@@ -493,7 +495,8 @@ def small_gemm(a, b, c, params, stats, max_work: int) -> int:
     """``C = A @ B`` under the MixPert semantics for a call of at most ``max_work``
     multiply-adds (the driver passes :func:`small_max_work`), by a direct path where
     one takes it (:func:`_direct`), else by the loops of this module
-    (:func:`small_loops_gemm`): the same bits and statistics as the general driver;
+    (:func:`small_loops_gemm`, compiled the first time a call needs it: a call that a
+    direct path takes compiles only the direct path): the same bits and statistics as the general driver;
     :data:`NOT_TAKEN` (``c`` untouched) for a call it leaves to the general path.
     ``params`` must have passed ``params_ok`` and the shapes must match (the driver
     checks both)."""
@@ -503,7 +506,7 @@ def small_gemm(a, b, c, params, stats, max_work: int) -> int:
         status = _direct(a, b, c, params, stats)
         if status != NOT_TAKEN:
             return status
-    return small_loops_gemm(a, b, c, params, stats, max_work)
+    return _small_loops_lazy(a, b, c, params, stats, max_work)  # compiled at the first call that needs it
 
 
 @cached_njit(nogil=True)
@@ -574,3 +577,8 @@ def small_loops_gemm(a, b, c, params, stats, max_work: int) -> int:
     stats[STAT_WIDEST_SPAN] = widest
     stats[STAT_SMALL_PATH] = 1
     return OK
+
+
+# small_gemm reaches the loops through an address cell filled at the first call that needs
+# them (runtime/lazy_link.py): a call a direct path takes compiles only the direct path
+_small_loops_lazy = unlinked_lazy(small_loops_gemm, types.int64)

@@ -15,7 +15,9 @@ loaded from its disk cache as a top-level function that no caller relinks), and
 compiled code (the sites' kernel ``mixpert_gemm``, for the calls the small path
 leaves) reaches it through :func:`general_gemm_lazy`: the signature and result of
 the path, its body one ``numba.objmode`` block that calls :func:`general_gemm`.
-Compiled into a caller it is a few dozen instructions. A call costs the GIL, the
+The sites' kernel calls it through an address cell filled at the first call the small
+path leaves (runtime/lazy_link.py's ``unlinked_lazy``), so a site whose calls the small
+path all takes never compiles even the trampoline. A call costs the GIL, the
 boxing of its arguments and a Python call (docs/first_use.md gives the measured
 cost), negligible beside the work of a general-path GEMM (above ``small_max_work``).
 Arrays pass by reference, so what the path writes lands in the caller's arrays;

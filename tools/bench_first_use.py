@@ -26,8 +26,11 @@ events: the CPU seconds of each compiled function, its callees included).
 ``--calls`` measures what the lazy compiles put on a call's way, per call in CPU
 microseconds over warm caches, side by side: the small path (mixpert-fp64, 4x4 and
 32x32) from a compiled loop linked in and through its address cell
-(runtime/lazy_link.py), and the general path (8x8) from Python and through the sites'
-trampoline (runtime/lazy_mixpert.py). Every run measures them.
+(runtime/lazy_link.py); its direct paths (mixpert level=IV, mixpert-fp64) linked in and
+through the address cells ``small_gemm`` calls them by; its loops (level=IV with
+balanced digits, which no direct path takes) linked in and through their lazy cell; and
+the general path (8x8) from Python and through the sites' trampoline
+(runtime/lazy_mixpert.py). Every run measures them.
 
 ``--write`` stores the figures in docs/first_use.json and the generated sections of
 docs/first_use.md (a run of some scenarios keeps the others' figures).
@@ -148,14 +151,41 @@ CALLS_CHILD = """
 import json, time
 import numpy as np
 from numba import njit
+from mixjit.runtime.executor_mixpert_direct import direct_gemm
+from mixjit.runtime.executor_mixpert_direct64 import direct_gemm64
 from mixjit.runtime.executor_mixpert_driver import _small_gemm_unlinked
-from mixjit.runtime.executor_mixpert_small import small_gemm, small_max_work
+from mixjit.runtime.executor_mixpert_small import (_direct_gemm64_far, _direct_gemm_far, _small_loops_lazy, small_gemm,
+                                                   small_loops_gemm, small_max_work)
 from mixjit.runtime.lazy_mixpert import general_gemm, general_gemm_lazy
 from mixjit.runtime.schemes.base import get_scheme
 
 params = np.array(get_scheme("mixpert-fp64").default_config(np.float64).words(), dtype=np.int64)
+level4 = np.array(get_scheme("mixpert").parse_config("level=IV").words(), dtype=np.int64)
+balanced = np.array(get_scheme("mixpert").parse_config("level=IV,digits=balanced").words(), dtype=np.int64)
 stats = np.zeros(32, np.int64)
 rng = np.random.default_rng(0)
+
+# the small path's direct paths (which small_gemm calls through address cells) and its loops
+# (through a lazy cell), each linked into the caller and called the way small_gemm calls it
+def loop_of(kernel):
+    @njit
+    def run(a, b, c, params, stats, calls):
+        for _ in range(calls):
+            kernel(a, b, c, params, stats)
+    return run
+
+direct = {np.float32: (loop_of(direct_gemm), loop_of(_direct_gemm_far)),
+          np.float64: (loop_of(direct_gemm64), loop_of(_direct_gemm64_far))}
+
+@njit
+def loops_linked(a, b, c, params, stats, calls):
+    for _ in range(calls):
+        small_loops_gemm(a, b, c, params, stats, small_max_work(params))
+
+@njit
+def loops_through_lazy_cell(a, b, c, params, stats, calls):
+    for _ in range(calls):
+        _small_loops_lazy(a, b, c, params, stats, small_max_work(params))
 
 @njit
 def linked(a, b, c, params, stats, calls):
@@ -176,7 +206,7 @@ def from_python(a, b, c, params, stats, calls):
     for _ in range(calls):
         general_gemm(a, b, c, params, stats)
 
-def per_call(f, a, calls):
+def per_call(f, a, calls, params=params):
     c = np.empty_like(a)
     f(a, a, c, params, stats, 2)
     best = float("inf")
@@ -186,10 +216,24 @@ def per_call(f, a, calls):
         best = min(best, (time.process_time() - t) / calls)
     return best * 1e6
 
+def side_by_side(one, other, a, calls, params=params):
+    # alternated, best of both orders: the shared machine's load hits both alike
+    x, y = per_call(one, a, calls, params), per_call(other, a, calls, params)
+    return min(x, per_call(one, a, calls, params)), min(y, per_call(other, a, calls, params))
+
 out = {}
 for n in (4, 32):
     a = rng.standard_normal((n, n))
     out[f"small_{n}"] = {"linked_us": per_call(linked, a, 20000 // n), "cell_us": per_call(through_cell, a, 20000 // n)}
+for name, dtype, words in (("direct32", np.float32, level4), ("direct64", np.float64, params)):
+    for n in (4, 32):
+        a = rng.standard_normal((n, n)).astype(dtype)
+        x, y = side_by_side(*direct[dtype], a, 20000 // n, words)
+        out[f"{name}_{n}"] = {"linked_us": x, "cell_us": y}
+for n in (4, 32):
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    x, y = side_by_side(loops_linked, loops_through_lazy_cell, a, 20000 // n, balanced)
+    out[f"loops32_{n}"] = {"linked_us": x, "cell_us": y}
 a = rng.standard_normal((8, 8))
 out["general_8"] = {"python_us": per_call(from_python, a, 2000), "trampoline_us": per_call(through_trampoline, a, 2000)}
 print(json.dumps(out))
@@ -247,9 +291,9 @@ def compile_table(results: dict, scenarios: tuple[str, ...] = ("gemm", "cholesky
 def measure_calls() -> dict:
     """Per-call CPU microseconds of what the lazy compiles put on a call's way (``CALLS_CHILD``,
     a fresh process over the default, warm caches, best of five side by side): the small path
-    (mixpert-fp64, 4x4 and 32x32) linked into a compiled caller and called through its address
-    cell (runtime/lazy_link.py), and the general path (8x8) from Python and through the sites'
-    trampoline (runtime/lazy_mixpert.py)."""
+    (mixpert-fp64, 4x4 and 32x32), its direct paths and its loops, each linked into a compiled
+    caller and called through its (lazy) address cell (runtime/lazy_link.py), and the general
+    path (8x8) from Python and through the sites' trampoline (runtime/lazy_mixpert.py)."""
     proc = subprocess.run([sys.executable, "-c", CALLS_CHILD], capture_output=True, text=True, cwd=ROOT,
                           timeout=1800)
     if proc.returncode != 0:
@@ -307,6 +351,14 @@ def calls_table(calls: dict) -> str:
     rows = [(f"small path, mixpert-fp64, {n}x{n}x{n}", "linked into the caller",
              f"{calls[f'small_{n}']['linked_us']:.2f}", "through its address cell",
              f"{calls[f'small_{n}']['cell_us']:.2f}") for n in (4, 32)]
+    for key, label in (("direct32", "direct path, mixpert level=IV"), ("direct64", "direct path, mixpert-fp64"),
+                       ("loops32", "small path's loops, mixpert level=IV,digits=balanced")):
+        for n in (4, 32):
+            r = calls.get(f"{key}_{n}")
+            if r:
+                cell = "through its lazy cell" if key == "loops32" else "through its address cell"
+                rows.append((f"{label}, {n}x{n}x{n}", "linked into the caller", f"{r['linked_us']:.2f}", cell,
+                             f"{r['cell_us']:.2f}"))
     g = calls["general_8"]
     rows.append(("general path, mixpert-fp64, 8x8x8", "from Python", f"{g['python_us']:.1f}",
                  "through the trampoline", f"{g['trampoline_us']:.1f}"))

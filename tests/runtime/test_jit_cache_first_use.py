@@ -88,3 +88,59 @@ def test_the_mixpert_kernel_compiles_one_specialization_for_its_constants(scheme
     literal = [f"{k.py_func.__module__}.{k.py_func.__qualname__}{sig}" for k in kernels for sig in k.signatures
                if any(isinstance(t, types.Literal) for t in sig)]
     assert literal == []
+
+
+PARALLEL_CFUNC_MODULE = '''
+import numpy as np
+from numba import prange, types
+from numba.core import sigutils
+from numba.core.ccallback import CFunc
+from mixjit.runtime.jit_cache import RuntimeCache, cached_njit
+
+
+@cached_njit(parallel=True)
+def total(n):
+    s = 0.0
+    for i in prange(n):
+        s += i * 0.5
+    return s
+
+
+def entry(n):
+    return total(n)
+
+
+def cfunc():
+    fn = CFunc(entry, sigutils.normalize_signature(types.float64(types.int64)), locals={}, options={"nopython": True})
+    fn._cache = RuntimeCache(entry)
+    fn.compile()
+    return fn
+'''
+
+PARALLEL_CFUNC_RUN = """
+    import json
+    import parallel_cfunc_module as pm
+    fn = pm.cfunc()  # nothing in this process started Numba's threading layer before this load
+    print(json.dumps({"value": fn.ctypes(1000), "hits": fn.cache_hits}))
+"""
+
+
+def test_a_cached_cfunc_with_a_parallel_region_starts_the_threading_layer_itself(tmp_path):
+    """A ``CFunc`` with a parallel region (what the entry's executors are) loaded from the disk
+    cache in a new process, with no threading layer started: the reload hooks that
+    runtime/jit_cache.py saves with it start the layer (mixjit.entry.load_executor calls
+    nothing for it); without them the first call crashed the process (LLVM 'Symbol not
+    found: allocate_sched' or a segfault)."""
+    import json
+    import os
+
+    (tmp_path / "parallel_cfunc_module.py").write_text(PARALLEL_CFUNC_MODULE)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(PARALLEL_CFUNC_RUN)], capture_output=True,
+                              text=True, env=env, timeout=300)
+        assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-3000:]}"
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert runs == [{"value": 0.5 * 999 * 1000 / 2, "hits": 0}, {"value": 0.5 * 999 * 1000 / 2, "hits": 1}]
