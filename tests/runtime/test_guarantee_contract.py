@@ -48,3 +48,23 @@ def test_mixpert_fp64_accepts_only_float64():
     a = np.ones((2, 3), np.float32)
     with pytest.raises((TypeError, ValueError), match="float64"):
         s.run(a, a.T.copy(), s.default_config())
+
+
+@pytest.mark.parametrize("label,drops_pairs", [("", True), ("segments=7,pairs=sig6", True),
+                                               ("segments=8,pairs=sig14", False)])
+@pytest.mark.parametrize("x", [1.0, 1.0 + 2.0**-52])
+def test_mixpert_fp64_k1_is_recomputed_when_a_pair_is_dropped_or_an_input_is_off_its_grid(label, drops_pairs, x):
+    # docs/numerics.md, mixpert-fp64 "Guarantee": at K = 1, gamma_1 - u is about u^2, so
+    # any dropped pair or off-grid input leaves the bound unprovable: the output is
+    # recomputed (and counted). segments=8,pairs=sig14 keeps every pair at W = 55 >= 53
+    # bits: its split is exact and nothing is recomputed.
+    s = get_scheme("mixpert-fp64")
+    cfg = s.parse_config(label)
+    a = np.array([[x], [-x]])
+    b = np.array([[x, 3.0]])
+    c, stats = s.run_with_stats(a, b, cfg)
+    want = a @ b  # K = 1: one product, rounded once
+    assert np.array_equal(c.view(np.uint64), want.view(np.uint64))
+    w = cfg.seg0_bits + 7 * (cfg.segments - 1)
+    off_grid = x != 1.0 and w < 53
+    assert stats.fallbacks == (4 if drops_pairs or off_grid else 0), (label, x, stats.fallbacks)
