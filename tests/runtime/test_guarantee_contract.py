@@ -68,3 +68,24 @@ def test_mixpert_fp64_k1_is_recomputed_when_a_pair_is_dropped_or_an_input_is_off
     w = cfg.seg0_bits + 7 * (cfg.segments - 1)
     off_grid = x != 1.0 and w < 53
     assert stats.fallbacks == (4 if drops_pairs or off_grid else 0), (label, x, stats.fallbacks)
+
+
+@pytest.mark.parametrize("where", ["A", "A+B"])
+def test_mixpert_fp64_span_limit_is_900_binades_of_a_row_and_a_column(where):
+    # docs/numerics.md, mixpert-fp64 "Range limit": a span of 900 binades along K (one
+    # element per k-tile here) is computed, 901 is refused with a ValueError, whether
+    # the span lies in A alone or is shared by a row of A and a column of B
+    from mixjit.runtime.executor_mixpert_words import MAX_SPAN
+
+    assert MAX_SPAN == 900
+    s = get_scheme("mixpert-fp64")
+    cfg = s.parse_config("tile=1x1x1")
+    for span in (MAX_SPAN, MAX_SPAN + 1):
+        ea = span if where == "A" else span // 2
+        a = np.array([[1.0, 2.0**-ea]])
+        b = np.array([[1.0], [2.0 ** -(span - ea)]])
+        if span <= MAX_SPAN:
+            assert s.run(a, b, cfg)[0, 0] == 1.0 + 2.0**-span
+        else:
+            with pytest.raises(ValueError, match="binades along K"):
+                s.run(a, b, cfg)
