@@ -50,7 +50,7 @@ def test_mixpert_fp64_accepts_only_float64():
         s.run(a, a.T.copy(), s.default_config())
 
 
-@pytest.mark.parametrize("label,drops_pairs", [("", True), ("segments=7,pairs=sig6", True),
+@pytest.mark.parametrize("label,drops_pairs", [("segments=9,pairs=slices3sig2,tile=16x4096x8", True), ("pairs=sig7", True), ("segments=7,pairs=sig6", True),
                                                ("segments=8,pairs=sig14", False)])
 @pytest.mark.parametrize("x", [1.0, 1.0 + 2.0**-52])
 def test_mixpert_fp64_k1_is_recomputed_when_a_pair_is_dropped_or_an_input_is_off_its_grid(label, drops_pairs, x):

@@ -16,7 +16,7 @@ from mixjit.runtime.schemes import get_scheme
 F32MAX = float(np.finfo(np.float32).max)
 
 FP32_DOMAIN = [
-    ("mixpert", ""), ("mixpert", "level=IV"), ("mixpert", "level=IV,digits=balanced,align=row"),
+    ("mixpert", "segments=4,pairs=sig6,align=row"), ("mixpert", "level=IV"), ("mixpert", "level=IV,digits=balanced,align=row"),
     ("tf32x3", "products=3"), ("bf16xn", "products=6"), ("fp16x2", "products=3"), ("fp16x2", "products=1"),
     ("int8", "scale=row-col"), ("int8", "scale=row-col,encoding=sf16"), ("int8", "scale=row-col,encoding=pct50"),
     ("split", "fp16=0.5,width=1"), ("dfp", "bits=16,block=1"), ("dfp", "bits=8,block=tensor,out=dfp"),

@@ -17,7 +17,7 @@ from test_mixpert_bitexact import _check
 
 MP = get_scheme("mixpert")
 F32MAX = np.finfo(np.float32).max
-LABELS = ["", "level=IV", "level=full,align=row", "level=IV,digits=balanced", "level=I,tile=1x2x1"]
+LABELS = ["segments=4,pairs=sig6,align=row", "level=IV", "level=full,align=row", "level=IV,digits=balanced", "level=I,tile=1x2x1"]
 
 
 @pytest.mark.parametrize("label", LABELS)
@@ -37,7 +37,7 @@ def test_fallback_tile_keeps_an_overflowing_tf32_part_whole(label, x):
 @pytest.mark.xfail(strict=True, reason="defect: mixpert step 4 splits fallback tiles with RN_tf32 on the float32 "
                    "pattern, whose subnormal grid (2^-136) flushes inputs below 2^-137 silently (tf32x3 itself "
                    "now splits with no lower exponent limit); step 1 says subnormals are never flushed")
-@pytest.mark.parametrize("label", ["", "level=IV"])
+@pytest.mark.parametrize("label", ["segments=4,pairs=sig6,align=row", "level=IV"])
 def test_subnormal_input_in_a_fallback_tile_is_kept(label):
     # [1, 2^-149] falls back (the subnormal is 149 binades below 1); times [0, 2^100]
     # the exact result is 2^-49, a normal float32
@@ -46,3 +46,27 @@ def test_subnormal_input_in_a_fallback_tile_is_kept(label):
     c, stats = MP.run_with_stats(a, b, MP.parse_config(label))
     assert stats.fallbacks >= 1
     assert c[0, 0] == np.float32(2.0**-49), c
+
+
+@pytest.mark.parametrize("label,x,recomputed", [
+    ("level=IV", 2.0**-20, False),  # d = 20 at W = 21: q = 1, one bit kept
+    ("level=IV", 1.5 * 2.0**-21, False),  # d = 21: 0.75 rounds to 1
+    ("level=IV", 2.0**-21, True),  # d = 21: exactly 0.5, ties to even: q = 0
+    ("level=IV,rounding=trunc", 1.5 * 2.0**-21, True),  # truncated: q = 0
+    ("segments=4,pairs=sig6,align=row", 2.0**-27, False),  # the default config, W = 28, one group per row: d = 27, q = 1
+    ("segments=4,pairs=sig6,align=row", 2.0**-28, True),  # d = 28: a tie, q = 0
+])
+def test_step6_recomputes_exactly_the_rows_with_an_element_aligned_to_zero(label, x, recomputed):
+    # docs/numerics.md, mixpert step 6: a row holding an element whose aligned q is 0
+    # (in a tile that does not fall back: 1 of 512 shifted) is recomputed exactly and
+    # counted; an element that keeps one bit is not
+    a = np.ones((16, 32), np.float32)
+    a[0, 1] = x
+    b = np.zeros((32, 8), np.float32)
+    b[1, 0] = 1.0
+    c, stats = MP.run_with_stats(a, b, MP.parse_config(label))
+    assert stats.fallbacks == 0
+    assert stats.extra["recomputed_elements"] == (8 if recomputed else 0)
+    if recomputed:
+        assert c[0, 0] == np.float32(x)
+    _check(MP, a, b, label)

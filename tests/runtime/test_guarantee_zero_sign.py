@@ -16,7 +16,7 @@ from mixjit.runtime.schemes import get_scheme
 
 #: (scheme, config label): every scheme with a written rounding rule, float32 inputs
 FP32_SCHEMES = [
-    ("mixpert", ""), ("mixpert", "level=IV"), ("mixpert", "level=IV,digits=balanced"),
+    ("mixpert", "segments=4,pairs=sig6,align=row"), ("mixpert", "level=IV"), ("mixpert", "level=IV,digits=balanced"),
     ("tf32x3", "products=3"), ("tf32x3", "products=1"), ("bf16xn", "products=9"), ("bf16xn", "products=1"),
     ("fp16x2", "products=3"), ("fp16x2", "products=1"), ("int8", "scale=row-col"),
     ("int8", "scale=row-col,encoding=sf16"), ("int8", "scale=row-col,encoding=pct50"),
@@ -25,7 +25,7 @@ FP32_SCHEMES = [
     ("dfp", "bits=8,block=1"), ("dfp", "bits=16,block=tensor,out=dfp"), ("vitbit", "bits=8"),
 ]
 #: schemes whose float64 inputs keep the float64 domain
-FP64_SCHEMES = [("mixpert-fp64", ""), ("mixpert-fp64", "segments=7,pairs=sig6"), ("ozaki2", "moduli=14")]
+FP64_SCHEMES = [("mixpert-fp64", "segments=9,pairs=slices3sig2,tile=16x4096x8"), ("mixpert-fp64", "pairs=sig7"), ("mixpert-fp64", "segments=7,pairs=sig6"), ("ozaki2", "moduli=14")]
 #: the FP32-domain schemes among FP32_SCHEMES (ozaki2 keeps float64 inputs in float64)
 FP32_DOMAIN = [(s, c) for s, c in FP32_SCHEMES if s != "ozaki2"]
 
@@ -77,7 +77,7 @@ def test_float64_zero_results_are_positive_zero(scheme, config, case):
     _assert_positive_zero(c, f"{scheme} {config!r} {case}")
 
 
-@pytest.mark.parametrize("label", ["level=IV", ""])
+@pytest.mark.parametrize("label", ["level=IV", "segments=4,pairs=sig6,align=row"])
 def test_mixpert_recomputed_row_of_zero_is_positive_zero(label):
     # step 6: the element 2^-60 aligns to q = 0 in a tile that does not fall back
     # (1 of 9 shifted), so the row is recomputed exactly; its exact sum is -0 in IEEE
