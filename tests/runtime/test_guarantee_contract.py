@@ -89,3 +89,23 @@ def test_mixpert_fp64_span_limit_is_900_binades_of_a_row_and_a_column(where):
         else:
             with pytest.raises(ValueError, match="binades along K"):
                 s.run(a, b, cfg)
+
+
+def test_ozaki2_refuses_k_above_2_to_the_30():
+    # docs/numerics.md, ozaki2 step 2: "A K above 2^30 is refused (W would overflow
+    # int64)". Zero-stride views give the executor (any strides) a K of 2^30 + 1
+    # without the memory: the refusal comes before any work
+    from numpy.lib.stride_tricks import as_strided
+
+    from mixjit.runtime import executor_ozaki2 as oz
+
+    k = oz.MAX_K + 1
+    assert oz.MAX_K == 2**30
+    one = np.ones(1)
+    a = as_strided(one, shape=(1, k), strides=(0, 0))
+    b = as_strided(one, shape=(k, 1), strides=(0, 0))
+    c = np.empty((1, 1))
+    words = np.array(get_scheme("ozaki2").parse_config("moduli=14").words(), np.int64)
+    stats = np.zeros(oz.N_STATS, np.int64)
+    assert oz.ozaki2_gemm(a, b, c, words, stats) == oz.ERR_K_TOO_LONG
+    assert "longer than" in oz.STATUS_MESSAGES[oz.ERR_K_TOO_LONG]
