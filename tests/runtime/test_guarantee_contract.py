@@ -1,7 +1,8 @@
-"""Stated refusals and no-fallback rules that had no test at their boundary
+"""Stated limits, refusals and fallback rules, checked at their boundaries
 (docs/numerics.md): dfp refuses K·(2^r − 1)² ≥ 2^53 and takes the largest K below it;
-fp16x2 has no part-overflow fallback (its range scaling keeps FLT_MAX-scale inputs
-finite and exact); mixpert-fp64 accepts only float64 inputs."""
+ozaki2 refuses K > 2^30; fp16x2 has no part-overflow fallback (its range scaling keeps
+FLT_MAX-scale inputs finite and exact); mixpert-fp64 accepts only float64 inputs,
+recomputes K = 1 outputs it cannot certify, and refuses spans above 900 binades."""
 
 from __future__ import annotations
 
