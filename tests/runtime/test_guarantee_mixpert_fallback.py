@@ -1,9 +1,11 @@
 """mixpert's fallback tiles (docs/numerics.md, mixpert step 4): a tile product in which
 either tile falls back contributes the exact tf32x3 sum of its k-tile; an element whose
 RN_tf32 overflows is kept whole (big = x, small = 0), so a finite input near FLT_MAX
-gives a finite, exact contribution. And (strict xfail, a defect): float32 subnormal
-inputs inside a fallback tile are flushed by RN_tf32's own subnormal grid, though step 1
-says subnormal inputs are never flushed and nothing counts the loss."""
+gives a finite, exact contribution. Step 6's boundary: an element that keeps one bit is
+not recomputed, one aligned to 0 is. And (strict xfail, a defect): inside a fallback
+tile, inputs below 2^-113 lose their bits below RN_tf32's subnormal grid 2^-136 (the
+smallest subnormals all of them), though step 1 says subnormal inputs are never flushed
+and nothing counts the loss."""
 
 from __future__ import annotations
 
@@ -35,17 +37,18 @@ def test_fallback_tile_keeps_an_overflowing_tf32_part_whole(label, x):
 
 
 @pytest.mark.xfail(strict=True, reason="defect: mixpert step 4 splits fallback tiles with RN_tf32 on the float32 "
-                   "pattern, whose subnormal grid (2^-136) flushes inputs below 2^-137 silently (tf32x3 itself "
-                   "now splits with no lower exponent limit); step 1 says subnormals are never flushed")
+                   "pattern, whose subnormal grid (2^-136) drops the bits of inputs below 2^-113 silently "
+                   "(tf32x3 itself now splits with no lower exponent limit); step 1 says subnormals are never flushed")
 @pytest.mark.parametrize("label", ["segments=4,pairs=sig6,align=row", "level=IV"])
-def test_subnormal_input_in_a_fallback_tile_is_kept(label):
-    # [1, 2^-149] falls back (the subnormal is 149 binades below 1); times [0, 2^100]
-    # the exact result is 2^-49, a normal float32
-    a = np.array([[1.0, 2.0**-149]], np.float32)
+@pytest.mark.parametrize("x", [2.0**-149, (1 + 2.0**-23) * 2.0**-114])  # a subnormal; a normal with a bit at 2^-137
+def test_subnormal_input_in_a_fallback_tile_is_kept(label, x):
+    # [1, x] falls back (x is over 100 binades below 1); times [0, 2^100] the exact
+    # result x * 2^100 is a normal float32
+    a = np.array([[1.0, x]], np.float32)
     b = np.array([[0.0], [2.0**100]], np.float32)
     c, stats = MP.run_with_stats(a, b, MP.parse_config(label))
     assert stats.fallbacks >= 1
-    assert c[0, 0] == np.float32(2.0**-49), c
+    assert c[0, 0] == np.float32(x * 2.0**100), c
 
 
 @pytest.mark.parametrize("label,x,recomputed", [
