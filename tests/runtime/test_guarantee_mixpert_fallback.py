@@ -2,10 +2,10 @@
 either tile falls back contributes the exact tf32x3 sum of its k-tile; an element whose
 RN_tf32 overflows is kept whole (big = x, small = 0), so a finite input near FLT_MAX
 gives a finite, exact contribution. Step 6's boundary: an element that keeps one bit is
-not recomputed, one aligned to 0 is. And (strict xfail, a defect): inside a fallback
-tile, inputs below 2^-113 lose their bits below RN_tf32's subnormal grid 2^-136 (the
-smallest subnormals all of them), though step 1 says subnormal inputs are never flushed
-and nothing counts the loss."""
+not recomputed, one aligned to 0 is. And inside a fallback tile, inputs below 2^-113
+keep their bits below TF32's subnormal grid 2^-136 (the split has no lower exponent
+limit, as tf32x3's): step 1 says subnormal inputs are never flushed. Before the fix
+(RN_tf32 on the float32 pattern) the smallest subnormals became 0, uncounted."""
 
 from __future__ import annotations
 
@@ -36,9 +36,6 @@ def test_fallback_tile_keeps_an_overflowing_tf32_part_whole(label, x):
     _check(MP, a, b, label)
 
 
-@pytest.mark.xfail(strict=True, reason="defect: mixpert step 4 splits fallback tiles with RN_tf32 on the float32 "
-                   "pattern, whose subnormal grid (2^-136) drops the bits of inputs below 2^-113 silently "
-                   "(tf32x3 itself now splits with no lower exponent limit); step 1 says subnormals are never flushed")
 @pytest.mark.parametrize("label", ["segments=4,pairs=sig6,align=row", "level=IV"])
 @pytest.mark.parametrize("x", [2.0**-149, (1 + 2.0**-23) * 2.0**-114])  # a subnormal; a normal with a bit at 2^-137
 def test_subnormal_input_in_a_fallback_tile_is_kept(label, x):
