@@ -18,26 +18,24 @@ import numpy as np
 from mixjit.runtime.exactsum import _ACC_LIMBS, MAX_PARTIALS, add_piece, exact_dot_round, finish, round32
 from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEGMENTS, W_TK
 from mixjit.runtime.executor_mixpert_ziv import certain32
+from mixjit.runtime.executor_multiterm import _rn_bits
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.pair_blocks import BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT
 from mixjit.runtime.segments import digit_range
 
 
-@cached_njit(nogil=True)
-def _tf32(v: float) -> float:
-    """RN_tf32 of the float32 value ``v`` (given as float64; finite), ties to even,
-    on the bit pattern (docs/numerics.md, tf32x3); overflow gives inf."""
-    u = np.float32(v).view(np.uint32)
-    lsb = (u >> np.uint32(13)) & np.uint32(1)
-    r = np.uint32((u + (np.uint32(0xFFF) + lsb)) & np.uint32(0xFFFFE000))
-    return np.float64(r.view(np.float32))
+#: TF32's significant bits as the float64 bits :func:`_rn_bits` drops
+_TF32_DROP = 53 - 11
+_TWO128 = 2.0**128
 
 
 @cached_njit(nogil=True)
 def tf32_split(raw):
-    """The tf32x3 split of a row-form operand (float32 values): ``big = RN_tf32(x)``,
-    ``small = RN_tf32(x - big)``; non-finite inputs count as 0, and an element whose
-    big part overflows is kept whole (big = x, small = 0)."""
+    """The tf32x3 split of a row-form operand (float32 values), as the tf32x3 scheme
+    splits (docs/numerics.md, tf32x3 step 1): ``big = RN(x)`` and ``small =
+    RN(x - big)`` to TF32's 11 significant bits with no lower exponent limit, so
+    float32 subnormals are kept exactly; non-finite inputs count as 0, and an element
+    whose big part overflows (2^128) is kept whole (big = x, small = 0)."""
     r, kk = raw.shape
     big = np.zeros((r, kk))
     small = np.zeros((r, kk))
@@ -46,11 +44,11 @@ def tf32_split(raw):
             x = raw[i, k]
             if not math.isfinite(x):
                 continue
-            hi = _tf32(x)
-            if math.isinf(hi):
+            hi = _rn_bits(x, _TF32_DROP)
+            if abs(hi) >= _TWO128:
                 hi = x
             big[i, k] = hi
-            small[i, k] = _tf32(np.float64(np.float32(x - hi)))
+            small[i, k] = _rn_bits(x - hi, _TF32_DROP)  # x - hi is exact in float64
     return big, small
 
 

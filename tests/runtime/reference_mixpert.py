@@ -96,13 +96,14 @@ def segments_of(q: int, s: int, t: int, digits: str) -> list[int]:
 
 
 def tf32_split(v: float) -> tuple[Fraction, Fraction]:
-    """Step 4's split: big = RN_tf32(v), small = RN_tf32(v - big); big = v, small = 0
-    if RN_tf32(v) overflows."""
+    """Step 4's split, as tf32x3's: big = RN(v), small = RN(v - big) to TF32's 11
+    significant bits with no lower exponent limit (float32 subnormals kept exactly);
+    big = v, small = 0 if big overflows."""
     x = Fraction(v)
-    big = rn_format(x, "tf32")
+    big = rn_format(x, "tf32-split")
     if isinstance(big, float):  # overflow to inf
         return x, Fraction(0)
-    return big, Fraction(rn_format(x - big, "tf32"))
+    return big, Fraction(rn_format(x - big, "tf32-split"))
 
 
 def _pack(x: list[list[float]], group_rows: int, tile_rows: int, tk: int, cfg) -> tuple:
