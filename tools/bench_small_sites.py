@@ -16,7 +16,7 @@ same run, ``--repeats`` times; the median per-call ratio is reported:
 
 Beside them, per case, the compiled kernel alone (``mixpert_gemm`` in an ``@njit``
 loop, which takes the small-shape path, runtime/executor_mixpert_small.py; the run
-fails if it does not) and the general path alone (``multiply_into`` of two
+fails if it does not) and the general path alone (``multiply_into``, Python-driven, of two
 ``prepare_operand`` results: what the kernel ran before the small path).
 
 *Steps*: the site's own cost (the site minus the kernel alone: the entry's dispatch and
@@ -112,9 +112,9 @@ def _kernel_loop(a, b, c, params, stats, calls):
     return s
 
 
-@njit
 def _general_loop(a, b, c, params, stats, calls):
-    """The general path alone (split, fast / certified / exact paths, step 6), ``calls`` times."""
+    """The general path alone (split, fast / certified / exact paths, step 6), ``calls`` times, from Python: its
+    driver is Python (runtime/executor_mixpert_driver.py), so this is what a call of it costs."""
     s = 0
     for _ in range(calls):
         s += ex.multiply_into(ex.prepare_operand(a, False, params), ex.prepare_operand(b, True, params), params, c,
@@ -168,7 +168,7 @@ STEPS64 = ("decode config", "pass 1: exponents", "pass 2: slices", "products", "
 def _step32(a, b, params, calls, step):
     """One step of ``direct_gemm`` (float32 domain) alone, ``calls`` times, on its own
     scratch: 0 decoding the pair set, 1 both operands' exponent pass, 2 both operands'
-    alignment and digits, 3 the exact product."""
+    alignment and digits, 3 the exact products (float64 prefixes, float32 corner digits)."""
     m, K = a.shape
     n = b.shape[1]
     i1, j1, corner, _ = direct.prefix_pairs(params)
@@ -180,13 +180,14 @@ def _step32(a, b, params, calls, step):
     aref, aspan, bref, bspan = (np.empty(m, np.int64), np.empty(m, np.int64), np.empty(n, np.int64),
                                 np.empty(n, np.int64))
     at, bt, top = np.empty((m, K)), np.empty((n, K)), np.empty(n)
-    xa, yb, d = np.empty((m, 2 * K)), np.empty((n, 2 * K)), np.empty((m, n))
+    xa, yb, d = np.empty((m, K)), np.empty((n, K)), np.empty((m, n))
+    xc, yc, dc = np.empty((m, K), np.float32), np.empty((n, K), np.float32), np.empty((m, n), np.float32)
     direct._rows_exponents(a, sp, tk, ag, at)
     direct._cols_exponents(b, sp, tk, bg, top, bt)
     direct._groups(ag, aref, aspan, params[ex.W_TM])
     direct._groups(bg, bref, bspan, params[ex.W_TN])
-    direct._rows_operands(at, False, ag, aref, params, i1, corner, xa)
-    direct._rows_operands(bt, True, bg, bref, params, j1, corner, yb)
+    direct._rows_operands(at, False, ag, aref, params, i1, corner, xa, xc)
+    direct._rows_operands(bt, True, bg, bref, params, j1, corner, yb, yc)
     s = 0.0
     for _ in range(calls):
         if step == 0:
@@ -194,11 +195,13 @@ def _step32(a, b, params, calls, step):
         elif step == 1:
             s += direct._rows_exponents(a, sp, tk, ag, at) + direct._cols_exponents(b, sp, tk, bg, top, bt)
         elif step == 2:
-            s += direct._rows_operands(at, False, ag, aref, params, i1, corner, xa)
-            s += direct._rows_operands(bt, True, bg, bref, params, j1, corner, yb)
+            s += direct._rows_operands(at, False, ag, aref, params, i1, corner, xa, xc)
+            s += direct._rows_operands(bt, True, bg, bref, params, j1, corner, yb, yc)
         else:
             direct.exact_product(xa, yb, d)
-            s += d[0, 0]
+            if corner:
+                direct.exact_product(xc, yc, dc)
+            s += d[0, 0] + dc[0, 0]
     return s
 
 
