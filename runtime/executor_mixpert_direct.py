@@ -400,9 +400,9 @@ def _zero_of_impl(x):
 @cached_njit(nogil=True, fastmath={"reassoc", "contract"})
 def exact_dot(x, y, d) -> None:
     """``d = x @ y.T`` for operands whose every partial sum is exact in ``d``'s dtype:
-    the value a dgemm (sgemm) gives, in any summation order. Four rows of ``x`` at a time share each
-    load of ``y`` (about a quarter faster at 32 x 32); the direct paths' small
-    products and the small path's block products."""
+    the value a dgemm (sgemm) gives, in any summation order. Four rows of ``x`` at a
+    time share each load of ``y`` (about a quarter faster at 32 x 32); the direct
+    paths' small products and the small path's block products."""
     m, K = x.shape
     n = y.shape[0]
     zero = _zero_of(d)  # sums in d's dtype: float32 ones run at twice the SIMD width
@@ -435,8 +435,9 @@ def exact_dot(x, y, d) -> None:
 @cached_njit(nogil=True)
 def exact_product(x, y, d) -> None:
     """``d = x @ y.T`` for operands whose every partial sum is exact (module
-    docstring): compiled loops for small products (below a BLAS call's overhead),
-    else one BLAS dgemm (BLAS's order and FMA do not matter)."""
+    docstring), in ``d``'s dtype: compiled loops for small products (below a BLAS
+    call's overhead), else one BLAS dgemm or sgemm (BLAS's order and FMA do not
+    matter)."""
     if x.shape[0] * y.shape[0] * x.shape[1] < (BLAS_MIN_WORK if d.itemsize == 8 else BLAS_MIN_WORK32):
         exact_dot(x, y, d)
     else:
