@@ -26,9 +26,14 @@ same for B. Each term is an integer times the k-tile's power-of-two scale
 
 (``bits``: pair_blocks.range_bits; ``span``: the row's / column's exponent span
 along K) every partial sum of ``[x | x_c] . [y | -y_c]`` over 2K terms is exact in
-float64, in any order, with or without FMA (compiled loops for tiny products, a
-BLAS dgemm above :data:`BLAS_MIN_WORK`). The output is ``RN32`` of that exact value
-times a power of two: one float32 conversion. The same bound makes the general
+float64, in any order, with or without FMA. It runs as two products (compiled loops
+for small ones, BLAS above :data:`BLAS_MIN_WORK`, ``_32``): ``x . y`` in float64 and, where
+there is a corner, ``x_c . (-y_c)`` in float32, exact where ``14 + ceil(log2 K) +
+span_A + span_B <= 24`` (:func:`corner_exact32`; implied by the bound above for
+the levels' 21-bit prefixes; a call that meets the one but not the other goes to
+the small path), at twice float64's SIMD width; their sum is the exact value (one
+order of the 2K terms). The output is ``RN32`` of that exact value times a power of
+two: one float32 conversion. The same bound makes the general
 path's exact plan the pair rectangles (no cut), its wide plan no shorter, and puts
 every row on its fast path, so the statistics are the small path's
 (``STAT_SMALL_PATH = 1``, tiles, the widest span, nothing recomputed).
@@ -52,7 +57,7 @@ Only the code of the operands' dtype is compiled at a site (executor_mixpert_sma
 from __future__ import annotations
 
 import numpy as np
-from numba.extending import register_jitable
+from numba.extending import overload, register_jitable
 
 from mixjit.runtime.executor_mixpert_words import (
     ALIGN_ROW,
@@ -85,34 +90,38 @@ NOT_TAKEN = -1
 
 
 @register_jitable
-def pair_kept(params, p: int, r: int) -> bool:
-    """Is segment pair ``(p, r)`` kept (the 81-bit pair mask of the config words)?"""
-    bit = PAIR_STRIDE * p + r
-    word = params[W_PAIRS0] if bit < 63 else params[W_PAIRS1]
-    return (word >> (bit % 63)) & 1 == 1
+def _pair_row(params, p: int) -> int:
+    """The kept pairs ``(p, 0..8)`` as 9 bits (bit r: pair ``(p, r)``); rows 0-6 lie in
+    ``W_PAIRS0`` (bits 0-62), rows 7-8 in ``W_PAIRS1``."""
+    word = params[W_PAIRS0] if p < 7 else params[W_PAIRS1]
+    return (word >> (PAIR_STRIDE * (p % 7))) & ((1 << PAIR_STRIDE) - 1)
 
 
 @register_jitable
 def prefix_pairs(params) -> tuple[int, int, bool, bool]:
     """``(i1, j1, corner, ok)``: the kept pairs are the rectangle ``[0..i1] x [0..j1]``
     without its corner ``(i1, j1)`` where ``corner``, with it where not; ``ok`` is
-    False for any other pair set (or none)."""
+    False for any other pair set (or none). One 9-bit row of the pair mask per
+    segment: this runs on every call."""
     s = params[W_SEGMENTS]
+    inside = (1 << s) - 1  # pairs (p, r) with r < s
     i1 = -1
     j1 = -1
     for p in range(s):
-        for r in range(s):
-            if pair_kept(params, p, r):
-                i1 = max(i1, p)
-                j1 = max(j1, r)
+        row = _pair_row(params, p) & inside
+        if row != 0:
+            i1 = p
+            for r in range(s):
+                if (row >> r) & 1:
+                    j1 = max(j1, r)
     if i1 < 0:
         return 0, 0, False, False
-    corner = not pair_kept(params, i1, j1)
+    full = (1 << (j1 + 1)) - 1
+    corner = (_pair_row(params, i1) >> j1) & 1 == 0
     for p in range(s):
-        for r in range(s):
-            inside = p <= i1 and r <= j1 and not (corner and p == i1 and r == j1)
-            if pair_kept(params, p, r) != inside:
-                return i1, j1, corner, False
+        want = full if p < i1 else (full ^ (1 << j1) if corner and p == i1 else (full if p == i1 else 0))
+        if _pair_row(params, p) & inside != want:
+            return i1, j1, corner, False
     return i1, j1, corner, True
 
 
@@ -132,6 +141,13 @@ def direct_exact(bits: int, widest: int, K: int) -> bool:
 
 
 @register_jitable
+def corner_exact32(widest: int, K: int) -> bool:
+    """Is the corner product ``x_c . (-y_c)`` (digits below 2^7, on the grid
+    ``2^-widest``) exact in float32 in any order: ``14 + ceil(log2 K) + widest <= 24``?"""
+    return 2 * 7 + k_bits(K) + widest <= 24
+
+
+@register_jitable
 def corner_shift(i1: int, j1: int, segments: int, digits: int) -> int:
     """The weight exponent of pair ``(i1, j1)``: ``b(s-1-i1) + b(s-1-j1)``."""
     b = digit_bits(digits)
@@ -139,12 +155,13 @@ def corner_shift(i1: int, j1: int, segments: int, digits: int) -> int:
 
 
 @register_jitable
-def direct_scratch_words(m: int, n: int, K: int, nkt: int) -> tuple[int, int]:
-    """int64 and float64 words of :func:`direct_gemm`'s scratch: group exponents
-    (nkt per row of A and column of B), ref and span (one each); A's and B's
-    operands (2K per row: prefix and corner digit), copies of A and of B transposed
-    (K per row), the output scales (m + n), n words and the product (m x n)."""
-    return (m + n) * (nkt + 2), (m + n) * 3 * K + m + 2 * n + m * n
+def direct_scratch_words(m: int, n: int, K: int, nkt: int) -> tuple[int, int, int]:
+    """int64, float64 and float32 words of :func:`direct_gemm`'s scratch: group
+    exponents (nkt per row of A and column of B), ref and span (one each); A's and
+    B's prefix operands, copies of A and of B transposed (K per row each), the output
+    scales (m + n), n words and the product (m x n); the corner operands (K per row)
+    and their product (m x n)."""
+    return (m + n) * (nkt + 2), (m + n) * 2 * K + m + 2 * n + m * n, (m + n) * K + m * n
 
 
 @register_jitable
@@ -187,6 +204,43 @@ def _splitter(w: int) -> float:
     return pow2(53 - w) + 1.0
 
 
+#: the bits of a float64 without its sign
+_NO_SIGN = (1 << 63) - 1
+
+
+@register_jitable
+def row_top(x, i: int, k0: int, k1: int, xt, to32: bool) -> float:
+    """Row ``i``'s largest magnitude over ``k0:k1`` (a NaN kept), copying those
+    elements into ``xt[i, k0:k1]`` (float64; rounded to float32 first where ``to32``):
+    pass 1 of the direct paths over a row of A."""
+    # the largest magnitude as the largest bit pattern without the sign: the same order
+    # for finite values and inf, NaN above them all (kept); an integer maximum vectorises
+    top = np.int64(0)
+    for k in range(np.uint64(k0), np.uint64(k1)):
+        v = np.float64(np.float32(x[i, k])) if to32 else np.float64(x[i, k])
+        xt[i, k] = v
+        top = max(top, np.float64(v).view(np.int64) & _NO_SIGN)
+    return np.int64(top).view(np.float64)
+
+
+@register_jitable
+def column_tops(x, k0: int, k1: int, xt, top, to32: bool) -> None:
+    """:func:`row_top` for every column of B (K x n) at once: ``top[j]`` the largest
+    magnitude of column j over rows ``k0:k1``, the column copied into row j of ``xt``
+    (n x K). B is read row by row (contiguous for a C-ordered B; the maxima vectorise)."""
+    n = x.shape[1]
+    for j in range(n):
+        top[j] = 0.0
+    for k in range(np.uint64(k0), np.uint64(k1)):
+        for j in range(n):
+            v = np.float64(np.float32(x[k, j])) if to32 else np.float64(x[k, j])
+            xt[j, k] = v
+            av = abs(v)
+            tj = top[j]
+            tj = av if av > tj else tj
+            top[j] = av if av != av else tj
+
+
 @register_jitable
 def _rows_exponents(x, splitter: float, tk: int, gexp, xt) -> bool:
     """Pass 1 over the rows of A (m x K): each row's largest element exponent per
@@ -197,13 +251,7 @@ def _rows_exponents(x, splitter: float, tk: int, gexp, xt) -> bool:
     m, K = x.shape
     for i in range(m):
         for t in range(gexp.shape[1]):
-            top = 0.0
-            for k in range(np.uint64(t * tk), np.uint64(min(t * tk + tk, K))):
-                v = np.float64(np.float32(x[i, k]))
-                xt[i, k] = v
-                av = abs(v)
-                top = av if av > top else top
-                top = av if av != av else top  # a NaN is kept (and refused below)
+            top = row_top(x, i, t * tk, min(t * tk + tk, K), xt, True)
             if not (top < _TOO_BIG):
                 return False
             gexp[i, t] = _group_exponent(top, splitter)
@@ -212,22 +260,12 @@ def _rows_exponents(x, splitter: float, tk: int, gexp, xt) -> bool:
 
 @register_jitable
 def _cols_exponents(x, splitter: float, tk: int, gexp, top, xt) -> bool:
-    """:func:`_rows_exponents` for the columns of B (K x n), read row by row (the
-    inner loop runs along a row of B: contiguous for a C-ordered B), copying B's
-    columns into the rows of ``xt`` (n x K, float64: exact) for the second pass;
-    ``top`` is n words of scratch."""
+    """:func:`_rows_exponents` for the columns of B (K x n) (:func:`column_tops`),
+    copying B's columns into the rows of ``xt`` (n x K, float64: exact) for the
+    second pass; ``top`` is n words of scratch."""
     K, n = x.shape
     for t in range(gexp.shape[1]):
-        for j in range(n):
-            top[j] = 0.0
-        for k in range(np.uint64(t * tk), np.uint64(min(t * tk + tk, K))):
-            for j in range(n):
-                v = np.float64(np.float32(x[k, j]))
-                xt[j, k] = v
-                av = abs(v)
-                tj = top[j]
-                tj = av if av > tj else tj
-                top[j] = av if av != av else tj
+        column_tops(x, t * tk, min(t * tk + tk, K), xt, top, True)
         for j in range(n):
             if not (top[j] < _TOO_BIG):
                 return False
@@ -269,11 +307,24 @@ def pow2(n: int) -> float:
 
 
 @register_jitable
-def _rows_operands(x, side_b: bool, gexp, ref, params, i1: int, corner: bool, out) -> bool:
+def _aligned_prefix(x: float, splitter: float, to_int: float, trunc: bool, near: float, down: float):
+    """Steps 1 and 2 of one element ``x`` (a float32 value) of a group: the digits
+    ``0..i1`` of its aligned integer ``q`` as one integer (``trunc(q 2^-7(s-1-i1))``,
+    ``down`` the power of two), and as int64 0/1: is it nonzero, aligned to 0 although
+    nonzero (step 6), shifted past the fallback threshold (``|x| < near``)?"""
+    v = _rounded(x, splitter)
+    y = v * to_int
+    q = np.trunc(y) if trunc else np.rint(y)
+    use = v != 0.0
+    return np.trunc(q * down), np.int64(use), np.int64(use & (q == 0.0)), np.int64(use & (abs(v) < near))
+
+
+@register_jitable
+def _rows_operands(x, side_b: bool, gexp, ref, params, i1: int, corner: bool, out, outc) -> bool:
     """Pass 2 over the rows of A (or of B's transposed copy where ``side_b``): each
-    element aligned to its group exponent E (step 2), then ``out[:, :K]`` = segments
-    ``0..i1`` of ``q`` and, where ``corner``, ``out[:, K:]`` = segment ``i1`` (negated
-    for B: one product gives the kept pairs), each times ``2^(E - ref)`` (exact).
+    element aligned to its group exponent E (step 2), then ``out`` = segments ``0..i1``
+    of ``q`` and, where ``corner``, ``outc`` (float32) = segment ``i1`` (negated for B:
+    the two products then add up to the kept pairs), each times ``2^(E - ref)`` (exact).
     False, for the small path, on a fallback tile or (step 6) a nonzero element
     aligned to 0. Float arithmetic only."""
     m, K = x.shape
@@ -299,25 +350,23 @@ def _rows_operands(x, side_b: bool, gexp, ref, params, i1: int, corner: bool, ou
                 sc = 0.0 if zero else pow2(g - ref[i])
                 # an element is shifted by more than `threshold` bits where |v| < 2^(E - threshold)
                 near = 0.0 if zero or threshold < 0 or g - threshold < -1000 else pow2(g - threshold)
-                for k in range(k0, k1):  # no branch, no float sum: the loop vectorises
-                    v = _rounded(np.float64(np.float32(x[i, k])), splitter)
-                    y = v * to_int
-                    q = np.trunc(y) if trunc else np.rint(y)
-                    use = v != 0.0
-                    lost += np.int64(use & (q == 0.0))
-                    nz += np.int64(use)
-                    far_n += np.int64(use & (abs(v) < near))
-                    out[i, k] = np.trunc(q * down)
-                if corner:
-                    csc = sign * sc
+                csc = sign * sc
+                if corner:  # one loop per case, neither with a branch or a float sum: they vectorise
                     for k in range(k0, k1):
-                        hi = out[i, k]
+                        hi, used, zeroed, far = _aligned_prefix(x[i, k], splitter, to_int, trunc, near, down)
+                        nz += used
+                        lost += zeroed
+                        far_n += far
                         lo = hi - np.trunc(hi * (1.0 / 128.0)) * 128.0 if i1 > 0 else hi
-                        out[i, K + k] = lo * csc
+                        outc[i, k] = np.float32(lo * csc)
                         out[i, k] = hi * sc
                 else:
                     for k in range(k0, k1):
-                        out[i, k] *= sc
+                        hi, used, zeroed, far = _aligned_prefix(x[i, k], splitter, to_int, trunc, near, down)
+                        nz += used
+                        lost += zeroed
+                        far_n += far
+                        out[i, k] = hi * sc
             if lost:
                 return False  # step 6 recomputes the element's row (column): general path
             if threshold >= 0 and 8 * far_n > nz:
@@ -325,35 +374,72 @@ def _rows_operands(x, side_b: bool, gexp, ref, params, i1: int, corner: bool, ou
     return True
 
 
-#: the smallest m*n*k whose products run as BLAS dgemms: below it compiled loops cost
-#: less than a BLAS call's fixed cost (the two cross between square sizes 10 and 14 of
-#: the 2K-long product on the development machine)
-BLAS_MIN_WORK = 12**3
+#: the smallest m*n*k whose products run as BLAS dgemms / sgemms: below it compiled
+#: loops cost less than a BLAS call's fixed cost (measured side by side for square
+#: K-long products on the development machine, 2 cores under load: loops 0.43 / 2.64 /
+#: 8.58 µs against dgemm 0.63 / 3.05 / 8.29 µs at n = 16 / 32 / 48; float32 loops
+#: 0.44 / 2.31 / 6.33 µs against sgemm 0.58 / 2.14 / 5.06 µs)
+BLAS_MIN_WORK = 40**3
+BLAS_MIN_WORK32 = 28**3
+
+
+def _zero_of(x):
+    """A zero of the array ``x``'s dtype (compiled code only)."""
+
+
+@overload(_zero_of)
+def _zero_of_impl(x):
+    dtype = x.dtype
+    return lambda x: dtype(0)
 
 
 # Reassociation and contraction are safe here, and only here: every term and every
-# partial sum is an integer times 2^-(span_A + span_B) below 2^53 of that grid (the
-# bound of the module docstring), so any order, fused or not, is exact.
+# partial sum is an integer times a power of two below 2^53 of its grid (the bound of
+# the module docstring, and the block plans' bound of executor_mixpert_small), so any
+# order, fused or not, is exact.
 @cached_njit(nogil=True, fastmath={"reassoc", "contract"})
-def _loop_dot(x, y, d) -> None:
-    """``d = x @ y.T``, exact (module docstring): any order, fused or not."""
+def exact_dot(x, y, d) -> None:
+    """``d = x @ y.T`` for operands whose every partial sum is exact in ``d``'s dtype:
+    the value a dgemm (sgemm) gives, in any summation order. Four rows of ``x`` at a
+    time share each load of ``y`` (about a quarter faster at 32 x 32); the direct
+    paths' small products and the small path's block products."""
     m, K = x.shape
     n = y.shape[0]
-    for i in range(m):
+    zero = _zero_of(d)  # sums in d's dtype: float32 ones run at twice the SIMD width
+    i = 0
+    while i + 4 <= m:
         for j in range(n):
-            s = 0.0
+            s0 = zero
+            s1 = zero
+            s2 = zero
+            s3 = zero
             for k in range(K):
-                s += x[i, k] * y[j, k]
-            d[i, j] = s
+                v = y[j, k]
+                s0 += x[i, k] * v
+                s1 += x[i + 1, k] * v
+                s2 += x[i + 2, k] * v
+                s3 += x[i + 3, k] * v
+            d[i, j] = s0
+            d[i + 1, j] = s1
+            d[i + 2, j] = s2
+            d[i + 3, j] = s3
+        i += 4
+    for r in range(i, m):
+        for j in range(n):
+            s = zero
+            for k in range(K):
+                s += x[r, k] * y[j, k]
+            d[r, j] = s
 
 
 @cached_njit(nogil=True)
 def exact_product(x, y, d) -> None:
     """``d = x @ y.T`` for operands whose every partial sum is exact (module
-    docstring): compiled loops for small products (below a BLAS call's overhead),
-    else one BLAS dgemm (BLAS's order and FMA do not matter)."""
-    if x.shape[0] * y.shape[0] * x.shape[1] < BLAS_MIN_WORK:
-        _loop_dot(x, y, d)
+    docstring), in ``d``'s dtype: compiled loops for small products (below a BLAS
+    call's overhead), else one BLAS dgemm or sgemm (BLAS's order and FMA do not
+    matter)."""
+    if x.shape[0] * y.shape[0] * x.shape[1] < (BLAS_MIN_WORK if d.itemsize == 8 else BLAS_MIN_WORK32):
+        exact_dot(x, y, d)
     else:
         np.dot(x, y.T, d)
 
@@ -383,25 +469,29 @@ def direct_gemm(a, b, c, params, stats) -> int:
     if m == 0 or n == 0 or K == 0 or bits > 53:
         return NOT_TAKEN
     nkt = (K + tk - 1) // tk
-    n_ints, n_floats = direct_scratch_words(m, n, K, nkt)
+    n_ints, n_floats, n_singles = direct_scratch_words(m, n, K, nkt)
     ints = stack_array(DIRECT_STACK_WORDS, np.int64) if n_ints <= DIRECT_STACK_WORDS else np.empty(n_ints, np.int64)
     floats = (stack_array(DIRECT_STACK_WORDS, np.float64) if n_floats <= DIRECT_STACK_WORDS
               else np.empty(n_floats, np.float64))
+    singles = (stack_array(DIRECT_STACK_WORDS, np.float32) if n_singles <= DIRECT_STACK_WORDS
+               else np.empty(n_singles, np.float32))
     agexp = carve(ints, 0, m, nkt)
     bgexp = carve(ints, m * nkt, n, nkt)
     o = (m + n) * nkt
     aref, aspan = ints[o : o + m], ints[o + m : o + 2 * m]
     o += 2 * m
     bref, bspan = ints[o : o + n], ints[o + n : o + 2 * n]
-    kk = 2 * K if corner else K  # [prefix | corner digit] per row: one product
-    xa = carve(floats, 0, m, kk)
-    yb = carve(floats, m * kk, n, kk)
-    o = (m + n) * kk
+    xa = carve(floats, 0, m, K)
+    yb = carve(floats, m * K, n, K)
+    o = (m + n) * K
     at = carve(floats, o, m, K)
     bt = carve(floats, o + m * K, n, K)
     o += (m + n) * K
     fa, fb, top = floats[o : o + m], floats[o + m : o + m + n], floats[o + m + n : o + m + 2 * n]
     d = carve(floats, o + m + 2 * n, m, n)
+    xc = carve(singles, 0, m, K)
+    yc = carve(singles, m * K, n, K)
+    dc = carve(singles, (m + n) * K, m, n)
     w = width(segments, seg0, MAGNITUDE)
     if w > 53:
         return NOT_TAKEN  # Veltkamp's rounding needs w <= 53
@@ -423,11 +513,11 @@ def direct_gemm(a, b, c, params, stats) -> int:
     _groups(agexp, aref, aspan, 1 if params[W_ALIGN] == ALIGN_ROW else params[W_TM])
     _groups(bgexp, bref, bspan, 1 if params[W_ALIGN] == ALIGN_ROW else params[W_TN])
     widest = largest(aspan) + largest(bspan)
-    if not direct_exact(bits, widest, K):
+    if not direct_exact(bits, widest, K) or (corner and not corner_exact32(widest, K)):
         return NOT_TAKEN
-    if not _rows_operands(at, False, agexp, aref, params, i1, corner, xa):
+    if not _rows_operands(at, False, agexp, aref, params, i1, corner, xa, xc):
         return NOT_TAKEN
-    if not _rows_operands(bt, True, bgexp, bref, params, j1, corner, yb):
+    if not _rows_operands(bt, True, bgexp, bref, params, j1, corner, yb, yc):
         return NOT_TAKEN
     shift = corner_shift(i1, j1, segments, MAGNITUDE)
     for i in range(m):
@@ -435,9 +525,13 @@ def direct_gemm(a, b, c, params, stats) -> int:
     for j in range(n):
         fb[j] = pow2(bref[j] - (w - 1))
     exact_product(xa, yb, d)
-    for i in range(m):  # the scaling is exact: one rounding
+    if corner:
+        exact_product(xc, yc, dc)
+    else:
+        dc[:, :] = 0.0
+    for i in range(m):  # d + dc is X on its grid (exact), the scaling is exact: one rounding
         for j in range(n):
-            c[i, j] = np.float32(d[i, j] * fa[i] * fb[j]) + np.float32(0.0)
+            c[i, j] = np.float32((d[i, j] + dc[i, j]) * fa[i] * fb[j]) + np.float32(0.0)
     for s in range(stats.shape[0]):
         stats[s] = 0
     stats[STAT_TILES] = nkt * (-(-m // params[W_TM]) + -(-n // params[W_TN]))

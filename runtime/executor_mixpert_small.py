@@ -44,7 +44,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload, register_jitable
 
-from mixjit.runtime.executor_mixpert_direct import direct_gemm, largest
+from mixjit.runtime.executor_mixpert_direct import direct_gemm, exact_dot, largest
 from mixjit.runtime.executor_mixpert_direct64 import direct_gemm64
 from mixjit.runtime.executor_mixpert_fast import epilogue, epilogue_many
 from mixjit.runtime.executor_mixpert_words import (
@@ -342,41 +342,6 @@ def _block_operand(q, scale, i0: int, i1: int, segments: int, digits: int, tk: i
                 out[i, k] = digit_range(q[i, k], i0, i1, segments, digits) * sc
 
 
-# Reassociation is safe here, and only here: every term and partial sum is an
-# integer times a power of two below 2^53 on the block's grid, so any order is exact.
-@cached_njit(nogil=True, fastmath={"reassoc", "contract"})
-def _exact_dot(x, y, d) -> None:
-    """``d = x @ y.T`` for block operands whose every partial sum is exact (the block
-    plan's bound): the value the dgemm gives, in any summation order. Four rows of
-    ``x`` at a time share each load of ``y`` (about a quarter faster at 32 x 32)."""
-    m, K = x.shape
-    n = y.shape[0]
-    i = 0
-    while i + 4 <= m:
-        for j in range(n):
-            s0 = 0.0
-            s1 = 0.0
-            s2 = 0.0
-            s3 = 0.0
-            for k in range(K):
-                v = y[j, k]
-                s0 += x[i, k] * v
-                s1 += x[i + 1, k] * v
-                s2 += x[i + 2, k] * v
-                s3 += x[i + 3, k] * v
-            d[i, j] = s0
-            d[i + 1, j] = s1
-            d[i + 2, j] = s2
-            d[i + 3, j] = s3
-        i += 4
-    for r in range(i, m):
-        for j in range(n):
-            s = 0.0
-            for k in range(K):
-                s += x[r, k] * y[j, k]
-            d[r, j] = s
-
-
 @cached_njit(nogil=True)
 def _block_dot(aq, ascale, bq, bscale, blocks, bl: int, segments: int, digits: int, tk: int, xa, yb, d) -> None:
     """``d`` = the exact product of block ``bl`` of ``blocks`` (a plan_block_array
@@ -387,7 +352,7 @@ def _block_dot(aq, ascale, bq, bscale, blocks, bl: int, segments: int, digits: i
     if bl == 0 or blocks[bl - 1, BLOCK_I0] != i0 or blocks[bl - 1, BLOCK_I1] != i1:
         _block_operand(aq, ascale, i0, i1, segments, digits, tk, xa)
     _block_operand(bq, bscale, blocks[bl, BLOCK_J0], blocks[bl, BLOCK_J1], segments, digits, tk, yb)
-    _exact_dot(xa, yb, d)
+    exact_dot(xa, yb, d)
 
 
 #: int64 words of each of :func:`small_gemm`'s two stack buffers: a call whose scratch
