@@ -92,43 +92,36 @@ def _abs_term(x: float, f: float, normal: bool, sx: int) -> float:
 
 
 @cached_njit(nogil=True)
-def _abs_sums(raw, ref, tk: int, nkt: int):
-    """Per row and k-tile, ``sum_k |x_k| 2^-ref`` (:func:`_abs_term`) in k order: the
-    same additions in the same order as one row at a time, but :data:`_SUM_ROWS` rows
-    side by side where their ``2^-ref`` are normal (every row but those of extreme
-    ranges), so that their chains of additions overlap."""
-    r, K = raw.shape
-    sums = np.zeros((r, nkt))
-    for i0 in range(0, r, _SUM_ROWS):
-        i1 = min(i0 + _SUM_ROWS, r)
-        together = i1 - i0 == _SUM_ROWS
-        for i in range(i0, i1):
-            together &= -1022 <= -ref[i] <= 1023
-        for t in range(nkt):
-            k0 = t * tk
-            k1 = min(k0 + tk, K)
-            if together:
-                f0, f1, f2, f3 = _pow2(-ref[i0]), _pow2(-ref[i0 + 1]), _pow2(-ref[i0 + 2]), _pow2(-ref[i0 + 3])
-                s0 = s1 = s2 = s3 = 0.0
-                for k in range(k0, k1):
-                    ku = np.uint64(k)  # k >= 0: an unsigned index spares the negative-index check
-                    s0 += _abs_term(raw[i0, ku], f0, True, 0)
-                    s1 += _abs_term(raw[i0 + 1, ku], f1, True, 0)
-                    s2 += _abs_term(raw[i0 + 2, ku], f2, True, 0)
-                    s3 += _abs_term(raw[i0 + 3, ku], f3, True, 0)
-                sums[i0, t] = s0
-                sums[i0 + 1, t] = s1
-                sums[i0 + 2, t] = s2
-                sums[i0 + 3, t] = s3
-                continue
-            for i in range(i0, i1):
-                normal = -1022 <= -ref[i] <= 1023
-                f = _pow2(-ref[i])
-                s = 0.0
-                for k in range(k0, k1):
-                    s += _abs_term(raw[i, np.uint64(k)], f, normal, ref[i])
-                sums[i, t] = s
-    return sums
+def _abs_sums(raw, ref, i0: int, i1: int, k0: int, k1: int, sums) -> None:
+    """``sums[i - i0] = sum_k |x_ik| 2^-ref_i`` over ``k0..k1`` (:func:`_abs_term`) in k
+    order for rows ``i0..i1`` (at most :data:`_SUM_ROWS`): the same additions in the
+    same order as one row at a time, but the rows side by side where there are
+    :data:`_SUM_ROWS` of them and their ``2^-ref`` are normal (every row but those of
+    extreme ranges), so that their chains of additions overlap."""
+    together = i1 - i0 == _SUM_ROWS
+    for i in range(i0, i1):
+        together &= -1022 <= -ref[i] <= 1023
+    if together:
+        f0, f1, f2, f3 = _pow2(-ref[i0]), _pow2(-ref[i0 + 1]), _pow2(-ref[i0 + 2]), _pow2(-ref[i0 + 3])
+        s0 = s1 = s2 = s3 = 0.0
+        for k in range(k0, k1):
+            ku = np.uint64(k)  # k >= 0: an unsigned index spares the negative-index check
+            s0 += _abs_term(raw[i0, ku], f0, True, 0)
+            s1 += _abs_term(raw[i0 + 1, ku], f1, True, 0)
+            s2 += _abs_term(raw[i0 + 2, ku], f2, True, 0)
+            s3 += _abs_term(raw[i0 + 3, ku], f3, True, 0)
+        sums[0] = s0
+        sums[1] = s1
+        sums[2] = s2
+        sums[3] = s3
+        return
+    for i in range(i0, i1):
+        normal = -1022 <= -ref[i] <= 1023
+        f = _pow2(-ref[i])
+        s = 0.0
+        for k in range(k0, k1):
+            s += _abs_term(raw[i, np.uint64(k)], f, normal, ref[i])
+        sums[i - i0] = s
 
 
 @cached_njit(nogil=True)
@@ -140,47 +133,51 @@ def _bound_operand(raw, gexp, ref, tk: int, w: int, side_b: bool, c: float):
     ``S`` the group's sum of |x| (rounded up), ``n`` the k-tile's length.
 
     ``S`` is summed in k order, zero and non-finite elements adding an exact 0
-    (:func:`_abs_sums`); the grid test is a separate branch-free loop (a count of
-    off-grid elements) that vectorises."""
+    (:func:`_abs_sums`, for :data:`_SUM_ROWS` rows of a k-tile at a time); the grid
+    test is a separate branch-free loop (a count of off-grid elements) that
+    vectorises, over the same rows of the tile while they are in cache."""
     r, K = raw.shape
     nkt = gexp.shape[1]
     out = np.zeros((r, 4 * nkt))
     up = 1.0 + 2.0 * (tk + 2) * _U64
     low52 = np.int64(0xFFFFFFFFFFFFF)
-    sums = _abs_sums(raw, ref, tk, nkt)
-    for i in range(r):
+    sums = np.empty(_SUM_ROWS)
+    for i0 in range(0, r, _SUM_ROWS):
+        i1 = min(i0 + _SUM_ROWS, r)
         for t in range(nkt):
-            e = gexp[i, t]
-            if e == ZERO_EXP:
-                continue
             k0 = t * tk
             k1 = min(k0 + tk, K)
-            grid = e - w + 1
-            s = sums[i, t]
-            off = 0
-            for k in range(k0, k1):
-                u = np.float64(raw[i, np.uint64(k)]).view(np.uint64)
-                be = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF))
-                m = np.int64(u) & low52
-                use = (be != 0x7FF) & ((m | be) != 0)
-                m = m | (np.int64(1) << 52) if be != 0 else m
-                lsb = be - 1075 if be != 0 else np.int64(-1074)
-                sh = grid - lsb
-                mask = (np.int64(1) << min(max(sh, 0), 62)) - 1
-                off += np.int64(use & (sh > 0) & ((sh >= 53) | ((m & mask) != 0)))
-            delta = _pow2(e - ref[i] - w + 2) if off else 0.0
-            sc = s * up + (k1 - k0) * _TINY  # scaled |x| that underflowed
-            top = _pow2(e - ref[i])
-            if side_b:
-                out[i, 4 * t] = sc
-                out[i, 4 * t + 1] = delta
-                out[i, 4 * t + 2] = delta
-                out[i, 4 * t + 3] = top
-            else:
-                out[i, 4 * t] = delta
-                out[i, 4 * t + 1] = sc
-                out[i, 4 * t + 2] = (k1 - k0) * delta
-                out[i, 4 * t + 3] = c * (k1 - k0) * top
+            _abs_sums(raw, ref, i0, i1, k0, k1, sums)
+            for i in range(i0, i1):
+                e = gexp[i, t]
+                if e == ZERO_EXP:
+                    continue
+                grid = e - w + 1
+                s = sums[i - i0]
+                off = 0
+                for k in range(k0, k1):
+                    u = np.float64(raw[i, np.uint64(k)]).view(np.uint64)
+                    be = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF))
+                    m = np.int64(u) & low52
+                    use = (be != 0x7FF) & ((m | be) != 0)
+                    m = m | (np.int64(1) << 52) if be != 0 else m
+                    lsb = be - 1075 if be != 0 else np.int64(-1074)
+                    sh = grid - lsb
+                    mask = (np.int64(1) << min(max(sh, 0), 62)) - 1
+                    off += np.int64(use & (sh > 0) & ((sh >= 53) | ((m & mask) != 0)))
+                delta = _pow2(e - ref[i] - w + 2) if off else 0.0
+                sc = s * up + (k1 - k0) * _TINY  # scaled |x| that underflowed
+                top = _pow2(e - ref[i])
+                if side_b:
+                    out[i, 4 * t] = sc
+                    out[i, 4 * t + 1] = delta
+                    out[i, 4 * t + 2] = delta
+                    out[i, 4 * t + 3] = top
+                else:
+                    out[i, 4 * t] = delta
+                    out[i, 4 * t + 1] = sc
+                    out[i, 4 * t + 2] = (k1 - k0) * delta
+                    out[i, 4 * t + 3] = c * (k1 - k0) * top
     return out
 
 
