@@ -28,6 +28,7 @@ from numba.extending import intrinsic, overload
 from numba.np.ufunc.parallel import _launch_threads
 
 from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.scratch_arrays import carve
 from mixjit.runtime.segments import MAGNITUDE, digit_range
 
 #: what one parallel region may cost (ns) on a machine whose cores are busy. A region
@@ -134,12 +135,33 @@ def huge_pages(a) -> None:
         _madvise_huge(lo, hi - lo)
 
 
+#: bytes of a transparent huge page (x86-64 and arm64 with 4 KiB base pages)
+_HUGE = 512 * _PAGE
+
+
+@cached_njit(nogil=True)
+def fresh_array(rows: int, cols: int, dtype):
+    """A new C-ordered ``rows x cols`` scratch array of ``dtype`` on huge pages: where it
+    holds a huge page's worth or more, its data starts on a 2 MiB boundary (the
+    allocation is 2 MiB longer; the untouched slack costs no memory) and is advised
+    as huge pages (:func:`huge_pages`), so every page of it can be a huge one: an
+    array at any other address keeps 4 KiB pages at both ends, up to 2 x 511 more
+    first-touch page faults."""
+    item = np.empty(0, dtype).itemsize
+    n = rows * cols
+    if n * item < _HUGE:
+        return np.empty((rows, cols), dtype)
+    pad = _HUGE // item
+    buf = np.empty(n + pad, dtype)
+    off = (-buf.ctypes.data) % _HUGE // item  # the data of np.empty is aligned to its items
+    _madvise_huge(buf.ctypes.data + off * item, n * item // _PAGE * _PAGE)
+    return carve(buf, off, rows, cols)
+
+
 @cached_njit(nogil=True)
 def fresh64(rows: int, cols: int):
-    """A new float64 ``rows x cols`` scratch array on huge pages (:func:`huge_pages`)."""
-    out = np.empty((rows, cols))
-    huge_pages(out)
-    return out
+    """A new float64 ``rows x cols`` scratch array on huge pages (:func:`fresh_array`)."""
+    return fresh_array(rows, cols, np.float64)
 
 
 @cached_njit(nogil=True)

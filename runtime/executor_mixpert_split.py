@@ -2,7 +2,7 @@
 
 An operand is held in *row form* (A as m x K, B as Bᵀ, n x K), so both sides run
 one code path. :func:`prepare_operand` rounds it to the domain's format, splits
-every element into aligned signed mantissas (runtime/segments.pack_groups), flags
+every element into aligned signed mantissas (runtime/segments.pack_groups_into), flags
 the fallback tiles and gives each row its reference exponent and the exact
 power-of-two scale of each of its k-tile groups: a :class:`SplitOperand`, which
 every later step of the executor reads by field name.
@@ -17,7 +17,7 @@ import numpy as np
 from numba import objmode, prange, types
 from numba.extending import overload
 
-from mixjit.runtime.executor_mixpert_pack import huge_pages, threads_pay
+from mixjit.runtime.executor_mixpert_pack import fresh64, fresh_array, threads_pay
 from mixjit.runtime.executor_mixpert_words import (
     ALIGN_ROW,
     DOMAIN_FP32,
@@ -33,7 +33,7 @@ from mixjit.runtime.executor_mixpert_words import (
     W_TN,
 )
 from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.segments import ZERO_EXP, max_aligned, pack_groups, width
+from mixjit.runtime.segments import ZERO_EXP, max_aligned, pack_groups_into, width
 
 
 class SplitOperand(NamedTuple):
@@ -86,8 +86,7 @@ def _row_form_threads(x, transpose: bool, to32: bool):
     """:func:`row_form`, tiles of rows spread over threads (the same values)."""
     r = x.shape[1] if transpose else x.shape[0]
     kk = x.shape[0] if transpose else x.shape[1]
-    out = np.empty((r, kk))
-    huge_pages(out)
+    out = fresh64(r, kk)
     for c in prange((r + _TILE - 1) // _TILE):
         _row_form_rows(out, c * _TILE, min(c * _TILE + _TILE, r), x, transpose, to32)
     return out
@@ -111,8 +110,7 @@ def row_form(x, transpose: bool, to32: bool):
         return _row_form_threads_lazy(x, transpose, to32)
     r = x.shape[1] if transpose else x.shape[0]
     kk = x.shape[0] if transpose else x.shape[1]
-    out = np.empty((r, kk))
-    huge_pages(out)  # fewer first-touch page faults (executor_mixpert_pack.fresh64)
+    out = fresh64(r, kk)  # on huge pages: fewer first-touch page faults
     for r0 in range(0, r, _TILE):
         _row_form_rows(out, r0, min(r0 + _TILE, r), x, transpose, to32)
     return out
@@ -181,8 +179,9 @@ def split_rows(raw, side_b: bool, params):
     far = threshold if threshold >= 0 else 1 << 20
     w = width(segments, params[W_SEG0_BITS], digits)
     emax = 127 if params[W_DOMAIN] == DOMAIN_FP32 else 1023  # raw holds float32 values in FP32
-    q, gexp, nonzero, shifted, bad = pack_groups(
-        raw, group_rows, params[W_TK], w, params[W_ROUNDING], far, max_aligned(segments, digits), emax
+    q = fresh_array(raw.shape[0], raw.shape[1], np.int64)  # on huge pages: fewer first-touch page faults
+    q, gexp, nonzero, shifted, bad = pack_groups_into(
+        q, raw, group_rows, params[W_TK], w, params[W_ROUNDING], far, max_aligned(segments, digits), emax
     )
     fb, fb_tiles = _fallback_flags(nonzero, shifted, tile_rows, threshold)
     ref, span, scale = _scales(gexp, fb)

@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from mixjit.runtime.exactsum import _ACC_LIMBS, exact_dot_round
-from mixjit.runtime.executor_mixpert_pack import fresh64
+from mixjit.runtime.executor_mixpert_pack import fresh64, fresh_array
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.segments import BALANCED, ZERO_EXP, digit_bits
 
@@ -76,6 +76,54 @@ def dropped_weight(pairs, segments: int, seg0_bits: int, digits: int) -> float:
     return d
 
 
+#: rows whose sums of |x| :func:`_abs_sums` runs side by side: each row's sum is a
+#: chain of dependent additions in k order, and four independent chains overlap
+_SUM_ROWS = 4
+
+
+@cached_njit(nogil=True, inline="always")
+def _abs_term(x: float, f: float, normal: bool, sx: int) -> float:
+    """``|x| 2^-sx`` as ``S`` adds it (``f = 2^-sx``, one multiplication where that is
+    normal, else :func:`_scaled`); an exact 0 for zero and non-finite ``x``."""
+    use = math.isfinite(x) and x != 0.0
+    ax = abs(x)
+    v = ax * f if normal else _scaled(ax, -sx)
+    return v if use else 0.0
+
+
+@cached_njit(nogil=True)
+def _abs_sums(raw, ref, i0: int, i1: int, k0: int, k1: int, sums) -> None:
+    """``sums[i - i0] = sum_k |x_ik| 2^-ref_i`` over ``k0..k1`` (:func:`_abs_term`) in k
+    order for rows ``i0..i1`` (at most :data:`_SUM_ROWS`): the same additions in the
+    same order as one row at a time, but the rows side by side where there are
+    :data:`_SUM_ROWS` of them and their ``2^-ref`` are normal (every row but those of
+    extreme ranges), so that their chains of additions overlap."""
+    together = i1 - i0 == _SUM_ROWS
+    for i in range(i0, i1):
+        together &= -1022 <= -ref[i] <= 1023
+    if together:
+        f0, f1, f2, f3 = _pow2(-ref[i0]), _pow2(-ref[i0 + 1]), _pow2(-ref[i0 + 2]), _pow2(-ref[i0 + 3])
+        s0 = s1 = s2 = s3 = 0.0
+        for k in range(k0, k1):
+            ku = np.uint64(k)  # k >= 0: an unsigned index spares the negative-index check
+            s0 += _abs_term(raw[i0, ku], f0, True, 0)
+            s1 += _abs_term(raw[i0 + 1, ku], f1, True, 0)
+            s2 += _abs_term(raw[i0 + 2, ku], f2, True, 0)
+            s3 += _abs_term(raw[i0 + 3, ku], f3, True, 0)
+        sums[0] = s0
+        sums[1] = s1
+        sums[2] = s2
+        sums[3] = s3
+        return
+    for i in range(i0, i1):
+        normal = -1022 <= -ref[i] <= 1023
+        f = _pow2(-ref[i])
+        s = 0.0
+        for k in range(k0, k1):
+            s += _abs_term(raw[i, np.uint64(k)], f, normal, ref[i])
+        sums[i - i0] = s
+
+
 @cached_njit(nogil=True)
 def _bound_operand(raw, gexp, ref, tk: int, w: int, side_b: bool, c: float):
     """One side of the bound GEMM, scaled by ``2^-ref`` per row: per k-tile κ four
@@ -84,57 +132,52 @@ def _bound_operand(raw, gexp, ref, tk: int, w: int, side_b: bool, c: float):
     ``2^(E-W+1)`` (it bounds split + shift error, rounded or truncated), else 0;
     ``S`` the group's sum of |x| (rounded up), ``n`` the k-tile's length.
 
-    ``S`` is summed in k order, zero and non-finite elements adding an exact 0, in a
-    loop of its own; the grid test is a separate branch-free loop (a count of
-    off-grid elements) that vectorises."""
+    ``S`` is summed in k order, zero and non-finite elements adding an exact 0
+    (:func:`_abs_sums`, for :data:`_SUM_ROWS` rows of a k-tile at a time); the grid
+    test is a separate branch-free loop (a count of off-grid elements) that
+    vectorises, over the same rows of the tile while they are in cache."""
     r, K = raw.shape
     nkt = gexp.shape[1]
     out = np.zeros((r, 4 * nkt))
     up = 1.0 + 2.0 * (tk + 2) * _U64
     low52 = np.int64(0xFFFFFFFFFFFFF)
-    for i in range(r):
-        # 2^-ref is normal for every row but those of extreme ranges: one multiplication
-        # gives _scaled's bits there; the rest call _scaled per element
-        normal = -1022 <= -ref[i] <= 1023
-        f = _pow2(-ref[i])
+    sums = np.empty(_SUM_ROWS)
+    for i0 in range(0, r, _SUM_ROWS):
+        i1 = min(i0 + _SUM_ROWS, r)
         for t in range(nkt):
-            e = gexp[i, t]
-            if e == ZERO_EXP:
-                continue
             k0 = t * tk
             k1 = min(k0 + tk, K)
-            grid = e - w + 1
-            s = 0.0
-            for k in range(k0, k1):
-                x = raw[i, np.uint64(k)]
-                use = math.isfinite(x) and x != 0.0
-                ax = abs(x)
-                v = ax * f if normal else _scaled(ax, -ref[i])
-                s += v if use else 0.0
-            off = 0
-            for k in range(k0, k1):
-                u = np.float64(raw[i, np.uint64(k)]).view(np.uint64)
-                be = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF))
-                m = np.int64(u) & low52
-                use = (be != 0x7FF) & ((m | be) != 0)
-                m = m | (np.int64(1) << 52) if be != 0 else m
-                lsb = be - 1075 if be != 0 else np.int64(-1074)
-                sh = grid - lsb
-                mask = (np.int64(1) << min(max(sh, 0), 62)) - 1
-                off += np.int64(use & (sh > 0) & ((sh >= 53) | ((m & mask) != 0)))
-            delta = _pow2(e - ref[i] - w + 2) if off else 0.0
-            sc = s * up + (k1 - k0) * _TINY  # scaled |x| that underflowed
-            top = _pow2(e - ref[i])
-            if side_b:
-                out[i, 4 * t] = sc
-                out[i, 4 * t + 1] = delta
-                out[i, 4 * t + 2] = delta
-                out[i, 4 * t + 3] = top
-            else:
-                out[i, 4 * t] = delta
-                out[i, 4 * t + 1] = sc
-                out[i, 4 * t + 2] = (k1 - k0) * delta
-                out[i, 4 * t + 3] = c * (k1 - k0) * top
+            _abs_sums(raw, ref, i0, i1, k0, k1, sums)
+            for i in range(i0, i1):
+                e = gexp[i, t]
+                if e == ZERO_EXP:
+                    continue
+                grid = e - w + 1
+                s = sums[i - i0]
+                off = 0
+                for k in range(k0, k1):
+                    u = np.float64(raw[i, np.uint64(k)]).view(np.uint64)
+                    be = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF))
+                    m = np.int64(u) & low52
+                    use = (be != 0x7FF) & ((m | be) != 0)
+                    m = m | (np.int64(1) << 52) if be != 0 else m
+                    lsb = be - 1075 if be != 0 else np.int64(-1074)
+                    sh = grid - lsb
+                    mask = (np.int64(1) << min(max(sh, 0), 62)) - 1
+                    off += np.int64(use & (sh > 0) & ((sh >= 53) | ((m & mask) != 0)))
+                delta = _pow2(e - ref[i] - w + 2) if off else 0.0
+                sc = s * up + (k1 - k0) * _TINY  # scaled |x| that underflowed
+                top = _pow2(e - ref[i])
+                if side_b:
+                    out[i, 4 * t] = sc
+                    out[i, 4 * t + 1] = delta
+                    out[i, 4 * t + 2] = delta
+                    out[i, 4 * t + 3] = top
+                else:
+                    out[i, 4 * t] = delta
+                    out[i, 4 * t + 1] = sc
+                    out[i, 4 * t + 2] = (k1 - k0) * delta
+                    out[i, 4 * t + 3] = c * (k1 - k0) * top
     return out
 
 
@@ -170,14 +213,51 @@ _INLINE_ERR_COLUMNS = 8
 
 
 @cached_njit(nogil=True)
+def _certifies(e: float, c: float, sc: int, tol: float) -> bool:
+    """The rule that keeps an output (scalar form): ``Err = e`` (scaled, raised by its
+    rounding bound) is 0, or ``e <= tol (L - e)`` with ``L = |c| 2^-sc (1 - 2u) -
+    2^(-1075 - sc) - 2 tiny`` finite (``|A||B| >= |X| - Err``, ``c = RN64(X)``)."""
+    if e == 0.0:
+        return True  # X = AB exactly
+    cs = _scaled(abs(c), -sc) * (1.0 - 2.0 * _U64) - _pow2(-1075 - sc) - 2.0 * _TINY
+    return math.isfinite(cs) and e <= tol * (cs - e)
+
+
+@cached_njit(nogil=True)
+def _mark(doubt, pend_rows, pend_cols, i: int, j: int) -> int:
+    """Mark output ``(i, j)`` in doubt (pending pass 2); returns 1, the count it adds.
+    Called only for outputs pass 1 does not certify (a few), so its array arguments'
+    reference counting costs nothing measurable."""
+    doubt[i, j] = True
+    pend_rows[i] += 1
+    pend_cols[j] = True
+    return 1
+
+
+@cached_njit(nogil=True)
+def _err_at(xa, yb, err, inline: bool, i: int, j: int, inl_up: float, inl_abs: float, err_up: float,
+            err_abs: float) -> float:
+    """Err at ``(i, j)`` raised by its rounding bound: summed over the bound columns in
+    order (``inline``, as :func:`_certify_rows` sums it) or read from the Err GEMM."""
+    if inline:
+        v = 0.0
+        for q in range(xa.shape[1]):
+            v += xa[i, q] * yb[j, q]
+        ev = v * inl_up + inl_abs
+    else:
+        ev = err[i, j]
+    return ev * err_up + err_abs
+
+
+@cached_njit(nogil=True)
 def _certify_rows(xa, yb, aref, bref, c, err_up: float, err_abs: float, inl_up: float, inl_abs: float, tol: float,
                   doubt, pend_rows, pend_cols) -> int:
     """:func:`fp64_doubtful`'s pass 1 where Err is summed per output: the same
     arithmetic in the same order, one output row at a time in branch-free loops that
     vectorise (Err's columns summed over the row, the powers of two built from their
     bits where ``2^-(ref_A + ref_B)`` is normal); the outputs they leave uncertified,
-    and rows with an exponent outside that range, take the scalar code. Marks the
-    doubtful outputs; returns how many."""
+    and rows with an exponent outside that range, take the scalar rule
+    (:func:`_certifies`). Marks the doubtful outputs; returns how many."""
     m, nb = xa.shape
     n = yb.shape[0]
     ybt = np.ascontiguousarray(yb.T)
@@ -204,20 +284,8 @@ def _certify_rows(xa, yb, aref, bref, c, err_up: float, err_abs: float, inl_up: 
             cs = abs(c[i, j]) * f * (1.0 - 2.0 * _U64) - tiny - 2.0 * _TINY
             ok[j] = normal & ((e == 0.0) | ((cs - cs == 0.0) & (e <= tol * (cs - e))))
         for j in range(n):
-            if ok[j]:
-                continue
-            v1 = v[j] * inl_up + inl_abs
-            e = v1 * err_up + err_abs
-            if e == 0.0:
-                continue  # X = AB exactly
-            sc = ai + bref[j]
-            cs = _scaled(abs(c[i, j]), -sc) * (1.0 - 2.0 * _U64) - _pow2(-1075 - sc) - 2.0 * _TINY
-            if math.isfinite(cs) and e <= tol * (cs - e):
-                continue
-            doubt[i, j] = True
-            pend_rows[i] += 1
-            pend_cols[j] = True
-            pending += 1
+            if not ok[j] and not _certifies((v[j] * inl_up + inl_abs) * err_up + err_abs, c[i, j], ai + bref[j], tol):
+                pending += _mark(doubt, pend_rows, pend_cols, i, j)
     return pending
 
 
@@ -260,7 +328,8 @@ def fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, dropped
     inl_abs = 4.0 * (nb + 2) * _TINY
     tol = (K * _U64 / (1.0 - K * _U64) - _U64) * (1.0 - 2.0**-40)
     dot_down = 1.0 - 2.0 * (K + 2) * _U64 / (1.0 - (K + 2) * _U64)
-    doubt = np.zeros((m, n), dtype=np.bool_)
+    doubt = fresh_array(m, n, np.bool_)  # on huge pages where it is large
+    doubt[:] = False
     pending = 0
     # pass 1: certify from |c|; the rest are marked in doubt (pending)
     pend_rows = np.zeros(m, dtype=np.int64)
@@ -268,29 +337,11 @@ def fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, dropped
     if inline:
         pending = _certify_rows(xa, yb, aref, bref, c, err_up, err_abs, inl_up, inl_abs, tol, doubt, pend_rows,
                                 pend_cols)
-    # Err at (i, j) is written out here and in pass 2 alike: a helper taking the arrays
-    # (even inlined) adds reference counting per output, 9% of a 1024^3 call measured
-    for i in range(m if not inline else 0):
-        for j in range(n):
-            if inline:
-                v = 0.0
-                for q in range(nb):
-                    v += xa[i, q] * yb[j, q]
-                ev = v * inl_up + inl_abs
-            else:
-                ev = err[i, j]
-            e = ev * err_up + err_abs
-            if e == 0.0:
-                continue  # X = AB exactly
-            # |A||B| >= |X| - Err >= |c| (1 - u) - 2^-1075 - Err (c = RN64(X)), scaled
-            sc = aref[i] + bref[j]
-            cs = _scaled(abs(c[i, j]), -sc) * (1.0 - 2.0 * _U64) - _pow2(-1075 - sc) - 2.0 * _TINY
-            if math.isfinite(cs) and e <= tol * (cs - e):
-                continue
-            doubt[i, j] = True
-            pend_rows[i] += 1
-            pend_cols[j] = True
-            pending += 1
+    else:  # Err from its GEMM, one output at a time
+        for i in range(m):
+            for j in range(n):
+                if not _certifies(err[i, j] * err_up + err_abs, c[i, j], aref[i] + bref[j], tol):
+                    pending += _mark(doubt, pend_rows, pend_cols, i, j)
     if pending == 0:
         return doubt
     # pass 2: the pending outputs, |A||B| from a dot product of absolute values
@@ -310,14 +361,7 @@ def fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, dropped
         for j in range(n):
             if not doubt[i, j]:
                 continue
-            if inline:
-                v = 0.0
-                for q in range(nb):
-                    v += xa[i, q] * yb[j, q]
-                ev = v * inl_up + inl_abs
-            else:
-                ev = err[i, j]
-            e = ev * err_up + err_abs
+            e = _err_at(xa, yb, err, inline, i, j, inl_up, inl_abs, err_up, err_abs)
             if fast:
                 # the sequential sum lies in [lo, hi]; the decision is monotone in it
                 d = np.dot(sa, sb[j])  # any order: the bracket covers it

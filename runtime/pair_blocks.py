@@ -79,11 +79,17 @@ def k_bits(k: int) -> int:
 
 
 @register_jitable
+def _put_row(table, r: int, values) -> None:
+    """Row ``r`` of an integer table = ``values``, a tuple of integers, one per column
+    from column 0 on (a block array's ``BLOCK_*`` columns, a product array's ``PROD_*``)."""
+    for col in range(len(values)):
+        table[r, col] = values[col]
+
+
+@register_jitable
 def _put(rows, r: int, i0: int, i1: int, j0: int, j1: int) -> None:
-    rows[r, 0] = i0
-    rows[r, 1] = i1
-    rows[r, 2] = j0
-    rows[r, 3] = j1
+    """Write rectangle ``r`` (``i0, i1, j0, j1``) of a rectangle array."""
+    _put_row(rows, r, (i0, i1, j0, j1))
 
 
 @register_jitable
@@ -118,12 +124,7 @@ def pair_rectangles(pairs):
 @register_jitable
 def put_block(out, nb: int, i0: int, i1: int, j0: int, j1: int, shift: int, bits: int) -> None:
     """Write block ``nb`` (columns ``BLOCK_I0`` .. ``BLOCK_BITS``) of a block array."""
-    out[nb, BLOCK_I0] = i0
-    out[nb, BLOCK_I1] = i1
-    out[nb, BLOCK_J0] = j0
-    out[nb, BLOCK_J1] = j1
-    out[nb, BLOCK_SHIFT] = shift
-    out[nb, BLOCK_BITS] = bits
+    _put_row(out, nb, (i0, i1, j0, j1, shift, bits))
 
 
 @register_jitable
@@ -237,15 +238,8 @@ def _find_block(blocks, i0: int, i1: int, j0: int, j1: int) -> int:
 @register_jitable
 def _put_prod(prods, p: int, i0: int, i1: int, id0: int, id1: int, j0: int, j1: int, jd0: int, jd1: int,
               bits: int) -> None:
-    prods[p, PROD_I0] = i0
-    prods[p, PROD_I1] = i1
-    prods[p, PROD_ID0] = id0
-    prods[p, PROD_ID1] = id1
-    prods[p, PROD_J0] = j0
-    prods[p, PROD_J1] = j1
-    prods[p, PROD_JD0] = jd0
-    prods[p, PROD_JD1] = jd1
-    prods[p, PROD_BITS] = bits
+    """Write product ``p`` (columns ``PROD_I0`` .. ``PROD_BITS``) of a product array."""
+    _put_row(prods, p, (i0, i1, id0, id1, j0, j1, jd0, jd1, bits))
 
 
 @register_jitable

@@ -57,6 +57,7 @@ __all__ = [
     "split_into",
     "shift_magnitude",
     "pack_groups",
+    "pack_groups_into",
     "segment_digits",
     "digit_range",
 ]
@@ -114,8 +115,11 @@ def split_element(u, w: int, emax: int) -> tuple[int, int]:
     frac = np.int64(u & np.uint64(0xFFFFFFFFFFFFF))
     # written with selects, no branch that depends on u, so that the packer's loop
     # vectorises. A float64 subnormal is normalised: nb, the bit length of frac, is
-    # read off the exponent of float64(frac) (exact: frac < 2^52)
-    nb = np.int64((np.float64(frac).view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF)) - 1022
+    # read off the exponent of float64(frac), exact (frac < 2^52), built as
+    # (2^52 + frac) - 2^52 from bits: an integer or and a float subtraction that
+    # vectorise (AVX2 has no int64 -> float64 conversion)
+    fl = np.int64(frac | np.int64(0x4330000000000000)).view(np.float64) - 4503599627370496.0
+    nb = np.int64((np.float64(fl).view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF)) - 1022
     sub = be == 0
     mant = (frac << min(max(53 - nb, 0), 63)) if sub else (frac | (np.int64(1) << 52))
     e = (-1074 + nb - 1) if sub else (be - 1023)
@@ -209,71 +213,84 @@ def pack_groups(x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: 
     group is all zero), per row and k-tile the number of nonzero elements
     ``nonzero`` and of those shifted by more than ``far`` bits ``shifted`` (the
     fallback trigger), and per row whether it holds an inf/NaN (``bad``).
-    B is packed as ``pack_groups(B.T, ...)``.
+    B is packed as ``pack_groups(B.T, ...)``. :func:`pack_groups_into` does the work.
+    """
+    q = np.empty(x.shape, dtype=np.int64)
+    return pack_groups_into(q, x, group_rows, tk, w, mode, far, qmax, emax)
 
-    Two passes over ``x``: split every element once (``q`` holds ``M`` and a 16-bit
-    scratch its exponent), then align each to its group exponent.
+
+@cached_njit(nogil=True)
+def pack_groups_into(q, x, group_rows: int, tk: int, w: int, mode: int, far: int, qmax: int, emax: int):
+    """:func:`pack_groups` with ``q`` given (r×K int64, every element written: a caller
+    may hand in an array on huge pages). Returns ``(q, gexp, nonzero, shifted, bad)``.
+
+    One group of rows at a time, two passes over it while it is in cache: split every
+    element (``q`` holds ``M``, a 16-bit scratch of the group's size its exponent),
+    then align each to its group exponent. Each element's arithmetic does not depend
+    on the order of the groups: the same values as one pass over all rows then the other.
     """
     r, K = x.shape
     nkt = (K + tk - 1) // tk
-    q = np.empty((r, K), dtype=np.int64)
-    ex = np.empty((r, K), dtype=np.int16)
+    gr = max(min(group_rows, r), 1)
+    ex = np.empty((gr, K), dtype=np.int16)
     gexp = np.empty((r, nkt), dtype=np.int64)
     nonzero = np.zeros((r, nkt), dtype=np.int64)
     shifted = np.zeros((r, nkt), dtype=np.int64)
     bad = np.zeros(r, dtype=np.bool_)
-    rowmax = np.empty((r, nkt), dtype=np.int64)
-    over = np.zeros((r, nkt), dtype=np.bool_)  # an element at rowmax has M > qmax
+    rowmax = np.empty((gr, nkt), dtype=np.int64)
+    over = np.zeros((gr, nkt), dtype=np.bool_)  # an element at rowmax has M > qmax
     check_over = qmax < (np.int64(1) << 62) - 1  # sign-magnitude digits never overflow
-    # pass 1: split every element; each row's max exponent per k-tile
-    for i in range(r):
-        nonfinite = 0
-        for kt in range(nkt):
-            k0 = kt * tk
-            k1 = min(k0 + tk, K)
-            mx = np.int64(NO_EXP)
-            for k in range(k0, k1):
-                ku = np.uint64(k)  # k >= 0: an unsigned index spares the negative-index check
-                e, fin = split_into(np.float64(x[i, ku]).view(np.uint64), w, emax, q, ex, i, ku)
-                mx = max(mx, e)
-                nonfinite += np.int64(not fin)
-            ov = 0  # an integer count, not a bool |=, so that the loop vectorises
-            if check_over:
+    for g0 in range(0, r, gr):
+        g1 = min(g0 + gr, r)
+        qg = q[g0:g1]
+        # pass 1: split every element of the group; each row's max exponent per k-tile
+        for li in range(g1 - g0):
+            nonfinite = 0
+            for kt in range(nkt):
+                k0 = kt * tk
+                k1 = min(k0 + tk, K)
+                mx = np.int64(NO_EXP)
                 for k in range(k0, k1):
-                    ku = np.uint64(k)
-                    ov += np.int64((ex[i, ku] == mx) & (q[i, ku] > qmax))
-            rowmax[i, kt] = mx if mx != NO_EXP else ZERO_EXP
-            over[i, kt] = ov > 0 and mx != NO_EXP
-        bad[i] = nonfinite > 0
-    for g0 in range(0, r, group_rows):
-        g1 = min(g0 + group_rows, r)
+                    ku = np.uint64(k)  # k >= 0: an unsigned index spares the negative-index check
+                    e, fin = split_into(np.float64(x[g0 + li, ku]).view(np.uint64), w, emax, qg, ex, li, ku)
+                    mx = max(mx, e)
+                    nonfinite += np.int64(not fin)
+                ov = 0  # an integer count, not a bool |=, so that the loop vectorises
+                if check_over:
+                    for k in range(k0, k1):
+                        ku = np.uint64(k)
+                        ov += np.int64((ex[li, ku] == mx) & (qg[li, ku] > qmax))
+                rowmax[li, kt] = mx if mx != NO_EXP else ZERO_EXP
+                over[li, kt] = ov > 0 and mx != NO_EXP
+            bad[g0 + li] = nonfinite > 0
         for kt in range(nkt):
             top = ZERO_EXP
-            for i in range(g0, g1):
-                top = max(top, rowmax[i, kt])
+            for li in range(g1 - g0):
+                top = max(top, rowmax[li, kt])
             bump = False
-            for i in range(g0, g1):
-                bump |= rowmax[i, kt] == top and over[i, kt]
+            for li in range(g1 - g0):
+                bump |= rowmax[li, kt] == top and over[li, kt]
             for i in range(g0, g1):
                 gexp[i, kt] = top + 1 if bump else top
-    # pass 2: align to the group exponent; at a bumped E = emax + 1 a shift that
-    # rounds up to 2^(w-1) (the value 2^(emax+1)) truncates instead: 2^(w-1) - 1
-    for i in range(r):
-        for kt in range(nkt):
-            g = gexp[i, kt]
-            lim = (np.int64(1) << (w - 1)) - 1 if g > emax else (np.int64(1) << 62)
-            nz = 0
-            sh = 0
-            for k in range(kt * tk, min(kt * tk + tk, K)):
-                ku = np.uint64(k)
-                e = np.int64(ex[i, ku])
-                use = e != NO_EXP
-                d = g - e if use else np.int64(0)
-                q[i, ku] = min(max(_shift_branchless(q[i, ku], d, mode), -lim), lim)
-                nz += np.int64(use)
-                sh += np.int64(use & (d > far))
-            nonzero[i, kt] = nz
-            shifted[i, kt] = sh
+        # pass 2: align to the group exponent; at a bumped E = emax + 1 a shift that
+        # rounds up to 2^(w-1) (the value 2^(emax+1)) truncates instead: 2^(w-1) - 1
+        for li in range(g1 - g0):
+            i = g0 + li
+            for kt in range(nkt):
+                g = gexp[i, kt]
+                lim = (np.int64(1) << (w - 1)) - 1 if g > emax else (np.int64(1) << 62)
+                nz = 0
+                sh = 0
+                for k in range(kt * tk, min(kt * tk + tk, K)):
+                    ku = np.uint64(k)
+                    e = np.int64(ex[li, ku])
+                    use = e != NO_EXP
+                    d = g - e if use else np.int64(0)
+                    qg[li, ku] = min(max(_shift_branchless(qg[li, ku], d, mode), -lim), lim)
+                    nz += np.int64(use)
+                    sh += np.int64(use & (d > far))
+                nonzero[i, kt] = nz
+                shifted[i, kt] = sh
     return q, gexp, nonzero, shifted, bad
 
 
