@@ -28,6 +28,7 @@ overflow).
 from __future__ import annotations
 
 import numpy as np
+from numba.core import types
 from numba.extending import register_jitable
 
 from mixjit.runtime.exactsum import round64_scaled
@@ -59,6 +60,7 @@ from mixjit.runtime.executor_mixpert_words import (
     W_TN,
 )
 from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.lazy_link import unlinked_lazy
 from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, recompute
 from mixjit.runtime.pair_blocks import k_bits
 from mixjit.runtime.scratch_arrays import c_layout, carve, is_c_contiguous, stack_array
@@ -355,11 +357,24 @@ def direct_gemm64(a, b, c, params, stats) -> int:
     for s in range(stats.shape[0]):
         stats[s] = 0
     if not _surely_certified(araw, braw, agexp, bgexp, aref, bref, aoff, boff, params[W_TK], w, out):
-        doubt = fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, params[W_TK], w, _DROPPED, out)
-        stats[STAT_RECOMPUTED] = recompute(araw, braw, doubt, out, False)
+        stats[STAT_RECOMPUTED] = _check_lazy(araw, agexp, aref, braw, bgexp, bref, params[W_TK], w, out)
     for i in range(m):
         for j in range(n):
             c[i, j] = out[i, j]
     stats[STAT_TILES] = -(-m // params[W_TM]) + -(-n // params[W_TN])
     stats[STAT_SMALL_PATH] = 1
     return OK
+
+
+@cached_njit(nogil=True)
+def _check_and_recompute(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, out) -> int:
+    """mixpert_bound's guarantee check and exact recomputation for the outputs
+    :func:`_surely_certified` could not prove: the count recomputed."""
+    doubt = fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk, w, _DROPPED, out)
+    return recompute(araw, braw, doubt, out, False)
+
+
+# reached through a lazy cell (runtime/lazy_link.py): compiled at the first call whose
+# outputs the proof leaves open, not with direct_gemm64 (about 6 s of a first call's
+# compile, docs/first_use.md)
+_check_lazy = unlinked_lazy(_check_and_recompute, types.int64)
