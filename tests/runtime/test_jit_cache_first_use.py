@@ -12,6 +12,7 @@ import pytest
 from numba.core import types
 
 from cache_files import load_module
+from fresh_processes import run_in_fresh_processes
 from mixjit.runtime.jit_cache import CacheFileWarning
 from mixjit.runtime.mixjit_warning import MixjitWarning
 
@@ -131,16 +132,5 @@ def test_a_cached_cfunc_with_a_parallel_region_starts_the_threading_layer_itself
     runtime/jit_cache.py saves with it start the layer (mixjit.entry.load_executor calls
     nothing for it); without them the first call crashed the process (LLVM 'Symbol not
     found: allocate_sched' or a segfault)."""
-    import json
-    import os
-
-    (tmp_path / "parallel_cfunc_module.py").write_text(PARALLEL_CFUNC_MODULE)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
-    runs = []
-    for _ in range(2):
-        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(PARALLEL_CFUNC_RUN)], capture_output=True,
-                              text=True, env=env, timeout=300)
-        assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-3000:]}"
-        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    runs = run_in_fresh_processes(tmp_path, "parallel_cfunc_module", PARALLEL_CFUNC_MODULE, PARALLEL_CFUNC_RUN)
     assert runs == [{"value": 0.5 * 999 * 1000 / 2, "hits": 0}, {"value": 0.5 * 999 * 1000 / 2, "hits": 1}]

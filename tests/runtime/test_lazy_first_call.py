@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from numba import njit, prange, types
 
+from fresh_processes import run_in_fresh_processes
 from mixjit.runtime.lazy_link import fill_lazy_cells, unlinked_lazy
 
 
@@ -157,15 +158,7 @@ def test_a_cached_caller_loads_without_compiling_the_kernel(tmp_path):
     """The second process loads the caller from the disk cache (its hook registers the empty
     cell), compiles nothing for a call that does not reach the kernel, and loads the kernel
     from the cache at the first call that does."""
-    (tmp_path / "lazy_module.py").write_text(MODULE)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
-    runs = []
-    for _ in range(2):
-        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(RUN)], capture_output=True, text=True,
-                              env=env, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    runs = run_in_fresh_processes(tmp_path, "lazy_module", MODULE, RUN)
     value = np.arange(12.0).sum() * 2.0 + 1.0
     assert runs == [{"skipped": -1.0, "compiled_before": 0, "value": value, "caller_hits": 0, "kernel_hits": 0},
                     {"skipped": -1.0, "compiled_before": 0, "value": value, "caller_hits": 1, "kernel_hits": 1}]

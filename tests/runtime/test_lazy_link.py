@@ -4,16 +4,11 @@ the callee's code in the caller, and cached callers that load in a fresh process
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import pytest
 from numba import njit
 
+from fresh_processes import run_in_fresh_processes
 from mixjit.runtime.lazy_link import CellHook, unlinked
 
 
@@ -93,15 +88,7 @@ RUN = """
 def test_a_cached_caller_loads_and_runs_in_a_fresh_process(tmp_path):
     """The second process loads the caller from the disk cache: its cell hooks must register
     the callee's cells before the caller's code is finalized (else LLVM aborts the process)."""
-    (tmp_path / "unlinked_module.py").write_text(MODULE)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
-    runs = []
-    for _ in range(2):
-        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(RUN)], capture_output=True, text=True,
-                              env=env, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    runs = run_in_fresh_processes(tmp_path, "unlinked_module", MODULE, RUN)
     expected = np.arange(12.0).sum() * 2.0 + 1.0 + np.arange(4.0).sum() * 2.0 + 2.0
     assert runs == [{"value": expected, "hits": 0}, {"value": expected, "hits": 1}]
 
@@ -145,13 +132,5 @@ def test_a_cached_cfunc_keeps_the_reload_hooks_of_its_cells(tmp_path):
     """A ``CFunc`` (the sites' executors) loaded from the disk cache: Numba left its library's
     reload hooks out of the saved result (runtime/jit_cache.py saves them), and without them
     the cell its code calls through is never registered (the process crashed)."""
-    (tmp_path / "unlinked_cfunc_module.py").write_text(CFUNC_MODULE)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
-    runs = []
-    for _ in range(2):
-        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(CFUNC_RUN)], capture_output=True, text=True,
-                              env=env, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    runs = run_in_fresh_processes(tmp_path, "unlinked_cfunc_module", CFUNC_MODULE, CFUNC_RUN)
     assert runs == [{"value": 16, "hits": 0}, {"value": 16, "hits": 1}]
