@@ -260,6 +260,25 @@ def _term(ds, last, p: int, i: int, j: int) -> float:
 
 
 @cached_njit(nogil=True)
+def two_sum_add(hi: float, lo: float, mag: float, y: float):
+    """One step of :func:`block_sum`'s TwoSum chain: ``hi + y`` rounded, its rounding
+    error added to ``lo`` and its magnitude to ``mag``. Scalars only, so a caller's
+    per-output loop pays no reference counting (a helper taking the arrays did)."""
+    t = hi + y
+    bb = t - hi
+    e = (hi - (t - bb)) + (y - bb)
+    return t, lo + e, mag + abs(e)
+
+
+@cached_njit(nogil=True)
+def two_sum_end(hi: float, lo: float):
+    """The chain's last step: ``t = hi + lo`` rounded and its rounding error ``e2``."""
+    t = hi + lo
+    bb = t - hi
+    return t, (hi - (t - bb)) + (lo - bb)
+
+
+@cached_njit(nogil=True)
 def block_sum(ds, last, prod, w, i: int, j: int):
     """TwoSum chain over the weighted terms ``ds[prod[t], i, j] * w[t]`` (``last``
     holding product ``len(ds)``, :func:`_term`): returns
@@ -272,16 +291,8 @@ def block_sum(ds, last, prod, w, i: int, j: int):
     lo = 0.0
     mag = 0.0
     for b in range(1, nt):
-        y = _term(ds, last, prod[b], i, j) * w[b]
-        t = hi + y
-        bb = t - hi
-        e = (hi - (t - bb)) + (y - bb)
-        hi = t
-        lo += e
-        mag += abs(e)
-    t = hi + lo
-    bb = t - hi
-    e2 = (hi - (t - bb)) + (lo - bb)
+        hi, lo, mag = two_sum_add(hi, lo, mag, _term(ds, last, prod[b], i, j) * w[b])
+    t, e2 = two_sum_end(hi, lo)
     return t, e2, mag
 
 
