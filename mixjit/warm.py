@@ -78,7 +78,7 @@ def _lazy_cells() -> None:
     argument types of each caller, so that no first call compiles them."""
     from mixjit.runtime.lazy_link import fill_lazy_cells
 
-    fill_lazy_cells()
+    fill_lazy_cells(package="mixjit")
 
 
 def _mixpert_threaded_packing() -> None:

@@ -164,15 +164,20 @@ def _fill_from_compiled_code(cell_address: int) -> int:
         return 1
 
 
-def fill_lazy_cells(kernels: "Iterable[Dispatcher] | None" = None) -> int:
-    """Compile (or load) now every kernel (of ``kernels``; None: all) whose lazy cell compiled
-    code registered in this process, for the argument types it was registered with (what
-    ``python -m mixjit.warm`` does, so that no first call compiles one later); returns how
-    many cells were empty."""
+def fill_lazy_cells(kernels: "Iterable[Dispatcher] | None" = None, package: str | None = None) -> int:
+    """Compile (or load) now every kernel (of ``kernels``; None: all; only those of modules in
+    ``package``, if given) whose lazy cell compiled code registered in this process, for the
+    argument types it was registered with (what ``python -m mixjit.warm`` does for package
+    ``mixjit``, so that no first call compiles one later: a user's or a test's cells in the
+    same process are theirs); returns how many cells were empty."""
     names = None if kernels is None else {(k.py_func.__module__, k.py_func.__qualname__) for k in kernels}
+
+    def wanted(hook: LazyCellHook) -> bool:
+        in_package = package is None or hook.module == package or hook.module.startswith(package + ".")
+        return in_package and (names is None or (hook.module, hook.qualname) in names)
+
     with global_compiler_lock:
-        empty = [hook for hook in _lazy_hooks.values()
-                 if not _cell(hook.symbol)[0] and (names is None or (hook.module, hook.qualname) in names)]
+        empty = [hook for hook in _lazy_hooks.values() if not _cell(hook.symbol)[0] and wanted(hook)]
         for hook in empty:
             hook.fill()
     return len(empty)

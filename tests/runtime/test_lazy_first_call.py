@@ -122,6 +122,30 @@ def test_fill_lazy_cells_compiles_what_compiled_callers_may_call():
     assert _maybe_cubed(2.0, True) == 8.0
 
 
+@njit(nogil=True)
+def _squared(x):
+    return x * x
+
+
+_squared_lazy = unlinked_lazy(_squared, types.float64)
+
+
+@njit
+def _maybe_squared(x, take):
+    return _squared_lazy(x) if take else x
+
+
+def test_fill_lazy_cells_of_a_package_leaves_other_modules_cells_alone():
+    """``python -m mixjit.warm`` fills mixjit's cells only (``package="mixjit"``): a test's or
+    a user's cell in the same process is theirs (filling this file's wrongly declared cell
+    from tests/test_warm.py failed the suite when both files shared a worker)."""
+    assert _maybe_squared(3.0, False) == 3.0  # registers this module's cell
+    assert fill_lazy_cells([_squared], package="mixjit") == 0
+    assert len(_squared.overloads) == 0
+    assert fill_lazy_cells([_squared], package=_squared.py_func.__module__) == 1
+    assert list(_squared.overloads) == [(types.float64,)]
+
+
 MODULE = '''
 from numba import types
 from mixjit.runtime.jit_cache import cached_njit
