@@ -74,7 +74,8 @@ def _mixpert_rare_paths() -> None:
 def _lazy_cells() -> None:
     """Compile the kernels that the code loaded above calls through lazy cells
     (runtime/lazy_link.py's ``unlinked_lazy``: the MixPert small path's loops, which the
-    data above leaves to the direct paths, and the sites' general-path trampoline), for the
+    data above leaves to the direct paths, the float64 direct path's full guarantee check,
+    which its proof spares on that data, and the sites' general-path trampoline), for the
     argument types of each caller, so that no first call compiles them."""
     from mixjit.runtime.lazy_link import fill_lazy_cells
 
