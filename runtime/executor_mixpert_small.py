@@ -70,8 +70,7 @@ from mixjit.runtime.executor_mixpert_words import (
 )
 from mixjit.runtime.jit_cache import cached_njit
 from mixjit.runtime.lazy_link import unlinked, unlinked_lazy
-from mixjit.runtime.lazy_mixpert import recompute_lazy
-from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful
+from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, recompute
 from mixjit.runtime.mixpert_wide import plan_wide_blocks
 from mixjit.runtime.pair_blocks import (
     BLOCK_BITS,
@@ -402,7 +401,7 @@ def _float64_domain_check_impl(a, to32, params, pairs, araw, agexp, aref, braw, 
                               dropped, out)
         if not doubt.any():
             return 0
-        return recompute_lazy(araw, braw, doubt, out, False)  # rare: compiled on first need
+        return _recompute_lazy(araw, braw, doubt, out, False)  # rare: compiled on first need
 
     return impl
 
@@ -547,3 +546,5 @@ def small_loops_gemm(a, b, c, params, stats, max_work: int) -> int:
 # small_gemm reaches the loops through an address cell filled at the first call that needs
 # them (runtime/lazy_link.py): a call a direct path takes compiles only the direct path
 _small_loops_lazy = unlinked_lazy(small_loops_gemm, types.int64)
+# step 6's exact recomputation, which the float64 guarantee check rarely asks for
+_recompute_lazy = unlinked_lazy(recompute, types.int64)

@@ -169,18 +169,21 @@ def fill_lazy_cells(kernels: "Iterable[Dispatcher] | None" = None, package: str 
     ``package``, if given) whose lazy cell compiled code registered in this process, for the
     argument types it was registered with (what ``python -m mixjit.warm`` does for package
     ``mixjit``, so that no first call compiles one later: a user's or a test's cells in the
-    same process are theirs); returns how many cells were empty."""
+    same process are theirs), and the cells that filling registers (compiling a kernel
+    registers the lazy cells of the kernels it calls); returns how many cells it filled."""
     names = None if kernels is None else {(k.py_func.__module__, k.py_func.__qualname__) for k in kernels}
 
     def wanted(hook: LazyCellHook) -> bool:
         in_package = package is None or hook.module == package or hook.module.startswith(package + ".")
         return in_package and (names is None or (hook.module, hook.qualname) in names)
 
+    filled = 0
     with global_compiler_lock:
-        empty = [hook for hook in _lazy_hooks.values() if not _cell(hook.symbol)[0] and wanted(hook)]
-        for hook in empty:
-            hook.fill()
-    return len(empty)
+        while empty := [hook for hook in _lazy_hooks.values() if not _cell(hook.symbol)[0] and wanted(hook)]:
+            for hook in empty:
+                hook.fill()
+            filled += len(empty)
+    return filled
 
 
 FILL_SYMBOL = "mixjit_unlinked_fill"

@@ -1,4 +1,4 @@
-"""The MixPert general path (and the rare recomputation) from compiled code: trampolines into Python.
+"""The MixPert general path from compiled code: a trampoline into Python.
 
 Numba compiles a jitted callee into its caller: the callee's LLVM module is linked
 into the caller's and the whole is optimised again at O3 and turned into machine
@@ -23,11 +23,7 @@ cost), negligible beside the work of a general-path GEMM (above ``small_max_work
 Arrays pass by reference, so what the path writes lands in the caller's arrays;
 the bits are those of the path called from Python.
 
-The float64 small path reaches step 6's exact recomputation the same way
-(:func:`recompute_lazy`): the guarantee check rarely flags an output, so the
-recomputation compiles the first time a call has one.
-
-The trampolines are declared without ``nogil``: they are only called from compiled code,
+The trampoline is declared without ``nogil``: it is only called from compiled code,
 where the flag means nothing, and an objmode block takes the GIL whatever it says
 (with the flag, Numba would warn that object mode will not run in parallel). The
 kernels the general path calls are ``nogil`` and release the GIL while they work,
@@ -41,9 +37,8 @@ from numba import objmode
 
 from mixjit.runtime.executor_mixpert_split import prepare_call_operand
 from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.mixpert_bound import recompute
 
-__all__ = ["general_gemm", "general_gemm_lazy", "recompute_lazy"]
+__all__ = ["general_gemm", "general_gemm_lazy"]
 
 
 def general_gemm(a, b, c, params, stats) -> int:
@@ -64,13 +59,3 @@ def general_gemm_lazy(a, b, c, params, stats) -> int:
     with objmode(status="int64"):
         status = general_gemm(a, b, c, params, stats)
     return status
-
-
-@cached_njit
-def recompute_lazy(araw, braw, doubt, out, to32) -> int:
-    """``mixpert_bound.recompute`` from compiled code, compiled the first time a call has
-    outputs to recompute (the float64 small path calls it only then: the guarantee check
-    rarely flags one)."""
-    with objmode(count="int64"):
-        count = recompute(araw, braw, doubt, out, to32)
-    return count
