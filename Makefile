@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: setup test test-slow demo clean
+.PHONY: setup test test-slow lint demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,11 @@ setup: $(STAMP)
 # single test or file: `$(PY) -m pytest -q tests/path/test_x.py` runs serially as usual
 test: $(STAMP)
 	$(PY) -m pytest -q -n auto --dist loadfile
+
+# ruff (pyflakes, import order, bugbear) over the tree; mypy over the IR core and the passes
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy ir passes
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow

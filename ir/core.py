@@ -31,7 +31,7 @@ class Use(NamedTuple):
     """Operand slot ``index`` of ``operation`` refers to the value whose ``uses`` hold this."""
 
     operation: "Operation"
-    index: int
+    index: int  # type: ignore[assignment]  # the operand slot; shadows tuple.index on purpose
 
 
 class Value:
@@ -183,6 +183,7 @@ class Operation:
     #: "dialect.op"; declared classes set it as a class attribute.
     name: str
     traits: ClassVar[tuple[type[Trait], ...]] = ()
+    _trait_cache: ClassVar[dict[type[Trait], bool]]  # per class, set by has_trait
     #: Filled in for declared op classes (see mixjit.ir.opdef).
     op_def: ClassVar["OpDefinition | None"] = None
     #: Declared ops accept only their declared properties unless this is True (test ops).
@@ -519,7 +520,7 @@ class Operation:
         new.text_loc = self.text_loc
         fixups.extend((new, i, v) for i, v in pending)
         mapping.update(zip(self.results, new.results))
-        for region, new_region in zip(self._regions, regions):
+        for region in self._regions:
             for block in region._iter_blocks():
                 target = block_map[block]
                 for op in block._iter_ops():

@@ -86,6 +86,7 @@ class Lexer:
         if m is None:
             return self._next_general()
         group = m.lastgroup
+        assert group is not None  # every alternative of _FAST_TOKEN is a named group
         start, end = m.start(group), m.end()  # the token group ends the match
         tok_text = m[group]
         self.pos = end

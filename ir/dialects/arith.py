@@ -57,7 +57,7 @@ class _Binary(Operation):
     rhs = operand()
     out = result()
     traits: tuple = (Pure,)
-    _types: tuple[type, ...] = ()
+    _types: tuple[type[Type], ...] = ()
     _compute: Callable[[object, object], object] = staticmethod(operator.add)
     #: integer identity element: ``x op identity`` folds to ``x`` (and ``identity op x``
     #: too when the op is Commutative); None for no identity fold

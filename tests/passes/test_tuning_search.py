@@ -195,7 +195,7 @@ def test_jumping_greedy_ends_where_the_step_by_step_greedy_does(kind, order):
         problem = random_problem(seed, sites=3 + seed % 4, candidates=3 + seed % 3)
         spaces, dag = problem.spaces, problem.dag
 
-        def make():
+        def make(spaces=spaces, dag=dag):
             return AdditiveEvaluator(spaces) if kind == "additive" else PropagatingEvaluator(spaces, dag)
 
         budget = 10 ** (-7 + seed % 4)
