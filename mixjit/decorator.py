@@ -538,16 +538,44 @@ class MixjitDispatcher(CPUDispatcher):
         """Calls so far of each site of ``sites``, by site id."""
         return {s.id: s.calls for s in self.sites if s.id is not None}
 
+    def _spec_types(self, spec: Sequence[Any], kws: dict[str, Any] | None = None
+                    ) -> tuple[tuple[types.Type, ...], types.Type | None]:
+        """The argument types (and return type, if given) that ``spec`` / ``kws`` name, folded as
+        a call folds them (``mixjit.arguments.resolve_spec``: defaults, keywords). No ``spec``
+        for a function with required parameters: the tuned signature (``plan``), else the one
+        compiled signature; ValueError when there is neither."""
+        from mixjit.arguments import resolve_spec
+
+        required = [p.name for p in inspect.signature(self.py_func).parameters.values()
+                    if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if spec or kws or not required:
+            return resolve_spec(self, spec, kws)
+        from mixjit.tuning.api import state_of
+
+        tuned = state_of(self).last
+        if tuned is not None:
+            return tuned, None
+        if len(self.signatures) == 1:
+            return tuple(self.signatures[0]), None
+        which = "no compiled signature" if not self.signatures else f"{len(self.signatures)} compiled signatures"
+        raise ValueError(
+            f"mixjit: {self.py_func.__qualname__} takes {', '.join(map(repr, required))} and has no tuned "
+            f"signature and {which}: pass sample arguments, Numba types or a signature "
+            "(f.ir(*args), f.dump(path, *args))")
+
     def _imported(self, spec: Sequence[Any], raw: bool, pipeline: str = "detect-gemm",
-                  print_ir_after_all: bool = False, timing: bool = False) -> Any:
-        """This function and its @njit callees imported for ``spec`` (callees typed as their
-        mixjit versions, as when the function compiles); unless ``raw``, after ``pipeline`` (run by
-        ``mixjit.frontend_pipeline``, the JIT's own pass pipeline), with the process site ids and
-        plans of the compiled signatures (``annotate_sites``)."""
+                  print_ir_after_all: bool = False, timing: bool = False,
+                  kws: dict[str, Any] | None = None) -> Any:
+        """This function and its @njit callees imported for ``spec`` / ``kws`` (``_spec_types``;
+        callees typed as their mixjit versions, as when the function compiles); unless ``raw``,
+        after ``pipeline`` (run by ``mixjit.frontend_pipeline``, the JIT's own pass pipeline), with
+        the process site ids and plans of the compiled signatures (``annotate_sites``)."""
         from mixjit.frontend_pipeline import run_frontend_pipeline
         from mixjit.importer import import_function
 
-        imported = import_function(self, *spec, untyped_hook=self._swap_callees)
+        argtypes, return_type = self._spec_types(spec, kws)
+        typed = (return_type(*argtypes),) if return_type is not None else argtypes
+        imported = import_function(self, *typed, untyped_hook=self._swap_callees)
         if not raw:
             result = run_frontend_pipeline(imported.module, pipeline, print_ir_after_all=print_ir_after_all,
                                            timing=timing)
@@ -560,10 +588,11 @@ class MixjitDispatcher(CPUDispatcher):
         return imported
 
     def ir(self, *spec: Any, raw: bool = False, pipeline: str = "detect-gemm",
-           print_ir_after_all: bool = False, timing: bool = False) -> str:
+           print_ir_after_all: bool = False, timing: bool = False, **kws: Any) -> str:
         """The mix IR text of this function (and its @njit callees) for the
-        argument types of ``spec``: example arguments, Numba types or one
-        signature (``"float64[:, :](float64[:, :])"``).
+        argument types of ``spec``: example arguments (keyword arguments too; defaults as a call
+        takes them), Numba types or one signature (``"float64[:, :](float64[:, :])"``); none: the
+        tuned signature, else the one compiled signature.
 
         The IR is shown after ``pipeline`` (``mixopt -p`` syntax; default detect-gemm: each GEMM
         site is a ``mix.gemm``), run through the pass manager as the JIT runs it, with verify-each;
@@ -573,32 +602,33 @@ class MixjitDispatcher(CPUDispatcher):
         scheme}``: its plan); a tuned site also carries its profile (``mix.profile``), so
         ``mixopt dump.mix -p "build-dag,tune{budget=...,target=...}"`` re-tunes it offline. ``raw=True`` gives the import alone (``py.*`` ops, no pass).
         Nothing is compiled."""
-        return self._imported(spec, raw, pipeline, print_ir_after_all, timing).text()
+        return self._imported(spec, raw, pipeline, print_ir_after_all, timing, kws).text()
 
     # -- tuning (mixjit.tuning) ----------------------------------------------
 
     def tune(self, *args: Any, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
              budget: float | None = None, target: str | None = None,
              metric: Callable[[Any, Any], float] | None = None, margin: float = 0.0,
-             max_evals: int | None = None, fp64: bool = True) -> Any:
-        """Tune the plan of the signature of ``args`` on them (``validate``: held-out argument
-        tuples the plan must also meet the budget on); returns a ``mixjit.tuning.TuneResult``.
+             max_evals: int | None = None, fp64: bool = True, **kws: Any) -> Any:
+        """Tune the plan of the signature of ``args`` / ``kws`` on them, taken as a call takes them
+        (defaults, keyword arguments; ``validate``: held-out argument tuples, with the same keyword
+        arguments, the plan must also meet the budget on); returns a ``mixjit.tuning.TuneResult``.
         ``budget`` / ``target``: this tuning's error budget and GPU, in place of the decorator's
         ``error_budget`` / ``target`` (which stay as they were for first-call tuning and plan
         files). docs/frontend_tuning.md."""
         from mixjit.tuning.api import tune_function
 
         return tune_function(self, args, validate=validate, search=search, budget=budget, target=target,
-                             metric=metric, margin=margin, max_evals=max_evals, fp64=fp64)
+                             metric=metric, margin=margin, max_evals=max_evals, fp64=fp64, kws=kws)
 
-    def check_plan(self, *args: Any, metric: Callable[[Any, Any], float] | None = None) -> Any:
-        """The error of the current plan of ``args``' signature on ``args`` (inputs it was not tuned
-        on) against their reference run, with a warning when it breaks the plan's budget: a budget
+    def check_plan(self, *args: Any, metric: Callable[[Any, Any], float] | None = None, **kws: Any) -> Any:
+        """The error of the current plan of the signature of ``args`` / ``kws`` (taken as a call takes
+        them) on them (inputs it was not tuned on) against their reference run, with a warning when it breaks the plan's budget: a budget
         is met on the tuning samples, not guaranteed elsewhere. Returns a ``PlanCheck``
         (``error``, ``budget``, ``within_budget``). docs/frontend_tuning.md."""
         from mixjit.tuning.api import check_plan
 
-        return check_plan(self, args, metric)
+        return check_plan(self, args, metric, kws)
 
     @property
     def plan(self) -> Any:
@@ -626,13 +656,14 @@ class MixjitDispatcher(CPUDispatcher):
 
         return report(self, plot)
 
-    def dump(self, path: str | Path, *spec: Any, raw: bool = False) -> Path:
-        """Write ``ir(*spec, raw=raw)`` to ``path``, a ``.mix`` file ``mixopt`` reads; returns it."""
+    def dump(self, path: str | Path, *spec: Any, raw: bool = False, **kws: Any) -> Path:
+        """Write ``ir(*spec, raw=raw, **kws)`` to ``path``, a ``.mix`` file ``mixopt`` reads; returns
+        it. ``f.dump(path)`` alone dumps the tuned signature (else the one compiled signature)."""
         path = Path(path)
-        path.write_text(self.ir(*spec, raw=raw), encoding="utf-8")
+        path.write_text(self.ir(*spec, raw=raw, **kws), encoding="utf-8")
         return path
 
-    def dag_for(self, *spec: Any) -> Any:
+    def dag_for(self, *spec: Any, **kws: Any) -> Any:
         """The networkx DAG of the GEMM sites (build-dag) of this function and
         its callees for the argument types of ``spec`` (as for ``ir``; compiled
         first if needed). Nodes are the site ids of ``sites`` and
@@ -641,9 +672,8 @@ class MixjitDispatcher(CPUDispatcher):
         import networkx as nx
 
         from mixjit.frontend_pipeline import FRONTEND_PIPELINE, run_frontend_pipeline
-        from mixjit.importer import resolve_argtypes
 
-        argtypes, _ = resolve_argtypes(spec)
+        argtypes, _ = self._spec_types(spec, kws)
         self.compile(argtypes)
         imported = self._imported(argtypes, raw=True)
         dag = run_frontend_pipeline(imported.module, FRONTEND_PIPELINE).dag  # the GemmDag analysis

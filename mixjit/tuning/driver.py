@@ -40,6 +40,7 @@ import numpy as np
 from numba.core import errors
 
 from mixjit import entry
+from mixjit.arguments import resolve_arguments
 from mixjit.passes.tune import Tune
 from mixjit.passes.tuning.profile import SiteProfile
 from mixjit.passes.tuning.space import Candidate, SearchResult, SiteSpace
@@ -146,9 +147,14 @@ def check_metric(metric: Any) -> None:
         raise TypeError(f"mixjit: metric must be a callable metric(out, ref) -> float, got {type(metric).__name__}")
 
 
-def signature_of(f: Any, args: Sequence[Any]) -> tuple:
-    """The overload key of ``args`` for ``f``, compiled if needed."""
-    key = tuple(f.typeof_pyval(a) for a in args)
+def signature_of(f: Any, args: Sequence[Any], kws: dict[str, Any] | None = None) -> tuple:
+    """The overload key of ``args`` / ``kws`` for ``f``, resolved as a call resolves them
+    (``mixjit.arguments``: defaults, keywords), compiled if needed."""
+    return _compiled(f, resolve_arguments(f, args, kws).key)
+
+
+def _compiled(f: Any, key: tuple) -> tuple:
+    """``key``, compiled for ``f`` if it is not yet."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", _PERF_WARNING, errors.NumbaPerformanceWarning)
         f.compile(key)
@@ -180,10 +186,11 @@ def argtypes_text(key: tuple) -> str:
 def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
          budget: float | None = None, target: str | None = None, metric: Metric | None = None,
          margin: float = 0.0, max_evals: int | None = None, fp64: bool = True,
-         progress: bool = True) -> TuneResult:
-    """Tune the signature of ``args`` (see the module docstring); writes the chosen plan to the
-    plan table and returns what was found. ``budget`` / ``target`` (None: the decorator's
-    ``error_budget`` / ``target``) are this tuning's. ValueError for bad inputs (NaN/Inf
+         progress: bool = True, kws: dict[str, Any] | None = None) -> TuneResult:
+    """Tune the signature of ``args`` / ``kws`` (taken as a call takes them: ``mixjit.arguments``;
+    each ``validate`` tuple with the same ``kws``; see the module docstring); writes the chosen
+    plan to the plan table and returns what was found. ``budget`` / ``target`` (None: the
+    decorator's ``error_budget`` / ``target``) are this tuning's. ValueError for bad inputs (NaN/Inf
     samples, a budget that is not positive, an unknown target, validation inputs of other
     types); TypeError for a target that is not a str."""
     opts = f.mixjit_options
@@ -200,12 +207,14 @@ def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (),
     except ValueError as err:
         raise ValueError(f"mixjit: {err}") from None
     qualname = f.py_func.__qualname__
-    names = argument_names(f.py_func, args)
+    sample = resolve_arguments(f, args, kws)
+    args, names = sample.values, sample.names
     check_finite(args, names, qualname)
-    key = signature_of(f, args)
-    for i, v in enumerate(validate):
+    key = _compiled(f, sample.key)
+    held_out = [resolve_arguments(f, v, kws) for v in validate]  # with the sample's keywords
+    validate = [h.values for h in held_out]
+    for i, (v, vkey) in enumerate((h.values, h.key) for h in held_out):
         check_finite(v, names, f"{qualname} (validate[{i}])")
-        vkey = tuple(f.typeof_pyval(a) for a in v)
         if vkey != key:
             raise ValueError(f"mixjit: validate[{i}] has argument types {argtypes_text(vkey)}; "
                              f"held-out inputs must have the sample's types {argtypes_text(key)}")
