@@ -299,23 +299,35 @@ class MixjitDispatcher(CPUDispatcher):
 
     def _compile_linked(self, sig: Any, attempt: "_Compilation") -> Any:
         """One compilation through mixjit's pipeline. The site blocks its typed hook made are
-        registered (fresh site ids, plans) only when it succeeds. Until then their symbols
-        point at provisional cells, so a compilation that fails later (in lowering) uses up no
-        site id and writes no plan."""
+        registered (fresh site ids, plans) only when its code becomes callable (``add_overload``).
+        Until then their symbols point at provisional cells, so a compilation that fails
+        earlier (in lowering) uses up no site id and writes no plan."""
         self._compilations.append(attempt)
         try:
-            result = super().compile(sig)
+            return super().compile(sig)
         except StageError:
             raise
         except Exception as e:
-            if attempt.linked:  # Numba failed on IR that mixjit rewrote: retry without it
-                raise StageError("lowering", e) from e
-            raise
+            args, _ = sigutils.normalize_signature(sig)
+            if attempt.linked and tuple(args) not in self.overloads:
+                raise StageError("lowering", e) from e  # Numba failed on IR that mixjit rewrote: retry without it
+            raise  # the user's error, or one after the code was added (it runs, linked: as @njit, the next call does)
         finally:
             self._compilations.pop()
-        for block, cell in attempt.pending:
-            cell[0] = block()
-        return result
+
+    def add_overload(self, cres: Any) -> None:
+        """Numba's ``add_overload`` (the compiled code becomes callable), after registering the site
+        blocks the compilation made, which its code reads its site ids from. Here and not after
+        ``compile`` returns: Numba writes the disk cache after adding the code, and an error or a
+        Ctrl-C there must not leave callable code whose sites have no id (every call failing)."""
+        attempt = self._compilations[-1] if self._compilations else None
+        if attempt is not None:
+            mine = [(block, cell) for block, cell in attempt.pending
+                    if any(block is entry for entry in cres.reload_init or ())]
+            for block, cell in mine:
+                cell[0] = block()
+            attempt.pending[:] = [p for p in attempt.pending if p not in mine]
+        super().add_overload(cres)
 
     def _compile_plain(self, sig: Any, failure: StageError, found: tuple[SiteRecord, ...]) -> Any:
         """Compile ``sig`` as plain Numba would (no callee swap, no linking; ``np.matmul``
@@ -374,9 +386,31 @@ class MixjitDispatcher(CPUDispatcher):
             warnings.warn_explicit(f"mixjit: {note}", MixjitWarning, *where)
 
     def _compile_for_args(self, *args: Any, **kws: Any) -> Any:
+        """Numba's first call of a signature (``_first_call``). A call that fails or is interrupted
+        leaves no compiled code behind, so the next call is a first call again."""
+        before = set(self.overloads)
+        try:
+            return self._first_call(before, args, kws)
+        except BaseException:
+            # an error or a Ctrl-C after the code was added (Numba's cache write, first-call tuning):
+            # drop that code, so that the next call is a first call again (compiles or loads, tunes)
+            self._forget(set(self.overloads) - before)
+            raise
+
+    def _forget(self, keys: set[tuple]) -> None:
+        """Remove the compiled signatures ``keys`` (from ``overloads`` and Numba's C dispatch table)."""
+        if not keys:
+            return
+        kept = [cres for key, cres in self.overloads.items() if key not in keys]
+        self._reset_overloads()
+        for cres in kept:
+            CPUDispatcher.add_overload(self, cres)
+
+    def _first_call(self, before: set[tuple], args: tuple, kws: dict) -> Any:
+        """Compile for ``args`` (Numba's ``_compile_for_args``), with mixjit's notes on Numba's
+        errors; then tune, or apply a saved or given plan to, each new signature."""
         names = self._check_arguments(args, kws)
         qualname = self.py_func.__qualname__
-        before = set(self.overloads)
         try:
             result = super()._compile_for_args(*args, **kws)
         except errors.NumbaError as e:

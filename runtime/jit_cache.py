@@ -58,8 +58,8 @@ __all__ = ["CacheFileWarning", "TolerantFunctionCache", "RuntimeCache", "cached_
 
 class CacheFileWarning(MixjitWarning):
     """A Numba cache file of a mixjit-compiled function (a runtime kernel, the run-time
-    entry, an ``@mixjit(cache=True)`` function) could not be read; it was deleted and
-    the function compiled again."""
+    entry, an ``@mixjit(cache=True)`` function) could not be read (it was deleted and
+    the function compiled again) or written (the code runs from memory)."""
 
 
 class _TolerantCacheFile(IndexDataCacheFile):
@@ -138,10 +138,17 @@ class TolerantFunctionCache(FunctionCache):
         a ``CFunc``'s compile result leaves out the hooks its library collected while it
         was lowered and linked (Numba copies them only where it makes a Python wrapper), and
         loaded without them, code that needs one (runtime/lazy_link.py's cells) would call
-        into what nothing registered."""
+        into what nothing registered. A file that cannot be written (``OSError``) is one
+        ``CacheFileWarning``, not a failed call."""
         data.library._ensure_finalized()  # links the callees in, with their hooks
         data.reload_init.extend(h for h in data.library._reload_init if h not in data.reload_init)
-        super().save_overload(sig, data)
+        try:
+            super().save_overload(sig, data)
+        except OSError as err:  # a full disk, a read-only or a blocked path: the compiled code still runs
+            warnings.warn(
+                f"mixjit: could not write the Numba cache of {self._cache_file._owner} "
+                f"({type(err).__name__}: {err}); it runs from memory and compiles again in a new process",
+                CacheFileWarning, stacklevel=2)
 
 
 class RuntimeCache(TolerantFunctionCache):
