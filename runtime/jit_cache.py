@@ -40,7 +40,9 @@ value still gets a literal specialization.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pickle
 import warnings
 from types import MethodType as types_method
 from typing import Any, Callable
@@ -63,11 +65,19 @@ class CacheFileWarning(MixjitWarning):
 
 
 class _TolerantCacheFile(IndexDataCacheFile):
-    """Numba's index/data file pair, where a file that cannot be unpickled is a miss."""
+    """Numba's index/data file pair, where a file that cannot be unpickled is a miss, and each
+    data file carries the SHA-256 of its contents, checked before anything unpickles it: a
+    damaged but readable file (a flipped byte in the compiled code) would otherwise load and
+    crash the process or run wrong code."""
+
+    _SEAL = b"mixjit-nbc-sha256\n"
+    """What a data file starts with; the 32-byte digest of the rest follows."""
 
     def __init__(self, cache_path: str, filename_base: str, source_stamp: Any, owner: str) -> None:
         super().__init__(cache_path=cache_path, filename_base=filename_base, source_stamp=source_stamp)
         self._owner = owner
+        # an index of Numba's own format (data files without the seal) is another version: a clean miss
+        self._version = f"{self._version}+mixjit-sealed-data"
 
     def _load_index(self) -> dict:
         try:
@@ -81,13 +91,26 @@ class _TolerantCacheFile(IndexDataCacheFile):
             self._discard(self._index_path, exc)
             return {}
 
+    def _save_data(self, name: str, data: Any) -> None:
+        """Numba's data file, sealed: ``_SEAL``, the SHA-256 of the pickled data, the data."""
+        payload = self._dump(data)
+        with self._open_for_write(self._data_path(name)) as f:
+            f.write(self._SEAL + hashlib.sha256(payload).digest() + payload)
+
     def _load_data(self, name: str) -> Any:
+        path = self._data_path(name)
+        with open(path, "rb") as f:  # OSError: Numba's load() treats a vanished data file as a miss
+            sealed = f.read()
         try:
-            return super()._load_data(name)
-        except OSError:  # Numba's load() treats a vanished data file as a miss
-            raise
+            head, digest, payload = sealed[:len(self._SEAL)], sealed[len(self._SEAL):len(self._SEAL) + 32], \
+                sealed[len(self._SEAL) + 32:]
+            if head != self._SEAL:
+                raise ValueError("no mixjit checksum header (written by another version, or damaged)")
+            if hashlib.sha256(payload).digest() != digest:
+                raise ValueError("its SHA-256 checksum does not match its contents (the file is damaged)")
+            return pickle.loads(payload)
         except Exception as exc:
-            self._discard(self._data_path(name), exc)
+            self._discard(path, exc)
             return None
 
     def _discard(self, path: str, exc: Exception) -> None:
