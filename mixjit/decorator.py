@@ -61,7 +61,7 @@ __all__ = ["mixjit", "MixjitDispatcher", "Site", "MixjitWarning"]
 class Options:
     """The options of one @mixjit function (what decides its plans)."""
 
-    error_budget: float = 1e-6
+    error_budget: float | str = 1e-6
     target: str = "h100"
     schemes: tuple[str, ...] | None = None
     cache: bool = False
@@ -641,7 +641,7 @@ class MixjitDispatcher(CPUDispatcher):
     # -- tuning (mixjit.tuning) ----------------------------------------------
 
     def tune(self, *args: Any, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
-             budget: float | None = None, target: str | None = None,
+             budget: float | str | None = None, target: str | None = None,
              metric: Callable[[Any, Any], float] | None = None, margin: float = 0.0,
              max_evals: int | None = None, fp64: bool = True, **kws: Any) -> Any:
         """Tune the plan of the signature of ``args`` / ``kws`` on them, taken as a call takes them
@@ -859,7 +859,7 @@ def _numba_options(options: dict[str, Any]) -> dict[str, Any]:
 def mixjit(
     fn: Callable | str | Sequence[Any] | None = None,
     *,
-    error_budget: float = 1e-6,
+    error_budget: float | str = 1e-6,
     target: str = "h100",
     schemes: Sequence[str] | None = None,
     cache: bool = False,
@@ -871,7 +871,8 @@ def mixjit(
 ) -> Any:
     """Compile ``fn`` with Numba (nopython) and run its GEMMs through mixjit.
 
-    ``error_budget``: the relative Frobenius error the tuner may spend;
+    ``error_budget``: the relative Frobenius error the tuner may spend, or ``"native"``: no less
+    accurate than the program's native run (``mixjit.tuning.native_budget``);
     ``target``: the hardware the plans are tuned for; ``schemes``: the candidate
     schemes of every site, most wanted first (default: the initial plan runs the first of
     ``mixjit.plan.DEFAULT_SCHEMES`` by dtype, and the tuner chooses among the

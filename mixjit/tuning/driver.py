@@ -46,6 +46,7 @@ from mixjit.passes.tuning.profile import SiteProfile
 from mixjit.passes.tuning.space import Candidate, SearchResult, SiteSpace
 from mixjit.plan import SitePlan, get_plan, initial_plan, set_plan
 from mixjit.tuning.evaluator import Judged, OnlineEvaluator, ProgramRunner, apply_plan, fp64_error
+from mixjit.tuning.native_budget import NATIVE, budget_text, is_native, native_budget, native_plan
 from mixjit.tuning.outputs import Metric, Output, check_finite, collect, program_error
 from mixjit.tuning.persistence import PlanSite, TunedPlan, source_hash
 from mixjit.tuning.online import OnlineBackend, TuningPipeline
@@ -96,6 +97,8 @@ class TuneResult:
     pipeline: TuningPipeline | None = None
     """The pass-manager runs of the search (``detect-gemm,build-dag,tune{...}``, then ``tune{...}``
     for each tightened search): their remarks, warnings, per-pass timing and the tuned module."""
+    native_error: float | None = None
+    """The program's error with every site native, against the reference run (``native_budget``)."""
 
     @property
     def error(self) -> float | None:
@@ -114,16 +117,19 @@ class TuneResult:
         if self.stopped == "interrupted":
             extra += ", interrupted: best plan so far"
         return (f"mixjit: tuned {self.qualname}: {len(self.chosen)} sites, error {err} ({budget} budget "
-                f"{self.budget:g}){extra}, modeled speedup {speed} vs native on {self.target}, "
+                f"{budget_text(p.error_budget, self.budget)}){extra}, modeled speedup {speed} vs native on {self.target}, "
                 f"{self.runs} runs in {self.seconds:.1f} s")
 
 
-def check_budget(budget: Any, where: str) -> float:
+def check_budget(budget: Any, where: str) -> float | str:
     """``budget`` as a float if it is a positive number (the relative error a plan may have),
-    else ValueError naming ``where`` it was given and an example of a good value."""
+    ``"native"`` as it is (``mixjit.tuning.native_budget``), else ValueError naming ``where`` it
+    was given and an example of a good value."""
+    if is_native(budget):  # "no less accurate than native": resolved when native's error is measured
+        return NATIVE
     if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0:  # > 0 refuses NaN
         raise ValueError(f"mixjit: {where} must be a positive number (the relative error the tuner may spend, "
-                         f"e.g. 1e-6), got {budget!r}")
+                         f"e.g. 1e-6) or 'native' (no less accurate than the native run), got {budget!r}")
     return float(budget)
 
 
@@ -184,7 +190,7 @@ def argtypes_text(key: tuple) -> str:
 
 
 def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
-         budget: float | None = None, target: str | None = None, metric: Metric | None = None,
+         budget: float | str | None = None, target: str | None = None, metric: Metric | None = None,
          margin: float = 0.0, max_evals: int | None = None, fp64: bool = True,
          progress: bool = True, kws: dict[str, Any] | None = None) -> TuneResult:
     """Tune the signature of ``args`` / ``kws`` (taken as a call takes them: ``mixjit.arguments``;
@@ -195,6 +201,7 @@ def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (),
     types); TypeError for a target that is not a str."""
     opts = f.mixjit_options
     budget = opts.error_budget if budget is None else check_budget(budget, "f.tune(budget=...)")
+    spec_budget = 1.0 if is_native(budget) else float(budget)  # "native" is resolved once native ran
     target = opts.target if target is None else check_target(target, "f.tune(target=...)")
     if search not in ("greedy", "exhaustive"):
         raise ValueError(f"mixjit: search must be 'greedy' or 'exhaustive', got {search!r}")
@@ -203,7 +210,7 @@ def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (),
     check_metric(metric)
     metric = metric or opts.metric
     try:  # the tune pass checks its options: refuse bad ones before any program run
-        _tune_spec(margin, budget=float(budget), target=target, search=search, max_evals=max_evals)
+        _tune_spec(margin, budget=spec_budget, target=target, search=search, max_evals=max_evals)
     except ValueError as err:
         raise ValueError(f"mixjit: {err}") from None
     qualname = f.py_func.__qualname__
@@ -226,7 +233,7 @@ def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (),
     before = {s.id: get_plan(s.id) for s in sites}
     start = time.process_time()
     try:
-        result = _tune(f, key, args, names, sites, list(validate), search, float(budget), target, metric,
+        result = _tune(f, key, args, names, sites, list(validate), search, budget, target, metric,
                        margin, max_evals, fp64, progress)
     except BaseException:
         for sid, plan in before.items():
@@ -239,7 +246,7 @@ def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (),
     return result
 
 
-def _tune(f, key, args, names, sites, validate, search, budget, target, metric, margin, max_evals, fp64,
+def _tune(f, key, args, names, sites, validate, search, asked, target, metric, margin, max_evals, fp64,
           progress) -> TuneResult:
     opts = f.mixjit_options
     qualname = f.py_func.__qualname__
@@ -264,6 +271,9 @@ def _tune(f, key, args, names, sites, validate, search, budget, target, metric, 
     full = {s.id: SiteSpace(s.id, site_candidates(s.dtype, opts.schemes, logs[s.id].shapes, target))
             for s in called}
     evaluator = OnlineEvaluator(runner, sites, full, reference, metric, fp64_outs)
+    native = native_plan(full)
+    native_error = evaluator.error(native) if native else None  # said when it breaks the budget
+    budget = native_budget(native_error) if is_native(asked) else float(asked)
     bar = SearchBar(f"mixjit: tuning {qualname}") if progress else None
     imported = f._imported(key, raw=True)
     backend = OnlineBackend(imported, sites, logs, full, evaluator, target, bar)
@@ -302,10 +312,10 @@ def _tune(f, key, args, names, sites, validate, search, budget, target, metric, 
     if validation and any(not v.within_budget for v in validation):
         within = False
     ref64 = fp64_error(reference, fp64_outs, metric) if fp64_outs is not None else None
-    plan = _tuned_plan(f, key, target, budget, sites, initial, chosen, full, error, within)
+    plan = _tuned_plan(f, key, target, asked, sites, initial, chosen, full, error, within, native_error)
     return TuneResult(qualname, argtypes_text(key), target, budget, sites, dict(backend.profiles), spaces, chosen,
                       plan, search_result, evaluator.judged, validation, margin, stopped, notes, 0.0, evaluator.runs,
-                      ref64, pipeline)
+                      ref64, pipeline, native_error)
 
 
 def _tune_spec(margin: float, *, budget: float, target: str, search: str, max_evals: int | None) -> str:
@@ -428,7 +438,7 @@ def _upcast(x: Any) -> Any:
     return x
 
 
-def _tuned_plan(f, key, target, budget, sites, initial, chosen, full, error, within) -> TunedPlan:
+def _tuned_plan(f, key, target, budget, sites, initial, chosen, full, error, within, native_error) -> TunedPlan:
     out = []
     for s in sites:
         c = chosen.get(s.id)
@@ -439,8 +449,9 @@ def _tuned_plan(f, key, target, budget, sites, initial, chosen, full, error, wit
     native = [next((c.time for c in full[sid].candidates if c.scheme == "native"), None) for sid in chosen]
     native_time = sum(native) if chosen and None not in native else None
     plan_time = sum(c.time for c in chosen.values()) if chosen else None
-    return TunedPlan(f.py_func.__qualname__, source_hash(f.py_func), argtypes_text(key), target, float(budget),
-                     tuple(out), error, plan_time, native_time, bool(within))
+    return TunedPlan(f.py_func.__qualname__, source_hash(f.py_func), argtypes_text(key), target,
+                     budget if is_native(budget) else float(budget), tuple(out), error, plan_time, native_time,
+                     bool(within), native_error)
 
 
 def print_summary(result: TuneResult) -> None:
