@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = ROOT / "docs" / "gemm_memory.json"
+import common
+
+DEFAULT_OUT = common.ROOT / "docs" / "gemm_memory.json"
 TARGET_RATIO = 4.0
 """mixjit.gemm's peak above baseline may be at most this many times numpy's (issue 26, item 9)."""
 
@@ -97,11 +96,7 @@ _CHILD = textwrap.dedent(
 
 def measure(how: str, n: int, dtype: str, scheme: str) -> dict:
     """One fresh process's numbers (``how``: ``numpy`` or ``mixjit``)."""
-    proc = subprocess.run([sys.executable, "-c", _CHILD, how, str(n), dtype, scheme], capture_output=True,
-                          text=True, cwd=ROOT, timeout=900)
-    if proc.returncode != 0:
-        raise RuntimeError(f"the {how} measurement failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return common.child_json(_CHILD, [how, str(n), dtype, scheme], f"the {how} measurement", timeout=900)
 
 
 def main(argv: list[str] | None = None) -> int:
