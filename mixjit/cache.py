@@ -15,9 +15,10 @@ way round. ``MixjitCache`` keeps them apart twice over:
   is not reused (old code calling a new entry with the old arguments would
   corrupt memory).
 
-An unreadable cache file (truncated, empty, garbage) is a miss: ``MixjitCache`` is a
-``TolerantFunctionCache`` (``mixjit.runtime.jit_cache``), which warns once
-(``CacheFileWarning``), deletes the file and lets the function compile again.
+An unreadable cache file (truncated, empty, garbage, or a data file whose SHA-256 checksum
+does not match: one flipped byte) is a miss: ``MixjitCache`` is a ``TolerantFunctionCache``
+(``mixjit.runtime.jit_cache``), which warns once (``CacheFileWarning``), deletes the file and
+lets the function compile again; a file it cannot write is a warning too.
 
 Cached code names the GEMM entry and its site blocks by symbol only. What
 registers them in a new process is the ``SiteBlock`` (``mixjit.plan``) that the

@@ -61,7 +61,7 @@ __all__ = ["mixjit", "MixjitDispatcher", "Site", "MixjitWarning"]
 class Options:
     """The options of one @mixjit function (what decides its plans)."""
 
-    error_budget: float = 1e-6
+    error_budget: float | str = 1e-6
     target: str = "h100"
     schemes: tuple[str, ...] | None = None
     cache: bool = False
@@ -299,23 +299,35 @@ class MixjitDispatcher(CPUDispatcher):
 
     def _compile_linked(self, sig: Any, attempt: "_Compilation") -> Any:
         """One compilation through mixjit's pipeline. The site blocks its typed hook made are
-        registered (fresh site ids, plans) only when it succeeds. Until then their symbols
-        point at provisional cells, so a compilation that fails later (in lowering) uses up no
-        site id and writes no plan."""
+        registered (fresh site ids, plans) only when its code becomes callable (``add_overload``).
+        Until then their symbols point at provisional cells, so a compilation that fails
+        earlier (in lowering) uses up no site id and writes no plan."""
         self._compilations.append(attempt)
         try:
-            result = super().compile(sig)
+            return super().compile(sig)
         except StageError:
             raise
         except Exception as e:
-            if attempt.linked:  # Numba failed on IR that mixjit rewrote: retry without it
-                raise StageError("lowering", e) from e
-            raise
+            args, _ = sigutils.normalize_signature(sig)
+            if attempt.linked and tuple(args) not in self.overloads:
+                raise StageError("lowering", e) from e  # Numba failed on IR that mixjit rewrote: retry without it
+            raise  # the user's error, or one after the code was added (it runs, linked: as @njit, the next call does)
         finally:
             self._compilations.pop()
-        for block, cell in attempt.pending:
-            cell[0] = block()
-        return result
+
+    def add_overload(self, cres: Any) -> None:
+        """Numba's ``add_overload`` (the compiled code becomes callable), after registering the site
+        blocks the compilation made, which its code reads its site ids from. Here and not after
+        ``compile`` returns: Numba writes the disk cache after adding the code, and an error or a
+        Ctrl-C there must not leave callable code whose sites have no id (every call failing)."""
+        attempt = self._compilations[-1] if self._compilations else None
+        if attempt is not None:
+            mine = [(block, cell) for block, cell in attempt.pending
+                    if any(block is entry for entry in cres.reload_init or ())]
+            for block, cell in mine:
+                cell[0] = block()
+            attempt.pending[:] = [p for p in attempt.pending if p not in mine]
+        super().add_overload(cres)
 
     def _compile_plain(self, sig: Any, failure: StageError, found: tuple[SiteRecord, ...]) -> Any:
         """Compile ``sig`` as plain Numba would (no callee swap, no linking; ``np.matmul``
@@ -374,9 +386,31 @@ class MixjitDispatcher(CPUDispatcher):
             warnings.warn_explicit(f"mixjit: {note}", MixjitWarning, *where)
 
     def _compile_for_args(self, *args: Any, **kws: Any) -> Any:
+        """Numba's first call of a signature (``_first_call``). A call that fails or is interrupted
+        leaves no compiled code behind, so the next call is a first call again."""
+        before = set(self.overloads)
+        try:
+            return self._first_call(before, args, kws)
+        except BaseException:
+            # an error or a Ctrl-C after the code was added (Numba's cache write, first-call tuning):
+            # drop that code, so that the next call is a first call again (compiles or loads, tunes)
+            self._forget(set(self.overloads) - before)
+            raise
+
+    def _forget(self, keys: set[tuple]) -> None:
+        """Remove the compiled signatures ``keys`` (from ``overloads`` and Numba's C dispatch table)."""
+        if not keys:
+            return
+        kept = [cres for key, cres in self.overloads.items() if key not in keys]
+        self._reset_overloads()
+        for cres in kept:
+            CPUDispatcher.add_overload(self, cres)
+
+    def _first_call(self, before: set[tuple], args: tuple, kws: dict) -> Any:
+        """Compile for ``args`` (Numba's ``_compile_for_args``), with mixjit's notes on Numba's
+        errors; then tune, or apply a saved or given plan to, each new signature."""
         names = self._check_arguments(args, kws)
         qualname = self.py_func.__qualname__
-        before = set(self.overloads)
         try:
             result = super()._compile_for_args(*args, **kws)
         except errors.NumbaError as e:
@@ -538,16 +572,44 @@ class MixjitDispatcher(CPUDispatcher):
         """Calls so far of each site of ``sites``, by site id."""
         return {s.id: s.calls for s in self.sites if s.id is not None}
 
+    def _spec_types(self, spec: Sequence[Any], kws: dict[str, Any] | None = None
+                    ) -> tuple[tuple[types.Type, ...], types.Type | None]:
+        """The argument types (and return type, if given) that ``spec`` / ``kws`` name, folded as
+        a call folds them (``mixjit.arguments.resolve_spec``: defaults, keywords). No ``spec``
+        for a function with required parameters: the tuned signature (``plan``), else the one
+        compiled signature; ValueError when there is neither."""
+        from mixjit.arguments import resolve_spec
+
+        required = [p.name for p in inspect.signature(self.py_func).parameters.values()
+                    if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if spec or kws or not required:
+            return resolve_spec(self, spec, kws)
+        from mixjit.tuning.api import state_of
+
+        tuned = state_of(self).last
+        if tuned is not None:
+            return tuned, None
+        if len(self.signatures) == 1:
+            return tuple(self.signatures[0]), None
+        which = "no compiled signature" if not self.signatures else f"{len(self.signatures)} compiled signatures"
+        raise ValueError(
+            f"mixjit: {self.py_func.__qualname__} takes {', '.join(map(repr, required))} and has no tuned "
+            f"signature and {which}: pass sample arguments, Numba types or a signature "
+            "(f.ir(*args), f.dump(path, *args))")
+
     def _imported(self, spec: Sequence[Any], raw: bool, pipeline: str = "detect-gemm",
-                  print_ir_after_all: bool = False, timing: bool = False) -> Any:
-        """This function and its @njit callees imported for ``spec`` (callees typed as their
-        mixjit versions, as when the function compiles); unless ``raw``, after ``pipeline`` (run by
-        ``mixjit.frontend_pipeline``, the JIT's own pass pipeline), with the process site ids and
-        plans of the compiled signatures (``annotate_sites``)."""
+                  print_ir_after_all: bool = False, timing: bool = False,
+                  kws: dict[str, Any] | None = None) -> Any:
+        """This function and its @njit callees imported for ``spec`` / ``kws`` (``_spec_types``;
+        callees typed as their mixjit versions, as when the function compiles); unless ``raw``,
+        after ``pipeline`` (run by ``mixjit.frontend_pipeline``, the JIT's own pass pipeline), with
+        the process site ids and plans of the compiled signatures (``annotate_sites``)."""
         from mixjit.frontend_pipeline import run_frontend_pipeline
         from mixjit.importer import import_function
 
-        imported = import_function(self, *spec, untyped_hook=self._swap_callees)
+        argtypes, return_type = self._spec_types(spec, kws)
+        typed = (return_type(*argtypes),) if return_type is not None else argtypes
+        imported = import_function(self, *typed, untyped_hook=self._swap_callees)
         if not raw:
             result = run_frontend_pipeline(imported.module, pipeline, print_ir_after_all=print_ir_after_all,
                                            timing=timing)
@@ -560,10 +622,11 @@ class MixjitDispatcher(CPUDispatcher):
         return imported
 
     def ir(self, *spec: Any, raw: bool = False, pipeline: str = "detect-gemm",
-           print_ir_after_all: bool = False, timing: bool = False) -> str:
+           print_ir_after_all: bool = False, timing: bool = False, **kws: Any) -> str:
         """The mix IR text of this function (and its @njit callees) for the
-        argument types of ``spec``: example arguments, Numba types or one
-        signature (``"float64[:, :](float64[:, :])"``).
+        argument types of ``spec``: example arguments (keyword arguments too; defaults as a call
+        takes them), Numba types or one signature (``"float64[:, :](float64[:, :])"``); none: the
+        tuned signature, else the one compiled signature.
 
         The IR is shown after ``pipeline`` (``mixopt -p`` syntax; default detect-gemm: each GEMM
         site is a ``mix.gemm``), run through the pass manager as the JIT runs it, with verify-each;
@@ -573,32 +636,33 @@ class MixjitDispatcher(CPUDispatcher):
         scheme}``: its plan); a tuned site also carries its profile (``mix.profile``), so
         ``mixopt dump.mix -p "build-dag,tune{budget=...,target=...}"`` re-tunes it offline. ``raw=True`` gives the import alone (``py.*`` ops, no pass).
         Nothing is compiled."""
-        return self._imported(spec, raw, pipeline, print_ir_after_all, timing).text()
+        return self._imported(spec, raw, pipeline, print_ir_after_all, timing, kws).text()
 
     # -- tuning (mixjit.tuning) ----------------------------------------------
 
     def tune(self, *args: Any, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
-             budget: float | None = None, target: str | None = None,
+             budget: float | str | None = None, target: str | None = None,
              metric: Callable[[Any, Any], float] | None = None, margin: float = 0.0,
-             max_evals: int | None = None, fp64: bool = True) -> Any:
-        """Tune the plan of the signature of ``args`` on them (``validate``: held-out argument
-        tuples the plan must also meet the budget on); returns a ``mixjit.tuning.TuneResult``.
+             max_evals: int | None = None, fp64: bool = True, **kws: Any) -> Any:
+        """Tune the plan of the signature of ``args`` / ``kws`` on them, taken as a call takes them
+        (defaults, keyword arguments; ``validate``: held-out argument tuples, with the same keyword
+        arguments, the plan must also meet the budget on); returns a ``mixjit.tuning.TuneResult``.
         ``budget`` / ``target``: this tuning's error budget and GPU, in place of the decorator's
         ``error_budget`` / ``target`` (which stay as they were for first-call tuning and plan
         files). docs/frontend_tuning.md."""
         from mixjit.tuning.api import tune_function
 
         return tune_function(self, args, validate=validate, search=search, budget=budget, target=target,
-                             metric=metric, margin=margin, max_evals=max_evals, fp64=fp64)
+                             metric=metric, margin=margin, max_evals=max_evals, fp64=fp64, kws=kws)
 
-    def check_plan(self, *args: Any, metric: Callable[[Any, Any], float] | None = None) -> Any:
-        """The error of the current plan of ``args``' signature on ``args`` (inputs it was not tuned
-        on) against their reference run, with a warning when it breaks the plan's budget: a budget
+    def check_plan(self, *args: Any, metric: Callable[[Any, Any], float] | None = None, **kws: Any) -> Any:
+        """The error of the current plan of the signature of ``args`` / ``kws`` (taken as a call takes
+        them) on them (inputs it was not tuned on) against their reference run, with a warning when it breaks the plan's budget: a budget
         is met on the tuning samples, not guaranteed elsewhere. Returns a ``PlanCheck``
         (``error``, ``budget``, ``within_budget``). docs/frontend_tuning.md."""
         from mixjit.tuning.api import check_plan
 
-        return check_plan(self, args, metric)
+        return check_plan(self, args, metric, kws)
 
     @property
     def plan(self) -> Any:
@@ -626,13 +690,14 @@ class MixjitDispatcher(CPUDispatcher):
 
         return report(self, plot)
 
-    def dump(self, path: str | Path, *spec: Any, raw: bool = False) -> Path:
-        """Write ``ir(*spec, raw=raw)`` to ``path``, a ``.mix`` file ``mixopt`` reads; returns it."""
+    def dump(self, path: str | Path, *spec: Any, raw: bool = False, **kws: Any) -> Path:
+        """Write ``ir(*spec, raw=raw, **kws)`` to ``path``, a ``.mix`` file ``mixopt`` reads; returns
+        it. ``f.dump(path)`` alone dumps the tuned signature (else the one compiled signature)."""
         path = Path(path)
-        path.write_text(self.ir(*spec, raw=raw), encoding="utf-8")
+        path.write_text(self.ir(*spec, raw=raw, **kws), encoding="utf-8")
         return path
 
-    def dag_for(self, *spec: Any) -> Any:
+    def dag_for(self, *spec: Any, **kws: Any) -> Any:
         """The networkx DAG of the GEMM sites (build-dag) of this function and
         its callees for the argument types of ``spec`` (as for ``ir``; compiled
         first if needed). Nodes are the site ids of ``sites`` and
@@ -641,9 +706,8 @@ class MixjitDispatcher(CPUDispatcher):
         import networkx as nx
 
         from mixjit.frontend_pipeline import FRONTEND_PIPELINE, run_frontend_pipeline
-        from mixjit.importer import resolve_argtypes
 
-        argtypes, _ = resolve_argtypes(spec)
+        argtypes, _ = self._spec_types(spec, kws)
         self.compile(argtypes)
         imported = self._imported(argtypes, raw=True)
         dag = run_frontend_pipeline(imported.module, FRONTEND_PIPELINE).dag  # the GemmDag analysis
@@ -795,7 +859,7 @@ def _numba_options(options: dict[str, Any]) -> dict[str, Any]:
 def mixjit(
     fn: Callable | str | Sequence[Any] | None = None,
     *,
-    error_budget: float = 1e-6,
+    error_budget: float | str = 1e-6,
     target: str = "h100",
     schemes: Sequence[str] | None = None,
     cache: bool = False,
@@ -807,7 +871,8 @@ def mixjit(
 ) -> Any:
     """Compile ``fn`` with Numba (nopython) and run its GEMMs through mixjit.
 
-    ``error_budget``: the relative Frobenius error the tuner may spend;
+    ``error_budget``: the relative Frobenius error the tuner may spend, or ``"native"``: no less
+    accurate than the program's native run (``mixjit.tuning.native_budget``);
     ``target``: the hardware the plans are tuned for; ``schemes``: the candidate
     schemes of every site, most wanted first (default: the initial plan runs the first of
     ``mixjit.plan.DEFAULT_SCHEMES`` by dtype, and the tuner chooses among the

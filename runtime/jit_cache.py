@@ -40,7 +40,9 @@ value still gets a literal specialization.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pickle
 import warnings
 from types import MethodType as types_method
 from typing import Any, Callable
@@ -58,16 +60,24 @@ __all__ = ["CacheFileWarning", "TolerantFunctionCache", "RuntimeCache", "cached_
 
 class CacheFileWarning(MixjitWarning):
     """A Numba cache file of a mixjit-compiled function (a runtime kernel, the run-time
-    entry, an ``@mixjit(cache=True)`` function) could not be read; it was deleted and
-    the function compiled again."""
+    entry, an ``@mixjit(cache=True)`` function) could not be read (it was deleted and
+    the function compiled again) or written (the code runs from memory)."""
 
 
 class _TolerantCacheFile(IndexDataCacheFile):
-    """Numba's index/data file pair, where a file that cannot be unpickled is a miss."""
+    """Numba's index/data file pair, where a file that cannot be unpickled is a miss, and each
+    data file carries the SHA-256 of its contents, checked before anything unpickles it: a
+    damaged but readable file (a flipped byte in the compiled code) would otherwise load and
+    crash the process or run wrong code."""
+
+    _SEAL = b"mixjit-nbc-sha256\n"
+    """What a data file starts with; the 32-byte digest of the rest follows."""
 
     def __init__(self, cache_path: str, filename_base: str, source_stamp: Any, owner: str) -> None:
         super().__init__(cache_path=cache_path, filename_base=filename_base, source_stamp=source_stamp)
         self._owner = owner
+        # an index of Numba's own format (data files without the seal) is another version: a clean miss
+        self._version = f"{self._version}+mixjit-sealed-data"
 
     def _load_index(self) -> dict:
         try:
@@ -81,13 +91,26 @@ class _TolerantCacheFile(IndexDataCacheFile):
             self._discard(self._index_path, exc)
             return {}
 
+    def _save_data(self, name: str, data: Any) -> None:
+        """Numba's data file, sealed: ``_SEAL``, the SHA-256 of the pickled data, the data."""
+        payload = self._dump(data)
+        with self._open_for_write(self._data_path(name)) as f:
+            f.write(self._SEAL + hashlib.sha256(payload).digest() + payload)
+
     def _load_data(self, name: str) -> Any:
+        path = self._data_path(name)
+        with open(path, "rb") as f:  # OSError: Numba's load() treats a vanished data file as a miss
+            sealed = f.read()
         try:
-            return super()._load_data(name)
-        except OSError:  # Numba's load() treats a vanished data file as a miss
-            raise
+            head, digest, payload = sealed[:len(self._SEAL)], sealed[len(self._SEAL):len(self._SEAL) + 32], \
+                sealed[len(self._SEAL) + 32:]
+            if head != self._SEAL:
+                raise ValueError("no mixjit checksum header (written by another version, or damaged)")
+            if hashlib.sha256(payload).digest() != digest:
+                raise ValueError("its SHA-256 checksum does not match its contents (the file is damaged)")
+            return pickle.loads(payload)
         except Exception as exc:
-            self._discard(self._data_path(name), exc)
+            self._discard(path, exc)
             return None
 
     def _discard(self, path: str, exc: Exception) -> None:
@@ -138,10 +161,17 @@ class TolerantFunctionCache(FunctionCache):
         a ``CFunc``'s compile result leaves out the hooks its library collected while it
         was lowered and linked (Numba copies them only where it makes a Python wrapper), and
         loaded without them, code that needs one (runtime/lazy_link.py's cells) would call
-        into what nothing registered."""
+        into what nothing registered. A file that cannot be written (``OSError``) is one
+        ``CacheFileWarning``, not a failed call."""
         data.library._ensure_finalized()  # links the callees in, with their hooks
         data.reload_init.extend(h for h in data.library._reload_init if h not in data.reload_init)
-        super().save_overload(sig, data)
+        try:
+            super().save_overload(sig, data)
+        except OSError as err:  # a full disk, a read-only or a blocked path: the compiled code still runs
+            warnings.warn(
+                f"mixjit: could not write the Numba cache of {self._cache_file._owner} "
+                f"({type(err).__name__}: {err}); it runs from memory and compiles again in a new process",
+                CacheFileWarning, stacklevel=2)
 
 
 class RuntimeCache(TolerantFunctionCache):

@@ -17,9 +17,7 @@ generated section of docs/compile_time.md.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 
 import common
@@ -46,10 +44,7 @@ KINDS = ("njit", "mixjit")
 
 def measure(kind: str) -> dict[str, float]:
     """One fresh process: seconds to import, and to compile both signatures."""
-    proc = subprocess.run([sys.executable, "-c", CHILD, kind], capture_output=True, text=True, cwd=common.ROOT)
-    if proc.returncode != 0:
-        raise RuntimeError(f"bench_compile: the {kind} child failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return common.child_json(CHILD, [kind], f"bench_compile: the {kind} child")
 
 
 def main(argv: list[str] | None = None) -> int:

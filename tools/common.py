@@ -17,6 +17,7 @@ import pathlib
 import platform
 import re
 import shlex
+import subprocess
 import sys
 import time
 from typing import Any, Callable, Iterable, Sequence, TypeVar
@@ -117,6 +118,17 @@ def replace_generated_section(path: pathlib.Path, name: str, body: str) -> None:
         )
     new = pattern.sub(lambda _: f"{begin}\n{body.rstrip()}\n{end}", text)
     path.write_text(new)
+
+
+def child_json(code: str, args: Sequence[str], what: str, timeout: float | None = None) -> Any:
+    """Run ``code`` in a fresh Python process (``python -c code *args``, in the repository root)
+    and return the JSON of the last line it prints; RuntimeError naming ``what`` with its
+    stderr when it fails."""
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def write_json(path: pathlib.Path, data: Any) -> None:

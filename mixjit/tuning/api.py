@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from mixjit.arguments import resolve_arguments
 from mixjit.plan import set_plan
-from mixjit.tuning.driver import TuneResult, argtypes_text, argument_names, check_budget, check_metric, \
+from mixjit.tuning.driver import TuneResult, argtypes_text, check_budget, check_metric, \
     current_plan_error, signature_of, signature_sites, tune
+from mixjit.tuning.native_budget import budget_text, slowdown_advice, slows_down
 from mixjit.tuning.outputs import Metric, check_finite
 from mixjit.tuning.persistence import PlanFileError, TunedPlan, check_fits, default_plan_path, load_plan, \
     save_plan, source_hash
@@ -79,8 +81,9 @@ def _load_saved(f: Any, key: tuple, path: Path) -> bool:
         if plan.source_hash != source_hash(f.py_func):
             raise PlanFileError("it is outdated: the function's source changed since it was made")
         if plan.target != o.target or plan.error_budget != o.error_budget:
-            raise PlanFileError(f"it was made for target {plan.target!r} and budget {plan.error_budget:g}, "
-                                f"the function asks for {o.target!r} and {o.error_budget:g}")
+            raise PlanFileError(f"it was made for target {plan.target!r} and budget "
+                                f"{budget_text(plan.error_budget)}, the function asks for {o.target!r} and "
+                                f"{budget_text(o.error_budget)}")
         _apply(f, key, plan)
         return True
     except PlanFileError as e:
@@ -137,12 +140,16 @@ def _record(f: Any, key: tuple, result: TuneResult) -> None:
     state.plans[key] = result.plan
     state.last = key
     print(result.summary(), file=sys.stderr)
+    advice = slowdown_advice(result.qualname, result.native_error, result.budget, result.plan.error_budget,
+                             result.plan)
     if not result.plan.within_budget:
         err = result.plan.error
         what = f"{err:.2e}" if err is not None and math.isfinite(err) else "not finite"
         _warn(f"mixjit: no plan of {result.qualname} meets error budget {result.budget:g} "
               f"(best: {what}{', on held-out inputs' if result.validation else ''}); it runs the most "
-              "precise plan, which exceeds the budget")
+              "precise plan, which exceeds the budget" + (f". {advice.removeprefix('mixjit: ')}" if advice else ""))
+    elif advice and slows_down(result.plan):  # one warning: the budget makes the program slower than native
+        _warn(advice)
     for note in result.notes:
         if "interrupted" in note or "held-out" in note:
             print(f"mixjit: {note}", file=sys.stderr)
@@ -152,13 +159,15 @@ def _record(f: Any, key: tuple, result: TuneResult) -> None:
 
 
 def tune_function(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
-                  budget: float | None = None, target: str | None = None, metric: Metric | None = None,
-                  margin: float = 0.0, max_evals: int | None = None, fp64: bool = True) -> TuneResult:
-    """``f.tune(*args, ...)``: tune the signature of ``args`` now (see ``mixjit.tuning.driver``);
-    ``budget`` / ``target`` (None: the decorator's ``error_budget`` / ``target``) for this tuning."""
+                  budget: float | str | None = None, target: str | None = None, metric: Metric | None = None,
+                  margin: float = 0.0, max_evals: int | None = None, fp64: bool = True,
+                  kws: dict[str, Any] | None = None) -> TuneResult:
+    """``f.tune(*args, ..., **kws)``: tune the signature of ``args`` / ``kws`` now (see
+    ``mixjit.tuning.driver``); ``budget`` / ``target`` (None: the decorator's ``error_budget`` /
+    ``target``) for this tuning."""
     result = tune(f, args, validate=validate, search=search, budget=budget, target=target, metric=metric,
-                  margin=margin, max_evals=max_evals, fp64=fp64)
-    _record(f, signature_of(f, args), result)
+                  margin=margin, max_evals=max_evals, fp64=fp64, kws=kws)
+    _record(f, signature_of(f, args, kws), result)
     return result
 
 
@@ -174,21 +183,24 @@ class PlanCheck:
         return self.error <= self.budget
 
 
-def check_plan(f: Any, args: Sequence[Any], metric: Metric | None = None) -> PlanCheck:
-    """``f.check_plan(*args)``: the error of the plan the signature of ``args`` runs, on ``args``
-    against their reference run, by ``metric`` (None: the decorator's ``metric``, else the
+def check_plan(f: Any, args: Sequence[Any], metric: Metric | None = None,
+               kws: dict[str, Any] | None = None) -> PlanCheck:
+    """``f.check_plan(*args, **kws)``: the error of the plan the signature of ``args`` / ``kws``
+    (resolved as a call resolves them: ``mixjit.arguments``) runs, on them against their reference
+    run, by ``metric`` (None: the decorator's ``metric``, else the
     relative Frobenius error), with a ``MixjitWarning`` when it is above the plan's budget. The
     tuner meets a budget on its samples and ``validate=`` inputs only; this measures any other
     input. ValueError when the signature has no tuned or given plan, or ``args`` hold Inf/NaN."""
     qualname = f.py_func.__qualname__
-    key = tuple(f.typeof_pyval(a) for a in args)
+    sample = resolve_arguments(f, args, kws)
+    key, args = sample.key, sample.values
     plan = state_of(f).plans.get(key)
     if plan is None or key not in f.overloads:
         raise ValueError(f"mixjit: {qualname}{argtypes_text(key)} has no plan to check; tune it first "
                          "(f.tune(*sample_args), or a call with tune='first-call') or give one with f.use_plan")
     check_metric(metric)
-    check_finite(args, argument_names(f.py_func, args), f"{qualname} (check_plan)")
-    check = PlanCheck(current_plan_error(f, key, args, metric or f.mixjit_options.metric), plan.error_budget)
+    check_finite(args, sample.names, f"{qualname} (check_plan)")
+    check = PlanCheck(current_plan_error(f, key, args, metric or f.mixjit_options.metric), plan.budget)
     if not check.within_budget:
         _warn(f"mixjit: the plan of {qualname} has error {check.error:.2e} on these inputs, above its budget "
               f"{check.budget:g}: the tuner meets the budget on its samples and validate= inputs, not on every "

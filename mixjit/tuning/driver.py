@@ -40,11 +40,13 @@ import numpy as np
 from numba.core import errors
 
 from mixjit import entry
+from mixjit.arguments import resolve_arguments
 from mixjit.passes.tune import Tune
 from mixjit.passes.tuning.profile import SiteProfile
 from mixjit.passes.tuning.space import Candidate, SearchResult, SiteSpace
 from mixjit.plan import SitePlan, get_plan, initial_plan, set_plan
 from mixjit.tuning.evaluator import Judged, OnlineEvaluator, ProgramRunner, apply_plan, fp64_error
+from mixjit.tuning.native_budget import NATIVE, budget_text, is_native, native_budget, native_plan
 from mixjit.tuning.outputs import Metric, Output, check_finite, collect, program_error
 from mixjit.tuning.persistence import PlanSite, TunedPlan, source_hash
 from mixjit.tuning.online import OnlineBackend, TuningPipeline
@@ -95,6 +97,8 @@ class TuneResult:
     pipeline: TuningPipeline | None = None
     """The pass-manager runs of the search (``detect-gemm,build-dag,tune{...}``, then ``tune{...}``
     for each tightened search): their remarks, warnings, per-pass timing and the tuned module."""
+    native_error: float | None = None
+    """The program's error with every site native, against the reference run (``native_budget``)."""
 
     @property
     def error(self) -> float | None:
@@ -113,16 +117,19 @@ class TuneResult:
         if self.stopped == "interrupted":
             extra += ", interrupted: best plan so far"
         return (f"mixjit: tuned {self.qualname}: {len(self.chosen)} sites, error {err} ({budget} budget "
-                f"{self.budget:g}){extra}, modeled speedup {speed} vs native on {self.target}, "
+                f"{budget_text(p.error_budget, self.budget)}){extra}, modeled speedup {speed} vs native on {self.target}, "
                 f"{self.runs} runs in {self.seconds:.1f} s")
 
 
-def check_budget(budget: Any, where: str) -> float:
+def check_budget(budget: Any, where: str) -> float | str:
     """``budget`` as a float if it is a positive number (the relative error a plan may have),
-    else ValueError naming ``where`` it was given and an example of a good value."""
+    ``"native"`` as it is (``mixjit.tuning.native_budget``), else ValueError naming ``where`` it
+    was given and an example of a good value."""
+    if is_native(budget):  # "no less accurate than native": resolved when native's error is measured
+        return NATIVE
     if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0:  # > 0 refuses NaN
         raise ValueError(f"mixjit: {where} must be a positive number (the relative error the tuner may spend, "
-                         f"e.g. 1e-6), got {budget!r}")
+                         f"e.g. 1e-6) or 'native' (no less accurate than the native run), got {budget!r}")
     return float(budget)
 
 
@@ -146,9 +153,14 @@ def check_metric(metric: Any) -> None:
         raise TypeError(f"mixjit: metric must be a callable metric(out, ref) -> float, got {type(metric).__name__}")
 
 
-def signature_of(f: Any, args: Sequence[Any]) -> tuple:
-    """The overload key of ``args`` for ``f``, compiled if needed."""
-    key = tuple(f.typeof_pyval(a) for a in args)
+def signature_of(f: Any, args: Sequence[Any], kws: dict[str, Any] | None = None) -> tuple:
+    """The overload key of ``args`` / ``kws`` for ``f``, resolved as a call resolves them
+    (``mixjit.arguments``: defaults, keywords), compiled if needed."""
+    return _compiled(f, resolve_arguments(f, args, kws).key)
+
+
+def _compiled(f: Any, key: tuple) -> tuple:
+    """``key``, compiled for ``f`` if it is not yet."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", _PERF_WARNING, errors.NumbaPerformanceWarning)
         f.compile(key)
@@ -178,16 +190,18 @@ def argtypes_text(key: tuple) -> str:
 
 
 def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
-         budget: float | None = None, target: str | None = None, metric: Metric | None = None,
+         budget: float | str | None = None, target: str | None = None, metric: Metric | None = None,
          margin: float = 0.0, max_evals: int | None = None, fp64: bool = True,
-         progress: bool = True) -> TuneResult:
-    """Tune the signature of ``args`` (see the module docstring); writes the chosen plan to the
-    plan table and returns what was found. ``budget`` / ``target`` (None: the decorator's
-    ``error_budget`` / ``target``) are this tuning's. ValueError for bad inputs (NaN/Inf
+         progress: bool = True, kws: dict[str, Any] | None = None) -> TuneResult:
+    """Tune the signature of ``args`` / ``kws`` (taken as a call takes them: ``mixjit.arguments``;
+    each ``validate`` tuple with the same ``kws``; see the module docstring); writes the chosen
+    plan to the plan table and returns what was found. ``budget`` / ``target`` (None: the
+    decorator's ``error_budget`` / ``target``) are this tuning's. ValueError for bad inputs (NaN/Inf
     samples, a budget that is not positive, an unknown target, validation inputs of other
     types); TypeError for a target that is not a str."""
     opts = f.mixjit_options
     budget = opts.error_budget if budget is None else check_budget(budget, "f.tune(budget=...)")
+    spec_budget = 1.0 if is_native(budget) else float(budget)  # "native" is resolved once native ran
     target = opts.target if target is None else check_target(target, "f.tune(target=...)")
     if search not in ("greedy", "exhaustive"):
         raise ValueError(f"mixjit: search must be 'greedy' or 'exhaustive', got {search!r}")
@@ -196,16 +210,18 @@ def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (),
     check_metric(metric)
     metric = metric or opts.metric
     try:  # the tune pass checks its options: refuse bad ones before any program run
-        _tune_spec(margin, budget=float(budget), target=target, search=search, max_evals=max_evals)
+        _tune_spec(margin, budget=spec_budget, target=target, search=search, max_evals=max_evals)
     except ValueError as err:
         raise ValueError(f"mixjit: {err}") from None
     qualname = f.py_func.__qualname__
-    names = argument_names(f.py_func, args)
+    sample = resolve_arguments(f, args, kws)
+    args, names = sample.values, sample.names
     check_finite(args, names, qualname)
-    key = signature_of(f, args)
-    for i, v in enumerate(validate):
+    key = _compiled(f, sample.key)
+    held_out = [resolve_arguments(f, v, kws) for v in validate]  # with the sample's keywords
+    validate = [h.values for h in held_out]
+    for i, (v, vkey) in enumerate((h.values, h.key) for h in held_out):
         check_finite(v, names, f"{qualname} (validate[{i}])")
-        vkey = tuple(f.typeof_pyval(a) for a in v)
         if vkey != key:
             raise ValueError(f"mixjit: validate[{i}] has argument types {argtypes_text(vkey)}; "
                              f"held-out inputs must have the sample's types {argtypes_text(key)}")
@@ -217,7 +233,7 @@ def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (),
     before = {s.id: get_plan(s.id) for s in sites}
     start = time.process_time()
     try:
-        result = _tune(f, key, args, names, sites, list(validate), search, float(budget), target, metric,
+        result = _tune(f, key, args, names, sites, list(validate), search, budget, target, metric,
                        margin, max_evals, fp64, progress)
     except BaseException:
         for sid, plan in before.items():
@@ -230,7 +246,7 @@ def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (),
     return result
 
 
-def _tune(f, key, args, names, sites, validate, search, budget, target, metric, margin, max_evals, fp64,
+def _tune(f, key, args, names, sites, validate, search, asked, target, metric, margin, max_evals, fp64,
           progress) -> TuneResult:
     opts = f.mixjit_options
     qualname = f.py_func.__qualname__
@@ -255,6 +271,9 @@ def _tune(f, key, args, names, sites, validate, search, budget, target, metric, 
     full = {s.id: SiteSpace(s.id, site_candidates(s.dtype, opts.schemes, logs[s.id].shapes, target))
             for s in called}
     evaluator = OnlineEvaluator(runner, sites, full, reference, metric, fp64_outs)
+    native = native_plan(full)
+    native_error = evaluator.error(native) if native else None  # said when it breaks the budget
+    budget = native_budget(native_error) if is_native(asked) else float(asked)
     bar = SearchBar(f"mixjit: tuning {qualname}") if progress else None
     imported = f._imported(key, raw=True)
     backend = OnlineBackend(imported, sites, logs, full, evaluator, target, bar)
@@ -293,10 +312,10 @@ def _tune(f, key, args, names, sites, validate, search, budget, target, metric, 
     if validation and any(not v.within_budget for v in validation):
         within = False
     ref64 = fp64_error(reference, fp64_outs, metric) if fp64_outs is not None else None
-    plan = _tuned_plan(f, key, target, budget, sites, initial, chosen, full, error, within)
+    plan = _tuned_plan(f, key, target, asked, sites, initial, chosen, full, error, within, native_error)
     return TuneResult(qualname, argtypes_text(key), target, budget, sites, dict(backend.profiles), spaces, chosen,
                       plan, search_result, evaluator.judged, validation, margin, stopped, notes, 0.0, evaluator.runs,
-                      ref64, pipeline)
+                      ref64, pipeline, native_error)
 
 
 def _tune_spec(margin: float, *, budget: float, target: str, search: str, max_evals: int | None) -> str:
@@ -419,7 +438,7 @@ def _upcast(x: Any) -> Any:
     return x
 
 
-def _tuned_plan(f, key, target, budget, sites, initial, chosen, full, error, within) -> TunedPlan:
+def _tuned_plan(f, key, target, budget, sites, initial, chosen, full, error, within, native_error) -> TunedPlan:
     out = []
     for s in sites:
         c = chosen.get(s.id)
@@ -430,8 +449,9 @@ def _tuned_plan(f, key, target, budget, sites, initial, chosen, full, error, wit
     native = [next((c.time for c in full[sid].candidates if c.scheme == "native"), None) for sid in chosen]
     native_time = sum(native) if chosen and None not in native else None
     plan_time = sum(c.time for c in chosen.values()) if chosen else None
-    return TunedPlan(f.py_func.__qualname__, source_hash(f.py_func), argtypes_text(key), target, float(budget),
-                     tuple(out), error, plan_time, native_time, bool(within))
+    return TunedPlan(f.py_func.__qualname__, source_hash(f.py_func), argtypes_text(key), target,
+                     budget if is_native(budget) else float(budget), tuple(out), error, plan_time, native_time,
+                     bool(within), native_error)
 
 
 def print_summary(result: TuneResult) -> None:

@@ -5,11 +5,13 @@ A plan file (``*.mixplan.json``, editable by hand)::
     {"mixjit_plan": 1, "function": "cholesky", "source_hash": "<sha256 of the source>",
      "argtypes": "(array(float32, 2d, C), int64)", "target": "h100", "error_budget": 1e-06,
      "error": 3.1e-07, "modeled_time_s": 0.0012, "native_modeled_time_s": 0.0031,
-     "within_budget": true,
+     "within_budget": true, "native_error": 4.2e-07,
      "sites": [{"index": 0, "function": "cholesky", "loc": "chol.py:41", "form": "c -= a @ b.T",
                 "dtype": "float32", "scheme": "mixpert", "config": "level=III",
                 "error": 2.0e-07, "modeled_time_s": 0.0012}]}
 
+``error_budget`` is a number or ``"native"`` (no less accurate than native: the budget is
+``NATIVE_MARGIN`` times ``native_error``, native's measured error; ``mixjit.tuning.native_budget``).
 Sites are matched by ``index`` (their order among the signature's sites), and a plan is only
 applied when every site fits: same count, same function, location, form and dtype, a scheme
 that accepts the dtype and has a compiled executor, a config the scheme parses. Times are
@@ -33,6 +35,7 @@ import numpy as np
 from mixjit import entry
 from mixjit.plan import SitePlan
 from mixjit.runtime.schemes.base import get_scheme
+from mixjit.tuning.native_budget import is_native, native_budget
 
 __all__ = ["PlanSite", "TunedPlan", "PlanFileError", "FORMAT_VERSION", "source_hash", "default_plan_path",
            "load_plan", "save_plan"]
@@ -70,12 +73,21 @@ class TunedPlan:
     source_hash: str
     argtypes: str
     target: str
-    error_budget: float
+    error_budget: float | str
+    """What the plan was tuned for: a number, or ``"native"`` (``mixjit.tuning.native_budget``)."""
     sites: tuple[PlanSite, ...]
     error: float | None = None
     modeled_time_s: float | None = None
     native_modeled_time_s: float | None = None
     within_budget: bool = True
+    native_error: float | None = None
+    """The program's error with every site native, on the tuning sample (None: not measured)."""
+
+    @property
+    def budget(self) -> float:
+        """The error budget as a number: ``error_budget``, or for ``"native"`` the value it had
+        on the tuning sample (``native_budget(native_error)``)."""
+        return native_budget(self.native_error) if is_native(self.error_budget) else float(self.error_budget)
 
     @property
     def modeled_speedup(self) -> float | None:
@@ -142,8 +154,15 @@ def _check_types(plan: TunedPlan) -> None:
     for name in ("function", "source_hash", "argtypes", "target"):
         if not isinstance(getattr(plan, name), str):
             raise PlanFileError(f"'{name}' must be a string")
-    if not isinstance(plan.error_budget, (int, float)) or not plan.error_budget > 0:
-        raise PlanFileError(f"'error_budget' must be a positive number, got {plan.error_budget!r}")
+    if is_native(plan.error_budget):
+        if not isinstance(plan.native_error, (int, float)) or not math.isfinite(plan.native_error) \
+                or plan.native_error < 0:
+            raise PlanFileError("'error_budget' is 'native', which needs 'native_error' (native's measured error, "
+                                f"a finite number >= 0), got {plan.native_error!r}")
+    elif not isinstance(plan.error_budget, (int, float)) or not plan.error_budget > 0:
+        raise PlanFileError(f"'error_budget' must be a positive number or 'native', got {plan.error_budget!r}")
+    if plan.native_error is not None and not isinstance(plan.native_error, (int, float)):
+        raise PlanFileError(f"'native_error' must be a number or null, got {plan.native_error!r}")
     for s in plan.sites:
         for name in ("function", "loc", "form", "dtype", "scheme", "config"):
             if not isinstance(getattr(s, name), str):
@@ -161,7 +180,7 @@ def source_hash(py_func: Callable) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def default_plan_path(py_func: Callable, argtypes: str, target: str, budget: float) -> Path | None:
+def default_plan_path(py_func: Callable, argtypes: str, target: str, budget: float | str) -> Path | None:
     """Where the plan of one signature, target and budget lives by default: Numba's cache
     directory of ``py_func``. None when Numba has no cache location for it (e.g. a function
     defined in an interactive session)."""
@@ -171,7 +190,8 @@ def default_plan_path(py_func: Callable, argtypes: str, target: str, budget: flo
         directory = Path(FunctionCache(py_func)._cache_path)
     except RuntimeError:
         return None
-    key = hashlib.sha256(json.dumps([argtypes, target, repr(float(budget))]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(json.dumps([argtypes, target, budget if is_native(budget) else repr(float(budget))]
+                                    ).encode()).hexdigest()[:16]
     return directory / f"{py_func.__module__}.{py_func.__qualname__}-{key}.mixplan.json"
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from mixjit.tuning.driver import TuneResult
+from mixjit.tuning.native_budget import budget_text, slowdown_advice
 
 __all__ = ["report", "report_text", "pareto_plot"]
 
@@ -80,11 +81,17 @@ def rows(result: TuneResult) -> list[tuple[str, ...]]:
 
 def _header(result: TuneResult) -> list[str]:
     p = result.plan
-    lines = [f"{result.qualname}{result.argtypes} on {result.target} (modeled), error budget {result.budget:g}",
+    lines = [f"{result.qualname}{result.argtypes} on {result.target} (modeled), error budget "
+             f"{budget_text(p.error_budget, result.budget)}",
              f"plan error {_fmt(p.error)} against the reference run"
              + ("" if p.within_budget else " (EXCEEDS the budget)")
              + f"; modeled time {_seconds(p.modeled_time_s)}, modeled speedup "
              + (f"{p.modeled_speedup:.2f}x" if p.modeled_speedup else "-") + " vs native"]
+    if result.native_error is not None:
+        lines.append(f"native plan (every site native) error {_fmt(result.native_error)} against the reference run")
+    advice = slowdown_advice(result.qualname, result.native_error, result.budget, p.error_budget, p)
+    if advice:
+        lines.append(advice.removeprefix("mixjit: "))
     vs64 = next((j.error_vs_fp64 for j in reversed(result.judged) if j.plan == result.search.plan), None) \
         if result.search is not None else None
     if vs64 is not None or result.reference_vs_fp64 is not None:
