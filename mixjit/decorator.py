@@ -68,6 +68,7 @@ class Options:
     tune: str = "first-call"
     metric: Callable[[Any, Any], float] | None = None
     backend: str = "auto"
+    eval_timeout: float | None = None
 
     def tag(self, targetoptions: dict[str, Any], locals: dict[str, Any] | None = None) -> str:
         """The cache tag: these options plus Numba's target options (``parallel``,
@@ -265,6 +266,8 @@ class MixjitDispatcher(CPUDispatcher):
         self.mixjit_options = options
         self._is_callee = is_callee
         self._compilations: list[_Compilation] = []  # one per compile() attempt in progress
+        self._first_caller: int | None = None  # the thread in a first call (_compile_for_args)
+        self._deferred: list[Any] = []  # its compilations, kept from Numba's fast path until tuned
         pipeline = make_pipeline(self._link_sites, self._swap_callees)
         super().__init__(py_func, locals=dict(locals or {}), targetoptions={**targetoptions, "nopython": True},
                          pipeline_class=pipeline)
@@ -373,7 +376,35 @@ class MixjitDispatcher(CPUDispatcher):
         for note in sorted({p.note for b in own for p in b.plans if p.note}):  # helpers warn at their own compile
             warnings.warn_explicit(f"mixjit: {note}", MixjitWarning, *where)
 
+    def add_overload(self, cres: Any) -> None:
+        """Numba's ``add_overload``, except that a compilation made by a first call reaches
+        Numba's fast path (calls that skip ``_compile_for_args``) only once that call has tuned
+        it: other threads' calls of the signature meanwhile wait in ``_compile_for_args``."""
+        if self._first_caller == threading.get_ident():
+            self.overloads[tuple(cres.signature.args)] = cres
+            self._deferred.append(cres)
+            return
+        super().add_overload(cres)
+
     def _compile_for_args(self, *args: Any, **kws: Any) -> Any:
+        """A call of a signature Numba's fast path does not know: one thread at a time per function
+        (``mixjit.tuning.driver.tuning_lock``), so concurrent first calls compile and tune once and
+        the others then run the tuned plan."""
+        from mixjit.tuning.driver import tuning_lock
+
+        with tuning_lock(self):
+            if self._first_caller is not None:  # re-entered by the same thread
+                return self._compile_and_tune(*args, **kws)
+            self._first_caller = threading.get_ident()
+            try:
+                return self._compile_and_tune(*args, **kws)
+            finally:
+                self._first_caller = None
+                deferred, self._deferred = self._deferred, []
+                for cres in deferred:
+                    super().add_overload(cres)
+
+    def _compile_and_tune(self, *args: Any, **kws: Any) -> Any:
         names = self._check_arguments(args, kws)
         qualname = self.py_func.__qualname__
         before = set(self.overloads)
@@ -580,16 +611,18 @@ class MixjitDispatcher(CPUDispatcher):
     def tune(self, *args: Any, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
              budget: float | None = None, target: str | None = None,
              metric: Callable[[Any, Any], float] | None = None, margin: float = 0.0,
-             max_evals: int | None = None, fp64: bool = True) -> Any:
+             max_evals: int | None = None, fp64: bool = True, eval_timeout: float | None = None) -> Any:
         """Tune the plan of the signature of ``args`` on them (``validate``: held-out argument
         tuples the plan must also meet the budget on); returns a ``mixjit.tuning.TuneResult``.
         ``budget`` / ``target``: this tuning's error budget and GPU, in place of the decorator's
         ``error_budget`` / ``target`` (which stay as they were for first-call tuning and plan
-        files). docs/frontend_tuning.md."""
+        files). ``eval_timeout``: seconds a program run may take before it is stopped (None: the
+        decorator's, else derived from the reference run). docs/frontend_tuning.md."""
         from mixjit.tuning.api import tune_function
 
         return tune_function(self, args, validate=validate, search=search, budget=budget, target=target,
-                             metric=metric, margin=margin, max_evals=max_evals, fp64=fp64)
+                             metric=metric, margin=margin, max_evals=max_evals, fp64=fp64,
+                             eval_timeout=eval_timeout)
 
     def check_plan(self, *args: Any, metric: Callable[[Any, Any], float] | None = None) -> Any:
         """The error of the current plan of ``args``' signature on ``args`` (inputs it was not tuned
@@ -760,7 +793,7 @@ NUMBA_OPTIONS: frozenset[str] = frozenset(
 options: ``parallel``, ``fastmath``, ``nogil``, ``boundscheck``, ``error_model``, ``inline``,
 ...); ``cache``, ``locals`` and signatures are taken too. docs/frontend.md has the table."""
 
-_MIXJIT_OPTIONS = ("error_budget", "target", "schemes", "backend")
+_MIXJIT_OPTIONS = ("error_budget", "target", "schemes", "backend", "eval_timeout")
 
 
 def _numba_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -802,6 +835,7 @@ def mixjit(
     tune: str = "first-call",
     metric: Callable[[Any, Any], float] | None = None,
     backend: str = "auto",
+    eval_timeout: float | None = None,
     locals: dict[str, Any] | None = None,
     **numba_options: Any,
 ) -> Any:
@@ -822,6 +856,8 @@ def mixjit(
     ``backend``: where the sites run, ``"auto"`` (a CUDA device where one exists and has a kernel
     for the site's config, else the CPU executor), ``"cpu"`` or ``"cuda"`` (raises without a
     device): chosen at run time, ``f.sites[i].backend`` says which and why (mixjit.backends);
+    ``eval_timeout``: seconds one program run of a tuning may take before it is stopped and
+    counted over budget (None: 10x the reference run plus 3 s; docs/frontend_tuning.md);
     ``locals`` and every other ``@njit`` option (``parallel``, ``fastmath``, ``nogil``,
     ``boundscheck``, ``error_model``, ``inline``, ...: ``NUMBA_OPTIONS``) as ``@njit`` takes them.
 
@@ -833,8 +869,10 @@ def mixjit(
     if isinstance(fn, list) or (fn is not None and sigutils.is_signature(fn)):
         sigs, fn = (list(fn) if isinstance(fn, list) else [fn]), None
     from mixjit.tuning.api import TUNE_MODES, check_budget, check_metric
+    from mixjit.tuning.workers import check_eval_timeout
 
     error_budget = check_budget(error_budget, "error_budget")
+    eval_timeout = check_eval_timeout(eval_timeout, "eval_timeout")
     if tune not in TUNE_MODES:
         raise ValueError(f"mixjit: tune={tune!r}; choose one of {', '.join(map(repr, TUNE_MODES))}")
     check_metric(metric)
@@ -847,7 +885,7 @@ def mixjit(
     backends.check_backend(backend)
     if backend == "cuda":
         backends.require_device()
-    options = Options(error_budget, target, schemes, bool(cache), tune, metric, backend)
+    options = Options(error_budget, target, schemes, bool(cache), tune, metric, backend, eval_timeout)
     targetoptions = _numba_options(numba_options)
 
     def wrap(func: Callable) -> MixjitDispatcher:
