@@ -23,8 +23,10 @@ fraction of a second: the running worker is killed and the KeyboardInterrupt goe
 search, which returns its best plan. ``close()`` (the pool is a context manager) ends the
 worker: none outlives the tuning.
 
-Where ``fork`` is unavailable or fails, runs happen in the tuning process (one
-``MixjitWarning``), bounded by the call limits only (nopython code cannot be interrupted).
+Where ``fork`` is unavailable, fails, or would kill the child (Numba's GNU OpenMP threading
+layer started here: :func:`fork_blocker`), or the worker dies in a run without limits, runs
+happen in the tuning process (one ``MixjitWarning``), bounded by the call limits only (nopython
+code cannot be interrupted).
 
 One worker today; the pool is the seam for ``workers=N`` (several forked workers, runs
 dispatched in a fixed order): callers hand it independent tasks and read outcomes only.
@@ -57,6 +59,9 @@ CALL_FACTOR = 10
 """A site may make this many times the calls it made in the reference run ..."""
 CALL_FLOOR = 100
 """... plus this many, before its run is stopped."""
+
+_SAID: set[str] = set()
+"""Reasons for running here that last for the process, once warned about."""
 
 _POLL_S = 0.05
 """How often the parent wakes while a worker runs (Ctrl-C lands within this)."""
@@ -170,6 +175,25 @@ def execute(call: Callable[..., Any], args: Sequence[Any], names: Sequence[str],
     return RunOutcome(collect(result, copies, names, written), written, seconds, made, logs)
 
 
+def fork_blocker() -> str | None:
+    """Why a child forked from this process would not survive, or None. Numba's GNU OpenMP
+    threading layer (``omp``), once started here (a ``parallel=True`` function or an executor
+    with a parallel region ran), terminates every forked child at the fork."""
+    import numba
+
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # not started in this process
+        return None
+    if layer == "omp":
+        from numba.np.ufunc import omppool
+
+        if getattr(omppool, "openmp_vendor", "") == "GNU":
+            return ("Numba's threading layer here is GNU OpenMP, which kills forked children; to tune on a "
+                    "worker, choose another before the first parallel call (NUMBA_THREADING_LAYER=workqueue or tbb)")
+    return None
+
+
 def fork_context() -> Any:
     """``multiprocessing``'s ``"fork"`` context (ValueError where the platform has none)."""
     return multiprocessing.get_context("fork")
@@ -232,7 +256,12 @@ class EvaluationPool:
             self._start()
         if self.in_process:
             return self._run_here(task)
-        return self._run_on_worker(task)
+        outcome = self._run_on_worker(task)
+        if outcome.stopped and task.limits.seconds is None and not task.limits.calls:
+            # a run without limits (profile, reference) cannot be stopped: its worker died
+            self._fall_back(f"the worker died in a run without limits: {outcome.stopped}")
+            return self._run_here(task)
+        return outcome
 
     def _run_here(self, task: RunTask) -> RunOutcome:
         before = {sid: get_plan(sid) for sid in task.plans}
@@ -244,6 +273,10 @@ class EvaluationPool:
                     set_plan(sid, plan)
 
     def _start(self) -> None:
+        blocker = fork_blocker()
+        if blocker is not None:  # lasts for the process: said once
+            self._fall_back(blocker, once=True)
+            return
         try:
             context = fork_context()
             parent, child = context.Pipe(duplex=True)
@@ -251,15 +284,23 @@ class EvaluationPool:
                                    daemon=True, name="mixjit-tuning-worker")
             proc.start()
         except (ValueError, OSError) as err:
-            from mixjit.runtime.mixjit_warning import MixjitWarning
-
-            warnings.warn(f"mixjit: cannot fork a tuning worker process ({type(err).__name__}: {err}); tuning "
-                          "runs in this process, where a run that loops without GEMM calls cannot be stopped",
-                          MixjitWarning, stacklevel=4)
-            self.in_process = True
+            self._fall_back(f"{type(err).__name__}: {err}")
             return
         child.close()
         self._proc, self._conn = proc, parent
+
+    def _fall_back(self, why: str, once: bool = False) -> None:
+        """Run every later task in this process, with a warning saying ``why`` (``once``: only the
+        first time this process falls back for that reason)."""
+        from mixjit.runtime.mixjit_warning import MixjitWarning
+
+        self.in_process = True
+        if once:
+            if why in _SAID:
+                return
+            _SAID.add(why)
+        warnings.warn(f"mixjit: cannot fork a tuning worker process ({why}); tuning runs in this process, where "
+                      "a run that loops without GEMM calls cannot be stopped", MixjitWarning, stacklevel=5)
 
     def _run_on_worker(self, task: RunTask) -> RunOutcome:
         limit = task.limits.seconds
@@ -267,7 +308,7 @@ class EvaluationPool:
         try:
             self._conn.send(task)
             while not self._conn.poll(_POLL_S):
-                if not self._proc.is_alive():
+                if not self._proc.is_alive() and not self._conn.poll():
                     return self._lost(task, f"its worker process died (exit code {self._proc.exitcode})")
                 if limit is not None and time.monotonic() - start > limit:
                     return self._lost(task, f"timed out after {limit:.3g} s")

@@ -32,8 +32,10 @@ def _children() -> set[int]:
     return out
 
 
-def _python(code: str, timeout: float) -> subprocess.CompletedProcess:
+def _python(code: str, timeout: float, threading_layer: str | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    if threading_layer is not None:
+        env["NUMBA_THREADING_LAYER"] = threading_layer
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
                           timeout=timeout)
 
@@ -60,21 +62,70 @@ def test_a_diverging_convergence_loop_tunes_on_its_first_call():
 
 def test_a_run_past_its_time_limit_is_stopped_and_no_worker_outlives_tune():
     """A loop with no GEMM call in it (the call limits cannot see it) is stopped by eval_timeout;
-    the killed worker is replaced, the search goes on, and no child process is left."""
-    before = _children()
-    f = mixjit(D.stall, schemes=D.STALL_SCHEMES, tune="explicit")
-    args = D.stall_inputs()
-    start = time.monotonic()
-    result = f.tune(*args, eval_timeout=0.3, fp64=False)
-    assert time.monotonic() - start < 60
-    assert result.stopped_runs and all(r.endswith("timed out after 0.3 s") for r in result.stopped_runs)
-    assert {j.labels[s.id] for j in result.judged if j.stopped for s in result.sites} >= {"mixpert[level=I]"}
-    assert all(j.error == np.inf for j in result.judged if j.stopped)
-    assert result.plan.within_budget and result.plan.sites[0].scheme != "mixpert"
-    assert "timed out after 0.3 s" in f.report()
-    assert _children() <= before
-    s, steps = f(*args)
-    assert steps == 0
+    the killed worker is replaced, the search goes on, and no child process is left. In a fresh
+    process: one whose Numba threading layer is GNU OpenMP (another test's parallel code) cannot
+    fork a worker."""
+    proc = _python("""
+        import os, pathlib, time
+        import numpy as np
+        import diverging as D
+        from mixjit import mixjit
+
+        def children():
+            return {p for t in pathlib.Path(f"/proc/{os.getpid()}/task").iterdir()
+                    for p in (t / "children").read_text().split()}
+
+        f = mixjit(D.stall, schemes=D.STALL_SCHEMES, tune="explicit")
+        args = D.stall_inputs()
+        f(*args)
+        before = children()
+        start = time.monotonic()
+        result = f.tune(*args, eval_timeout=0.3, fp64=False)
+        assert time.monotonic() - start < 60
+        assert result.stopped_runs and all(r.endswith("timed out after 0.3 s") for r in result.stopped_runs), \
+            result.stopped_runs
+        stopped = {label for j in result.judged if j.stopped for label in j.labels.values()}
+        assert "mixpert[level=I]" in stopped, stopped
+        assert all(j.error == np.inf for j in result.judged if j.stopped)
+        assert result.plan.within_budget and result.plan.sites[0].scheme != "mixpert"
+        assert "timed out after 0.3 s" in f.report()
+        assert children() <= before, (children(), before)
+        s, steps = f(*args)
+        assert steps == 0
+        print("ok")
+    """, timeout=240)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
+
+
+def test_after_gnu_openmp_started_tuning_runs_here_with_a_warning():
+    """Numba's GNU OpenMP layer kills a forked child: once it ran (a parallel=True function), the
+    tuner does not fork, says why, and still tunes (runs here, bounded by the call limits)."""
+    proc = _python("""
+        import warnings
+        import numpy as np
+        from numba import njit, prange
+        import diverging as D
+        from mixjit import mixjit
+        from mixjit.tuning.workers import fork_blocker
+
+        @njit(parallel=True)
+        def scale(x):
+            for i in prange(x.shape[0]):
+                x[i] *= 2.0
+        scale(np.ones(1000))
+        f = mixjit(D.ns_inverse, tune="explicit")
+        a, x0, eps = D.ns_inputs()
+        f(a, x0, eps)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = f.tune(a, x0, eps, fp64=False)
+        said = [str(w.message) for w in caught if "GNU OpenMP" in str(w.message)]
+        assert bool(said) == (fork_blocker() is not None), said
+        assert result.plan.within_budget and result.stopped_runs
+        print("ok", fork_blocker() is not None)
+    """, timeout=240, threading_layer="omp")
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
+    assert "Terminating" not in proc.stderr
 
 
 def test_without_fork_runs_happen_here_bounded_by_call_limits(monkeypatch):
