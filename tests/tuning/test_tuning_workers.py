@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import diverging as D
-from mixjit import mixjit
+from mixjit import entry, mixjit
 from mixjit.decorator import MixjitWarning
 
 HERE = pathlib.Path(__file__).parent
@@ -135,6 +135,7 @@ def test_without_fork_runs_happen_here_bounded_by_call_limits(monkeypatch):
     def no_fork():
         raise ValueError("cannot find context for 'fork'")
 
+    monkeypatch.setattr(workers, "fork_blocker", lambda: None)  # whatever parallel code ran here before
     monkeypatch.setattr(workers, "fork_context", no_fork)
     f = mixjit(D.ns_inverse, tune="explicit")
     a, x0, eps = D.ns_inputs()
@@ -233,3 +234,25 @@ def test_eval_timeout_is_checked(value, error, message):
     f = mixjit(D.stall, tune="explicit")
     with pytest.raises(error, match=message):
         f.tune(*D.stall_inputs(), eval_timeout=value)
+
+
+def test_f_tune_writes_no_trial_plan_into_this_process():
+    """While f.tune judges plans, this process's plan table keeps the sites' plans of before the
+    tuning (the metric runs here, between runs, and looks), and their call counters stay put."""
+    f = mixjit(_layers, error_budget=1e-4, tune="explicit")
+    rng = np.random.default_rng(4)
+    args = [rng.standard_normal((32, 32)).astype(np.float32) for _ in range(3)]
+    f(*args)
+    ids = [s.id for s in f.sites]
+    before = [entry.plan_row(i).tolist() for i in ids]
+    counts = f.call_counts()
+    seen = []
+
+    def metric(out, ref):
+        seen.append([entry.plan_row(i).tolist() for i in ids])
+        return float(np.linalg.norm(out - ref) / np.linalg.norm(ref))
+
+    result = f.tune(*args, metric=metric, fp64=False)
+    assert len(seen) >= result.runs - 1 > 3
+    assert all(rows == before for rows in seen)
+    assert f.call_counts() == counts
