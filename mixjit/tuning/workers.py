@@ -23,8 +23,11 @@ fraction of a second: the running worker is killed and the KeyboardInterrupt goe
 search, which returns its best plan. ``close()`` (the pool is a context manager) ends the
 worker: none outlives the tuning.
 
-Where ``fork`` is unavailable, fails, or would kill the child (Numba's GNU OpenMP threading
-layer started here: :func:`fork_blocker`), or the worker dies in a run without limits, runs
+Numba's GNU OpenMP threading layer, once started here (:func:`gnu_openmp_started`), kills
+every forked child (its pool does not survive a fork): the fork then happens with SIGTERM
+ignored, and the child runs its parallel regions on one thread.
+
+Where ``fork`` is unavailable or fails, or the worker dies in a run without limits, runs
 happen in the tuning process (one ``MixjitWarning``), bounded by the call limits only (nopython
 code cannot be interrupted).
 
@@ -34,6 +37,8 @@ dispatched in a fixed order): callers hand it independent tasks and read outcome
 
 from __future__ import annotations
 
+import ctypes
+import contextlib
 import math
 import multiprocessing
 import os
@@ -59,9 +64,6 @@ CALL_FACTOR = 10
 """A site may make this many times the calls it made in the reference run ..."""
 CALL_FLOOR = 100
 """... plus this many, before its run is stopped."""
-
-_SAID: set[str] = set()
-"""Reasons for running here that last for the process, once warned about."""
 
 _POLL_S = 0.05
 """How often the parent wakes while a worker runs (Ctrl-C lands within this)."""
@@ -175,23 +177,52 @@ def execute(call: Callable[..., Any], args: Sequence[Any], names: Sequence[str],
     return RunOutcome(collect(result, copies, names, written), written, seconds, made, logs)
 
 
-def fork_blocker() -> str | None:
-    """Why a child forked from this process would not survive, or None. Numba's GNU OpenMP
-    threading layer (``omp``), once started here (a ``parallel=True`` function or an executor
-    with a parallel region ran), terminates every forked child at the fork."""
+def gnu_openmp_started() -> bool:
+    """Has Numba's GNU OpenMP threading layer (``omp``) started in this process (a
+    ``parallel=True`` function or one of MixPert's threaded executors ran)? Numba's guard then
+    terminates every forked child at the fork (SIGTERM), as GNU OpenMP's thread pool does not
+    survive a fork."""
     import numba
 
     try:
         layer = numba.threading_layer()
     except ValueError:  # not started in this process
-        return None
-    if layer == "omp":
-        from numba.np.ufunc import omppool
+        return False
+    if layer != "omp":
+        return False
+    from numba.np.ufunc import omppool
 
-        if getattr(omppool, "openmp_vendor", "") == "GNU":
-            return ("Numba's threading layer here is GNU OpenMP, which kills forked children; to tune on a "
-                    "worker, choose another before the first parallel call (NUMBA_THREADING_LAYER=workqueue or tbb)")
-    return None
+    return getattr(omppool, "openmp_vendor", "") == "GNU"
+
+
+class _SigtermIgnored:
+    """SIGTERM ignored at the C level (any thread may fork; Python's ``signal.signal`` works in
+    the main thread only) while a fork happens: the child inherits SIG_IGN and survives Numba's
+    GNU OpenMP fork guard, then restores ``previous`` (``_serve``)."""
+
+    def __init__(self) -> None:
+        self.libc = ctypes.CDLL(None)
+        self.libc.signal.restype = ctypes.c_void_p
+        self.libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+        self.previous: int | None = None
+
+    def __enter__(self) -> "_SigtermIgnored":
+        self.previous = self.libc.signal(signal.SIGTERM, _SIG_IGN)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.libc.signal(signal.SIGTERM, self.previous)
+
+
+_SIG_IGN = 1
+
+
+def restore_sigterm(previous: int | None) -> None:
+    """In the forked child: SIGTERM's handler as it was before ``_SigtermIgnored``."""
+    libc = ctypes.CDLL(None)
+    libc.signal.restype = ctypes.c_void_p
+    libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+    libc.signal(signal.SIGTERM, previous)
 
 
 def fork_context() -> Any:
@@ -200,10 +231,17 @@ def fork_context() -> Any:
 
 
 def _serve(conn: Any, call: Callable[..., Any], inputs: Sequence[Sequence[Any]], names: Sequence[str],
-           sites: Sequence[int]) -> None:
+           sites: Sequence[int], sigterm: int | None) -> None:
     """The worker's loop (in the forked child): run each task received, send back its outcome
-    or ("error", exception). Ctrl-C is the parent's to handle: the child ignores SIGINT."""
+    or ("error", exception). Ctrl-C is the parent's to handle: the child ignores SIGINT. Forked
+    from a process whose GNU OpenMP had started (``sigterm``: the SIGTERM handler to restore),
+    its parallel regions run on one thread: the inherited OpenMP pool has no threads."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sigterm is not None or gnu_openmp_started():
+        import numba
+
+        restore_sigterm(sigterm)
+        numba.set_num_threads(1)
     while True:
         try:
             task = conn.recv()
@@ -273,32 +311,26 @@ class EvaluationPool:
                     set_plan(sid, plan)
 
     def _start(self) -> None:
-        blocker = fork_blocker()
-        if blocker is not None:  # lasts for the process: said once
-            self._fall_back(blocker, once=True)
-            return
         try:
             context = fork_context()
             parent, child = context.Pipe(duplex=True)
-            proc = context.Process(target=_serve, args=(child, self.call, self.inputs, self.names, self.sites),
-                                   daemon=True, name="mixjit-tuning-worker")
-            proc.start()
+            guard = _SigtermIgnored() if gnu_openmp_started() else None
+            with guard or contextlib.nullcontext():
+                proc = context.Process(target=_serve, daemon=True, name="mixjit-tuning-worker",
+                                       args=(child, self.call, self.inputs, self.names, self.sites,
+                                             guard.previous if guard is not None else None))
+                proc.start()
         except (ValueError, OSError) as err:
             self._fall_back(f"{type(err).__name__}: {err}")
             return
         child.close()
         self._proc, self._conn = proc, parent
 
-    def _fall_back(self, why: str, once: bool = False) -> None:
-        """Run every later task in this process, with a warning saying ``why`` (``once``: only the
-        first time this process falls back for that reason)."""
+    def _fall_back(self, why: str) -> None:
+        """Run every later task in this process, with a warning saying ``why``."""
         from mixjit.runtime.mixjit_warning import MixjitWarning
 
         self.in_process = True
-        if once:
-            if why in _SAID:
-                return
-            _SAID.add(why)
         warnings.warn(f"mixjit: cannot fork a tuning worker process ({why}); tuning runs in this process, where "
                       "a run that loops without GEMM calls cannot be stopped", MixjitWarning, stacklevel=5)
 
