@@ -276,7 +276,6 @@ class EvaluationPool:
         self.names = tuple(names)
         self.sites = tuple(sites)
         self.in_process = False
-        self.restarts = 0
         self._proc: Any = None
         self._conn: Any = None
 
@@ -357,7 +356,6 @@ class EvaluationPool:
     def _lost(self, task: RunTask, why: str) -> RunOutcome:
         """The run did not finish: kill the worker (a fresh one is forked for the next run)."""
         self._stop()
-        self.restarts += 1
         return RunOutcome(None, task.written or (), math.inf, {}, None, why)
 
     def _stop(self) -> None:
