@@ -68,6 +68,7 @@ class Options:
     tune: str = "first-call"
     metric: Callable[[Any, Any], float] | None = None
     backend: str = "auto"
+    eval_timeout: float | None = None
 
     def tag(self, targetoptions: dict[str, Any], locals: dict[str, Any] | None = None) -> str:
         """The cache tag: these options plus Numba's target options (``parallel``,
@@ -265,6 +266,8 @@ class MixjitDispatcher(CPUDispatcher):
         self.mixjit_options = options
         self._is_callee = is_callee
         self._compilations: list[_Compilation] = []  # one per compile() attempt in progress
+        self._first_caller: int | None = None  # the thread in a first call (_compile_for_args)
+        self._deferred: list[Any] = []  # its compilations, kept from Numba's fast path until tuned
         pipeline = make_pipeline(self._link_sites, self._swap_callees)
         super().__init__(py_func, locals=dict(locals or {}), targetoptions={**targetoptions, "nopython": True},
                          pipeline_class=pipeline)
@@ -319,7 +322,8 @@ class MixjitDispatcher(CPUDispatcher):
         """Numba's ``add_overload`` (the compiled code becomes callable), after registering the site
         blocks the compilation made, which its code reads its site ids from. Here and not after
         ``compile`` returns: Numba writes the disk cache after adding the code, and an error or a
-        Ctrl-C there must not leave callable code whose sites have no id (every call failing)."""
+        Ctrl-C there must not leave callable code whose sites have no id (every call failing).
+        A first call's code reaches Numba's fast path only when that call returns."""
         attempt = self._compilations[-1] if self._compilations else None
         if attempt is not None:
             mine = [(block, cell) for block, cell in attempt.pending
@@ -327,6 +331,12 @@ class MixjitDispatcher(CPUDispatcher):
             for block, cell in mine:
                 cell[0] = block()
             attempt.pending[:] = [p for p in attempt.pending if p not in mine]
+        if self._first_caller == threading.get_ident():
+            # made by a first call: Numba's fast path (calls that skip ``_compile_for_args``) gets
+            # it only once that call has tuned it; other threads' calls wait in ``_compile_for_args``
+            self.overloads[tuple(cres.signature.args)] = cres
+            self._deferred.append(cres)
+            return
         super().add_overload(cres)
 
     def _compile_plain(self, sig: Any, failure: StageError, found: tuple[SiteRecord, ...]) -> Any:
@@ -386,16 +396,32 @@ class MixjitDispatcher(CPUDispatcher):
             warnings.warn_explicit(f"mixjit: {note}", MixjitWarning, *where)
 
     def _compile_for_args(self, *args: Any, **kws: Any) -> Any:
-        """Numba's first call of a signature (``_first_call``). A call that fails or is interrupted
-        leaves no compiled code behind, so the next call is a first call again."""
-        before = set(self.overloads)
-        try:
-            return self._first_call(before, args, kws)
-        except BaseException:
-            # an error or a Ctrl-C after the code was added (Numba's cache write, first-call tuning):
-            # drop that code, so that the next call is a first call again (compiles or loads, tunes)
-            self._forget(set(self.overloads) - before)
-            raise
+        """A call of a signature Numba's fast path does not know (``_first_call``). One thread at a
+        time per function (``mixjit.tuning.driver.tuning_lock``), so concurrent first calls compile
+        and tune once and the others then run the tuned plan; the code it compiles reaches the fast
+        path only when it returns (``add_overload``). A call that fails or is interrupted leaves no
+        compiled code behind, so the next call is a first call again."""
+        from mixjit.tuning.driver import tuning_lock
+
+        with tuning_lock(self):
+            outer = self._first_caller is None  # else re-entered by the same thread
+            if outer:
+                self._first_caller = threading.get_ident()
+            before = set(self.overloads)
+            try:
+                return self._first_call(before, args, kws)
+            except BaseException:
+                # an error or a Ctrl-C after the code was added (Numba's cache write, first-call
+                # tuning): drop that code, so that the next call is a first call again
+                self._forget(set(self.overloads) - before)
+                raise
+            finally:
+                if outer:
+                    self._first_caller = None
+                    deferred, self._deferred = self._deferred, []
+                    for cres in deferred:
+                        if self.overloads.get(tuple(cres.signature.args)) is cres:  # not forgotten
+                            CPUDispatcher.add_overload(self, cres)
 
     def _forget(self, keys: set[tuple]) -> None:
         """Remove the compiled signatures ``keys`` (from ``overloads`` and Numba's C dispatch table)."""
@@ -643,17 +669,20 @@ class MixjitDispatcher(CPUDispatcher):
     def tune(self, *args: Any, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
              budget: float | str | None = None, target: str | None = None,
              metric: Callable[[Any, Any], float] | None = None, margin: float = 0.0,
-             max_evals: int | None = None, fp64: bool = True, **kws: Any) -> Any:
+             max_evals: int | None = None, fp64: bool = True, eval_timeout: float | None = None,
+             **kws: Any) -> Any:
         """Tune the plan of the signature of ``args`` / ``kws`` on them, taken as a call takes them
         (defaults, keyword arguments; ``validate``: held-out argument tuples, with the same keyword
         arguments, the plan must also meet the budget on); returns a ``mixjit.tuning.TuneResult``.
         ``budget`` / ``target``: this tuning's error budget and GPU, in place of the decorator's
         ``error_budget`` / ``target`` (which stay as they were for first-call tuning and plan
-        files). docs/frontend_tuning.md."""
+        files). ``eval_timeout``: seconds a program run may take before it is stopped (None: the
+        decorator's, else derived from the reference run). docs/frontend_tuning.md."""
         from mixjit.tuning.api import tune_function
 
         return tune_function(self, args, validate=validate, search=search, budget=budget, target=target,
-                             metric=metric, margin=margin, max_evals=max_evals, fp64=fp64, kws=kws)
+                             metric=metric, margin=margin, max_evals=max_evals, fp64=fp64,
+                             eval_timeout=eval_timeout, kws=kws)
 
     def check_plan(self, *args: Any, metric: Callable[[Any, Any], float] | None = None, **kws: Any) -> Any:
         """The error of the current plan of the signature of ``args`` / ``kws`` (taken as a call takes
@@ -824,7 +853,7 @@ NUMBA_OPTIONS: frozenset[str] = frozenset(
 options: ``parallel``, ``fastmath``, ``nogil``, ``boundscheck``, ``error_model``, ``inline``,
 ...); ``cache``, ``locals`` and signatures are taken too. docs/frontend.md has the table."""
 
-_MIXJIT_OPTIONS = ("error_budget", "target", "schemes", "backend")
+_MIXJIT_OPTIONS = ("error_budget", "target", "schemes", "backend", "eval_timeout")
 
 
 def _numba_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -866,6 +895,7 @@ def mixjit(
     tune: str = "first-call",
     metric: Callable[[Any, Any], float] | None = None,
     backend: str = "auto",
+    eval_timeout: float | None = None,
     locals: dict[str, Any] | None = None,
     **numba_options: Any,
 ) -> Any:
@@ -887,6 +917,8 @@ def mixjit(
     ``backend``: where the sites run, ``"auto"`` (a CUDA device where one exists and has a kernel
     for the site's config, else the CPU executor), ``"cpu"`` or ``"cuda"`` (raises without a
     device): chosen at run time, ``f.sites[i].backend`` says which and why (mixjit.backends);
+    ``eval_timeout``: seconds one program run of a tuning may take before it is stopped and
+    counted over budget (None: 10x the reference run plus 3 s; docs/frontend_tuning.md);
     ``locals`` and every other ``@njit`` option (``parallel``, ``fastmath``, ``nogil``,
     ``boundscheck``, ``error_model``, ``inline``, ...: ``NUMBA_OPTIONS``) as ``@njit`` takes them.
 
@@ -898,8 +930,10 @@ def mixjit(
     if isinstance(fn, list) or (fn is not None and sigutils.is_signature(fn)):
         sigs, fn = (list(fn) if isinstance(fn, list) else [fn]), None
     from mixjit.tuning.api import TUNE_MODES, check_budget, check_metric
+    from mixjit.tuning.workers import check_eval_timeout
 
     error_budget = check_budget(error_budget, "error_budget")
+    eval_timeout = check_eval_timeout(eval_timeout, "eval_timeout")
     if tune not in TUNE_MODES:
         raise ValueError(f"mixjit: tune={tune!r}; choose one of {', '.join(map(repr, TUNE_MODES))}")
     check_metric(metric)
@@ -912,7 +946,7 @@ def mixjit(
     backends.check_backend(backend)
     if backend == "cuda":
         backends.require_device()
-    options = Options(error_budget, target, schemes, bool(cache), tune, metric, backend)
+    options = Options(error_budget, target, schemes, bool(cache), tune, metric, backend, eval_timeout)
     targetoptions = _numba_options(numba_options)
 
     def wrap(func: Callable) -> MixjitDispatcher:

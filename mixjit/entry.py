@@ -16,7 +16,9 @@ returns 0, or an ``ENTRY_*`` error code. The C prototype::
 The entry is a Numba ``@cfunc``: it runs without the GIL and costs a plain
 function call, so sites inside hot loops and ``prange`` bodies stay cheap and
 thread-safe. Each call first adds one to its site's counter with an atomic
-read-modify-write, so ``call_count`` is exact under threads. It then reads the
+read-modify-write, so ``call_count`` is exact under threads; a call that finds the counter at
+its site's call limit (``LIMITS_SYMBOL``, ``set_call_limits``: set only in the tuner's evaluation
+runs) fails with ``ENTRY_CALL_LIMIT`` instead, so a run looping on a site stops. It then reads the
 site's row of the *plan table* (``PLANS_SYMBOL``, ``PLAN_WORDS`` int64 per site,
 written by ``mixjit.plan``): word 0 names the compiled executor, the other words
 are that executor's config parameters. Executors are compiled code too; a site
@@ -86,7 +88,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 import llvmlite.binding as llvm
@@ -121,6 +123,7 @@ ENTRY_TOO_LARGE = 3
 ENTRY_BLAS_FAILED = 4
 ENTRY_NO_PLAN = 5
 ENTRY_BAD_EXECUTOR = 6
+ENTRY_CALL_LIMIT = 7
 _STATUS_SPAN = MAX_EXECUTOR_CODE + 1
 
 
@@ -143,6 +146,8 @@ ENTRY_ERRORS: dict[int, str] = {
     ENTRY_BLAS_FAILED: "BLAS is unavailable (Numba found no scipy.linalg.cython_blas); install scipy",
     ENTRY_NO_PLAN: "the site has no plan; give it one with mixjit.plan.set_plan() before it runs",
     ENTRY_BAD_EXECUTOR: "the site's plan names an executor the entry does not have (see mixjit.entry.EXECUTORS)",
+    ENTRY_CALL_LIMIT: "the site passed its call limit (mixjit.entry.set_call_limits): a tuning evaluation "
+                      "stopped a run making far more calls than its reference run",
     **{executor_status(ex.code, status): f"{ex.name} executor: {msg}"
        for ex in {e.code: e for e in _EXECUTORS_BY_SCHEME.values()}.values()
        for status, msg in ex.status_messages.items()},
@@ -158,6 +163,15 @@ COUNTERS_SYMBOL = "mixjit_site_counters"
 _COUNTS = np.zeros(MAX_SITES, dtype=np.int64)
 _COUNTS_ADDR = _COUNTS.ctypes.data
 llvm.add_symbol(COUNTERS_SYMBOL, _COUNTS_ADDR)
+
+LIMITS_SYMBOL = "mixjit_site_call_limits"
+"""Symbol of the per-site call limits (MAX_SITES int64, 0: none), registered with llvmlite."""
+
+# Per-site call limits: a call that finds its site's counter at the limit fails with
+# ENTRY_CALL_LIMIT, so a tuning evaluation that loops (a convergence loop a cheap candidate
+# broke) stops even where it cannot be killed (mixjit.tuning.workers). 0 (no limit) elsewhere.
+_LIMITS = np.zeros(MAX_SITES, dtype=np.int64)
+llvm.add_symbol(LIMITS_SYMBOL, _LIMITS.ctypes.data)
 
 PLANS_SYMBOL = "mixjit_site_plans"
 """Symbol of the plan table (MAX_SITES x PLAN_WORDS int64), registered with llvmlite."""
@@ -258,6 +272,27 @@ def reset_call_counts() -> None:
     _COUNTS[:] = 0
 
 
+def site_call_counts(sites: "Sequence[int]") -> np.ndarray:
+    """A copy of the counters of ``sites`` (in order)."""
+    return _COUNTS[list(sites)].copy()
+
+
+def set_site_call_counts(sites: "Sequence[int]", counts: "Sequence[int] | np.ndarray") -> None:
+    """Set the counters of ``sites`` (the tuner restores them after its own runs)."""
+    _COUNTS[list(sites)] = counts
+
+
+def set_call_limits(limits: "dict[int, int]") -> None:
+    """From now on a call of site ``s`` that finds its counter at ``limits[s]`` or above fails
+    with ``ENTRY_CALL_LIMIT`` (the compiled function raises); a limit of 0 removes it. The
+    tuner sets limits only in its own evaluation runs (mixjit.tuning.workers)."""
+    for site, limit in limits.items():
+        if not 0 <= site < MAX_SITES or limit < 0:
+            raise ValueError(f"mixjit: call limit {limit} for site {site}: needs a site id in [0, {MAX_SITES}) "
+                             "and a limit >= 0")
+        _LIMITS[site] = limit
+
+
 def set_profiling(on: bool) -> None:
     """Switch the shape log and the executor statistics on or off for every site."""
     _PROFILE[0] = 1 if on else 0
@@ -342,6 +377,7 @@ def _table_ops(symbol: str, size: int):
 
 
 _profile_load, _, _, _ = _table_ops(PROFILE_SYMBOL, 1)
+_limit_load, _, _, _ = _table_ops(LIMITS_SYMBOL, MAX_SITES)
 _shape_load, _shape_add, _, _shape_cas = _table_ops(SHAPES_SYMBOL, MAX_SITES * SHAPE_ROW)
 _, _stat_add, _stat_max, _ = _table_ops(STATS_SYMBOL, MAX_SITES * SITE_STATS)
 
@@ -762,7 +798,10 @@ _ENTRY_SIG = types.int32(
 def _entry(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
     if site < 0 or site >= MAX_SITES:
         return ENTRY_BAD_SITE
-    _count_call(site)
+    calls = _count_call(site)
+    limit = _limit_load(site)
+    if limit != 0 and calls >= limit:
+        return ENTRY_CALL_LIMIT
     if dtype != DTYPE_F64 and dtype != DTYPE_F32:
         return ENTRY_BAD_DTYPE
     executor = _plan_word(site, 0)

@@ -65,11 +65,9 @@ from mixjit.passes.tuning.candidates import split_scheme_specs  # noqa: E402
 from mixjit.passes.tuning.exhaustive import SearchTooLarge, exhaustive  # noqa: E402
 from mixjit.passes.tuning.greedy import greedy  # noqa: E402
 from mixjit.passes.tuning.space import Evaluation, Plan, SiteSpace  # noqa: E402
-from mixjit.plan import SitePlan, reference_plan, set_plan  # noqa: E402
+from mixjit.plan import SitePlan  # noqa: E402
 from mixjit.runtime.costmodel import modeled_calls_time  # noqa: E402
-from mixjit.tuning.driver import TuneResult, argument_names, signature_of, tune  # noqa: E402
-from mixjit.tuning.evaluator import ProgramRunner  # noqa: E402
-from mixjit.tuning.outputs import program_error  # noqa: E402
+from mixjit.tuning.driver import TuneResult, plan_error, signature_of, tune  # noqa: E402
 
 BUDGETS = (1e-7, 1e-6, 1e-5, 1e-4, 1e-3)
 SCHEMES = ("mixpert", "native")
@@ -204,18 +202,8 @@ def measured_error(f: Any, args: tuple, site_configs: dict[int, tuple[str, str]]
     """Run ``f`` on ``args`` with each site at ``site_configs[id]`` = (scheme, config) and return
     its error against the reference run on the same inputs."""
     key = signature_of(f, args)
-    runner = ProgramRunner(f.overloads[key].entry_point, args, argument_names(f.py_func, args))
-    from mixjit.tuning.driver import signature_sites
-
-    sites = signature_sites(f, key)
-    for s in sites:
-        set_plan(s.id, reference_plan(s.dtype))
-    reference = runner.run()
-    for s in sites:
-        if s.id in site_configs:
-            scheme, config = site_configs[s.id]
-            set_plan(s.id, SitePlan(scheme, config, scheme))
-    return program_error(runner.run(), reference, None)
+    plans = {sid: SitePlan(scheme, config, scheme) for sid, (scheme, config) in site_configs.items()}
+    return plan_error(f, key, args, plans, None)
 
 
 def offline_retune(f: Any, result: TuneResult, args: tuple, budget: float) -> tuple[dict[int, tuple[str, str]], float]:

@@ -14,14 +14,21 @@
    measured alone (that site lowered, every other site at the reference), prunes them to the
    error/time Pareto front and runs the greedy search (MixPert §3.4) or the exhaustive one,
    judging each plan through the online evaluator (``mixjit.tuning.evaluator``). No
-   recompilation: each plan is written to the plan table and the compiled function runs again
-   on copies of the inputs. Loop depths come from build-dag.
+   recompilation: each plan is written to the plan table of a forked worker process
+   (``mixjit.tuning.workers``) and the compiled function runs there again on copies of the
+   inputs. Loop depths come from build-dag.
 4. **Validation** on held-out inputs: a plan that breaks the budget there is reported and
    the search repeats (``tune{...}`` again, with a safety margin; at most ``MAX_TIGHTENINGS``
    times, then the most precise plan); never silently accepted.
 
-Ctrl-C returns the best plan found so far, and says so. Tuning leaves no trace in the
-sites' call counters.
+Every run after the reference runs within limits derived from it (``eval_timeout`` seconds, or
+``EVAL_TIME_FACTOR`` times the reference's wall time plus ``EVAL_TIME_FLOOR``; ``CALL_FACTOR``
+times its calls per site plus ``CALL_FLOOR``): a run past them is stopped, counts as an infinite
+error, is named in the report with its reason, and the search goes on. Ctrl-C returns the best
+plan found so far (the most precise plan before the reference run), and says so. Tuning leaves
+no trace in the sites' call counters, and no trial plan in this process's plan table: calls of
+the function from other threads run the plan they ran before, then the tuned one. Tunings of
+one function take turns (``tuning_lock``).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from __future__ import annotations
 import inspect
 import math
 import sys
+import threading
 import time
 import warnings
 import weakref
@@ -39,22 +47,22 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from numba.core import errors
 
-from mixjit import entry
 from mixjit.arguments import resolve_arguments
 from mixjit.passes.tune import Tune
 from mixjit.passes.tuning.profile import SiteProfile
 from mixjit.passes.tuning.space import Candidate, SearchResult, SiteSpace
-from mixjit.plan import SitePlan, get_plan, initial_plan, set_plan
-from mixjit.tuning.evaluator import Judged, OnlineEvaluator, ProgramRunner, apply_plan, fp64_error
+from mixjit.plan import SitePlan, get_plan, initial_plan, reference_plan, set_plan
+from mixjit.tuning.evaluator import Judged, OnlineEvaluator, ProgramRunner, fp64_error, site_plans
 from mixjit.tuning.native_budget import NATIVE, budget_text, is_native, native_budget, native_plan
 from mixjit.tuning.outputs import Metric, Output, check_finite, collect, program_error
 from mixjit.tuning.persistence import PlanSite, TunedPlan, source_hash
 from mixjit.tuning.online import OnlineBackend, TuningPipeline
-from mixjit.tuning.profiling import TunedSite, profile_run, site_candidates
+from mixjit.tuning.profiling import TunedSite, site_candidates
 from mixjit.tuning.progress import SearchBar
+from mixjit.tuning.workers import EvaluationPool, check_eval_timeout, warm_executors
 
-__all__ = ["TuneResult", "Validation", "tune", "check_budget", "check_target", "check_metric", "current_plan_error",
-           "signature_sites", "signature_of", "MAX_TIGHTENINGS"]
+__all__ = ["TuneResult", "Validation", "tune", "check_budget", "check_target", "check_metric", "current_plan_error", "plan_error",
+           "signature_sites", "signature_of", "tuning_lock", "MAX_TIGHTENINGS"]
 
 MAX_TIGHTENINGS = 3
 """Searches repeated with a larger margin after a validation failure, before falling back to
@@ -70,6 +78,8 @@ class Validation:
     index: int
     error: float
     within_budget: bool
+    stopped: str = ""
+    """Why the run was stopped at its limits (its error is then infinite); empty when it ran."""
 
 
 @dataclass
@@ -104,6 +114,16 @@ class TuneResult:
     def error(self) -> float | None:
         return self.plan.error
 
+    @property
+    def stopped_runs(self) -> list[str]:
+        """Every run stopped at its limits: what it ran and why (``timed out after 3 s``,
+        ``made 2100 site calls, reference made 40``), in order."""
+        index = {s.id: s.index for s in self.sites}
+        out = [f"{_plan_text({index[s]: label for s, label in j.labels.items()})}: {j.stopped}"
+               for j in self.judged if j.stopped]
+        out += [f"held-out input {v.index}: {v.stopped}" for v in self.validation if v.stopped]
+        return out
+
     def summary(self) -> str:
         """One line: what was tuned, the plan's error and modeled speedup, the cost of tuning."""
         p = self.plan
@@ -116,6 +136,8 @@ class TuneResult:
             extra = f", held-out {worst:.2e}"
         if self.stopped == "interrupted":
             extra += ", interrupted: best plan so far"
+        if self.stopped_runs:
+            extra += f", {len(self.stopped_runs)} runs stopped at their limits"
         return (f"mixjit: tuned {self.qualname}: {len(self.chosen)} sites, error {err} ({budget} budget "
                 f"{budget_text(p.error_budget, self.budget)}){extra}, modeled speedup {speed} vs native on {self.target}, "
                 f"{self.runs} runs in {self.seconds:.1f} s")
@@ -151,6 +173,23 @@ def check_metric(metric: Any) -> None:
     """TypeError unless ``metric`` is None or a callable ``metric(out, ref) -> float``."""
     if metric is not None and not callable(metric):
         raise TypeError(f"mixjit: metric must be a callable metric(out, ref) -> float, got {type(metric).__name__}")
+
+
+def _plan_text(labels: dict[int, str]) -> str:
+    return "plan " + (", ".join(f"site {s}: {label}" for s, label in sorted(labels.items())) or "(reference)")
+
+
+_locks_lock = threading.Lock()
+
+
+def tuning_lock(f: Any) -> threading.RLock:
+    """The lock of ``f``'s tunings (and of its first calls, mixjit.decorator): one at a time, so
+    plans and counters stay per tuning and concurrent first calls tune once."""
+    with _locks_lock:
+        lock = f.__dict__.get("_mixjit_tuning_lock")
+        if lock is None:
+            lock = f.__dict__["_mixjit_tuning_lock"] = threading.RLock()
+        return lock
 
 
 def signature_of(f: Any, args: Sequence[Any], kws: dict[str, Any] | None = None) -> tuple:
@@ -192,14 +231,18 @@ def argtypes_text(key: tuple) -> str:
 def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
          budget: float | str | None = None, target: str | None = None, metric: Metric | None = None,
          margin: float = 0.0, max_evals: int | None = None, fp64: bool = True,
-         progress: bool = True, kws: dict[str, Any] | None = None) -> TuneResult:
+         progress: bool = True, eval_timeout: float | None = None, kws: dict[str, Any] | None = None) -> TuneResult:
     """Tune the signature of ``args`` / ``kws`` (taken as a call takes them: ``mixjit.arguments``;
-    each ``validate`` tuple with the same ``kws``; see the module docstring); writes the chosen
-    plan to the plan table and returns what was found. ``budget`` / ``target`` (None: the
-    decorator's ``error_budget`` / ``target``) are this tuning's. ValueError for bad inputs (NaN/Inf
-    samples, a budget that is not positive, an unknown target, validation inputs of other
-    types); TypeError for a target that is not a str."""
+    each ``validate`` tuple with the same ``kws``; see the module docstring); writes the chosen plan to the
+    plan table and returns what was found. ``budget`` / ``target`` / ``eval_timeout`` (None: the
+    decorator's ``error_budget`` / ``target`` / ``eval_timeout``) are this tuning's. ValueError
+    for bad inputs (NaN/Inf samples, a budget that is not positive, an unknown target,
+    validation inputs of other types, an eval_timeout that is not a positive number of
+    seconds); TypeError for a target that is not a str."""
     opts = f.mixjit_options
+    eval_timeout = check_eval_timeout(eval_timeout, "f.tune(eval_timeout=...)")
+    if eval_timeout is None:
+        eval_timeout = opts.eval_timeout
     budget = opts.error_budget if budget is None else check_budget(budget, "f.tune(budget=...)")
     spec_budget = 1.0 if is_native(budget) else float(budget)  # "native" is resolved once native ran
     target = opts.target if target is None else check_target(target, "f.tune(target=...)")
@@ -228,37 +271,60 @@ def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (),
     sites = signature_sites(f, key)
     if not sites:
         raise ValueError(f"mixjit: {qualname}{argtypes_text(key)} has no linked GEMM site to tune")
-    ids = [s.id for s in sites]
-    counts = entry._COUNTS[ids].copy()
-    before = {s.id: get_plan(s.id) for s in sites}
-    start = time.process_time()
-    try:
-        result = _tune(f, key, args, names, sites, list(validate), search, budget, target, metric,
-                       margin, max_evals, fp64, progress)
-    except BaseException:
-        for sid, plan in before.items():
-            if plan is not None:
-                set_plan(sid, plan)
-        raise
-    finally:
-        entry._COUNTS[ids] = counts
+    with tuning_lock(f):
+        before = {s.id: get_plan(s.id) for s in sites}
+        start = time.process_time()
+        try:
+            result = _tune(f, key, args, names, sites, list(validate), search, budget, target, metric,
+                           margin, max_evals, fp64, progress, eval_timeout)
+        except BaseException:
+            for sid, plan in before.items():
+                if plan is not None:
+                    set_plan(sid, plan)
+            raise
     result.seconds = time.process_time() - start
     return result
 
 
+def _warm(sites: Sequence[TunedSite], schemes: Sequence[str] | None, target: str,
+          initial: dict[int, SitePlan]) -> None:
+    """Load every executor the tuning's runs may need here, before the worker forks."""
+    plans = {}
+    for s in sites:
+        for plan in (initial[s.id], reference_plan(s.dtype),
+                     *(SitePlan(c.scheme, c.config, c.scheme) for c in site_candidates(s.dtype, schemes, (), target))):
+            plans.setdefault((plan.executor, s.dtype), (plan, s.dtype))
+    warm_executors(list(plans.values()))
+
+
 def _tune(f, key, args, names, sites, validate, search, asked, target, metric, margin, max_evals, fp64,
-          progress) -> TuneResult:
+          progress, eval_timeout) -> TuneResult:
+    opts = f.mixjit_options
+    initial = {s.id: initial_plan(opts.schemes, s.dtype) for s in sites}
+    _warm(sites, opts.schemes, target, initial)
+    with EvaluationPool(f.overloads[key].entry_point, [args, *validate], names, [s.id for s in sites]) as pool:
+        return _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric, margin, max_evals,
+                        fp64, progress, eval_timeout, initial)
+
+
+def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric, margin, max_evals, fp64,
+             progress, eval_timeout, initial) -> TuneResult:
     opts = f.mixjit_options
     qualname = f.py_func.__qualname__
-    call = f.overloads[key].entry_point
-    runner = ProgramRunner(call, args, names)
-    initial = {s.id: initial_plan(opts.schemes, s.dtype) for s in sites}
-    for s in sites:
-        set_plan(s.id, initial[s.id])
-    logs = profile_run(runner.run, sites)
-    apply_plan(sites, {}, {})
-    reference = runner.run()
+    args = pool.inputs[0]
+    runner = ProgramRunner(pool, 0)
     notes: list[str] = []
+    try:
+        logs = runner.run(initial, profile=True).logs or {}
+        reference = runner.reference(sites, eval_timeout)
+    except KeyboardInterrupt:
+        notes.append("interrupted before the reference run: the most precise plan is kept")
+        for s in sites:
+            set_plan(s.id, initial[s.id])
+        plan = _tuned_plan(f, key, target, asked, sites, initial, {}, {}, None, True, None)
+        budget = math.nan if is_native(asked) else float(asked)  # native's error was not measured
+        return TuneResult(qualname, argtypes_text(key), target, budget, sites, {}, {}, {}, plan, None, [],
+                          stopped="interrupted", notes=notes, runs=0)
     called = [s for s in sites if logs[s.id].calls > 0]
     for s in sites:
         if s not in called:
@@ -284,8 +350,9 @@ def _tune(f, key, args, names, sites, validate, search, asked, target, metric, m
     validation: list[Validation] = []
     try:
         if called:
+            held_out = [_HeldOut(ProgramRunner(pool, 1 + i), sites, eval_timeout) for i in range(len(validate))]
             search_result, validation, margin = _search_and_validate(
-                f, key, pipeline, spec, evaluator, validate, budget, margin, names, metric, sites, notes)
+                pipeline, spec, evaluator, held_out, budget, margin, metric, notes)
     except KeyboardInterrupt:  # the search itself turns Ctrl-C into a result: this came while measuring
         stopped = "interrupted"
         notes.append("interrupted while measuring sites alone: the most precise plan is kept")
@@ -323,17 +390,20 @@ def _tune_spec(margin: float, *, budget: float, target: str, search: str, max_ev
     return Tune(budget=budget, target=target, search=search, margin=margin, max_evals=max_evals or 0).pipeline_spec()
 
 
-def _search_and_validate(f, key, pipeline, spec, evaluator, validate, budget, margin, names, metric, sites,
+def _validation(held_out: Sequence["_HeldOut"], spaces, plan, metric, budget: float) -> list[Validation]:
+    return [Validation(i, e, e <= budget, why) for i, h in enumerate(held_out)
+            for e, why in [h.error(spaces, plan, metric)]]
+
+
+def _search_and_validate(pipeline, spec, evaluator, held_out, budget, margin, metric,
                          notes) -> tuple[SearchResult, list[Validation], float]:
-    held_out = [_HeldOut(f.overloads[key].entry_point, v, names, sites) for v in validate]
     for attempt in range(MAX_TIGHTENINGS + 1):
         result = pipeline.search(spec(margin))
         spaces = pipeline.backend.spaces
         if result.stopped == "interrupted" or not held_out:
             return result, [], margin
         try:
-            validation = [Validation(i, e, e <= budget) for i, h in enumerate(held_out)
-                          for e in [h.error(spaces, result.plan, metric)]]
+            validation = _validation(held_out, spaces, result.plan, metric, budget)
         except KeyboardInterrupt:
             notes.append("validation interrupted: the plan was not checked on the held-out inputs")
             return result, [], margin
@@ -357,8 +427,7 @@ def _search_and_validate(f, key, pipeline, spec, evaluator, validate, budget, ma
     evaluator.spaces = spaces
     fallback = SearchResult(precise, evaluator.error(precise), sum(spaces[s].candidates[0].time for s in spaces),
                             list(result.evaluations), result.within_budget, result.stopped)
-    validation = [Validation(i, e, e <= budget) for i, h in enumerate(held_out)
-                  for e in [h.error(spaces, precise, metric)]]
+    validation = _validation(held_out, spaces, precise, metric, budget)
     notes.append("no tightened plan held on the held-out inputs: the most precise plan is used")
     if any(not v.within_budget for v in validation):
         notes.append("the most precise plan also exceeds the budget on held-out inputs")
@@ -366,41 +435,48 @@ def _search_and_validate(f, key, pipeline, spec, evaluator, validate, budget, ma
 
 
 class _HeldOut:
-    """One held-out input set: its reference outputs (computed once) and a plan's error on it."""
+    """One held-out input set: its reference outputs (computed once, setting the limits of its
+    runs) and a plan's error on it, with why its run was stopped (error infinite) or ""."""
 
-    def __init__(self, call: Callable, args: Sequence[Any], names: Sequence[str],
-                 sites: Sequence[TunedSite]) -> None:
-        self.runner = ProgramRunner(call, args, names)
+    def __init__(self, runner: ProgramRunner, sites: Sequence[TunedSite], eval_timeout: float | None) -> None:
+        self.runner = runner
         self.sites = sites
+        self.eval_timeout = eval_timeout
         self.reference: list[Output] | None = None
 
-    def error(self, spaces, plan, metric) -> float:
+    def error(self, spaces, plan, metric) -> tuple[float, str]:
         if self.reference is None:
-            apply_plan(self.sites, spaces, {})
-            self.reference = self.runner.run()
-        apply_plan(self.sites, spaces, plan)
-        return program_error(self.runner.run(), self.reference, metric)
+            self.reference = self.runner.reference(self.sites, self.eval_timeout)
+        outcome = self.runner.run(site_plans(self.sites, spaces, plan))
+        if outcome.outputs is None:
+            return math.inf, outcome.stopped
+        return program_error(outcome.outputs, self.reference, metric), ""
 
 
 def current_plan_error(f: Any, key: tuple, args: Sequence[Any], metric: Metric | None) -> float:
     """The program error, by ``metric``, of the plan the sites of signature ``key`` run now, on
-    ``args`` against their own reference run (``mixjit.plan.reference_plan``), both on copies of
-    ``args``. The sites' plans and call counters are left as they were."""
+    ``args`` against their own reference run (``mixjit.plan.reference_plan``): :func:`plan_error`
+    of the current plans."""
+    current = {s.id: plan for s in signature_sites(f, key) if (plan := get_plan(s.id)) is not None}
+    return plan_error(f, key, args, current, metric)
+
+
+def plan_error(f: Any, key: tuple, args: Sequence[Any], plans: dict[int, SitePlan], metric: Metric | None) -> float:
+    """The program error, by ``metric``, of signature ``key`` with its sites at ``plans`` (sites
+    left out: the reference) on ``args``, against its reference run; both runs on copies of
+    ``args`` in a worker process (``mixjit.tuning.workers``): the sites' plans and call counters
+    here are left as they were. Infinite when the run is stopped at its limits."""
     sites = signature_sites(f, key)
-    ids = [s.id for s in sites]
-    counts = entry._COUNTS[ids].copy()
-    current = {s.id: plan for s in sites if (plan := get_plan(s.id)) is not None}
-    runner = ProgramRunner(f.overloads[key].entry_point, args, argument_names(f.py_func, args))
-    try:
-        apply_plan(sites, {}, {})
-        reference = runner.run()
-        for sid, plan in current.items():
-            set_plan(sid, plan)
-        return program_error(runner.run(), reference, metric)
-    finally:
-        for sid, plan in current.items():
-            set_plan(sid, plan)
-        entry._COUNTS[ids] = counts
+    plans = {**site_plans(sites, {}, {}), **plans}
+    warm_executors([(plan, s.dtype) for s in sites for plan in (reference_plan(s.dtype), plans[s.id])])
+    with tuning_lock(f), EvaluationPool(f.overloads[key].entry_point, [args], argument_names(f.py_func, args),
+                                        [s.id for s in sites]) as pool:
+        runner = ProgramRunner(pool)
+        reference = runner.reference(sites, None)
+        outcome = runner.run(plans)
+        if outcome.outputs is None:
+            return math.inf
+        return program_error(outcome.outputs, reference, metric)
 
 
 _FLOAT64_PROGRAMS: "weakref.WeakKeyDictionary[Callable, Any]" = weakref.WeakKeyDictionary()

@@ -1,60 +1,74 @@
-"""The online evaluator: judge a plan by writing the plan table and running the compiled function.
+"""The online evaluator: judge a plan by running the compiled function under it on a worker.
 
-A plan (site id -> candidate index, ``mixjit.passes.tuning.space.Plan``) is applied with
-``mixjit.plan.set_plan``; sites the plan leaves out run the reference plan
+A plan (site id -> candidate index, ``mixjit.passes.tuning.space.Plan``) becomes a plan per site
+(:func:`site_plans`); sites the plan leaves out run the reference plan
 (``mixjit.plan.reference_plan``), so ``error({s: i})`` is site ``s`` alone at candidate ``i``.
-No recompilation: the compiled entry reads the table at every call. Each run works on
-fresh copies of the sample arguments.
+No recompilation: each run is a task for the tuning's worker process
+(``mixjit.tuning.workers``), which writes its own plan table and runs the compiled function on
+fresh copies of the sample arguments, within limits derived from the reference run. A run
+stopped at its limit counts as an infinite error, and says why (``Judged.stopped``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from mixjit.passes.tuning.space import Plan, SiteSpace
-from mixjit.plan import SitePlan, reference_plan, set_plan
-from mixjit.tuning.outputs import Metric, Output, collect, copy_args, program_error, written_arguments
+from mixjit.plan import SitePlan, reference_plan
+from mixjit.tuning.outputs import Metric, Output, program_error
 from mixjit.tuning.profiling import TunedSite
+from mixjit.tuning.workers import EvaluationPool, RunLimits, RunOutcome, RunTask
 
-__all__ = ["ProgramRunner", "OnlineEvaluator", "Judged"]
+__all__ = ["ProgramRunner", "OnlineEvaluator", "Judged", "site_plans"]
 
 
 class ProgramRunner:
-    """Runs one compiled signature on copies of fixed sample arguments and collects its outputs."""
+    """Runs the compiled signature on one input set of ``pool`` (``inputs``: its index) under a
+    plan per site; ``limits`` apply once the input set's reference run set them."""
 
-    def __init__(self, call: Callable[..., Any], args: Sequence[Any], names: Sequence[str]) -> None:
-        self.call = call
-        self.args = tuple(args)
-        self.names = tuple(names)
+    def __init__(self, pool: EvaluationPool, inputs: int = 0) -> None:
+        self.pool = pool
+        self.inputs = inputs
         self.written: tuple[str, ...] | None = None  # decided by the first (reference) run
+        self.limits = RunLimits()
 
-    def run(self) -> list[Output]:
+    def run(self, plans: Mapping[int, SitePlan], profile: bool = False) -> RunOutcome:
         """One run; the first decides which argument arrays count as outputs (those it wrote)."""
-        copies = copy_args(self.args)
-        result = self.call(*copies)
-        if self.written is None:
-            self.written = written_arguments(self.args, copies, self.names)
-        return collect(result, copies, self.names, self.written)
+        outcome = self.pool.run(RunTask(self.inputs, dict(plans), self.written, profile, self.limits))
+        if self.written is None and not outcome.stopped:
+            self.written = outcome.written
+        return outcome
+
+    def reference(self, sites: Sequence[TunedSite], eval_timeout: float | None) -> list[Output]:
+        """The reference run of this input set (every site at its reference plan, no limits), whose
+        wall time and site calls set the limits of the later runs (``RunLimits.from_reference``)."""
+        outcome = self.run(site_plans(sites, {}, {}))
+        assert outcome.outputs is not None, "a run without limits came back stopped"
+        self.limits = RunLimits.from_reference(outcome.seconds, outcome.calls, eval_timeout)
+        return outcome.outputs
 
 
-def apply_plan(sites: Sequence[TunedSite], spaces: Mapping[int, SiteSpace], plan: Plan) -> None:
-    """Write ``plan`` into the plan table; sites it leaves out get the reference plan."""
+def site_plans(sites: Sequence[TunedSite], spaces: Mapping[int, SiteSpace], plan: Plan) -> dict[int, SitePlan]:
+    """The plan of every site under ``plan``; sites it leaves out get the reference plan."""
+    out = {}
     for site in sites:
         if site.id in plan:
             c = spaces[site.id].candidates[plan[site.id]]
-            set_plan(site.id, SitePlan(c.scheme, c.config, c.scheme))
+            out[site.id] = SitePlan(c.scheme, c.config, c.scheme)
         else:
-            set_plan(site.id, reference_plan(site.dtype))
+            out[site.id] = reference_plan(site.dtype)
+    return out
 
 
 @dataclass(frozen=True)
 class Judged:
     """One program run under a plan: its error against the reference run and, when the
-    float64 program ran, against it (the whole program in float64, for information)."""
+    float64 program ran, against it (the whole program in float64, for information).
+    ``stopped``: why the run was stopped at its limits (its error is then infinite)."""
 
     plan: dict[int, int]
     error: float
@@ -62,6 +76,7 @@ class Judged:
     modeled_time: float
     labels: dict[int, str]
     """What each site of ``plan`` ran (``scheme[config]``); sites left out ran the reference."""
+    stopped: str = ""
 
 
 class OnlineEvaluator:
@@ -80,14 +95,14 @@ class OnlineEvaluator:
         self.runs = 0
 
     def error(self, plan: Plan) -> float:
-        apply_plan(self.sites, self.spaces, plan)
-        outs = self.runner.run()
+        outcome = self.runner.run(site_plans(self.sites, self.spaces, plan))
         self.runs += 1
-        err = program_error(outs, self.reference, self.metric)
-        vs64 = fp64_error(outs, self.fp64, self.metric) if self.fp64 is not None else None
+        outs = outcome.outputs
+        err = math.inf if outs is None else program_error(outs, self.reference, self.metric)
+        vs64 = fp64_error(outs, self.fp64, self.metric) if self.fp64 is not None and outs is not None else None
         chosen = {s: self.spaces[s].candidates[i] for s, i in plan.items()}
         self.judged.append(Judged(dict(plan), err, vs64, sum(c.time for c in chosen.values()),
-                                  {s: c.label for s, c in chosen.items()}))
+                                  {s: c.label for s, c in chosen.items()}, outcome.stopped))
         return err
 
 

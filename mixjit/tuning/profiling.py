@@ -26,7 +26,7 @@ executor on the first call).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -46,7 +46,7 @@ from mixjit.runtime.executor_mixpert import (
 )
 from mixjit.runtime.costmodel import modeled_calls_time
 
-__all__ = ["TUNING_DEFAULT_SCHEMES", "TunedSite", "ShapeLog", "profile_run", "tuning_schemes", "site_candidates",
+__all__ = ["TUNING_DEFAULT_SCHEMES", "TunedSite", "ShapeLog", "start_profile", "read_profile", "tuning_schemes", "site_candidates",
            "site_profile"]
 
 TUNING_DEFAULT_SCHEMES: dict[str, tuple[str, ...]] = {
@@ -96,22 +96,22 @@ class ShapeLog:
         return sum(s[3] for s in self.shapes) + self.unlogged_calls
 
 
-def profile_run(run: Callable[[], object], sites: Sequence[TunedSite]) -> dict[int, ShapeLog]:
-    """Run ``run`` once with the entry's profile flag set; the shape log of each site."""
-    ids = [s.id for s in sites]
-    entry.reset_profile(ids)
+def start_profile(ids: Sequence[int]) -> None:
+    """Clear the shape logs and statistics of sites ``ids`` and set the entry's profile flag."""
+    entry.reset_profile(list(ids))
     entry.set_profiling(True)
-    try:
-        run()
-    finally:
-        entry.set_profiling(False)
+
+
+def read_profile(ids: Sequence[int]) -> dict[int, ShapeLog]:
+    """Clear the profile flag; the shape log of each site of ``ids`` since ``start_profile``."""
+    entry.set_profiling(False)
     out = {}
     for sid in ids:
         shapes, unlogged = entry.shape_log(sid)
         raw = entry.site_stats(sid)
         stats = {name: float(raw[i]) for name, i in _STAT_NAMES.items()} if raw.any() else {}
         out[sid] = ShapeLog(tuple(shapes), unlogged, stats)
-    entry.reset_profile(ids)
+    entry.reset_profile(list(ids))
     return out
 
 

@@ -1,6 +1,7 @@
 """``f.report()``: what the tuner chose for each site and why, and a Pareto plot of the plans.
 
-The table (rendered with rich, as ``mixopt --report``'s) lists per site: its source location and form,
+Runs the tuner stopped at their limits (mixjit.tuning.workers) are listed under the table, each
+with what it ran and why. The table (rendered with rich, as ``mixopt --report``'s) lists per site: its source location and form,
 the shapes and calls profiled, the chosen config, its low-precision products, its measured
 error when it alone runs that config (the rest at the reference), its *modeled* time over the
 profiled calls and the *modeled* speedup against native on the target. The plot
@@ -113,7 +114,7 @@ def report_text(result: TuneResult) -> str:
     from mixjit.passes.tuning.report import render_table
 
     body = render_table(HEADERS, rows(result), right=_NUMBERS).rstrip("\n")
-    notes = [f"note: {n}" for n in result.notes]
+    notes = [f"stopped: {run}" for run in result.stopped_runs] + [f"note: {n}" for n in result.notes]
     return "\n".join([*_header(result), body, *notes])
 
 

@@ -70,15 +70,15 @@ def test_interrupt_during_first_call_tuning(monkeypatch):
     f = mixjit(lambda a, b: a @ b)
     a, b = _operands()
     a32, b32 = a.astype(np.float32), b.astype(np.float32)
-    real = driver.profile_run
+    real = driver._warm  # the tuning's first step (loads executors before its worker forks)
 
     def interrupted(*_):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(driver, "profile_run", interrupted)
+    monkeypatch.setattr(driver, "_warm", interrupted)
     with pytest.raises(KeyboardInterrupt):
         f(a32, b32)
-    monkeypatch.setattr(driver, "profile_run", real)
+    monkeypatch.setattr(driver, "_warm", real)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         np.testing.assert_allclose(f(a32, b32), a32 @ b32, rtol=1e-6)

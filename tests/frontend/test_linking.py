@@ -465,6 +465,16 @@ def test_entry_error_codes():
         entry._PLANS[unknown, 0] = code  # bypasses write_plan_row, which refuses unknown codes
         assert _call_c(unknown, a, a, c) == entry.ENTRY_BAD_EXECUTOR
     assert (c == 0).all()
+    limited = _new_site()  # a call that finds its site's counter at the site's call limit fails
+    entry.set_call_limits({limited: entry.call_count(limited) + 1})
+    try:
+        assert _call_c(limited, a, a, c) == entry.ENTRY_OK and (c == 2).all()
+        c[:] = 0
+        assert _call_c(limited, a, a, c) == entry.ENTRY_CALL_LIMIT and (c == 0).all()
+    finally:
+        entry.set_call_limits({limited: 0})
+    assert _call_c(limited, a, a, c) == entry.ENTRY_OK
+    c[:] = 0
     with pytest.raises(ValueError, match="no compiled executor has plan code 62"):
         entry.write_plan_row(entry.new_site(), (62,))
     executors = {ex_.code: ex_ for ex_ in map(entry.executor_for, entry.EXECUTORS) if ex_.kernel is not None}
@@ -476,7 +486,7 @@ def test_entry_error_codes():
     installed = {status for status in entry.ENTRY_ERRORS if status // entry._STATUS_SPAN in entry._installed}
     assert set(entry.ENTRY_ERRORS) == {entry.ENTRY_BAD_SITE, entry.ENTRY_BAD_DTYPE, entry.ENTRY_TOO_LARGE,
                                        entry.ENTRY_BLAS_FAILED, entry.ENTRY_NO_PLAN, entry.ENTRY_BAD_EXECUTOR,
-                                       *refusals, *installed}
+                                       entry.ENTRY_CALL_LIMIT, *refusals, *installed}
     for code, (name, msg) in refusals.items():  # each refusal names its own executor
         assert entry.ENTRY_ERRORS[code] == f"{name} executor: {msg}"
 

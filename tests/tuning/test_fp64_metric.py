@@ -10,6 +10,7 @@ import pytest
 from mixjit.passes.tuning.space import Candidate, SiteSpace
 from mixjit.tuning.evaluator import OnlineEvaluator, fp64_error
 from mixjit.tuning.outputs import Output, relative_frobenius
+from mixjit.tuning.workers import RunOutcome
 
 
 def max_abs(out, ref) -> float:
@@ -35,8 +36,8 @@ def test_fp64_error_is_nan_when_the_outputs_do_not_match():
 
 
 class _FixedRunner:
-    def run(self):
-        return OUT
+    def run(self, plans, profile=False):
+        return RunOutcome(OUT, (), 0.0, {})
 
 
 def test_online_evaluator_reports_the_fp64_error_by_the_users_metric():

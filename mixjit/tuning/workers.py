@@ -1,0 +1,379 @@
+"""Where a tuning's program runs happen: a worker process that can be stopped.
+
+Every run of a tuning (the profile and reference runs, each candidate measured alone, each
+plan the search judges, the validation runs) is a :class:`RunTask` sent to an
+:class:`EvaluationPool`. The pool holds one worker process, *forked* from the tuning process
+(``multiprocessing``'s ``"fork"`` context): the child inherits the compiled function, every
+input set and every loaded executor, so it compiles nothing and works for closures, lambdas
+and ``__main__`` scripts; outputs come back pickled through a pipe. The child writes only its
+own copy of the plan table and of the call counters, so trial plans never reach a call of the
+function in the tuning process (another thread's, or the first call waiting for its plan).
+
+Each run has limits (:class:`RunLimits`, the driver derives them from the reference run):
+
+* a wall-clock limit: the parent waits on the pipe, kills the worker when the run passes it,
+  and forks a fresh one for the next run;
+* per-site call limits, enforced by the run-time entry itself (``mixjit.entry.set_call_limits``:
+  a call past the limit fails, the compiled function raises): a convergence loop that a cheap
+  candidate broke stops after a bounded number of GEMMs even where nothing can kill it.
+
+A stopped run is a :class:`RunOutcome` with ``stopped`` naming why; the tuner counts it as over
+budget and the search goes on. The parent waits in short polls, so Ctrl-C reaches it within a
+fraction of a second: the running worker is killed and the KeyboardInterrupt goes on to the
+search, which returns its best plan. ``close()`` (the pool is a context manager) ends the
+worker: none outlives the tuning.
+
+Numba's GNU OpenMP threading layer, once started here (:func:`gnu_openmp_started`), kills
+every forked child (its pool does not survive a fork): the fork then happens with SIGTERM
+ignored, and the child runs its parallel regions on one thread.
+
+Where ``fork`` is unavailable or fails, or the worker dies in a run without limits, runs
+happen in the tuning process (one ``MixjitWarning``), bounded by the call limits only (nopython
+code cannot be interrupted).
+
+One worker today; the pool is the seam for ``workers=N`` (several forked workers, runs
+dispatched in a fixed order): callers hand it independent tasks and read outcomes only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import contextlib
+import math
+import multiprocessing
+import os
+import signal
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from mixjit import entry
+from mixjit.plan import SitePlan, get_plan, plan_words, set_plan
+from mixjit.tuning.outputs import Output, collect, copy_args, written_arguments
+from mixjit.tuning.profiling import read_profile, start_profile
+
+__all__ = ["EVAL_TIME_FACTOR", "EVAL_TIME_FLOOR", "CALL_FACTOR", "CALL_FLOOR", "RunLimits", "RunTask", "RunOutcome",
+           "EvaluationPool", "check_eval_timeout", "warm_executors"]
+
+EVAL_TIME_FACTOR = 10.0
+"""A run may take this many times the wall time of its input set's reference run ..."""
+EVAL_TIME_FLOOR = 3.0
+"""... plus this many seconds (so that a fast reference run does not make a tight limit)."""
+CALL_FACTOR = 10
+"""A site may make this many times the calls it made in the reference run ..."""
+CALL_FLOOR = 100
+"""... plus this many, before its run is stopped."""
+
+_POLL_S = 0.05
+"""How often the parent wakes while a worker runs (Ctrl-C lands within this)."""
+
+
+def check_eval_timeout(value: Any, where: str) -> float | None:
+    """``value`` as seconds if it is None or a positive finite number, else ValueError (TypeError
+    for a non-number) naming ``where`` it was given."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"mixjit: {where} must be a number of seconds (or None: derived from the reference "
+                        f"run), got {type(value).__name__}")
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"mixjit: {where} must be a positive, finite number of seconds (e.g. 30), got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """When a run is stopped: after ``seconds`` of wall time (None: never), or when a site makes
+    ``calls[site]`` calls; ``reference_calls`` (all sites) is what the reference run made."""
+
+    seconds: float | None = None
+    calls: dict[int, int] = field(default_factory=dict)
+    reference_calls: int = 0
+
+    @staticmethod
+    def from_reference(seconds: float, calls: dict[int, int], eval_timeout: float | None) -> "RunLimits":
+        """The limits of runs on an input set whose reference run took ``seconds`` and made
+        ``calls`` per site: ``eval_timeout`` if given, else ``EVAL_TIME_FACTOR * seconds +
+        EVAL_TIME_FLOOR``; ``CALL_FACTOR * calls + CALL_FLOOR`` per site."""
+        limit = eval_timeout if eval_timeout is not None else EVAL_TIME_FACTOR * seconds + EVAL_TIME_FLOOR
+        return RunLimits(limit, {s: CALL_FACTOR * n + CALL_FLOOR for s, n in calls.items()}, sum(calls.values()))
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """One run: input set ``inputs`` (an index into the pool's input sets) under ``plans`` (a
+    plan per site), on copies of the inputs. ``written``: the argument arrays that count as
+    outputs (None: decided by this run, the input set's reference run). ``profile``: record the
+    shape log and executor statistics."""
+
+    inputs: int
+    plans: dict[int, SitePlan]
+    written: tuple[str, ...] | None = None
+    profile: bool = False
+    limits: RunLimits = RunLimits()
+
+
+@dataclass
+class RunOutcome:
+    """What one run gave: its outputs (None when stopped), the argument arrays that counted as
+    outputs, its wall time, the calls each site made, the shape logs when profiled, and why it
+    was stopped (empty when it ran to the end)."""
+
+    outputs: list[Output] | None
+    written: tuple[str, ...]
+    seconds: float
+    calls: dict[int, int]
+    logs: dict[int, Any] | None = None
+    stopped: str = ""
+
+
+def warm_executors(plans: Sequence[tuple[SitePlan, Any]]) -> None:
+    """Load in this process every executor of ``plans`` ((plan, site dtype) pairs) and fill the
+    lazy cells of mixjit's loaded kernels, so that a forked worker compiles nothing (a compile in
+    the worker would count against its time limit, and be repeated by every fresh fork)."""
+    from mixjit.runtime.lazy_link import fill_lazy_cells
+
+    for plan, dtype in plans:
+        code = int(plan_words(plan)[0])
+        entry.load_executor(code, [dtype])
+    fill_lazy_cells(package="mixjit")
+
+
+def execute(call: Callable[..., Any], args: Sequence[Any], names: Sequence[str], sites: Sequence[int],
+            task: RunTask) -> RunOutcome:
+    """Run ``task`` here: write its plans, run ``call`` on copies of ``args`` with the task's call
+    limits, collect the outputs. The sites' counters and limits are left as they were; their
+    plans are the task's (the caller restores them where that matters). A run stopped by its
+    call limits is an outcome; any other exception of the program propagates."""
+    ids = list(sites)
+    counts = entry.site_call_counts(ids)
+    for sid, plan in task.plans.items():
+        set_plan(sid, plan)
+    entry.set_site_call_counts(ids, 0)
+    entry.set_call_limits(task.limits.calls)
+    if task.profile:
+        start_profile(ids)
+    start = time.perf_counter()
+    stopped = ""
+    result = copies = None
+    try:
+        copies = copy_args(args)
+        result = call(*copies)
+    except RuntimeError as err:
+        if len(err.args) < 2 or err.args[1] != entry.ENTRY_CALL_LIMIT:
+            raise
+        stopped = "calls"
+    finally:
+        seconds = time.perf_counter() - start
+        logs = read_profile(ids) if task.profile else None
+        entry.set_call_limits({sid: 0 for sid in task.limits.calls})
+        made = dict(zip(ids, map(int, entry.site_call_counts(ids))))
+        entry.set_site_call_counts(ids, counts)
+    if stopped:
+        return RunOutcome(None, task.written or (), seconds, made, logs,
+                          f"made {sum(made.values())} site calls, reference made {task.limits.reference_calls}")
+    written = task.written if task.written is not None else written_arguments(args, copies, names)
+    return RunOutcome(collect(result, copies, names, written), written, seconds, made, logs)
+
+
+def gnu_openmp_started() -> bool:
+    """Has Numba's GNU OpenMP threading layer (``omp``) started in this process (a
+    ``parallel=True`` function or one of MixPert's threaded executors ran)? Numba's guard then
+    terminates every forked child at the fork (SIGTERM), as GNU OpenMP's thread pool does not
+    survive a fork."""
+    import numba
+
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # not started in this process
+        return False
+    if layer != "omp":
+        return False
+    from numba.np.ufunc import omppool
+
+    return getattr(omppool, "openmp_vendor", "") == "GNU"
+
+
+class _SigtermIgnored:
+    """SIGTERM ignored at the C level (any thread may fork; Python's ``signal.signal`` works in
+    the main thread only) while a fork happens: the child inherits SIG_IGN and survives Numba's
+    GNU OpenMP fork guard, then restores ``previous`` (``_serve``)."""
+
+    def __init__(self) -> None:
+        self.libc = ctypes.CDLL(None)
+        self.libc.signal.restype = ctypes.c_void_p
+        self.libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+        self.previous: int | None = None
+
+    def __enter__(self) -> "_SigtermIgnored":
+        self.previous = self.libc.signal(signal.SIGTERM, _SIG_IGN)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.libc.signal(signal.SIGTERM, self.previous)
+
+
+_SIG_IGN = 1
+
+
+def restore_sigterm(previous: int | None) -> None:
+    """In the forked child: SIGTERM's handler as it was before ``_SigtermIgnored``."""
+    libc = ctypes.CDLL(None)
+    libc.signal.restype = ctypes.c_void_p
+    libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+    libc.signal(signal.SIGTERM, previous)
+
+
+def fork_context() -> Any:
+    """``multiprocessing``'s ``"fork"`` context (ValueError where the platform has none)."""
+    return multiprocessing.get_context("fork")
+
+
+def _serve(conn: Any, call: Callable[..., Any], inputs: Sequence[Sequence[Any]], names: Sequence[str],
+           sites: Sequence[int], sigterm: int | None) -> None:
+    """The worker's loop (in the forked child): run each task received, send back its outcome
+    or ("error", exception). Ctrl-C is the parent's to handle: the child ignores SIGINT. Forked
+    from a process whose GNU OpenMP had started (``sigterm``: the SIGTERM handler to restore),
+    its parallel regions run on one thread: the inherited OpenMP pool has no threads."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sigterm is not None or gnu_openmp_started():
+        import numba
+
+        restore_sigterm(sigterm)
+        numba.set_num_threads(1)
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            break
+        if task is None:
+            break
+        try:
+            reply: Any = ("ok", execute(call, inputs[task.inputs], names, sites, task))
+        except Exception as err:  # the program's own exception: the parent raises it
+            reply = ("error", err)
+        try:
+            conn.send(reply)
+        except Exception as err:  # an output or exception that does not pickle
+            conn.send(("error", RuntimeError(f"mixjit: a tuning run's result could not be sent back from the "
+                                             f"worker process ({type(err).__name__}: {err})")))
+    conn.close()
+
+
+class EvaluationPool:
+    """Runs a tuning's :class:`RunTask` s on a forked worker process (module docstring).
+
+    ``call`` is the compiled function, ``inputs`` every input set (the sample first, then the
+    held-out ones), ``names`` the argument names, ``sites`` the process ids of its sites. The
+    worker is forked at the first run (after the caller warmed the executors) and again after a
+    kill. Use as a context manager, or call ``close()``."""
+
+    def __init__(self, call: Callable[..., Any], inputs: Sequence[Sequence[Any]], names: Sequence[str],
+                 sites: Sequence[int]) -> None:
+        self.call = call
+        self.inputs = [tuple(v) for v in inputs]
+        self.names = tuple(names)
+        self.sites = tuple(sites)
+        self.in_process = False
+        self._proc: Any = None
+        self._conn: Any = None
+
+    def __enter__(self) -> "EvaluationPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def run(self, task: RunTask) -> RunOutcome:
+        """Run ``task`` on the worker (or here when there is none); a run past its time limit
+        kills the worker and comes back stopped. KeyboardInterrupt kills the worker and
+        propagates; the program's own exceptions propagate."""
+        if not self.in_process and self._proc is None:
+            self._start()
+        if self.in_process:
+            return self._run_here(task)
+        outcome = self._run_on_worker(task)
+        if outcome.stopped and task.limits.seconds is None and not task.limits.calls:
+            # a run without limits (profile, reference) cannot be stopped: its worker died
+            self._fall_back(f"the worker died in a run without limits: {outcome.stopped}")
+            return self._run_here(task)
+        return outcome
+
+    def _run_here(self, task: RunTask) -> RunOutcome:
+        before = {sid: get_plan(sid) for sid in task.plans}
+        try:
+            return execute(self.call, self.inputs[task.inputs], self.names, self.sites, task)
+        finally:
+            for sid, plan in before.items():
+                if plan is not None:
+                    set_plan(sid, plan)
+
+    def _start(self) -> None:
+        try:
+            context = fork_context()
+            parent, child = context.Pipe(duplex=True)
+            guard = _SigtermIgnored() if gnu_openmp_started() else None
+            with guard or contextlib.nullcontext():
+                proc = context.Process(target=_serve, daemon=True, name="mixjit-tuning-worker",
+                                       args=(child, self.call, self.inputs, self.names, self.sites,
+                                             guard.previous if guard is not None else None))
+                proc.start()
+        except (ValueError, OSError) as err:
+            self._fall_back(f"{type(err).__name__}: {err}")
+            return
+        child.close()
+        self._proc, self._conn = proc, parent
+
+    def _fall_back(self, why: str) -> None:
+        """Run every later task in this process, with a warning saying ``why``."""
+        from mixjit.runtime.mixjit_warning import MixjitWarning
+
+        self.in_process = True
+        warnings.warn(f"mixjit: cannot fork a tuning worker process ({why}); tuning runs in this process, where "
+                      "a run that loops without GEMM calls cannot be stopped", MixjitWarning, stacklevel=5)
+
+    def _run_on_worker(self, task: RunTask) -> RunOutcome:
+        limit = task.limits.seconds
+        start = time.monotonic()
+        try:
+            self._conn.send(task)
+            while not self._conn.poll(_POLL_S):
+                if not self._proc.is_alive() and not self._conn.poll():
+                    return self._lost(task, f"its worker process died (exit code {self._proc.exitcode})")
+                if limit is not None and time.monotonic() - start > limit:
+                    return self._lost(task, f"timed out after {limit:.3g} s")
+            kind, value = self._conn.recv()
+        except (EOFError, OSError, BrokenPipeError):
+            return self._lost(task, f"its worker process died (exit code {self._proc.exitcode})")
+        except BaseException:  # Ctrl-C: the worker is mid-run
+            self._stop()
+            raise
+        if kind == "error":
+            raise value
+        return value
+
+    def _lost(self, task: RunTask, why: str) -> RunOutcome:
+        """The run did not finish: kill the worker (a fresh one is forked for the next run)."""
+        self._stop()
+        return RunOutcome(None, task.written or (), math.inf, {}, None, why)
+
+    def _stop(self) -> None:
+        if self._proc is None:
+            return
+        if self._proc.is_alive():
+            os.kill(self._proc.pid, signal.SIGKILL)
+        self._proc.join()
+        self._conn.close()
+        self._proc = self._conn = None
+
+    def close(self) -> None:
+        """End the worker (asked to stop, killed if it does not within a second)."""
+        if self._proc is None:
+            return
+        try:
+            self._conn.send(None)
+        except (OSError, BrokenPipeError):
+            pass
+        self._proc.join(1.0)
+        self._stop()
