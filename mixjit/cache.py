@@ -16,7 +16,7 @@ way round. ``MixjitCache`` keeps them apart twice over:
   corrupt memory).
 
 An unreadable cache file (truncated, empty, garbage) is a miss: ``MixjitCache`` is a
-``TolerantFunctionCache`` (``mixjit.runtime.jit_cache``), which warns once
+``TolerantFunctionCache`` (``mixjit.runtime.jit.cache``), which warns once
 (``CacheFileWarning``), deletes the file and lets the function compile again.
 
 Cached code names the GEMM entry and its site blocks by symbol only. What
@@ -36,8 +36,8 @@ from typing import Any, Callable
 from numba.core.caching import CompileResultCacheImpl
 
 import mixjit
-from mixjit.runtime.jit_cache import CacheFileWarning, TolerantFunctionCache
-from mixjit.runtime.source_hash import sources_hash
+from mixjit.runtime.jit.cache import CacheFileWarning, TolerantFunctionCache
+from mixjit.runtime.jit.source_hash import sources_hash
 
 __all__ = ["ABI_SOURCES", "cache_tag", "MixjitCache", "CacheFileWarning"]
 

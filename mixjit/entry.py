@@ -74,7 +74,7 @@ row of ``STATS_SYMBOL`` (sums; the widest exponent span as a maximum); only
 executors that declare ``profile_stats`` record statistics. With the
 flag clear, a call costs one extra atomic load.
 
-The entry is cached on disk by ``RuntimeCache`` (``mixjit.runtime.jit_cache``),
+The entry is cached on disk by ``RuntimeCache`` (``mixjit.runtime.jit.cache``),
 whose key also hashes the runtime sources it compiles in (this file's runtime
 imports, transitively): Numba's own key sees only this file. Each executor's C
 function has its own cache files (``_ExecutorCache``), keyed also on its
@@ -97,10 +97,10 @@ from numba.core.ccallback import CFunc
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
-from mixjit.runtime.jit_cache import RuntimeCache
-from mixjit.runtime.scratch_arrays import any_layout, stack_array
+from mixjit.runtime.jit.cache import RuntimeCache
+from mixjit.runtime.jit.scratch_arrays import any_layout, stack_array
 from mixjit.runtime.schemes.base import MAX_EXECUTOR_CODE, CompiledExecutor, compiled_executors
-from mixjit.runtime.source_hash import runtime_sources_hash
+from mixjit.runtime.jit.source_hash import runtime_sources_hash
 
 ENTRY_SYMBOL = "mixjit_gemm_entry"
 """Name under which the entry is registered with llvmlite (``binding.add_symbol``)."""
@@ -978,7 +978,7 @@ def load_executor(code: int, dtypes: "Iterable[np.dtype | type | str] | None" = 
             if _EXEC_TABLE[_slot(code, dtype_code)] != 0:
                 continue
             # an executor with parallel regions loaded from the disk cache starts Numba's threading
-            # layer by the reload hooks runtime/jit_cache.py saves with it (tests/runtime/
+            # layer by the reload hooks runtime/jit/cache.py saves with it (tests/runtime/
             # test_jit_cache_first_use.py)
             py_func = _executor_function(executor, dtype_code)
             fn = CFunc(py_func, sigutils.normalize_signature(_ENTRY_SIG), locals={}, options={"nopython": True})

@@ -66,7 +66,7 @@ from mixjit.passes.tuning.exhaustive import SearchTooLarge, exhaustive  # noqa: 
 from mixjit.passes.tuning.greedy import greedy  # noqa: E402
 from mixjit.passes.tuning.space import Evaluation, Plan, SiteSpace  # noqa: E402
 from mixjit.plan import SitePlan, reference_plan, set_plan  # noqa: E402
-from mixjit.runtime.costmodel import modeled_calls_time  # noqa: E402
+from mixjit.runtime.model.costmodel import modeled_calls_time  # noqa: E402
 from mixjit.tuning.driver import TuneResult, argument_names, signature_of, tune  # noqa: E402
 from mixjit.tuning.evaluator import ProgramRunner  # noqa: E402
 from mixjit.tuning.outputs import program_error  # noqa: E402

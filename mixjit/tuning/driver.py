@@ -127,9 +127,9 @@ def check_budget(budget: Any, where: str) -> float:
 
 
 def check_target(target: Any, where: str) -> str:
-    """``target`` if it names a GPU of ``mixjit.runtime.hardware``, else ValueError (TypeError
+    """``target`` if it names a GPU of ``mixjit.runtime.model.hardware``, else ValueError (TypeError
     for a non-string) naming ``where`` it was given and the known names."""
-    from mixjit.runtime.hardware import HARDWARE
+    from mixjit.runtime.model.hardware import HARDWARE
 
     if not isinstance(target, str):
         raise TypeError(f"mixjit: {where} must be a GPU name (a str), got {type(target).__name__}; "

@@ -4,8 +4,8 @@
 (:mod:`mixjit.runtime.cuda.emit`), the build cache (:mod:`mixjit.runtime.cuda.build`), a
 launcher (:meth:`KernelSpec.launches`) and its CPU model: template files, entry points, typed
 template parameters, the problems that rule a config out, and the SASS MMA the main loop must
-contain. The families: :class:`KernelDesc` here (MixPert), and desc_multiterm.py (tf32x3,
-bf16xN), desc_ozaki2.py, desc_split.py; runtime/cuda/registry.py maps a scheme to its desc.
+contain. The families: :class:`KernelDesc` here (MixPert), and multiterm/cuda/desc.py (tf32x3,
+bf16xN), ozaki2/cuda/desc.py, split/cuda/desc.py; runtime/cuda/registry.py maps a scheme to its desc.
 
 :class:`KernelDesc` is MixPert's, like CUTLASS python's ``TileDescription``: the scheme and its
 config (segment layout, kept pairs, alignment, rounding, the alignment tile), the input dtype,
@@ -15,7 +15,7 @@ it, so the model proves exactly the index arithmetic the generated code runs.
 
 Pure Python: no numba, numpy or CUDA import (the ``emit-cuda`` pass imports it).
 :func:`parse_label` reads MixPert labels with the scheme's own parser, which lives in the pure
-module :mod:`mixjit.runtime.mixpert_labels` for that reason (the scheme's module loads the
+module :mod:`mixjit.runtime.mixpert.labels` for that reason (the scheme's module loads the
 numba executor); tests/cuda/test_desc.py checks the defaults agree with the scheme's config.
 """
 
@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from mixjit.runtime.mixpert_labels import LEVELS, parse_label_fields
+from mixjit.runtime.mixpert.labels import LEVELS, parse_label_fields
 
 __all__ = ["KernelSpec", "Launch", "KernelDesc", "UnsupportedConfig", "parse_label", "MOST_PRECISE", "ARCHS",
            "ALPHA_BETA_MODES", "MMA_M", "MMA_N", "MMA_K", "STATIC_SHARED_LIMIT"]
@@ -52,7 +52,7 @@ _DEFAULTS = {"segments": 3, "seg0_bits": 7, "digits": "magnitude", "align": "til
 def parse_label(label: str) -> dict[str, Any]:
     """The fields of a ``mixpert`` config label (``level=IV,align=row``): segments, seg0_bits,
     digits, pairs, align, rounding, tile, fallback (-1 for ``off``), defaults filled in. Read by
-    the scheme's own parser (``runtime/mixpert_labels.py``); ValueError names a bad part."""
+    the scheme's own parser (``runtime/mixpert/labels.py``); ValueError names a bad part."""
     fields = parse_label_fields(label, _DEFAULTS["segments"])
     return {**_DEFAULTS, "pairs": LEVELS["IV"], **fields}
 

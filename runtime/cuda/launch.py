@@ -278,7 +278,10 @@ class MixpertLauncher(DescLauncher):
 
 register_launcher(MixpertLauncher())
 # the other families' launchers register themselves (runtime/cuda/launchers_*.py)
-from mixjit.runtime.cuda import launchers_multiterm, launchers_ozaki2, launchers_split, launchers_vitbit  # noqa: E402,F401
+from mixjit.runtime.multiterm.cuda import launchers as launchers_multiterm  # noqa: E402,F401
+from mixjit.runtime.ozaki2.cuda import launchers as launchers_ozaki2  # noqa: E402,F401
+from mixjit.runtime.split.cuda import launchers as launchers_split  # noqa: E402,F401
+from mixjit.runtime.vitbit.cuda import launchers as launchers_vitbit  # noqa: E402,F401
 
 
 def cpu_gemm(scheme: str, a: np.ndarray, b: np.ndarray, config: str) -> np.ndarray:

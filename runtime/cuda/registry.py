@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from mixjit.runtime.cuda.desc import KernelDesc, KernelSpec, UnsupportedConfig
-from mixjit.runtime.cuda.desc_multiterm import MULTITERM_SCHEMES, MultiTermDesc
-from mixjit.runtime.cuda.desc_ozaki2 import Ozaki2Desc
-from mixjit.runtime.cuda.desc_split import SplitDesc
-from mixjit.runtime.cuda.desc_vitbit import VitbitDesc
+from mixjit.runtime.multiterm.cuda.desc import MULTITERM_SCHEMES, MultiTermDesc
+from mixjit.runtime.ozaki2.cuda.desc import Ozaki2Desc
+from mixjit.runtime.split.cuda.desc import SplitDesc
+from mixjit.runtime.vitbit.cuda.desc import VitbitDesc
 
 __all__ = ["kernel_desc", "FAMILIES", "ALIASES"]
 

@@ -9,7 +9,7 @@ Semantics: docs/numerics.md, section "dfp". The same code runs for ``scheme.run`
   (``STATUS_MESSAGES``); never raises, never takes the GIL; scratch is per call.
 * :func:`shared_exponent`: the exponent (right shift) rule of one block;
 * :func:`quantize_blocks`: a row-form operand as integer mantissas with one shared
-  exponent per block of rows (also the inlier quantizer of runtime/encodings.py).
+  exponent per block of rows (also the inlier quantizer of runtime/int8/encodings.py).
 
 Word layout (``N_WORDS = 5``): ``W_BITS`` mantissa width in bits (2..16, sign
 included); ``W_BLOCK`` rows of A (columns of B) that share one exponent, 0 = the
@@ -27,10 +27,10 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.executor_common import (
+from mixjit.runtime.numerics.executor_common import (
     ERR_FIRST_OWN, ERR_PARAMS, ERR_SHAPE, OK, RINT_MAGIC, SHAPE_MESSAGE, nonfinite_rule, row_form,
 )
-from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.jit.cache import cached_njit
 
 __all__ = [
     "W_BITS", "W_BLOCK", "W_OUT", "W_CARRY_A", "W_CARRY_B", "N_WORDS", "OUT_FP32", "OUT_DFP", "MIN_BITS", "MAX_BITS",

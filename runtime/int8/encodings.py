@@ -12,7 +12,7 @@ rounded once to float32 (docs/numerics.md, "Operand encodings"):
   outlier, kept in the native format);
 * ``pct<p>``: selective quantization: per row of A (column of B) the elements whose
   magnitude exceeds the nearest-rank p-th percentile τ stay FP32; the others are
-  INT8 dynamic fixed point with the shared exponent of τ (runtime/executor_dfp.py).
+  INT8 dynamic fixed point with the shared exponent of τ (runtime/dfp/executor.py).
 
 Every encoded value has at most 24 significant bits and every inlier at most 16,
 so each product of two encoded values is exact in float64.
@@ -24,9 +24,9 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.executor_common import chunked, round_products32
-from mixjit.runtime.executor_dfp import quantize_blocks
-from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.numerics.executor_common import chunked, round_products32
+from mixjit.runtime.dfp.executor import quantize_blocks
+from mixjit.runtime.jit.cache import cached_njit
 
 __all__ = [
     "ENC_INT8", "ENC_SF16", "ENC_SF8", "ENC_PCT", "ENCODING_CODES", "COUNT_OUTLIERS", "COUNT_UNITY", "COUNT_ZEROS",

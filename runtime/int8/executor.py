@@ -15,7 +15,7 @@ Semantics: docs/numerics.md, section "int8". The same code runs for ``scheme.run
 * :func:`quantize_symmetric`: the quantization step alone.
 
 Word layout (``N_WORDS = 3``): ``W_SCALE`` = ``SCALE_ROW_COL`` (the only scaling);
-``W_ENCODING``, ``W_ENCODING_P``: the operand encoding (runtime/encodings.py
+``W_ENCODING``, ``W_ENCODING_P``: the operand encoding (runtime/int8/encodings.py
 ``encoding_words``: ``ENC_INT8`` is the symmetric quantization above; sf16, sf8 and
 pct<p> encode the operands and round the exact product once).
 """
@@ -26,9 +26,9 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.encodings import ENC_INT8, N_COUNTS, encode_rows, encoded_product, words_ok
-from mixjit.runtime.executor_common import ERR_PARAMS, ERR_SHAPE, OK, RINT_MAGIC, SHAPE_MESSAGE, nonfinite_rule, row_form, store
-from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.int8.encodings import ENC_INT8, N_COUNTS, encode_rows, encoded_product, words_ok
+from mixjit.runtime.numerics.executor_common import ERR_PARAMS, ERR_SHAPE, OK, RINT_MAGIC, SHAPE_MESSAGE, nonfinite_rule, row_form, store
+from mixjit.runtime.jit.cache import cached_njit
 
 __all__ = [
     "W_SCALE",
@@ -59,7 +59,7 @@ N_WORDS = 3
 SCALE_ROW_COL = 0
 
 STAT_NONFINITE = 0  # outputs set by the non-finite rule
-STAT_OUTLIERS = 1  # encoded operand elements kept in FP32 (runtime/encodings.py COUNT_*)
+STAT_OUTLIERS = 1  # encoded operand elements kept in FP32 (runtime/int8/encodings.py COUNT_*)
 STAT_UNITY = 2  # encoded operand elements that are exactly +-1
 STAT_ZEROS = 3  # encoded operand elements that are 0
 N_STATS = 4

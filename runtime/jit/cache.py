@@ -11,8 +11,8 @@ every cached function of mixjit (the runtime kernels, the run-time entry and
   deletes the file and lets Numba compile and save again.
 * Numba's key sees only the source file of the cached function. ``RuntimeCache``
   adds a hash of the sources of every runtime module the function's module
-  imports (``mixjit.runtime.source_hash``), so an edited helper (say
-  ``segments.py``) or an upgrade never runs the old compiled code of a kernel that
+  imports (``mixjit.runtime.jit.source_hash``), so an edited helper (say
+  ``mixpert/segments.py``) or an upgrade never runs the old compiled code of a kernel that
   compiles it in. ``cached_njit`` applies it: every ``cache=True`` kernel of the
   runtime is declared with ``@cached_njit(...)`` instead of ``@numba.njit(cache=True, ...)``.
 * A function loaded from the cache runs its reload hooks (Numba's ``reload_init``: for code
@@ -24,7 +24,7 @@ every cached function of mixjit (the runtime kernels, the run-time entry and
 * A ``CFunc`` loaded from the cache (the run-time entry's executors) drops Numba's compile
   result, and with it the only strong references to the environments of the functions
   compiled into it (Numba's registry of environments is weak): code that reads one, such as
-  an ``objmode`` block boxing an array (runtime/lazy_mixpert.py), then reads freed memory.
+  an ``objmode`` block boxing an array (runtime/mixpert/lazy.py), then reads freed memory.
   ``TolerantFunctionCache.load_overload`` keeps them alive as long as the cache object.
 
 One cost of Numba's is cut here too. A jitted caller that passes a constant
@@ -50,8 +50,8 @@ from numba.core import errors, types
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 
-from mixjit.runtime.mixjit_warning import MixjitWarning
-from mixjit.runtime.source_hash import runtime_sources_hash
+from mixjit.runtime.jit.warning import MixjitWarning
+from mixjit.runtime.jit.source_hash import runtime_sources_hash
 
 __all__ = ["CacheFileWarning", "TolerantFunctionCache", "RuntimeCache", "cached_njit"]
 
@@ -137,7 +137,7 @@ class TolerantFunctionCache(FunctionCache):
         """Numba's save, with every reload hook of the compiled library in the saved result:
         a ``CFunc``'s compile result leaves out the hooks its library collected while it
         was lowered and linked (Numba copies them only where it makes a Python wrapper), and
-        loaded without them, code that needs one (runtime/lazy_link.py's cells) would call
+        loaded without them, code that needs one (runtime/jit/lazy_link.py's cells) would call
         into what nothing registered."""
         data.library._ensure_finalized()  # links the callees in, with their hooks
         data.reload_init.extend(h for h in data.library._reload_init if h not in data.reload_init)

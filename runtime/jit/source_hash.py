@@ -4,7 +4,7 @@ Numba's disk cache checks only the source file of the cached function itself.
 A runtime kernel compiles in the kernels and constants of every runtime module
 it imports (``executor_mixpert`` compiles in ``segments``, ``pair_blocks`` and
 ``exactsum``), so its cache key must also hash those files, or an edited helper
-keeps running from a stale cache (``mixjit.runtime.jit_cache`` uses this).
+keeps running from a stale cache (``mixjit.runtime.jit.cache`` uses this).
 
 The dependency set is the *import closure* of a module within one package:
 every module of the package that the module imports (at module level or inside
@@ -26,10 +26,10 @@ from typing import Iterable, Sequence
 
 __all__ = ["sources_hash", "import_closure", "runtime_sources", "runtime_sources_hash"]
 
-RUNTIME_PACKAGE = __name__.rpartition(".")[0]
-"""The runtime package's import name (``mixjit.runtime``)."""
+RUNTIME_PACKAGE = __name__.rsplit(".", 2)[0]
+"""The runtime package's import name (``mixjit.runtime``; this module is ``mixjit.runtime.jit.source_hash``)."""
 
-RUNTIME_ROOT = Path(__file__).resolve().parent
+RUNTIME_ROOT = Path(__file__).resolve().parent.parent
 """The runtime package's source directory."""
 
 
@@ -105,7 +105,7 @@ def import_closure(module: str, path: Path, package: str, root: Path,
     return tuple(sorted(seen, key=seen.__getitem__))
 
 
-CACHE_MACHINERY: frozenset[str] = frozenset({f"{RUNTIME_PACKAGE}.source_hash", f"{RUNTIME_PACKAGE}.jit_cache"})
+CACHE_MACHINERY: frozenset[str] = frozenset({f"{RUNTIME_PACKAGE}.jit.source_hash", f"{RUNTIME_PACKAGE}.jit.cache"})
 """Runtime modules every cached kernel imports that compile nothing in (this module and
 the cache classes): left out of ``runtime_sources``, so editing them keeps the caches."""
 

@@ -6,10 +6,10 @@ data needs only the fast path, and the general path for the others. The general
 path splits both operands (executor_mixpert_split.prepare_operand) and calls
 :func:`multiply_into`, whose :func:`product` runs the paths in order: the fast
 path for the outputs whose rows and columns it can take (executor_mixpert_fast,
-or the wide one of runtime/mixpert_wide.py), the certified path (float32 domain,
+or the wide one of runtime/mixpert/paths/wide.py), the certified path (float32 domain,
 executor_mixpert_certified) or the exact path (float64 domain,
 executor_mixpert_exact) for the others, then step 6, the guarantee check
-(runtime/mixpert_bound.py), and the non-finite rule (runtime/executor_common.py).
+(runtime/mixpert/guarantee/bound.py), and the non-finite rule (runtime/numerics/executor_common.py).
 Both paths give the same bits. Semantics: docs/numerics.md, "mixpert".
 
 The general path's driver is Python (:func:`product`, :func:`multiply_into`): it
@@ -17,7 +17,7 @@ plans in Python (the planners run by Python, :func:`interpreted`, once per confi
 path's compiled kernel directly, so a kernel compiles (or loads from its disk
 cache) when a call first needs it, as a top-level function that no caller relinks
 (docs/first_use.md). ``mixpert_gemm`` reaches the general path through the
-trampoline of runtime/lazy_mixpert.py, and Python callers choose small or general
+trampoline of runtime/mixpert/lazy.py, and Python callers choose small or general
 path in Python (:func:`gemm_from_python`), compiling only the one they take.
 """
 
@@ -31,14 +31,14 @@ import numpy as np
 from numba.core import types
 from numba.core.dispatcher import Dispatcher
 
-from mixjit.runtime.executor_common import nonfinite_rule
-from mixjit.runtime.executor_mixpert_certified import certified, exact_elements, recompute32, tf32_split
-from mixjit.runtime.executor_mixpert_exact import exact_rows, exact_sets
-from mixjit.runtime.executor_mixpert_fast import fast_path
-from mixjit.runtime.executor_mixpert_pack import fresh64
-from mixjit.runtime.executor_mixpert_split import SplitOperand
-from mixjit.runtime.executor_mixpert_small import NOT_TAKEN, small_gemm, small_max_work
-from mixjit.runtime.executor_mixpert_words import (
+from mixjit.runtime.numerics.executor_common import nonfinite_rule
+from mixjit.runtime.mixpert.guarantee.certified import certified, exact_elements, recompute32, tf32_split
+from mixjit.runtime.mixpert.guarantee.exact import exact_rows, exact_sets
+from mixjit.runtime.mixpert.paths.fast import fast_path
+from mixjit.runtime.mixpert.pack import fresh64
+from mixjit.runtime.mixpert.split import SplitOperand
+from mixjit.runtime.mixpert.paths.small import NOT_TAKEN, small_gemm, small_max_work
+from mixjit.runtime.mixpert.words import (
     DOMAIN_FP32,
     ERR_K_TOO_LONG,
     ERR_PARAMS,
@@ -65,13 +65,13 @@ from mixjit.runtime.executor_mixpert_words import (
     kept_pairs,
     params_ok,
 )
-from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.lazy_link import unlinked, unlinked_lazy
-from mixjit.runtime.lazy_mixpert import general_gemm, general_gemm_lazy
-from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, lost_rows, recompute
-from mixjit.runtime.mixpert_wide import WIDE_LIMIT, fast32_certified, plan_wide_blocks
-from mixjit.runtime.pair_blocks import BLOCK_BITS, SPAN_RESERVE, k_bits, plan_block_array
-from mixjit.runtime.segments import width
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.jit.lazy_link import unlinked, unlinked_lazy
+from mixjit.runtime.mixpert.lazy import general_gemm, general_gemm_lazy
+from mixjit.runtime.mixpert.guarantee.bound import dropped_weight, fp64_doubtful, lost_rows, recompute
+from mixjit.runtime.mixpert.paths.wide import WIDE_LIMIT, fast32_certified, plan_wide_blocks
+from mixjit.runtime.mixpert.pair_blocks import BLOCK_BITS, SPAN_RESERVE, k_bits, plan_block_array
+from mixjit.runtime.mixpert.segments import width
 
 
 def interpreted(fn: Any) -> FunctionType:
@@ -145,7 +145,7 @@ def product(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, out: np.ndar
     ea = pa.ref - (w - 1)
     eb = pb.ref - (w - 1)
     # float32 domain: where wide, inexact blocks with a certified rounding need fewer
-    # dgemms than exact ones (runtime/mixpert_wide.py), the fast path takes every row
+    # dgemms than exact ones (runtime/mixpert/paths/wide.py), the fast path takes every row
     # and column without a fallback tile, whatever its span; same bits
     use_wide = to32 and wide.shape[0] < blocks.shape[0]
     limit = WIDE_LIMIT if use_wide else 53 - k_bits(K) - int(blocks[:, BLOCK_BITS].max())
@@ -223,7 +223,7 @@ def multiply_into(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, c: np.
     :func:`prepare_operand`) into ``c`` (m x n, float32/float64, any strides;
     float32 only for the FP32 domain, where the result is exact in it). Fills
     ``stats``; returns 0 or an ``ERR_*`` status (``c`` is then unspecified).
-    Python, as :func:`product`; its Python callers are ``general_gemm`` (runtime/lazy_mixpert.py,
+    Python, as :func:`product`; its Python callers are ``general_gemm`` (runtime/mixpert/lazy.py,
     the sites' general path too) and ``run_mixpert``'s split-once path."""
     if not interpreted(params_ok)(params, c.itemsize):
         return ERR_PARAMS
@@ -244,10 +244,10 @@ ON_DEMAND_PATHS = (fast_path, fast32_certified, certified, exact_elements, exact
 
 
 #: the small path as the sites' kernel calls it: through an address cell, so its code is
-#: compiled once, not again inside every executor (runtime/lazy_link.py)
+#: compiled once, not again inside every executor (runtime/jit/lazy_link.py)
 _small_gemm_unlinked = unlinked(small_gemm)
 #: the general path's trampoline as the sites' kernel calls it: through a cell filled at the
-#: first call the small path leaves (runtime/lazy_link.py), so a site whose calls are all
+#: first call the small path leaves (runtime/jit/lazy_link.py), so a site whose calls are all
 #: small never compiles it
 _general_gemm_first_need = unlinked_lazy(general_gemm_lazy, types.int64)
 

@@ -7,36 +7,36 @@ its A and B group exponents), plus the fallback tile products, rounded once to t
 target format. The executor gets that exact value three ways (fast, certified and
 exact paths), all giving the same bits. Its modules, one job each:
 
-* runtime/executor_mixpert_words.py: the config words (``W_*``), statistics
+* runtime/mixpert/words.py: the config words (``W_*``), statistics
   (``STAT_*``) and status codes (``ERR_*``, ``STATUS_MESSAGES``);
-* runtime/executor_mixpert_split.py: the operand split (row form, INT8 segments,
+* runtime/mixpert/split.py: the operand split (row form, INT8 segments,
   group exponents, fallback tiles) into a ``SplitOperand`` named tuple;
-* runtime/executor_mixpert_pack.py: the integer-valued float64 block operands
+* runtime/mixpert/pack.py: the integer-valued float64 block operands
   the dgemms take;
-* runtime/executor_mixpert_fast.py: the fast path, segments combined into a few
-  blocks (runtime/pair_blocks.py) whose dgemms over the whole K are exact, then
+* runtime/mixpert/paths/fast.py: the fast path, segments combined into a few
+  blocks (runtime/mixpert/pair_blocks.py) whose dgemms over the whole K are exact, then
   one rounding per output (TwoSum, or a TwoSum chain, Ziv's test and an exact
   sum in integer limbs for the outputs it leaves in doubt);
-* runtime/executor_mixpert_certified.py: the certified path (float32 domain):
+* runtime/mixpert/guarantee/certified.py: the certified path (float32 domain):
   rows / columns too wide for the fast path or touching a fallback tile get
   ``S'`` from one float64 GEMM over exactly representable columns with a
   rigorous error bound; Ziv's test accepts ``RN32(S')`` or the output is summed
   exactly; and step 6's float32 recomputation;
-* runtime/executor_mixpert_exact.py: which rows and columns leave the fast path,
+* runtime/mixpert/guarantee/exact.py: which rows and columns leave the fast path,
   and the exact path for them (float64 domain): k-tile by k-tile exact dgemms,
   summed exactly;
-* runtime/executor_mixpert_ziv.py: Ziv's rounding tests (float32, float64);
-* runtime/executor_mixpert_small.py: the small-shape path (m*n*k up to
+* runtime/mixpert/guarantee/ziv.py: Ziv's rounding tests (float32, float64);
+* runtime/mixpert/paths/small.py: the small-shape path (m*n*k up to
   ``small_max_work``, data the fast path takes whole): a fused split and loop
   products on one scratch buffer, the same blocks, epilogues and step 6, so the
   same bits; the driver tries it first (``STAT_SMALL_PATH``);
-* runtime/executor_mixpert_direct.py (float32 domain) and
-  runtime/executor_mixpert_direct64.py (float64 domain): the small path's direct
+* runtime/mixpert/paths/direct.py (float32 domain) and
+  runtime/mixpert/paths/direct64.py (float64 domain): the small path's direct
   paths, tried before its loops: no block plan, one exact product of the kept
   pairs, float arithmetic only, for the common configs on well-scaled data (the
-  loops compile only when a call needs them: runtime/lazy_link.py's ``unlinked_lazy``);
-* runtime/executor_mixpert_driver.py: the driver, in order: split, fast
-  path, certified / exact path, step 6 (runtime/mixpert_bound.py: outputs the
+  loops compile only when a call needs them: runtime/jit/lazy_link.py's ``unlinked_lazy``);
+* runtime/mixpert/driver.py: the driver, in order: split, fast
+  path, certified / exact path, step 6 (runtime/mixpert/guarantee/bound.py: outputs the
   executor cannot vouch for are recomputed as ``RN(A·B)`` exactly and counted,
   ``STAT_RECOMPUTED``), the non-finite rule (elements count as 0, the affected
   outputs are set by the rule of Common conventions).
@@ -44,7 +44,7 @@ exact paths), all giving the same bits. Its modules, one job each:
 The whole executor is compiled (``@cached_njit(nogil=True)``: Numba, disk-cached), so the
 Python API (``scheme.run``) and compiled callers (the @mixjit entry) run the same
 compiled paths; each path compiles when a call first needs it
-(runtime/lazy_mixpert.py, docs/first_use.md):
+(runtime/mixpert/lazy.py, docs/first_use.md):
 
 * :func:`mixpert_gemm` ``(a, b, c, params, stats) -> status``: ``C = A @ B`` for
   2-D float32/float64 arrays with any strides; ``params`` is the config as int64
@@ -67,9 +67,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mixjit.runtime.executor_mixpert_driver import gemm_from_python, mixpert_gemm, multiply_into
-from mixjit.runtime.executor_mixpert_split import SplitOperand, prepare_operand
-from mixjit.runtime.executor_mixpert_words import (
+from mixjit.runtime.mixpert.driver import gemm_from_python, mixpert_gemm, multiply_into
+from mixjit.runtime.mixpert.split import SplitOperand, prepare_operand
+from mixjit.runtime.mixpert.words import (
     ALIGN_ROW,
     ALIGN_TILE,
     DOMAIN_FP32,

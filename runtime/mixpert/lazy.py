@@ -16,7 +16,7 @@ compiled code (the sites' kernel ``mixpert_gemm``, for the calls the small path
 leaves) reaches it through :func:`general_gemm_lazy`: the signature and result of
 the path, its body one ``numba.objmode`` block that calls :func:`general_gemm`.
 The sites' kernel calls it through an address cell filled at the first call the small
-path leaves (runtime/lazy_link.py's ``unlinked_lazy``), so a site whose calls the small
+path leaves (runtime/jit/lazy_link.py's ``unlinked_lazy``), so a site whose calls the small
 path all takes never compiles even the trampoline. A call costs the GIL, the
 boxing of its arguments and a Python call (docs/first_use.md gives the measured
 cost), negligible beside the work of a general-path GEMM (above ``small_max_work``).
@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from numba import objmode
 
-from mixjit.runtime.executor_mixpert_split import prepare_call_operand
-from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.mixpert.split import prepare_call_operand
+from mixjit.runtime.jit.cache import cached_njit
 
 __all__ = ["general_gemm", "general_gemm_lazy"]
 
@@ -45,7 +45,7 @@ def general_gemm(a, b, c, params, stats) -> int:
     """The general MixPert path from Python: both operands split, then the product
     (``executor_mixpert_driver.multiply_into``); ``params`` and the shapes checked by
     the caller. Imported here, not at module level: the driver imports this module."""
-    from mixjit.runtime.executor_mixpert_driver import multiply_into
+    from mixjit.runtime.mixpert.driver import multiply_into
 
     pa = prepare_call_operand(a, False, params)  # A read in place where it can be (no copy)
     pb = prepare_call_operand(b, True, params)

@@ -1,6 +1,6 @@
 """Packing for the MixPert executor's dgemms: integer-valued float64 block operands.
 
-A block of kept segment pairs (runtime/pair_blocks.py) multiplies, on each side, the
+A block of kept segment pairs (runtime/mixpert/pair_blocks.py) multiplies, on each side, the
 sum of a range of segments of every element, times its group's power-of-two scale.
 :func:`block_operand` builds that side as a float64 matrix; every value is an
 integer times a power of two, so it is exact, and so is the dgemm over it
@@ -27,9 +27,9 @@ from numba.core.typed_passes import _reload_parfors
 from numba.extending import intrinsic, overload
 from numba.np.ufunc.parallel import _launch_threads
 
-from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.scratch_arrays import carve
-from mixjit.runtime.segments import MAGNITUDE, digit_range
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.jit.scratch_arrays import carve
+from mixjit.runtime.mixpert.segments import MAGNITUDE, digit_range
 
 #: what one parallel region may cost (ns) on a machine whose cores are busy. A region
 #: costs more than its launch: its barrier waits for the slowest worker, and where
@@ -296,7 +296,7 @@ def _block_operand_threads(out, q, scale, rows, k0: int, k1: int, i0: int, i1: i
 @cached_njit
 def _block_operand_threads_lazy(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments: int, digits: int,
                                 tk: int) -> None:
-    """:func:`_block_operand_threads` through a trampoline (as runtime/lazy_mixpert.py's):
+    """:func:`_block_operand_threads` through a trampoline (as runtime/mixpert/lazy.py's):
     its parallel code compiles when a call first needs threads, not with every caller."""
     with objmode():
         _block_operand_threads(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk)

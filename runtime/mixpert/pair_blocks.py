@@ -14,7 +14,7 @@ while ``bits(A range) + bits(B range)`` exceeds the budget ``53 - ceil(log2 K) -
 reserve``, so that the dgemms stay exact on data whose exponents span up to
 ``reserve`` binades along K. The executor passes the call's widest span, capped
 at ``SPAN_RESERVE`` (wider rows and columns go through the exact path; see
-runtime/executor_mixpert_driver.py): the blocks, never the result, depend on it.
+runtime/mixpert/driver.py): the blocks, never the result, depend on it.
 
 The planner is compiled (:func:`plan_block_array`, called by the compiled executor
 for each GEMM's K); :func:`plan_blocks` is its Python face.
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba.extending import register_jitable
 
-from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.segments import BALANCED, MAGNITUDE, digit_bits
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.mixpert.segments import BALANCED, MAGNITUDE, digit_bits
 
 __all__ = ["Block", "SPAN_RESERVE", "range_bits", "plan_blocks", "plan_block_array", "k_bits", "pair_matrix",
            "karatsuba_products"]

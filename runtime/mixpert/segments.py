@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 from numba.extending import register_jitable
 
-from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.jit.cache import cached_njit
 
 __all__ = [
     "ZERO_EXP",
@@ -167,7 +167,7 @@ _EXPMASK = np.uint64(0x7FF0000000000000)
 @register_jitable
 def split_into(u, w: int, emax: int, q, ex, i, k) -> tuple[int, bool]:
     """The per-element step of the packers (:func:`pack_groups`, and the small path's
-    float64 split, runtime/executor_mixpert_small.py): split the value with float64
+    float64 split, runtime/mixpert/paths/small.py): split the value with float64
     bits ``u`` (:func:`split_element`) into ``q[i, k]`` (``M``; 0 for a zero or a
     non-finite value) and ``ex[i, k]`` (``e``; :data:`NO_EXP` for those). Returns
     that exponent and whether the value is finite. Selects only, so that the

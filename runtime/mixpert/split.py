@@ -17,8 +17,8 @@ import numpy as np
 from numba import objmode, prange, types
 from numba.extending import overload
 
-from mixjit.runtime.executor_mixpert_pack import fresh64, fresh_array, threads_pay
-from mixjit.runtime.executor_mixpert_words import (
+from mixjit.runtime.mixpert.pack import fresh64, fresh_array, threads_pay
+from mixjit.runtime.mixpert.words import (
     ALIGN_ROW,
     DOMAIN_FP32,
     W_ALIGN,
@@ -32,8 +32,8 @@ from mixjit.runtime.executor_mixpert_words import (
     W_TM,
     W_TN,
 )
-from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.segments import ZERO_EXP, max_aligned, pack_groups_into, width
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.mixpert.segments import ZERO_EXP, max_aligned, pack_groups_into, width
 
 
 class SplitOperand(NamedTuple):
@@ -94,7 +94,7 @@ def _row_form_threads(x, transpose: bool, to32: bool):
 
 @cached_njit
 def _row_form_threads_lazy(x, transpose: bool, to32: bool):
-    """:func:`_row_form_threads` through a trampoline (as runtime/lazy_mixpert.py's): its
+    """:func:`_row_form_threads` through a trampoline (as runtime/mixpert/lazy.py's): its
     parallel code compiles when a call first needs threads, not with every caller."""
     with objmode(out="float64[:, ::1]"):
         out = _row_form_threads(x, transpose, to32)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.pair_blocks import K_TOO_LONG
-from mixjit.runtime.segments import width
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.mixpert.pair_blocks import K_TOO_LONG
+from mixjit.runtime.mixpert.segments import width
 
 # ---- the config as int64 words (written by MixPertConfig.words) -----------------
 W_SEGMENTS = 0  # INT8 segments per element, 1..9
@@ -46,8 +46,8 @@ STAT_EXACT_COLS = 4
 STAT_WIDEST_SPAN = 5
 STAT_CERTIFIED = 6  # outputs computed by the certified path (float64 GEMM + Ziv's test)
 STAT_SLOW_ELEMENTS = 7  # of those, outputs Ziv's test left in doubt: summed exactly
-STAT_RECOMPUTED = 8  # outputs the guarantee check left in doubt: RN(exact A·B) (runtime/mixpert_bound.py)
-STAT_SMALL_PATH = 9  # 1 when the small-shape path computed the call (executor_mixpert_small.py)
+STAT_RECOMPUTED = 8  # outputs the guarantee check left in doubt: RN(exact A·B) (runtime/mixpert/guarantee/bound.py)
+STAT_SMALL_PATH = 9  # 1 when the small-shape path computed the call (mixpert/paths/small.py)
 N_STATS = 10
 
 # ---- status codes ----------------------------------------------------------

@@ -2,7 +2,7 @@
 
 Pure Python (no numba): ``Scheme.work()`` says how many operations of each precision
 class a GEMM costs and how many bytes its packing/epilogue passes move; the hardware
-table (runtime/hardware.py) says how fast the target does each. The modeled time is
+table (runtime/model/hardware.py) says how fast the target does each. The modeled time is
 
     seconds = compute + memory + launch
 
@@ -42,7 +42,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from mixjit.runtime.hardware import HARDWARE, Hardware, get_hardware
+from mixjit.runtime.model.hardware import HARDWARE, Hardware, get_hardware
 from mixjit.runtime.schemes.base import Config, Scheme, Work, resolve_scheme
 
 __all__ = [

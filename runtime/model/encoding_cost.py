@@ -1,4 +1,4 @@
-"""Cost-model facts of the operand encodings (runtime/encodings.py), pure Python.
+"""Cost-model facts of the operand encodings (runtime/int8/encodings.py), pure Python.
 
 An encoded operand is a dense integer part on the tensor cores plus a sparse FP32
 correction for the elements the format cannot hold (outliers, and ±1 in sf8):
@@ -14,7 +14,7 @@ correction for the elements the format cannot hold (outliers, and ±1 in sf8):
 
 from __future__ import annotations
 
-from mixjit.runtime.encodings import ENC_PCT, ENC_SF16, parse_encoding
+from mixjit.runtime.int8.encodings import ENC_PCT, ENC_SF16, parse_encoding
 from mixjit.runtime.schemes.base import Work
 
 __all__ = ["SUPERFLOAT_OUTLIER_SHARE", "encoding_products", "outlier_share", "encoded_work"]

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from mixjit.runtime.hardware import Hardware
+from mixjit.runtime.model.hardware import Hardware
 
 __all__ = ["Partition", "partition_sizes"]
 

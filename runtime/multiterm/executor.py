@@ -25,10 +25,10 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.executor_common import (
+from mixjit.runtime.numerics.executor_common import (
     ERR_PARAMS, ERR_SHAPE, OK, SHAPE_MESSAGE, chunk_layout, chunked, nonfinite_rule, round_products32, row_form, store,
 )
-from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.jit.cache import cached_njit
 
 __all__ = [
     "W_FORMAT",

@@ -5,7 +5,7 @@ pieces (products of low-precision parts, exact dgemm results, per-k-tile values,
 fallback tile products, an addend), rounded once to float32 or float64, ties to
 even, a zero result written as +0. This module is the one implementation of that
 rounding, shared by the multi-term schemes (runtime/schemes/emulation.py, split)
-and the MixPert executor (runtime/executor_mixpert*.py).
+and the MixPert executor (runtime/mixpert/).
 
 Compiled kernels (``@cached_njit(nogil=True)``: Numba, disk-cached, callable from compiled
 code): per output element a list of non-overlapping float64 partials (Shewchuk's
@@ -37,7 +37,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.jit.cache import cached_njit
 
 __all__ = [
     "MAX_PARTIALS",

@@ -9,7 +9,7 @@ semantics in docs/numerics.md ("Common conventions", "tf32x3"):
 * :func:`chunked` / :func:`round_products32`: ``RN32`` of the exact
   ``X·Yᵀ (+ addend)`` for operands whose products are exact in float64, by float64
   GEMMs over chunks of :data:`CHUNK` along K, Ziv's rounding test, and an exact sum
-  (runtime/exactsum.py) for the outputs the test leaves in doubt. Which outputs
+  (runtime/numerics/exactsum.py) for the outputs the test leaves in doubt. Which outputs
   take the exact sum changes the time, never the bits;
 * :func:`store`: copy a float32 result into the caller's C (any dtype, strides);
 * the status codes ``OK`` / ``ERR_PARAMS`` / ``ERR_SHAPE`` and the shape-error message
@@ -28,8 +28,8 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.exactsum import MAX_PARTIALS, add_piece, finish, round32
-from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.numerics.exactsum import MAX_PARTIALS, add_piece, finish, round32
+from mixjit.runtime.jit.cache import cached_njit
 
 __all__ = [
     "CHUNK", "chunk_layout", "row_form", "nonfinite_rule", "chunked", "round_products32", "store",

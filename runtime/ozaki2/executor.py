@@ -20,7 +20,7 @@ or at 256) and ``P = p_1 ... p_N``:
    (Garner's mixed-radix CRT, then the symmetric representative in [-P/2, P/2));
    ``|S| < P/2`` by step 1, so the recovery is exact;
 4. ``C[i,j] = RN(S * 2^-(s_i + t_j))`` in the input's format (float32 or float64),
-   rounded once (runtime/exactsum.py).
+   rounded once (runtime/numerics/exactsum.py).
 
 Non-finite inputs: those elements count as 0 for the computation and the
 affected outputs are set by the non-finite rule (Common conventions).
@@ -42,8 +42,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mixjit.runtime.exactsum import MAX_PARTIALS, add_piece, finish, round32, round64_scaled
-from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.numerics.exactsum import MAX_PARTIALS, add_piece, finish, round32, round64_scaled
+from mixjit.runtime.jit.cache import cached_njit
 
 __all__ = [
     "MODULI",

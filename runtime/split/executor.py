@@ -15,12 +15,12 @@ Word layout (``N_WORDS = 11``):
 * ``W_FP16_MODE``: ``FP16_FIXED`` (the share is ``W_FP16_NUM / 2^W_FP16_EXP``, the
   exact value of the config's float) or ``FP16_AUTO`` (the partition-size
   calculator with the target's MMA depths ``W_MMA_K_INT8``, ``W_MMA_K_FP16`` and
-  ``W_MMA_UNIT`` = their lcm; runtime/partition.py);
+  ``W_MMA_UNIT`` = their lcm; runtime/model/partition.py);
 * ``W_WIDTH``: slice width (≥ 1);
 * ``W_RANK``: ``RANK_PERCENTILE`` (Q = the float64 whose bit pattern is
   ``W_RANK_Q``) or ``RANK_INDEX``;
 * ``W_ENCODING``, ``W_ENCODING_P``: the INT8 part's operand encoding
-  (runtime/encodings.py ``encoding_words``; ``ENC_INT8`` = symmetric quantization).
+  (runtime/int8/encodings.py ``encoding_words``; ``ENC_INT8`` = symmetric quantization).
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.encodings import ENC_INT8, N_COUNTS, encode_rows, encoded_product, nearest_rank, words_ok
-from mixjit.runtime.executor_common import ERR_PARAMS, ERR_SHAPE, OK, SHAPE_MESSAGE, nonfinite_rule, round_products32, row_form, store
-from mixjit.runtime.executor_int8 import dequantized_product
-from mixjit.runtime.executor_multiterm import FMT_FP16, build_parts
-from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.int8.encodings import ENC_INT8, N_COUNTS, encode_rows, encoded_product, nearest_rank, words_ok
+from mixjit.runtime.numerics.executor_common import ERR_PARAMS, ERR_SHAPE, OK, SHAPE_MESSAGE, nonfinite_rule, round_products32, row_form, store
+from mixjit.runtime.int8.executor import dequantized_product
+from mixjit.runtime.multiterm.executor import FMT_FP16, build_parts
+from mixjit.runtime.jit.cache import cached_njit
 
 __all__ = [
     "W_FP16_MODE", "W_FP16_NUM", "W_FP16_EXP", "W_MMA_K_INT8", "W_MMA_K_FP16", "W_MMA_UNIT",
@@ -63,7 +63,7 @@ STAT_NONFINITE = 0  # outputs set by the non-finite rule
 STAT_K_FP16 = 1  # K columns in the FP16 part
 STAT_K_INT8 = 2  # K columns in the INT8 part
 STAT_SLOW_ELEMENTS = 3  # outputs Ziv's test left in doubt: summed exactly
-STAT_OUTLIERS = 4  # encoded INT8-part elements kept in FP32 (runtime/encodings.py COUNT_*)
+STAT_OUTLIERS = 4  # encoded INT8-part elements kept in FP32 (runtime/int8/encodings.py COUNT_*)
 STAT_UNITY = 5  # encoded INT8-part elements that are exactly +-1
 STAT_ZEROS = 6  # encoded INT8-part elements that are 0
 N_STATS = 7

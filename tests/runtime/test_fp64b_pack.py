@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mixjit.runtime.executor_mixpert_pack import fresh64, fresh_array
-from mixjit.runtime.segments import (ROUND_NEAREST, ROUND_TRUNC, ZERO_EXP, max_aligned, pack_groups,
+from mixjit.runtime.mixpert.pack import fresh64, fresh_array
+from mixjit.runtime.mixpert.segments import (ROUND_NEAREST, ROUND_TRUNC, ZERO_EXP, max_aligned, pack_groups,
                                      pack_groups_into, split_element)
 from reference_mixpert import element_split, shift
 

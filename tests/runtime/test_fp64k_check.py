@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mixjit.runtime.mixpert_bound import _certify_rows
+from mixjit.runtime.mixpert.guarantee.bound import _certify_rows
 
 _U = 2.0**-53
 _TINY = 2.0**-1074

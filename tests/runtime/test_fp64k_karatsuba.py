@@ -14,16 +14,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mixjit.runtime import executor_mixpert_words as W
-from mixjit.runtime.executor_mixpert_fast import blocks_path, epilogue_many
-from mixjit.runtime.executor_mixpert_pack import pack_block, pack_product_into
-from mixjit.runtime.executor_mixpert_split import prepare_operand
-from mixjit.runtime.pair_blocks import (BLOCK_BITS, BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, PROD_BITS,
+from mixjit.runtime.mixpert import words as W
+from mixjit.runtime.mixpert.paths.fast import blocks_path, epilogue_many
+from mixjit.runtime.mixpert.pack import pack_block, pack_product_into
+from mixjit.runtime.mixpert.split import prepare_operand
+from mixjit.runtime.mixpert.pair_blocks import (BLOCK_BITS, BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, PROD_BITS,
                                         PROD_I0, PROD_I1, PROD_ID0, PROD_ID1, PROD_J0, PROD_J1, PROD_JD0, PROD_JD1,
                                         TERM_PROD, TERM_SHIFT, TERM_SIGN, k_bits, karatsuba_products,
                                         plan_block_array)
 from mixjit.runtime.schemes import get_scheme
-from mixjit.runtime.segments import MAGNITUDE, width
+from mixjit.runtime.mixpert.segments import MAGNITUDE, width
 
 MP64 = get_scheme("mixpert-fp64")
 DEFAULT = MP64.default_config(np.float64).label
@@ -120,7 +120,7 @@ def test_no_karatsuba_where_it_would_not_be_exact_or_the_signs_differ():
 def test_terms_are_the_blocks_exact_sum_in_integers(qa, qb, neg_a, neg_b):
     """The product/term algebra alone, on one pair of aligned mantissas: sum over terms
     of sign * (A side)(B side) * 2^shift == sum over blocks of A range * B range * 2^shift."""
-    from mixjit.runtime.segments import digit_range
+    from mixjit.runtime.mixpert.segments import digit_range
     p = np.asarray(MP64.parse_config(DEFAULT).words(), dtype=np.int64)
     seg, seg0, dig = int(p[W.W_SEGMENTS]), int(p[W.W_SEG0_BITS]), int(p[W.W_DIGITS])
     qa, qb = (-qa if neg_a else qa), (-qb if neg_b else qb)

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from numba import njit
 
-from mixjit.runtime import executor_mixpert_words as W
-from mixjit.runtime.executor_mixpert_driver import multiply_into
-from mixjit.runtime.executor_mixpert_pack import is_array, result_array
-from mixjit.runtime.executor_mixpert_split import prepare_call_operand, prepare_operand
+from mixjit.runtime.mixpert import words as W
+from mixjit.runtime.mixpert.driver import multiply_into
+from mixjit.runtime.mixpert.pack import is_array, result_array
+from mixjit.runtime.mixpert.split import prepare_call_operand, prepare_operand
 from mixjit.runtime.schemes import get_scheme
 
 MP64 = get_scheme("mixpert-fp64")

@@ -24,13 +24,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mixjit.runtime import executor_mixpert_words as words
-from mixjit.runtime.executor_mixpert import prepare_operand
-from mixjit.runtime.executor_mixpert_fast import epilogue_many
-from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful
-from mixjit.runtime.pair_blocks import BLOCK_SHIFT, plan_block_array
+from mixjit.runtime.mixpert import words
+from mixjit.runtime.mixpert.executor import prepare_operand
+from mixjit.runtime.mixpert.paths.fast import epilogue_many
+from mixjit.runtime.mixpert.guarantee.bound import dropped_weight, fp64_doubtful
+from mixjit.runtime.mixpert.pair_blocks import BLOCK_SHIFT, plan_block_array
 from mixjit.runtime.schemes import get_scheme
-from mixjit.runtime.segments import ZERO_EXP, width
+from mixjit.runtime.mixpert.segments import ZERO_EXP, width
 from reference_mixpert import rn
 from test_mixpert_guarantee import _adversarial64
 

@@ -1,4 +1,4 @@
-"""Level IV's corner path (runtime/mixpert_corner.py): one wide dgemm minus the corner
+"""Level IV's corner path (runtime/mixpert/paths/corner.py): one wide dgemm minus the corner
 digits' sgemms must give the bits of the two planned exact dgemms, whatever the
 certificates decide, and level IV must take it on ordinary data."""
 
@@ -9,16 +9,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mixjit.runtime import executor_mixpert_words as W
-from mixjit.runtime.executor_mixpert_certified import recompute32
-from mixjit.runtime.executor_mixpert_fast import (PATH_BLOCKS, PATH_CORNER, blocks_path, corner_path,
+from mixjit.runtime.mixpert import words as W
+from mixjit.runtime.mixpert.guarantee.certified import recompute32
+from mixjit.runtime.mixpert.paths.fast import (PATH_BLOCKS, PATH_CORNER, blocks_path, corner_path,
                                                   fast_path_threads)
-from mixjit.runtime.executor_mixpert_split import prepare_operand
-from mixjit.runtime.exactsum import exact_dot_round, exact_dot_scratch
-from mixjit.runtime.mixpert_corner import corner_applies
-from mixjit.runtime.pair_blocks import SPAN_RESERVE, plan_block_array
+from mixjit.runtime.mixpert.split import prepare_operand
+from mixjit.runtime.numerics.exactsum import exact_dot_round, exact_dot_scratch
+from mixjit.runtime.mixpert.paths.corner import corner_applies
+from mixjit.runtime.mixpert.pair_blocks import SPAN_RESERVE, plan_block_array
 from mixjit.runtime.schemes import get_scheme
-from mixjit.runtime.segments import width
+from mixjit.runtime.mixpert.segments import width
 
 MP = get_scheme("mixpert")
 LEVEL4_LABELS = ("level=IV", "level=IV,align=row", "level=IV,digits=balanced", "level=IV,seg0_bits=6",
@@ -93,7 +93,7 @@ def test_certificate_failures_are_recomputed_from_the_blocks():
     b = rng.uniform(-1, 1, (k, 24)).astype(np.float32)
     a[:16, :32] *= np.float32(2.0**-3)  # A's first row group (16 rows): first k-tile 3 binades down, span 3
     b[:32, :8] *= np.float32(2.0**-3)  # B's first column group (8 columns)
-    from mixjit.runtime import mixpert_corner as C
+    from mixjit.runtime.mixpert.paths import corner as C
 
     p, pa, pb, blocks, ea, eb = _setup(a, b, "level=IV")
     assert pa.span[:16].min() == 3 and pb.span[:8].min() == 3 and pa.span[16:].max() == 0
@@ -117,7 +117,7 @@ def test_inexact_gemms_are_caught_by_the_certificates():
     a = rng.uniform(0.97, 1.0, (16, k)).astype(np.float32)
     b = rng.uniform(0.97, 1.0, (k, 8)).astype(np.float32)
     a[:, -32:] *= np.float32(0.5)  # last k-tile one binade down: grid 2^-1
-    from mixjit.runtime import mixpert_corner as C
+    from mixjit.runtime.mixpert.paths import corner as C
 
     p, pa, pb, blocks, ea, eb = _setup(a, b, "level=IV")
     sa, sb = C._grid_spans(pa.scale), C._grid_spans(pb.scale)
@@ -209,7 +209,7 @@ def test_recompute32_direct_sums_match_the_gemm_variant_and_the_exact_product():
 def test_huge_page_advice_keeps_values_and_takes_any_array():
     """fresh64 / huge_pages only advise the kernel: arrays keep their shape, dtype
     and contents, whatever their size and alignment (too small: nothing asked)."""
-    from mixjit.runtime.executor_mixpert_pack import fresh64, huge_pages
+    from mixjit.runtime.mixpert.pack import fresh64, huge_pages
 
     big = fresh64(1024, 1030)
     assert big.shape == (1024, 1030) and big.dtype == np.float64 and big.flags.c_contiguous

@@ -1,5 +1,5 @@
-"""The MixPert direct paths (runtime/executor_mixpert_direct.py and
-executor_mixpert_direct64.py) == the general path, bit for bit and statistic for
+"""The MixPert direct paths (runtime/mixpert/paths/direct.py and
+mixpert/paths/direct64.py) == the general path, bit for bit and statistic for
 statistic, wherever they take a call; they take the well-scaled calls of the configs
 they cover; the float rounding of step 1 is the integer rounding of
 segments.split_element for every float32 significand."""
@@ -11,17 +11,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mixjit.runtime import executor_mixpert as ex
-from mixjit.runtime.executor_mixpert_direct import (
+from mixjit.runtime.mixpert import executor as ex
+from mixjit.runtime.mixpert.paths.direct import (
     NOT_TAKEN,
     _rounded,
     _splitter,
     direct_gemm,
     prefix_pairs,
 )
-from mixjit.runtime.executor_mixpert_direct64 import direct_gemm64, slice_pairs
+from mixjit.runtime.mixpert.paths.direct64 import direct_gemm64, slice_pairs
 from mixjit.runtime.schemes import get_scheme
-from mixjit.runtime.segments import split_element
+from mixjit.runtime.mixpert.segments import split_element
 
 MP = get_scheme("mixpert")
 MP64 = get_scheme("mixpert-fp64")

@@ -15,13 +15,13 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.exactsum import _ACC_LIMBS, MAX_PARTIALS, add_piece, exact_dot_round, finish, round32
-from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEGMENTS, W_TK
-from mixjit.runtime.executor_mixpert_ziv import certain32
-from mixjit.runtime.executor_multiterm import _rn_bits
-from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.pair_blocks import BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT
-from mixjit.runtime.segments import digit_range
+from mixjit.runtime.numerics.exactsum import _ACC_LIMBS, MAX_PARTIALS, add_piece, exact_dot_round, finish, round32
+from mixjit.runtime.mixpert.words import W_DIGITS, W_SEGMENTS, W_TK
+from mixjit.runtime.mixpert.guarantee.ziv import certain32
+from mixjit.runtime.multiterm.executor import _rn_bits
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.mixpert.pair_blocks import BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT
+from mixjit.runtime.mixpert.segments import digit_range
 
 
 #: TF32's significant bits as the float64 bits :func:`_rn_bits` drops
@@ -189,7 +189,7 @@ def _exact_element(pa, pb, parts_a, parts_b, blocks, i: int, j: int, e: int, ia0
 def exact_elements(pa, pb, blocks, ea, eb, params, flat, skip_rows, skip_cols, out) -> int:
     """``out[i, j] = RN32(X[i, j])`` summed exactly (:func:`_exact_element`) for the
     outputs ``flat`` (indices ``i * n + j``) the wide fast path left in doubt
-    (runtime/mixpert_wide.py), except those of rows / columns marked in
+    (runtime/mixpert/paths/wide.py), except those of rows / columns marked in
     ``skip_rows`` / ``skip_cols`` (the certified path computes them). ``blocks``
     are exact blocks (their int64 sums over a k-tile are exact). Returns how many."""
     n = pb.q.shape[0]

@@ -2,7 +2,7 @@
 known error bound certain to round to the right float32 / float64 result?
 
 Where a test answers yes, the executor keeps the cheap approximation; where it
-answers no, the output is summed exactly (runtime/exactsum.py). Either way the
+answers no, the output is summed exactly (runtime/numerics/exactsum.py). Either way the
 bits are those of the exact value rounded once.
 """
 
@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.jit_cache import cached_njit
+from mixjit.runtime.jit.cache import cached_njit
 
 F32_MAX = float(np.finfo(np.float32).max)
 """The largest finite float32 (as a float64)."""

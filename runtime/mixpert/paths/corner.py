@@ -2,7 +2,7 @@
 GEMMs of the least significant digits, each output certified exact or recomputed.
 
 Level IV keeps every segment pair of its 3 x 3 but the corner ``(2, 2)``. Its exact
-blocks (runtime/pair_blocks.py) are two dgemms (A's segments 0..1 times B's 0..2, A's
+blocks (runtime/mixpert/pair_blocks.py) are two dgemms (A's segments 0..1 times B's 0..2, A's
 segment 2 times B's 0..1): ``2 n^3`` float64 flops. The same value is
 
     X = x · y - c_a · c_b
@@ -38,11 +38,11 @@ import math
 import numpy as np
 from numba import prange
 
-from mixjit.runtime.executor_mixpert_pack import fresh64, huge_pages
-from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.pair_blocks import (BLOCK_BITS, BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, k_bits,
+from mixjit.runtime.mixpert.pack import fresh64, huge_pages
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.mixpert.pair_blocks import (BLOCK_BITS, BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, k_bits,
                                          range_bits)
-from mixjit.runtime.segments import digit_bits, digit_range
+from mixjit.runtime.mixpert.segments import digit_bits, digit_range
 
 __all__ = ["CORNER_MAX_CHUNKS", "corner_applies", "corner_chunks", "corner_products"]
 

@@ -47,7 +47,7 @@ other pair sets, inf / NaN, magnitudes from 2^127 up (where step 1 truncates
 instead of carrying), a fallback tile, an element aligned to 0 (step 6), spans over
 the bound.
 
-*Float64 domain*: runtime/executor_mixpert_direct64.py (``direct_gemm64``), which
+*Float64 domain*: runtime/mixpert/paths/direct64.py (``direct_gemm64``), which
 shares this module's pair-set decoder, exact product and scratch size.
 
 Only the code of the operands' dtype is compiled at a site (executor_mixpert_small's
@@ -59,7 +59,7 @@ from __future__ import annotations
 import numpy as np
 from numba.extending import overload, register_jitable
 
-from mixjit.runtime.executor_mixpert_words import (
+from mixjit.runtime.mixpert.words import (
     ALIGN_ROW,
     DOMAIN_FP32,
     OK,
@@ -80,10 +80,10 @@ from mixjit.runtime.executor_mixpert_words import (
     W_TM,
     W_TN,
 )
-from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.pair_blocks import SPAN_RESERVE, k_bits, range_bits
-from mixjit.runtime.scratch_arrays import c_layout, carve, is_c_contiguous, stack_array
-from mixjit.runtime.segments import MAGNITUDE, ROUND_TRUNC, ZERO_EXP, digit_bits, width
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.mixpert.pair_blocks import SPAN_RESERVE, k_bits, range_bits
+from mixjit.runtime.jit.scratch_arrays import c_layout, carve, is_c_contiguous, stack_array
+from mixjit.runtime.mixpert.segments import MAGNITUDE, ROUND_TRUNC, ZERO_EXP, digit_bits, width
 
 #: :func:`direct_gemm`'s answer for a call it leaves to the small path
 NOT_TAKEN = -1

@@ -1,5 +1,5 @@
 """The MixPert executor's direct path for ``mixpert-fp64``'s most precise config
-(issue 9, item 4; the float32 domain's is runtime/executor_mixpert_direct.py).
+(issue 9, item 4; the float32 domain's is runtime/mixpert/paths/direct.py).
 
 ``segments=9,pairs=slices3sig2``: slices of 20, 21 and 21 bits (segments 0-2, 3-5,
 6-8), slice pairs I + J <= 2 kept. With one k-tile (K <= tk: every row and column has
@@ -31,8 +31,8 @@ import numpy as np
 from numba.core import types
 from numba.extending import register_jitable
 
-from mixjit.runtime.exactsum import round64_scaled
-from mixjit.runtime.executor_mixpert_direct import (
+from mixjit.runtime.numerics.exactsum import round64_scaled
+from mixjit.runtime.mixpert.paths.direct import (
     DIRECT_STACK_WORDS,
     NOT_TAKEN,
     column_tops,
@@ -41,7 +41,7 @@ from mixjit.runtime.executor_mixpert_direct import (
     pow2,
     row_top,
 )
-from mixjit.runtime.executor_mixpert_words import (
+from mixjit.runtime.mixpert.words import (
     DOMAIN_FP32,
     OK,
     PAIR_STRIDE,
@@ -59,12 +59,12 @@ from mixjit.runtime.executor_mixpert_words import (
     W_TM,
     W_TN,
 )
-from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.lazy_link import unlinked_lazy
-from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, recompute
-from mixjit.runtime.pair_blocks import k_bits
-from mixjit.runtime.scratch_arrays import c_layout, carve, is_c_contiguous, stack_array
-from mixjit.runtime.segments import MAGNITUDE, ROUND_TRUNC, ZERO_EXP, width
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.jit.lazy_link import unlinked_lazy
+from mixjit.runtime.mixpert.guarantee.bound import dropped_weight, fp64_doubtful, recompute
+from mixjit.runtime.mixpert.pair_blocks import k_bits
+from mixjit.runtime.jit.scratch_arrays import c_layout, carve, is_c_contiguous, stack_array
+from mixjit.runtime.mixpert.segments import MAGNITUDE, ROUND_TRUNC, ZERO_EXP, width
 
 
 def _slice_words() -> tuple[int, int]:
@@ -374,7 +374,7 @@ def _check_and_recompute(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, 
     return recompute(araw, braw, doubt, out, False)
 
 
-# reached through a lazy cell (runtime/lazy_link.py): compiled at the first call whose
+# reached through a lazy cell (runtime/jit/lazy_link.py): compiled at the first call whose
 # outputs the proof leaves open, not with direct_gemm64 (about 6 s of a first call's
 # compile, docs/first_use.md)
 _check_lazy = unlinked_lazy(_check_and_recompute, types.int64)

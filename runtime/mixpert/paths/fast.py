@@ -1,7 +1,7 @@
 """The MixPert executor's fast path: one exact dgemm per block over the whole K,
 then one rounding per output.
 
-The blocks (runtime/pair_blocks.py) are chosen so that every partial sum of every
+The blocks (runtime/mixpert/pair_blocks.py) are chosen so that every partial sum of every
 block's dgemm stays below 2^53 on the finest grid of its output: each dgemm is
 exact. With at most two blocks one TwoSum gives ``RN64(X)`` and its residual
 (:func:`epilogue`); with more, a TwoSum chain and Ziv's test give the result, and
@@ -15,7 +15,7 @@ or exact path instead (executor_mixpert_driver).
 
 Level IV's pair set (every pair but the corner) runs instead as one wide dgemm
 minus the corner digits' sgemms, exact where per-output certificates say so and
-recomputed from the blocks where not (runtime/mixpert_corner.py,
+recomputed from the blocks where not (runtime/mixpert/paths/corner.py,
 :func:`corner_path`): one dgemm and half a dgemm's time of sgemms for the two
 exact dgemms, the same bits.
 
@@ -36,17 +36,17 @@ import numpy as np
 
 from numba import prange
 
-from mixjit.runtime.exactsum import acc_add, acc_round, round32, round64_scaled
-from mixjit.runtime.executor_mixpert_pack import (EPILOGUE_NS_PER_BLOCK, PACK_NS, fresh64, huge_pages,
+from mixjit.runtime.numerics.exactsum import acc_add, acc_round, round32, round64_scaled
+from mixjit.runtime.mixpert.pack import (EPILOGUE_NS_PER_BLOCK, PACK_NS, fresh64, huge_pages,
                                                   pack_product_into, threads_pay)
-from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEG0_BITS, W_SEGMENTS, W_TK, kept_pairs
-from mixjit.runtime.executor_mixpert_ziv import _MANTISSA64, certain32, certain64, scaled_normal, times_pow2
-from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.mixpert_corner import corner_applies, corner_products
-from mixjit.runtime.pair_blocks import (BLOCK_BITS, BLOCK_SHIFT, PROD_I0, PROD_I1, PROD_ID0, PROD_ID1, PROD_J0, PROD_J1,
+from mixjit.runtime.mixpert.words import W_DIGITS, W_SEG0_BITS, W_SEGMENTS, W_TK, kept_pairs
+from mixjit.runtime.mixpert.guarantee.ziv import _MANTISSA64, certain32, certain64, scaled_normal, times_pow2
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.mixpert.paths.corner import corner_applies, corner_products
+from mixjit.runtime.mixpert.pair_blocks import (BLOCK_BITS, BLOCK_SHIFT, PROD_I0, PROD_I1, PROD_ID0, PROD_ID1, PROD_J0, PROD_J1,
                                         PROD_JD0, PROD_JD1, TERM_PROD, TERM_SHIFT, TERM_SIGN, k_bits,
                                         karatsuba_products)
-from mixjit.runtime.segments import MAGNITUDE
+from mixjit.runtime.mixpert.segments import MAGNITUDE
 
 
 @cached_njit(nogil=True)
@@ -86,7 +86,7 @@ def fast_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32: bool):
 
 
 #: which computation :func:`fast_path_threads` ran: the planned exact blocks, or
-#: level IV's wide dgemm minus the corner's sgemms (runtime/mixpert_corner.py)
+#: level IV's wide dgemm minus the corner's sgemms (runtime/mixpert/paths/corner.py)
 PATH_BLOCKS = 0
 PATH_CORNER = 1
 
@@ -105,7 +105,7 @@ def fast_path_threads(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32:
     the epilogue each on threads or not (the same bits either way). Level IV's pair
     set (every pair but the corner, two planned blocks, float32 domain) runs as one
     wide dgemm minus the corner's sgemms where its certificates hold for nearly every
-    output (runtime/mixpert_corner.py), else the planned blocks run
+    output (runtime/mixpert/paths/corner.py), else the planned blocks run
     (:func:`blocks_path`). Returns which: ``PATH_CORNER`` or ``PATH_BLOCKS``."""
     patch_limit = aq.shape[0] * bq.shape[0] // PATCH_DIVISOR
     if to32 and corner_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, threads_a, threads_b,
@@ -119,7 +119,7 @@ def fast_path_threads(aq, ascale, bq, bscale, blocks, ea, eb, params, out, to32:
 def corner_path(aq, ascale, bq, bscale, blocks, ea, eb, params, out, threads_a: bool, threads_b: bool,
                 threads_epilogue: bool, patch_limit: int) -> bool:
     """Float32 domain: ``out = RN32(X)`` from one wide dgemm minus the corner digits'
-    sgemms (runtime/mixpert_corner.py) where the kept pairs are level IV's shape, the
+    sgemms (runtime/mixpert/paths/corner.py) where the kept pairs are level IV's shape, the
     plan has two blocks and at most ``patch_limit`` outputs fail their certificates;
     returns False, with ``out`` untouched, where not. The epilogue rounds the exact
     ``d1 - d2`` as it rounds the two blocks' exact sum: the same bits."""

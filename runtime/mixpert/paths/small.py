@@ -21,7 +21,7 @@ than two blocks go to the general path: no config of the scheme's list plans
 that many); float64 operands hold no float32 bit-level split.
 
 Before any of that, :func:`small_gemm` offers the call to the direct paths
-(runtime/executor_mixpert_direct.py, executor_mixpert_direct64.py: no block plan,
+(runtime/mixpert/paths/direct.py, mixpert/paths/direct64.py: no block plan,
 one exact product of the kept pairs, float arithmetic only), which take the common configs (the paper's levels in
 the float32 domain, mixpert-fp64's most precise config) on well-scaled data and
 leave everything else here.
@@ -30,7 +30,7 @@ It takes only the common case, the calls the general path runs entirely on its
 fast path: no non-finite element, no fallback tile, no element aligned to 0 (step 6,
 float32 domain), exponent spans within the fast path's bound, and in the float32
 domain a config whose exact blocks the general path uses (not the wide blocks of
-runtime/mixpert_wide.py, whose doubtful-output count it could not reproduce). For
+runtime/mixpert/paths/wide.py, whose doubtful-output count it could not reproduce). For
 anything else it returns :data:`NOT_TAKEN` before writing ``c``, and the driver
 runs the general path. A call it takes reports ``STAT_SMALL_PATH = 1`` and the
 same statistics as the general path would.
@@ -44,10 +44,10 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload, register_jitable
 
-from mixjit.runtime.executor_mixpert_direct import direct_gemm, exact_dot, largest
-from mixjit.runtime.executor_mixpert_direct64 import direct_gemm64
-from mixjit.runtime.executor_mixpert_fast import epilogue, epilogue_many
-from mixjit.runtime.executor_mixpert_words import (
+from mixjit.runtime.mixpert.paths.direct import direct_gemm, exact_dot, largest
+from mixjit.runtime.mixpert.paths.direct64 import direct_gemm64
+from mixjit.runtime.mixpert.paths.fast import epilogue, epilogue_many
+from mixjit.runtime.mixpert.words import (
     ALIGN_ROW,
     DOMAIN_FP32,
     MAX_SPAN,
@@ -68,11 +68,11 @@ from mixjit.runtime.executor_mixpert_words import (
     W_TN,
     kept_pairs,
 )
-from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.lazy_link import unlinked, unlinked_lazy
-from mixjit.runtime.mixpert_bound import dropped_weight, fp64_doubtful, recompute
-from mixjit.runtime.mixpert_wide import plan_wide_blocks
-from mixjit.runtime.pair_blocks import (
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.jit.lazy_link import unlinked, unlinked_lazy
+from mixjit.runtime.mixpert.guarantee.bound import dropped_weight, fp64_doubtful, recompute
+from mixjit.runtime.mixpert.paths.wide import plan_wide_blocks
+from mixjit.runtime.mixpert.pair_blocks import (
     BLOCK_BITS,
     BLOCK_I0,
     BLOCK_I1,
@@ -83,8 +83,8 @@ from mixjit.runtime.pair_blocks import (
     k_bits,
     plan_block_array,
 )
-from mixjit.runtime.scratch_arrays import carve, stack_array
-from mixjit.runtime.segments import (
+from mixjit.runtime.jit.scratch_arrays import carve, stack_array
+from mixjit.runtime.mixpert.segments import (
     NO_EXP as _NO_EXP,
     ZERO_EXP,
     _shift_branchless,
@@ -430,8 +430,8 @@ def _many_blocks_impl(a, aq, ascale, bq, bscale, blocks, segments, digits, tk, x
 
 
 def _direct(a, b, c, params, stats):
-    """The direct paths: ``direct_gemm`` (runtime/executor_mixpert_direct.py) for
-    float32 operands, ``direct_gemm64`` (executor_mixpert_direct64.py) for float64 ones (only the dtype's compiles);
+    """The direct paths: ``direct_gemm`` (runtime/mixpert/paths/direct.py) for
+    float32 operands, ``direct_gemm64`` (mixpert/paths/direct64.py) for float64 ones (only the dtype's compiles);
     ``OK`` with ``c`` and ``stats`` written, or :data:`NOT_TAKEN` with ``c`` untouched."""
 
 
@@ -444,7 +444,7 @@ def _direct_impl(a, b, c, params, stats):
     return lambda a, b, c, params, stats: NOT_TAKEN
 
 
-# The larger kernels the small path calls, through address cells (runtime/lazy_link.py): each
+# The larger kernels the small path calls, through address cells (runtime/jit/lazy_link.py): each
 # compiled once, not again inside small_gemm (docs/first_use.md)
 _split_far = unlinked(_split)
 _plan_block_array_far = unlinked(plan_block_array)
@@ -544,7 +544,7 @@ def small_loops_gemm(a, b, c, params, stats, max_work: int) -> int:
 
 
 # small_gemm reaches the loops through an address cell filled at the first call that needs
-# them (runtime/lazy_link.py): a call a direct path takes compiles only the direct path
+# them (runtime/jit/lazy_link.py): a call a direct path takes compiles only the direct path
 _small_loops_lazy = unlinked_lazy(small_loops_gemm, types.int64)
 # step 6's exact recomputation, which the float64 guarantee check rarely asks for
 _recompute_lazy = unlinked_lazy(recompute, types.int64)

@@ -9,7 +9,7 @@ does, so the big·big product is added last.
 
 **Not bit-equal to the CPU executor.** The scheme rounds the exact sum once; the tensor core's
 FP32 accumulation rounds at points the PTX ISA does not specify. The CPU model
-(runtime/cuda/fragments_multiterm.py) therefore proves the packing, plane layout, fragment
+(runtime/multiterm/cuda/fragments.py) therefore proves the packing, plane layout, fragment
 layouts and pair selection bit for bit with an exact accumulator, and the FP32 accumulator
 only on data whose partial sums are exact in FP32 (docs/cuda.md).
 
@@ -51,7 +51,7 @@ FORMATS = {
                        "HMMA.1688.F32.TF32"),
     "bf16": PartFormat("bf16", 1, 8, 2, (16, 8, 16), "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
                        "HMMA.16816.F32.BF16"),
-    # split's FP16 part (desc_split.py): range-scaled, one part
+    # split's FP16 part (split/cuda/desc.py): range-scaled, one part
     "f16": PartFormat("f16", 2, 11, 2, (16, 8, 16), "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
                       "HMMA.16816.F32"),
 }

@@ -1,6 +1,6 @@
 """CPU model of the generated tf32x3 / bf16xN kernels (multiterm_pack.cu, multiterm_gemm.cu).
 
-Driven by the same :class:`~mixjit.runtime.cuda.desc_multiterm.MultiTermDesc` as the generated
+Driven by the same :class:`~mixjit.runtime.multiterm.cuda.desc.MultiTermDesc` as the generated
 code, it runs the packer (split into parts, plane layout, status bits), the ``cp.async`` copy of
 each 64-byte K chunk unit by unit, the per-lane fragment loads at the template's word offsets,
 and the MMA evaluated from the PTX ISA's fragment tables (:func:`a_element`, :func:`b_element`;
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mixjit.runtime.cuda.desc_multiterm import CHUNK_BYTES, PAD_BYTES, MultiTermDesc
+from mixjit.runtime.multiterm.cuda.desc import CHUNK_BYTES, PAD_BYTES, MultiTermDesc
 from mixjit.runtime.cuda.fragments import LANES, _axpby, c_element, round_to_f32
 
 __all__ = ["a_element", "b_element", "mma", "pack_parts", "gemm_planes", "run_gemm", "A_LOADS", "B_LOADS",

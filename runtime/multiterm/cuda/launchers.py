@@ -1,4 +1,4 @@
-"""The tf32x3 and bf16xN launchers (runtime/cuda/desc_multiterm.py): pack A, pack B, the float MMA GEMM.
+"""The tf32x3 and bf16xN launchers (runtime/multiterm/cuda/desc.py): pack A, pack B, the float MMA GEMM.
 
 The packers split each element into the scheme's parts (one plane per part) and set a status bit
 for an inf/NaN input, a leading part that rounds to inf, or a part below float32's normal range;
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from mixjit.runtime.cuda.desc_multiterm import MULTITERM_SCHEMES
+from mixjit.runtime.multiterm.cuda.desc import MULTITERM_SCHEMES
 from mixjit.runtime.cuda.launch import _F64, _I32, _I64, _PTR, DescLauncher, register_launcher
 
 __all__ = ["MultiTermLauncher"]

@@ -10,7 +10,7 @@ O(mk + kn) exponent work) before the launch, and the exact CRT reconstruction an
 rounding (steps 4-5, O(N²) integer operations per output element) after it, from the N·m·n
 residues copied back. Accurate mode's bound GEMM is not on the GPU yet (UnsupportedConfig).
 
-Pure Python (no numba): the moduli table is a copy of runtime/executor_ozaki2.py's (a test checks).
+Pure Python (no numba): the moduli table is a copy of runtime/ozaki2/executor.py's (a test checks).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from mixjit.runtime.cuda.desc import MMA_K, MMA_M, MMA_N, KernelSpec, Launch, Un
 
 __all__ = ["Ozaki2Desc", "MODULI", "MAX_K", "parse_ozaki2_label"]
 
-#: GEMMul8's moduli table (runtime/executor_ozaki2.py MODULI)
+#: GEMMul8's moduli table (runtime/ozaki2/executor.py MODULI)
 MODULI = (256, 255, 253, 251, 247, 241, 239, 233, 229, 227, 223, 217, 211, 199, 197, 193, 191, 181, 179, 173)
 #: INT32 accumulation is exact while K·2^14 < 2^31 (residues in [-128, 127])
 MAX_K = (1 << 17) - 1

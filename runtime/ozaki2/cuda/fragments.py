@@ -1,7 +1,7 @@
 """CPU model of the batched INT8 tensor-core GEMM (templates/int8_gemm.cu) and of the Ozaki-II
 residue kernels (templates/ozaki2_residues.cu) that feed it.
 
-Driven by the same desc as the generated code (:class:`~mixjit.runtime.cuda.desc_ozaki2.Ozaki2Desc`):
+Driven by the same desc as the generated code (:class:`~mixjit.runtime.ozaki2.cuda.desc.Ozaki2Desc`):
 the residue planes, the ``cp.async`` copy of each 32-byte K chunk unit by unit, the per-lane
 fragment loads at the template's byte offsets, the MMA evaluated from the PTX tables
 (:func:`mixjit.runtime.cuda.fragments.mma_m16n8k32`), the exact INT32 accumulation and the
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mixjit.runtime import executor_ozaki2 as ex
+from mixjit.runtime.ozaki2 import executor as ex
 from mixjit.runtime.cuda.desc import MMA_K, Launch
-from mixjit.runtime.cuda.desc_ozaki2 import Ozaki2Desc
+from mixjit.runtime.ozaki2.cuda.desc import Ozaki2Desc
 from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS, LANES, _u32, mma_m16n8k32
 
 __all__ = ["residue_planes", "int8_gemm", "host_shifts", "host_reconstruct", "run_ozaki2", "STATUS_NONFINITE"]

@@ -1,10 +1,10 @@
-"""The Ozaki-II launcher (runtime/cuda/desc_ozaki2.py): host shifts, residue kernels, the batched INT8
+"""The Ozaki-II launcher (runtime/ozaki2/cuda/desc.py): host shifts, residue kernels, the batched INT8
 residue GEMM, the exact CRT on the host.
 
-As the CPU executor (runtime/executor_ozaki2.py, fast mode), by its own compiled functions: the
-per-row/column shifts before the launch (:func:`mixjit.runtime.cuda.fragments_int8.host_shifts`),
+As the CPU executor (runtime/ozaki2/executor.py, fast mode), by its own compiled functions: the
+per-row/column shifts before the launch (:func:`mixjit.runtime.ozaki2.cuda.fragments.host_shifts`),
 and the CRT reconstruction with the single rounding after it
-(:func:`mixjit.runtime.cuda.launchers_ozaki2_host.reconstruct`). Every step is integer-exact, so C
+(:func:`mixjit.runtime.ozaki2.cuda.host.reconstruct`). Every step is integer-exact, so C
 is bit-equal to the CPU executor's; an inf/NaN input sets the status word and hands the GEMM back.
 """
 
@@ -25,8 +25,8 @@ class Ozaki2Launcher(DescLauncher):
     scheme = "ozaki2"
 
     def queue(self, dev, desc, functions, bufs, a, b, config):
-        from mixjit.runtime.cuda.fragments_int8 import host_shifts  # numba: loaded on first use
-        from mixjit.runtime.cuda.launchers_ozaki2_host import reconstruct
+        from mixjit.runtime.ozaki2.cuda.fragments import host_shifts  # numba: loaded on first use
+        from mixjit.runtime.ozaki2.cuda.host import reconstruct
 
         dtype = np.dtype(a.dtype)
         (m, k), n = a.shape, b.shape[1]

@@ -3,7 +3,7 @@
 Two sub-GEMMs on two streams, then a combine:
 
 * host: the slice ranking and the K split (the executor's ``fp16_columns``: the partition
-  calculator runtime/partition.py sizes ``fp16=auto``), each row's / column's INT8 scale and
+  calculator runtime/model/partition.py sizes ``fp16=auto``), each row's / column's INT8 scale and
   FP16 range shift;
 * ``split_pack_a`` / ``split_pack_b``: gather the two column sets into an INT8 plane
   (quantized) and an FP16 plane (range-scaled RN16);
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from mixjit.runtime.cuda.desc import MMA_K, STATIC_SHARED_LIMIT, KernelSpec, Launch, UnsupportedConfig, _cdiv
-from mixjit.runtime.cuda.desc_multiterm import CHUNK_BYTES, FORMATS, PAD_BYTES
-from mixjit.runtime.hardware import HARDWARE, get_hardware
-from mixjit.runtime.partition import partition_sizes
+from mixjit.runtime.multiterm.cuda.desc import CHUNK_BYTES, FORMATS, PAD_BYTES
+from mixjit.runtime.model.hardware import HARDWARE, get_hardware
+from mixjit.runtime.model.partition import partition_sizes
 
 __all__ = ["SplitDesc", "parse_split_label", "MAX_K"]
 

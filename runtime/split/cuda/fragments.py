@@ -1,10 +1,10 @@
 """CPU model of the split kernels (split_pack.cu, int8_gemm.cu, multiterm_gemm.cu with one FP16
-part, split_combine.cu), driven by the same :class:`~mixjit.runtime.cuda.desc_split.SplitDesc`.
+part, split_combine.cu), driven by the same :class:`~mixjit.runtime.split.cuda.desc.SplitDesc`.
 
 The host step before the kernels (:func:`host_plan`: the K split by the executor's own ranking
 and partition sizes, the INT8 scales and FP16 shifts) is what the launch path runs. The INT8
-GEMM is modelled by :func:`mixjit.runtime.cuda.fragments_int8.int8_gemm` (integer: exact), the
-FP16 GEMM by :func:`mixjit.runtime.cuda.fragments_multiterm.gemm_planes` with an exact or a
+GEMM is modelled by :func:`mixjit.runtime.ozaki2.cuda.fragments.int8_gemm` (integer: exact), the
+FP16 GEMM by :func:`mixjit.runtime.multiterm.cuda.fragments.gemm_planes` with an exact or a
 per-MMA FP32 accumulator (the hardware's is not bit-specified), and the combine as what it
 computes: RN32 of the exact D + y. With the exact accumulator the model is bit-equal to the CPU
 executor on any data; with the FP32 one where the FP16 part's sums are exact in FP32, and always
@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mixjit.runtime import executor_split as esp
-from mixjit.runtime.cuda.desc_split import SplitDesc
+from mixjit.runtime.split import executor as esp
+from mixjit.runtime.split.cuda.desc import SplitDesc
 from mixjit.runtime.cuda.fragments import _axpby, round_to_f32
-from mixjit.runtime.cuda.fragments_int8 import int8_gemm
-from mixjit.runtime.cuda.fragments_multiterm import EXACT_SCALE, gemm_planes
-from mixjit.runtime.executor_common import row_form
+from mixjit.runtime.ozaki2.cuda.fragments import int8_gemm
+from mixjit.runtime.multiterm.cuda.fragments import EXACT_SCALE, gemm_planes
+from mixjit.runtime.numerics.executor_common import row_form
 
 __all__ = ["HostPlan", "host_plan", "pack_split", "run_split", "STATUS_NONFINITE"]
 

@@ -1,6 +1,6 @@
-"""The split launcher (runtime/cuda/desc_split.py): the patent's INT8 and FP16 sub-GEMMs on two streams.
+"""The split launcher (runtime/split/cuda/desc.py): the patent's INT8 and FP16 sub-GEMMs on two streams.
 
-Host first, as the CPU executor does (:func:`mixjit.runtime.cuda.fragments_split.host_plan`: the
+Host first, as the CPU executor does (:func:`mixjit.runtime.split.cuda.fragments.host_plan`: the
 executor's own slice ranking and partition sizes choose the FP16 columns; the INT8 scales and FP16
 shifts). Then on the device: pack A and pack B (both planes), the INT8 GEMM and the FP16 GEMM
 concurrently (:meth:`mixjit.runtime.cuda.device.CudaDevice.concurrently`, one stream per part, in
@@ -27,13 +27,13 @@ class SplitLauncher(DescLauncher):
     scheme = "split"
 
     def inexact(self, config: str) -> str:
-        from mixjit.runtime.cuda.desc_split import parse_split_label
+        from mixjit.runtime.split.cuda.desc import parse_split_label
 
         fp16 = parse_split_label(config)["fp16"]
         return "" if fp16 != "auto" and float(fp16) == 0.0 else "the FP16 part's FP32 tensor-core accumulation"
 
     def queue(self, dev, desc, functions, bufs, a, b, config):
-        from mixjit.runtime.cuda.fragments_split import host_plan  # numba: loaded on first use
+        from mixjit.runtime.split.cuda.fragments import host_plan  # numba: loaded on first use
         from mixjit.runtime.schemes import get_scheme
 
         dtype = np.dtype(a.dtype)

@@ -3,7 +3,7 @@
 Three kernels in one translation unit (templates/vitbit_pack.cu, templates/vitbit_gemm.cu):
 
 * host: each row's (A) and column's (B) scale, RN64(amax/q_max), as the CPU executor computes
-  them (a reduction; the launcher runs runtime/executor_int8.py ``quantize_symmetric``);
+  them (a reduction; the launcher runs runtime/int8/executor.py ``quantize_symmetric``);
 * ``vitbit_pack_a``: A quantized to ``bits``-bit integers, one int8 plane [M_pad][K_pad];
 * ``vitbit_pack_b``: B quantized and split three ways by the executor's ``column_split``: the
   packed columns [0, N1) as uint32 words (P values per word, the first in the highest field,
@@ -18,9 +18,9 @@ Three kernels in one translation unit (templates/vitbit_pack.cu, templates/vitbi
   integer sums are exact; the epilogue dequantizes RN32(RN64(RN64(S·s_i)·t_j)) as the executor.
 
 The split ratios m and n come from the config (VitbitConfig): set, or from its ``target``'s rates
-in the hardware table (runtime/hardware.py ``vitbit_ratios``), or without a target m = 4, the
+in the hardware table (runtime/model/hardware.py ``vitbit_ratios``), or without a target m = 4, the
 paper's measured ratio on Orin, and n = the pack count (Eq. 1). Pure Python (no numba): the packing arithmetic (pack count, field
-width, ``max_acc``, ``fp_block``, ``column_split``) is a copy of runtime/executor_vitbit.py's,
+width, ``max_acc``, ``fp_block``, ``column_split``) is a copy of runtime/vitbit/executor.py's,
 and the label parser agrees with the scheme's (tests/cuda/test_vitbit_kernels.py checks both).
 """
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from mixjit.runtime.cuda.desc import MMA_K, MMA_M, MMA_N, STATIC_SHARED_LIMIT, KernelSpec, Launch, UnsupportedConfig, _cdiv
-from mixjit.runtime.hardware import get_hardware, vitbit_ratios
+from mixjit.runtime.model.hardware import get_hardware, vitbit_ratios
 
 __all__ = ["VitbitDesc", "parse_vitbit_label", "pack_count", "slot_bits", "qmax", "max_acc", "fp_block", "max_k",
            "column_split", "MIN_BITS", "MAX_BITS"]

@@ -1,5 +1,5 @@
 """CPU model of the VitBit kernels (templates/vitbit_pack.cu, templates/vitbit_gemm.cu), driven by
-the same :class:`~mixjit.runtime.cuda.desc_vitbit.VitbitDesc` as the generated code.
+the same :class:`~mixjit.runtime.vitbit.cuda.desc.VitbitDesc` as the generated code.
 
 The host step (:func:`host_scales`) is the CPU executor's own quantization scales. The packers
 are modelled by their formulas (quantize, pack P values into a uint32 word modulo 2^32, convert,
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mixjit.runtime import executor_int8 as ei8
+from mixjit.runtime.int8 import executor as ei8
 from mixjit.runtime.cuda.desc import MMA_K, Launch
-from mixjit.runtime.cuda.desc_vitbit import VitbitDesc, column_split, fp_block, pack_count, qmax, slot_bits
+from mixjit.runtime.vitbit.cuda.desc import VitbitDesc, column_split, fp_block, pack_count, qmax, slot_bits
 from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS, LANES, _axpby, _u32, mma_m16n8k32
 
 __all__ = ["Planes", "host_scales", "pack_a", "pack_b", "extract_fields", "gemm", "run_vitbit", "STATUS_NONFINITE"]

@@ -1,8 +1,8 @@
-"""The VitBit launcher (runtime/cuda/desc_vitbit.py): host scales, pack A, pack B three ways, the fused GEMM.
+"""The VitBit launcher (runtime/vitbit/cuda/desc.py): host scales, pack A, pack B three ways, the fused GEMM.
 
-As the CPU executor (runtime/executor_vitbit.py): each row's (A) and column's (B) scale
+As the CPU executor (runtime/vitbit/executor.py): each row's (A) and column's (B) scale
 RN64(amax/q_max) on the host, by the executor's own compiled quantizer
-(:func:`mixjit.runtime.cuda.fragments_vitbit.host_scales`); then on the device the A packer (one
+(:func:`mixjit.runtime.vitbit.cuda.fragments.host_scales`); then on the device the A packer (one
 int8 plane), the B packer (grid.z: the packed uint32 words of columns [0, N1), the converted float32
 columns [N1, N1+N2), the int8 tensor-core columns after them, split by the desc's ratios with the
 executor's ``column_split``) and the fused kernel whose tensor, INT and FP warps run at once. Every
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mixjit.runtime.cuda.desc_vitbit import column_split
+from mixjit.runtime.vitbit.cuda.desc import column_split
 from mixjit.runtime.cuda.launch import _F64, _I32, _I64, _PTR, DescLauncher, HandBack, register_launcher
 
 __all__ = ["VitbitLauncher"]
@@ -30,7 +30,7 @@ class VitbitLauncher(DescLauncher):
     scheme = "vitbit"
 
     def queue(self, dev, desc, functions, bufs, a, b, config):
-        from mixjit.runtime.cuda.fragments_vitbit import host_scales  # numba: loaded on first use
+        from mixjit.runtime.vitbit.cuda.fragments import host_scales  # numba: loaded on first use
 
         dtype = np.dtype(a.dtype)
         (m, k), n = a.shape, b.shape[1]
