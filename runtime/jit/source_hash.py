@@ -33,11 +33,19 @@ RUNTIME_ROOT = Path(__file__).resolve().parent.parent
 """The runtime package's source directory."""
 
 
-def sources_hash(paths: Sequence[Path]) -> str:
-    """A hash of the names and contents of ``paths``, in the given order."""
+def sources_hash(paths: Sequence[Path], root: Path | None = None) -> str:
+    """A hash of the names and contents of ``paths``, in the given order. A file is named
+    by its path relative to ``root`` (``mixpert/executor.py``), so that two files of the
+    same name in two packages (``mixpert/executor.py``, ``dfp/executor.py``) never stand
+    for each other and a moved file changes the hash; a file outside ``root`` (the module
+    of a kernel defined elsewhere, such as ``mixjit/entry.py``), or any file without
+    ``root``, by its bare name."""
     h = hashlib.sha256()
+    base = None if root is None else root.resolve()
     for path in paths:
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        full = path.resolve()
+        name = full.relative_to(base).as_posix() if base is not None and full.is_relative_to(base) else path.name
+        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 
@@ -124,5 +132,5 @@ def runtime_sources(module: str) -> tuple[Path, ...]:
 
 @functools.cache
 def runtime_sources_hash(module: str) -> str:
-    """``sources_hash(runtime_sources(module))``, computed once per process."""
-    return sources_hash(runtime_sources(module))
+    """``sources_hash(runtime_sources(module), RUNTIME_ROOT)``, computed once per process."""
+    return sources_hash(runtime_sources(module), RUNTIME_ROOT)

@@ -86,6 +86,19 @@ def test_executor_and_entry_depend_on_their_helpers_only():
     assert names("mixjit.runtime.mixpert.segments") == {"__init__.py", "mixpert/__init__.py", "mixpert/segments.py"}  # no cache machinery
 
 
+def test_sources_hash_names_files_by_their_path_under_the_root(tmp_path):
+    """Two families' ``executor.py`` with the same text are two different sources, and a
+    moved file hashes differently (its compiled code is rebuilt once): the key names each
+    file by its path relative to the runtime root, not by its bare name."""
+    _tree(tmp_path, {"mixpert/executor.py": "X = 1\n", "dfp/executor.py": "X = 1\n"})
+    one, other = tmp_path / "mixpert/executor.py", tmp_path / "dfp/executor.py"
+    assert sources_hash([one], tmp_path) != sources_hash([other], tmp_path)
+    assert sources_hash([one], tmp_path) == sources_hash([one], tmp_path)
+    copy = tmp_path / "copy"
+    _tree(copy, {"mixpert/executor.py": "X = 1\n"})
+    assert sources_hash([copy / "mixpert/executor.py"], copy) == sources_hash([one], tmp_path)  # where the root lies does not count
+
+
 def test_key_changes_with_an_edited_helper_and_only_then(tmp_path):
     """The cheap check of the key: a copy of the runtime with one helper edited hashes
     differently for the kernels that import it, and the same for the others."""
@@ -94,7 +107,7 @@ def test_key_changes_with_an_edited_helper_and_only_then(tmp_path):
 
     def key(module):
         rel = Path(*module.split(".")[2:]).with_suffix(".py")
-        return sources_hash(import_closure(module, copy / rel, RUNTIME_PACKAGE, copy, exclude=CACHE_MACHINERY))
+        return sources_hash(import_closure(module, copy / rel, RUNTIME_PACKAGE, copy, exclude=CACHE_MACHINERY), copy)
 
     before = {m: key(m) for m in ("mixjit.runtime.mixpert.pair_blocks", "mixjit.runtime.numerics.exactsum")}
     assert before["mixjit.runtime.mixpert.pair_blocks"] == runtime_sources_hash("mixjit.runtime.mixpert.pair_blocks")
