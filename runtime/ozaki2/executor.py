@@ -57,6 +57,11 @@ __all__ = [
     "ozaki2_gemm",
     "run_ozaki2",
     "ExecStats",
+    "LIMBS",
+    "row_tops",
+    "fast_shifts",
+    "reconstruct",
+    "round_out",
 ]
 
 #: GEMMul8's moduli, in its order (src/table.hpp): pairwise coprime, <= 256, so a
@@ -108,14 +113,14 @@ def _tables() -> tuple[np.ndarray, ...]:
     2^t mod p_l; P_N / 2 and P_N as 24-bit limbs (all exact, from Python ints)."""
     p = [int(v) for v in MODULI]
     g = np.zeros(MAX_MODULI + 1, dtype=np.int64)
-    half = np.zeros((MAX_MODULI + 1, _LIMBS), dtype=np.int64)
-    full = np.zeros((MAX_MODULI + 1, _LIMBS), dtype=np.int64)
+    half = np.zeros((MAX_MODULI + 1, LIMBS), dtype=np.int64)
+    full = np.zeros((MAX_MODULI + 1, LIMBS), dtype=np.int64)
     prod = 1
     for n in range(1, MAX_MODULI + 1):
         prod *= p[n - 1]
         g[n] = prod.bit_length() - 2
         h = prod // 2
-        for l in range(_LIMBS):
+        for l in range(LIMBS):
             half[n, l] = (h >> (_LIMB_BITS * l)) & _LIMB_MASK
             full[n, l] = (prod >> (_LIMB_BITS * l)) & _LIMB_MASK
     inv = np.zeros((MAX_MODULI, MAX_MODULI), dtype=np.int64)
@@ -128,7 +133,7 @@ def _tables() -> tuple[np.ndarray, ...]:
 
 _LIMB_BITS = 24
 _LIMB_MASK = (1 << _LIMB_BITS) - 1
-_LIMBS = 7  # 168 bits > log2(P_20) = 155.4
+LIMBS = 7  # 168 bits > log2(P_20) = 155.4
 _POW2_LEN = 64  # t in 2^t of a scaled integer's 53-bit mantissa (|a'| < 2^84: t < 32)
 _G, _INV, _POW2, _HALF, _P = _tables()
 #: fixed point of the norm bound: each |x|^2 < 4^(e+1) counts 2^(32 - 2d) units (d = E - e)
@@ -175,7 +180,7 @@ def _get(x, i: int, k: int, transpose: bool) -> float:
 
 
 @cached_njit(nogil=True)
-def _row_tops(x, transpose: bool):
+def row_tops(x, transpose: bool):
     """Per row (column when ``transpose``): E = max e over its finite nonzero elements
     (NO_TOP when there is none) and whether it holds an inf/NaN."""
     r = x.shape[1] if transpose else x.shape[0]
@@ -202,7 +207,7 @@ def _bit_length(v: int) -> int:
 
 
 @cached_njit(nogil=True)
-def _fast_shifts(x, transpose: bool, top, g: int):
+def fast_shifts(x, transpose: bool, top, g: int):
     """Fast mode: s = floor((g + 32 - w)/2) - E - 1, w the smallest integer with
     W <= 2^w, W = sum over finite nonzeros of 2^(32 - 2d) (1 when 2d > 32), d = E - e:
     then ||trunc(x_row * 2^s)||^2 < 2^g."""
@@ -349,7 +354,7 @@ def _residue_products(xa, xb, n_moduli: int, kblock: int, stats):
 
 
 @cached_njit(nogil=True)
-def _reconstruct(res, i: int, j: int, n_moduli: int, digits, limbs) -> int:
+def reconstruct(res, i: int, j: int, n_moduli: int, digits, limbs) -> int:
     """S from its residues res[:, i, j] (Garner's mixed radix, then the symmetric
     representative): |S| as 24-bit limbs in ``limbs``; returns the sign (-1, 0, 1)."""
     for l in range(n_moduli):
@@ -359,30 +364,30 @@ def _reconstruct(res, i: int, j: int, n_moduli: int, digits, limbs) -> int:
             t = ((t - digits[q]) * _INV[q, l]) % p
         digits[l] = t
     # U = v_0 + p_0 (v_1 + p_1 (v_2 + ...)) in [0, P), by Horner from the top digit
-    for u in range(_LIMBS):
+    for u in range(LIMBS):
         limbs[u] = 0
     limbs[0] = digits[n_moduli - 1]
     for l in range(n_moduli - 2, -1, -1):
         carry = digits[l]
         p = MODULI[l]
-        for u in range(_LIMBS):
+        for u in range(LIMBS):
             t = limbs[u] * p + carry
             limbs[u] = t & _LIMB_MASK
             carry = t >> _LIMB_BITS
     # S = U if U < P/2, else U - P (compare U with P/2 from the top limb)
     ge = True
-    for u in range(_LIMBS - 1, -1, -1):
+    for u in range(LIMBS - 1, -1, -1):
         if limbs[u] != _HALF[n_moduli, u]:
             ge = limbs[u] > _HALF[n_moduli, u]
             break
     if not ge:
         nonzero = False
-        for u in range(_LIMBS):
+        for u in range(LIMBS):
             nonzero = nonzero or limbs[u] != 0
         return 1 if nonzero else 0
     # |S| = P - U, limb-wise with borrows
     borrow = 0
-    for u in range(_LIMBS):
+    for u in range(LIMBS):
         t = _P[n_moduli, u] - limbs[u] - borrow
         borrow = 0
         if t < 0:
@@ -393,12 +398,12 @@ def _reconstruct(res, i: int, j: int, n_moduli: int, digits, limbs) -> int:
 
 
 @cached_njit(nogil=True)
-def _round_out(limbs, sign: int, e: int, to32: bool, parts) -> float:
+def round_out(limbs, sign: int, e: int, to32: bool, parts) -> float:
     """RN(sign * |S| * 2^e) to float32 (``to32``) or float64, from |S|'s limbs."""
     if sign == 0:
         return 0.0
     n = 0
-    for u in range(_LIMBS):
+    for u in range(LIMBS):
         if limbs[u] != 0:
             n = add_piece(parts, n, math.ldexp(float(limbs[u]), _LIMB_BITS * u))
     hi, lo = finish(parts, n)
@@ -468,24 +473,24 @@ def ozaki2_gemm(a, b, c, params, stats) -> int:
     to32 = c.itemsize == 4
     n_moduli = params[W_MODULI]
     g = _G[n_moduli]
-    atop, abad = _row_tops(a, False)
-    btop, bbad = _row_tops(b, True)
+    atop, abad = row_tops(a, False)
+    btop, bbad = row_tops(b, True)
     if params[W_MODE] == MODE_ACCURATE:
         sa, sb = _accurate_shifts(a, b, atop, btop, g, stats)
     else:
-        sa = _fast_shifts(a, False, atop, g)
-        sb = _fast_shifts(b, True, btop, g)
+        sa = fast_shifts(a, False, atop, g)
+        sb = fast_shifts(b, True, btop, g)
     xa = _scaled(a, False, sa)
     xb = _scaled(b, True, sb)
     res = _residue_products(xa, xb, n_moduli, params[W_KBLOCK], stats)
     out = np.empty((m, n))
     digits = np.zeros(MAX_MODULI, dtype=np.int64)
-    limbs = np.zeros(_LIMBS, dtype=np.int64)
+    limbs = np.zeros(LIMBS, dtype=np.int64)
     parts = np.zeros(MAX_PARTIALS)
     for i in range(m):
         for j in range(n):
-            sign = _reconstruct(res, i, j, n_moduli, digits, limbs)
-            out[i, j] = _round_out(limbs, sign, -(sa[i] + sb[j]), to32, parts)
+            sign = reconstruct(res, i, j, n_moduli, digits, limbs)
+            out[i, j] = round_out(limbs, sign, -(sa[i] + sb[j]), to32, parts)
     stats[STAT_NONFINITE] = _nonfinite_rule(a, b, abad, bbad, out)
     for i in range(m):
         for j in range(n):

@@ -114,9 +114,9 @@ def host_shifts(a: np.ndarray, b: np.ndarray, moduli: int) -> tuple[np.ndarray, 
     """The fast-mode shifts of the rows of A and the columns of B, computed by the CPU
     executor's own functions (what the launch path does before the residue kernels)."""
     g = ex.scale_bits(moduli)
-    atop, _ = ex._row_tops(a, False)
-    btop, _ = ex._row_tops(b, True)
-    return ex._fast_shifts(a, False, atop, g), ex._fast_shifts(b, True, btop, g)
+    atop, _ = ex.row_tops(a, False)
+    btop, _ = ex.row_tops(b, True)
+    return ex.fast_shifts(a, False, atop, g), ex.fast_shifts(b, True, btop, g)
 
 
 def host_reconstruct(res: np.ndarray, sa: np.ndarray, sb: np.ndarray, to32: bool) -> np.ndarray:
@@ -124,13 +124,13 @@ def host_reconstruct(res: np.ndarray, sa: np.ndarray, sb: np.ndarray, to32: bool
     the CPU executor's compiled functions (what the launch path does after the residue GEMM)."""
     n_moduli, m, n = res.shape
     digits = np.zeros(ex.MAX_MODULI, np.int64)
-    limbs = np.zeros(ex._LIMBS, np.int64)
+    limbs = np.zeros(ex.LIMBS, np.int64)
     parts = np.zeros(ex.MAX_PARTIALS)
     out = np.empty((m, n), np.float32 if to32 else np.float64)
     for i in range(m):
         for j in range(n):
-            sign = ex._reconstruct(res, i, j, n_moduli, digits, limbs)
-            out[i, j] = ex._round_out(limbs, sign, -(int(sa[i]) + int(sb[j])), to32, parts)
+            sign = ex.reconstruct(res, i, j, n_moduli, digits, limbs)
+            out[i, j] = ex.round_out(limbs, sign, -(int(sa[i]) + int(sb[j])), to32, parts)
     return out
 
 

@@ -1,6 +1,6 @@
 """The host half of the Ozaki-II launch after the residue GEMM: the exact CRT and the single rounding
 (docs/numerics.md "ozaki2" steps 4-5) of every output element, compiled, by the CPU executor's own
-``_reconstruct`` and ``_round_out`` (so the launch path and the executor cannot drift apart)."""
+``reconstruct`` and ``round_out`` (so the launch path and the executor cannot drift apart)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ __all__ = ["reconstruct"]
 def _reconstruct_all(res, sa, sb, to32, out):
     n_moduli, m, n = res.shape
     digits = np.zeros(ex.MAX_MODULI, dtype=np.int64)
-    limbs = np.zeros(ex._LIMBS, dtype=np.int64)
+    limbs = np.zeros(ex.LIMBS, dtype=np.int64)
     parts = np.zeros(ex.MAX_PARTIALS)
     for i in range(m):
         for j in range(n):
-            sign = ex._reconstruct(res, i, j, n_moduli, digits, limbs)
-            out[i, j] = ex._round_out(limbs, sign, -(sa[i] + sb[j]), to32, parts)
+            sign = ex.reconstruct(res, i, j, n_moduli, digits, limbs)
+            out[i, j] = ex.round_out(limbs, sign, -(sa[i] + sb[j]), to32, parts)
 
 
 def reconstruct(res: np.ndarray, sa: np.ndarray, sb: np.ndarray, to32: bool) -> np.ndarray:
