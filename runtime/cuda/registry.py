@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from mixjit.runtime.cuda.desc import KernelDesc, KernelSpec, UnsupportedConfig
+from mixjit.runtime.cuda.desc import KernelSpec, UnsupportedConfig
+from mixjit.runtime.mixpert.cuda.desc import KernelDesc
 from mixjit.runtime.multiterm.cuda.desc import MULTITERM_SCHEMES, MultiTermDesc
 from mixjit.runtime.ozaki2.cuda.desc import Ozaki2Desc
 from mixjit.runtime.split.cuda.desc import SplitDesc

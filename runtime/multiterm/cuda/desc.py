@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from mixjit.runtime.cuda.desc import STATIC_SHARED_LIMIT, KernelSpec, Launch, UnsupportedConfig, _cdiv
+from mixjit.runtime.cuda.desc import (STATIC_SHARED_LIMIT, KernelSpec, Launch, TileDescription, UnsupportedConfig, cdiv,
+                                      split_tiling)
 
 __all__ = ["MultiTermDesc", "FORMATS", "PAIR_ORDER", "parse_products", "MULTITERM_SCHEMES"]
 
@@ -91,13 +92,7 @@ class MultiTermDesc(KernelSpec):
     config: str
     dtype: str
     products: int
-    arch: str = "sm_80"
-    block: tuple[int, int] = (64, 32)
-    warps: tuple[int, int] = (2, 2)
-    stages: int = 2
-    trans_a: bool = False
-    trans_b: bool = False
-    alpha_beta: str = "product"
+    tiling: TileDescription = TileDescription(block=(64, 32), warps=(2, 2))
 
     templates: ClassVar[tuple[str, ...]] = ("common.cuh", "multiterm_pack.cu", "multiterm_gemm.cu")
     entry_points: ClassVar[tuple[str, ...]] = ("multiterm_pack_a", "multiterm_pack_b", "multiterm_gemm")
@@ -108,7 +103,9 @@ class MultiTermDesc(KernelSpec):
     def for_config(scheme: str, config: str, dtype: str = "f32", **kw: Any) -> "MultiTermDesc":
         if scheme not in MULTITERM_SCHEMES:
             raise UnsupportedConfig(f"cuda: {scheme!r} is not a multi-term scheme ({', '.join(MULTITERM_SCHEMES)})")
-        return MultiTermDesc(scheme=scheme, config=config, dtype=dtype, products=parse_products(scheme, config), **kw)
+        tiling, kw = split_tiling(MultiTermDesc.tiling, kw)
+        return MultiTermDesc(scheme=scheme, config=config, dtype=dtype, products=parse_products(scheme, config),
+                             tiling=tiling, **kw)
 
     @property
     def fmt(self) -> PartFormat:
@@ -163,8 +160,8 @@ class MultiTermDesc(KernelSpec):
     def padded(self, m: int, n: int, k: int) -> tuple[int, int, int]:
         """(M_pad, N_pad, K_pad): the planes' shape (multiples of the block tile and of 32 in K)."""
         unit = max(self.chunk_k, self.PACK_BLOCK[0])
-        return (_cdiv(m, self.block[0]) * self.block[0], _cdiv(n, self.block[1]) * self.block[1],
-                max(_cdiv(k, unit), 1) * unit)
+        return (cdiv(m, self.block[0]) * self.block[0], cdiv(n, self.block[1]) * self.block[1],
+                max(cdiv(k, unit), 1) * unit)
 
     def main_loop_mma(self) -> tuple[str, str, int]:
         wm, wn = self.warp_tile

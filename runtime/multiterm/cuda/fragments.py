@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mixjit.runtime.multiterm.cuda.desc import CHUNK_BYTES, PAD_BYTES, MultiTermDesc
-from mixjit.runtime.cuda.fragments import LANES, _axpby, c_element, round_to_f32
+from mixjit.runtime.cuda.fragments import LANES, axpby, c_element, round_to_f32
 
 __all__ = ["a_element", "b_element", "mma", "pack_parts", "gemm_planes", "run_gemm", "A_LOADS", "B_LOADS",
            "STATUS_NONFINITE", "STATUS_PART_OVERFLOW", "STATUS_TINY_PART", "EXACT_SCALE"]
@@ -242,7 +242,7 @@ def run_gemm(a: np.ndarray, b: np.ndarray, desc: MultiTermDesc, accumulate: str 
     for row, col in np.ndindex(m, n):
         p = round_to_f32(int(sums[row, col]), -EXACT_SCALE)
         if desc.alpha_beta == "update":
-            p = _axpby(p, alpha, beta, c[row, col] if beta != 0.0 else None, out.dtype)
+            p = axpby(p, alpha, beta, c[row, col] if beta != 0.0 else None, out.dtype)
         out[row, col] = p
     return out, A.status | B.status
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from mixjit.runtime.cuda.desc import MMA_K, MMA_M, MMA_N, KernelSpec, Launch, UnsupportedConfig, _cdiv
+from mixjit.runtime.cuda.desc import (MMA_K, MMA_M, MMA_N, KernelSpec, Launch, TileDescription, UnsupportedConfig, cdiv,
+                                      split_tiling)
 
 __all__ = ["Ozaki2Desc", "MODULI", "MAX_K", "parse_ozaki2_label"]
 
@@ -59,13 +60,7 @@ class Ozaki2Desc(KernelSpec):
     dtype: str
     moduli: int
     mode: str = "fast"
-    arch: str = "sm_80"
-    block: tuple[int, int] = (128, 64)
-    warps: tuple[int, int] = (2, 2)
-    stages: int = 2
-    trans_a: bool = False
-    trans_b: bool = False
-    alpha_beta: str = "product"
+    tiling: TileDescription = TileDescription(block=(128, 64), warps=(2, 2))
 
     templates: ClassVar[tuple[str, ...]] = ("common.cuh", "imma.cuh", "ozaki2_residues.cu", "int8_gemm.cu")
     entry_points: ClassVar[tuple[str, ...]] = ("ozaki2_residues_a", "ozaki2_residues_b", "int8_gemm")
@@ -76,7 +71,8 @@ class Ozaki2Desc(KernelSpec):
         if scheme != "ozaki2":
             raise UnsupportedConfig(f"cuda: Ozaki2Desc is the ozaki2 desc, not {scheme!r}")
         moduli, mode = parse_ozaki2_label(config)
-        return Ozaki2Desc(scheme=scheme, config=config, dtype=dtype, moduli=moduli, mode=mode, **kw)
+        tiling, kw = split_tiling(Ozaki2Desc.tiling, kw)
+        return Ozaki2Desc(scheme=scheme, config=config, dtype=dtype, moduli=moduli, mode=mode, tiling=tiling, **kw)
 
     @property
     def moduli_table(self) -> tuple[int, ...]:
@@ -97,8 +93,8 @@ class Ozaki2Desc(KernelSpec):
 
     def padded(self, m: int, n: int, k: int) -> tuple[int, int, int]:
         """(M_pad, N_pad, K_pad) of the residue planes."""
-        return (_cdiv(m, self.block[0]) * self.block[0], _cdiv(n, self.block[1]) * self.block[1],
-                max(_cdiv(k, MMA_K), 1) * MMA_K)
+        return (cdiv(m, self.block[0]) * self.block[0], cdiv(n, self.block[1]) * self.block[1],
+                max(cdiv(k, MMA_K), 1) * MMA_K)
 
     def launches(self, m: int, n: int, k: int) -> tuple[Launch, ...]:
         """residues of A, of B (one thread per padded element, all moduli), the residue GEMM (grid.z:

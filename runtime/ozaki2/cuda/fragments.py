@@ -19,7 +19,7 @@ import numpy as np
 from mixjit.runtime.ozaki2 import executor as ex
 from mixjit.runtime.cuda.desc import MMA_K, Launch
 from mixjit.runtime.ozaki2.cuda.desc import Ozaki2Desc
-from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS, LANES, _u32, mma_m16n8k32
+from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS, LANES, u32, mma_m16n8k32
 
 __all__ = ["residue_planes", "int8_gemm", "host_shifts", "host_reconstruct", "run_ozaki2", "STATUS_NONFINITE"]
 
@@ -90,10 +90,10 @@ def int8_gemm(planes_a: np.ndarray, planes_b: np.ndarray, desc, m: int, n: int, 
                         sa, sb = _load_chunk(desc, planes_a[z], planes_b[z], m0, n0, chunk)
                         for mi in range(mi_n):
                             r = wm0 + 16 * mi + g
-                            fa = np.stack([_u32(sa, r + dr, dc + 4 * t) for dr, dc in A_LOADS], axis=1)
+                            fa = np.stack([u32(sa, r + dr, dc + 4 * t) for dr, dc in A_LOADS], axis=1)
                             for ni in range(ni_n):
                                 cidx = wn0 + 8 * ni + g
-                                fb = np.stack([_u32(sb, cidx, dc + 4 * t) for dc in B_LOADS], axis=1)
+                                fb = np.stack([u32(sb, cidx, dc + 4 * t) for dc in B_LOADS], axis=1)
                                 acc[mi, ni] += mma_m16n8k32(fa, fb)
                     assert np.abs(acc).max(initial=0) < 2**31, "INT32 accumulator overflow"
                     for mi in range(mi_n):

@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from mixjit.runtime.cuda.desc import MMA_K, STATIC_SHARED_LIMIT, KernelSpec, Launch, UnsupportedConfig, _cdiv
+from mixjit.runtime.cuda.desc import (MMA_K, STATIC_SHARED_LIMIT, KernelSpec, Launch, TileDescription,
+                                      UnsupportedConfig, cdiv, split_tiling)
 from mixjit.runtime.multiterm.cuda.desc import CHUNK_BYTES, FORMATS, PAD_BYTES
 from mixjit.runtime.model.hardware import HARDWARE, get_hardware
 from mixjit.runtime.model.partition import partition_sizes
@@ -76,13 +77,7 @@ class SplitDesc(KernelSpec):
     config: str
     dtype: str
     target: str = "a100"
-    arch: str = "sm_80"
-    block: tuple[int, int] = (64, 64)
-    warps: tuple[int, int] = (2, 1)
-    stages: int = 2
-    trans_a: bool = False
-    trans_b: bool = False
-    alpha_beta: str = "product"
+    tiling: TileDescription = TileDescription(block=(64, 64), warps=(2, 1))
 
     templates: ClassVar[tuple[str, ...]] = ("common.cuh", "imma.cuh", "split_pack.cu", "int8_gemm.cu",
                                             "multiterm_gemm.cu", "split_combine.cu")
@@ -96,7 +91,8 @@ class SplitDesc(KernelSpec):
         if scheme != "split":
             raise UnsupportedConfig(f"cuda: SplitDesc is the split desc, not {scheme!r}")
         fields = parse_split_label(config)
-        return SplitDesc(scheme=scheme, config=config, dtype=dtype, target=fields["target"], **kw)
+        tiling, kw = split_tiling(SplitDesc.tiling, kw)
+        return SplitDesc(scheme=scheme, config=config, dtype=dtype, target=fields["target"], tiling=tiling, **kw)
 
     @staticmethod
     def sized(config: str, m: int, n: int, k: int, dtype: str = "f32", **kw: Any) -> "SplitDesc":
@@ -133,8 +129,8 @@ class SplitDesc(KernelSpec):
 
     def padded(self, m: int, n: int, k_i: int, k_f: int) -> tuple[int, int, int, int]:
         """(M_pad, N_pad, Ki_pad, Kf_pad): the planes' shapes (K parts: multiples of 32 elements)."""
-        return (_cdiv(m, self.block[0]) * self.block[0], _cdiv(n, self.block[1]) * self.block[1],
-                _cdiv(k_i, 32) * 32, _cdiv(k_f, 32) * 32)
+        return (cdiv(m, self.block[0]) * self.block[0], cdiv(n, self.block[1]) * self.block[1],
+                cdiv(k_i, 32) * 32, cdiv(k_f, 32) * 32)
 
     def launches(self, m: int, n: int, k: int, k_fp16: int | None = None) -> tuple[Launch, ...]:
         """pack A, pack B, the INT8 GEMM (stream 0) and the FP16 GEMM (stream 1) when their K part is
@@ -157,7 +153,7 @@ class SplitDesc(KernelSpec):
         if k_fp16:
             out.append(Launch("multiterm_gemm", gemm_grid, (self.threads, 1, 1), shared["multiterm_gemm"], stream=1))
         cx, cy = self.COMBINE_BLOCK
-        out.append(Launch("split_combine", (_cdiv(n, cx), _cdiv(m, cy), 1), (cx, cy, 1)))
+        out.append(Launch("split_combine", (cdiv(n, cx), cdiv(m, cy), 1), (cx, cy, 1)))
         return tuple(out)
 
     def main_loop_mma(self) -> tuple[str, str, int]:

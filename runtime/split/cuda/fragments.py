@@ -19,7 +19,7 @@ import numpy as np
 
 from mixjit.runtime.split import executor as esp
 from mixjit.runtime.split.cuda.desc import SplitDesc
-from mixjit.runtime.cuda.fragments import _axpby, round_to_f32
+from mixjit.runtime.cuda.fragments import axpby, round_to_f32
 from mixjit.runtime.ozaki2.cuda.fragments import int8_gemm
 from mixjit.runtime.multiterm.cuda.fragments import EXACT_SCALE, gemm_planes
 from mixjit.runtime.numerics.executor_common import row_form
@@ -122,6 +122,6 @@ def run_split(a: np.ndarray, b: np.ndarray, desc: SplitDesc, config_words: np.nd
             total += int(s16[i, j]) << (unit - EXACT_SCALE - int(plan.sigma_a[i] + plan.sigma_b[j]))
         p = round_to_f32(total, -unit)
         if desc.alpha_beta == "update":
-            p = _axpby(p, alpha, beta, c[i, j] if beta != 0.0 else None, out.dtype)
+            p = axpby(p, alpha, beta, c[i, j] if beta != 0.0 else None, out.dtype)
         out[i, j] = p
     return out, sa | sb

@@ -29,7 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from mixjit.runtime.cuda.desc import MMA_K, MMA_M, MMA_N, STATIC_SHARED_LIMIT, KernelSpec, Launch, UnsupportedConfig, _cdiv
+from mixjit.runtime.cuda.desc import (MMA_K, MMA_M, MMA_N, STATIC_SHARED_LIMIT, KernelSpec, Launch, TileDescription,
+                                      UnsupportedConfig, cdiv, split_tiling)
 from mixjit.runtime.model.hardware import get_hardware, vitbit_ratios
 
 __all__ = ["VitbitDesc", "parse_vitbit_label", "pack_count", "slot_bits", "qmax", "max_acc", "fp_block", "max_k",
@@ -126,17 +127,11 @@ class VitbitDesc(KernelSpec):
     m_ratio: int
     n_ratio: int
     acc: int
-    arch: str = "sm_80"
-    block: tuple[int, int] = (64, 32)
-    warps: tuple[int, int] = (2, 2)
     int_warps: int = 2
     fp_warps: int = 2
     int_words: int = 16
     fp_cols: int = 16
-    stages: int = 2
-    trans_a: bool = False
-    trans_b: bool = False
-    alpha_beta: str = "product"
+    tiling: TileDescription = TileDescription(block=(64, 32), warps=(2, 2))
 
     templates: ClassVar[tuple[str, ...]] = ("common.cuh", "imma.cuh", "vitbit_pack.cu", "vitbit_gemm.cu")
     entry_points: ClassVar[tuple[str, ...]] = ("vitbit_pack_a", "vitbit_pack_b", "vitbit_gemm")
@@ -147,8 +142,9 @@ class VitbitDesc(KernelSpec):
         if scheme != "vitbit":
             raise UnsupportedConfig(f"cuda: VitbitDesc is the vitbit desc, not {scheme!r}")
         f = parse_vitbit_label(config)
+        tiling, kw = split_tiling(VitbitDesc.tiling, kw)
         return VitbitDesc(scheme=scheme, config=config, dtype=dtype, bits=f["bits"], m_ratio=f["m"],
-                          n_ratio=f["n"], acc=f["acc"], **kw)
+                          n_ratio=f["n"], acc=f["acc"], tiling=tiling, **kw)
 
     # -- derived quantities -----------------------------------------------------------------
     @property
@@ -189,12 +185,12 @@ class VitbitDesc(KernelSpec):
     def grid_x(self, n: int) -> int:
         """CTAs along N: enough for the longest of the three column sets."""
         n1, n2, n3 = column_split(n, self.m_ratio, self.n_ratio, self.bits)
-        return max(_cdiv(n3, self.block[1]), _cdiv(n1 // self.pack, self.int_words), _cdiv(n2, self.fp_cols), 1)
+        return max(cdiv(n3, self.block[1]), cdiv(n1 // self.pack, self.int_words), cdiv(n2, self.fp_cols), 1)
 
     def padded(self, m: int, n: int, k: int) -> dict[str, int]:
         """The planes' padded sizes: M_pad, K_pad, G_pad (words), N2_pad, N3_pad."""
         gx = self.grid_x(n)
-        return {"m_pad": _cdiv(max(m, 1), self.block[0]) * self.block[0], "k_pad": _cdiv(max(k, 1), MMA_K) * MMA_K,
+        return {"m_pad": cdiv(max(m, 1), self.block[0]) * self.block[0], "k_pad": cdiv(max(k, 1), MMA_K) * MMA_K,
                 "g_pad": gx * self.int_words, "n2_pad": gx * self.fp_cols, "n3_pad": gx * self.block[1]}
 
     @property
@@ -232,7 +228,7 @@ class VitbitDesc(KernelSpec):
         kx, ky = self.PACK_BLOCK
         b_rows = max(p["g_pad"], p["n2_pad"], p["n3_pad"])
         return (Launch("vitbit_pack_a", (p["k_pad"] // kx, p["m_pad"] // ky, 1), (kx, ky, 1)),
-                Launch("vitbit_pack_b", (p["k_pad"] // kx, _cdiv(b_rows, ky), 3), (kx, ky, 1)),
+                Launch("vitbit_pack_b", (p["k_pad"] // kx, cdiv(b_rows, ky), 3), (kx, ky, 1)),
                 Launch("vitbit_gemm", (self.grid_x(n), p["m_pad"] // self.block[0], 1), (self.threads, 1, 1),
                        self.shared_bytes))
 

@@ -23,7 +23,7 @@ import numpy as np
 from mixjit.runtime.int8 import executor as ei8
 from mixjit.runtime.cuda.desc import MMA_K, Launch
 from mixjit.runtime.vitbit.cuda.desc import VitbitDesc, column_split, fp_block, pack_count, qmax, slot_bits
-from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS, LANES, _axpby, _u32, mma_m16n8k32
+from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS, LANES, axpby, u32, mma_m16n8k32
 
 __all__ = ["Planes", "host_scales", "pack_a", "pack_b", "extract_fields", "gemm", "run_vitbit", "STATUS_NONFINITE"]
 
@@ -125,10 +125,10 @@ def _tensor_warp(desc: VitbitDesc, role_warp: int, sa: np.ndarray, sb: np.ndarra
     g, t = LANES // 4, LANES % 4
     for mi in range(wm // 16):
         r = wm0 + 16 * mi + g
-        fa = np.stack([_u32(sa, r + dr, dc + 4 * t) for dr, dc in A_LOADS], axis=1)
+        fa = np.stack([u32(sa, r + dr, dc + 4 * t) for dr, dc in A_LOADS], axis=1)
         for ni in range(wn // 8):
             col = wn0 + 8 * ni + g
-            fb = np.stack([_u32(sb, col, dc + 4 * t) for dc in B_LOADS], axis=1)
+            fb = np.stack([u32(sb, col, dc + 4 * t) for dc in B_LOADS], axis=1)
             acc[mi, ni] += mma_m16n8k32(fa, fb)
 
 
@@ -228,6 +228,6 @@ def run_vitbit(a: np.ndarray, b: np.ndarray, desc: VitbitDesc, alpha: float = 1.
         d = (sums.astype(np.float64) * scale_a[:, None]) * scale_b[None, :]  # RN64(RN64(S·s_i)·t_j)
         p = d.astype(np.float32)
     for i, j in np.ndindex(m, n):
-        out[i, j] = _axpby(p[i, j], alpha, beta, c[i, j] if beta != 0.0 else None, out.dtype) \
+        out[i, j] = axpby(p[i, j], alpha, beta, c[i, j] if beta != 0.0 else None, out.dtype) \
             if desc.alpha_beta == "update" else p[i, j]
     return out, sums, status_a | status_b
