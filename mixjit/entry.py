@@ -38,9 +38,9 @@ compile is small:
   bit), and never a product that reads memory it is writing.
 * The compiled executors the schemes declare (``Scheme.executor``, a
   ``CompiledExecutor``: plan code, kernel, config words, statistics, refusal
-  messages; ``EXECUTORS`` maps every scheme name to its code): MixPert
-  (``mixpert``, ``mixpert-fp64``), multi-term (``tf32x3``, ``bf16xn``, ``fp16x2``),
-  ``int8``, ``split``, ``ozaki2``. The entry calls them through a table of C
+  messages; ``EXECUTORS`` maps every scheme name to its code): one per family of
+  the scheme catalogue (mixjit.runtime.schemes.catalog, whose ``plan_code`` each
+  declares), read when this module is imported. The entry calls them through a table of C
   addresses (``EXECUTOR_TABLE_SYMBOL``, one slot per plan code and dtype), filled by
   ``load_executor`` when a plan row first names the executor (``write_plan_row``),
   for the site's dtype only (``mixjit.plan`` knows it; both when it is not known):
@@ -134,7 +134,8 @@ _EXECUTORS_BY_SCHEME: dict[str, CompiledExecutor] = compiled_executors()
 
 EXECUTORS: dict[str, int] = {name: ex.code for name, ex in _EXECUTORS_BY_SCHEME.items()}
 """Every scheme a site can run, by name: the plan code of its compiled executor (word 0
-of a plan row). Schemes declare their executor (``Scheme.executor``); this is the registry's view."""
+of a plan row). Schemes declare their executor (``Scheme.executor``) with their catalogue family's
+plan code; this is the view of every family in the catalogue when this module is imported."""
 
 ENTRY_ERRORS: dict[int, str] = {
     ENTRY_BAD_SITE: f"site id outside [0, {MAX_SITES}); allocate ids with mixjit.entry.new_site()",

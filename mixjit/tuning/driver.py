@@ -44,6 +44,7 @@ from mixjit.passes.tune import Tune
 from mixjit.passes.tuning.profile import SiteProfile
 from mixjit.passes.tuning.space import Candidate, SearchResult, SiteSpace
 from mixjit.plan import SitePlan, get_plan, initial_plan, set_plan
+from mixjit.runtime.schemes import catalog
 from mixjit.tuning.evaluator import Judged, OnlineEvaluator, ProgramRunner, apply_plan, fp64_error
 from mixjit.tuning.outputs import Metric, Output, check_finite, collect, program_error
 from mixjit.tuning.persistence import PlanSite, TunedPlan, source_hash
@@ -281,7 +282,9 @@ def _tune(f, key, args, names, sites, validate, search, budget, target, metric, 
         if stopped == "interrupted":
             notes.append("interrupted: the best plan found so far is used")
     chosen = {sid: spaces[sid].candidates[i] for sid, i in chosen_plan.items()}
-    if any(c.scheme == "dfp" for c in chosen.values()):  # dfp chains: carry exponents (same bits, less work)
+    # a family that carries values along chains of its sites (dfp: block exponents; same bits,
+    # less work) re-plans them after the search (Family.carries_chains in the scheme catalogue)
+    if any(catalog.family_of(c.scheme).carries_chains for c in chosen.values()):
         for sid, carried in pipeline.carry_dfp().items():
             if sid in chosen:
                 chosen[sid] = replace(chosen[sid], config=carried.config, time=carried.modeled_time)

@@ -45,15 +45,15 @@ from mixjit.runtime.mixpert.executor import (
     STAT_WIDEST_SPAN,
 )
 from mixjit.runtime.model.costmodel import modeled_calls_time
+from mixjit.runtime.schemes import catalog
 
 __all__ = ["TUNING_DEFAULT_SCHEMES", "TunedSite", "ShapeLog", "profile_run", "tuning_schemes", "site_candidates",
            "site_profile"]
 
 TUNING_DEFAULT_SCHEMES: dict[str, tuple[str, ...]] = {
-    "float32": ("mixpert", "native"),
-    "float64": ("mixpert-fp64", "ozaki2", "mixpert", "native"),
-}
-"""The candidate schemes of a site of each dtype when the user names none (module docstring)."""
+    dt: catalog.default_schemes("tuning", dt) for dt in ("float32", "float64")}
+"""The candidate schemes of a site of each dtype when the user names none (module docstring):
+the scheme catalogue's ``tuning`` role (mixjit.runtime.schemes.catalog)."""
 
 _STAT_NAMES = {
     "fallback_tiles": STAT_FALLBACK_TILES,

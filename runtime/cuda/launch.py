@@ -10,7 +10,7 @@ one GEMM (:meth:`KernelLauncher.prepare`, a :class:`PreparedGemm`). Every family
 :class:`DescLauncher`, whose grids, blocks and streams come from the family's desc
 (``desc.launches()``, runtime/cuda/registry.py); each family's lives in its package
 (runtime/mixpert/cuda/launchers.py, runtime/multiterm/cuda/launchers.py, ozaki2's, split's,
-vitbit's), imported at the end of this module.
+vitbit's), imported for the catalogue's families with kernels (:func:`load_launchers`).
 
 :class:`CudaBackend` is the :class:`GemmDevice` the ``@mixjit`` sites use (mixjit/backends.py):
 ``gemm(scheme, A, B, config) -> (C, where)``. It runs the kernels, or the scheme's CPU executor
@@ -23,6 +23,7 @@ docs/cuda.md), and says so in
 from __future__ import annotations
 
 import ctypes
+import importlib
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ import numpy as np
 from mixjit.runtime.cuda.desc import KernelSpec, Launch, UnsupportedConfig
 from mixjit.runtime.cuda.device import CudaDevice, DeviceBuffer, DeviceStatus, device, probe
 from mixjit.runtime.cuda.registry import kernel_desc
+from mixjit.runtime.schemes import catalog
 
 __all__ = ["GemmDevice", "HandBack", "PreparedGemm", "KernelLauncher", "DescLauncher", "BufferSet",
            "register_launcher", "launcher_for", "kernel_schemes", "kernel_desc_for", "status_reason",
@@ -121,6 +123,8 @@ def register_launcher(launcher: KernelLauncher) -> KernelLauncher:
 
 def launcher_for(scheme: str) -> KernelLauncher | None:
     """The launcher of ``scheme``, or None when the scheme has no CUDA kernels."""
+    if scheme not in _LAUNCHERS:
+        load_launchers()
     return _LAUNCHERS.get(scheme)
 
 
@@ -237,12 +241,18 @@ class DescLauncher(KernelLauncher):
             raise HandBack(status_reason(code))
 
 
-# every family's launcher registers itself (runtime/<family>/cuda/)
-from mixjit.runtime.mixpert.cuda import launchers as launchers_mixpert  # noqa: E402,F401
-from mixjit.runtime.multiterm.cuda import launchers as launchers_multiterm  # noqa: E402,F401
-from mixjit.runtime.ozaki2.cuda import launchers as launchers_ozaki2  # noqa: E402,F401
-from mixjit.runtime.split.cuda import launchers as launchers_split  # noqa: E402,F401
-from mixjit.runtime.vitbit.cuda import launchers as launchers_vitbit  # noqa: E402,F401
+
+
+def load_launchers() -> None:
+    """Import the ``launchers`` module of every catalogue family with kernels (each registers
+    its launcher; runtime/<family>/cuda/launchers.py). Idempotent; run at import and again
+    by :func:`launcher_for` for a family registered later."""
+    for family in catalog.families():
+        if family.cuda_package is not None:
+            importlib.import_module(f"{family.cuda_package}.launchers")
+
+
+load_launchers()
 
 
 def cpu_gemm(scheme: str, a: np.ndarray, b: np.ndarray, config: str) -> np.ndarray:

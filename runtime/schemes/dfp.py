@@ -23,6 +23,7 @@ import numpy as np
 
 from mixjit.runtime.dfp import executor as ex
 from mixjit.runtime.numerics.executor_common import row_form
+from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.schemes.emulation import NONFINITE_REASON, check_operands, parse_label
 
@@ -103,7 +104,8 @@ def _check(config: Config) -> DfpConfig:
 @register
 class Dfp(Scheme):
     name = "dfp"
-    executor = CompiledExecutor("dfp", 9, ex.dfp_gemm, ex.N_WORDS, ex.N_STATS, ex.STATUS_MESSAGES)
+    executor = CompiledExecutor("dfp", catalog.plan_code("dfp"),
+                                ex.dfp_gemm, ex.N_WORDS, ex.N_STATS, ex.STATUS_MESSAGES)
     summary = "dynamic fixed point: INT8/INT16 mantissas, shared exponent per tensor or row block (seed 004)"
 
     def configs(self, dtype: np.dtype | type = np.float32) -> Sequence[Config]:

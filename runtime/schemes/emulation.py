@@ -22,6 +22,7 @@ from typing import ClassVar, Sequence
 import numpy as np
 
 from mixjit.runtime.multiterm import executor as emt
+from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work
 
 __all__ = [
@@ -208,7 +209,8 @@ class ProductsConfig(Config):
 class MultiTermScheme(Scheme):
     """Base of tf32x3, bf16xn and fp16x2: subclasses set ``fmt`` and ``allowed``."""
 
-    executor = CompiledExecutor("multiterm", 5, emt.multiterm_gemm, emt.N_WORDS, emt.N_STATS, emt.STATUS_MESSAGES)
+    executor = CompiledExecutor("multiterm", catalog.plan_code("multiterm"),
+                                emt.multiterm_gemm, emt.N_WORDS, emt.N_STATS, emt.STATUS_MESSAGES)
 
     fmt: ClassVar[str]
     #: the kept-product counts offered as configs, most precise first

@@ -19,6 +19,7 @@ import numpy as np
 from mixjit.runtime.int8 import executor as ei8
 from mixjit.runtime.int8.encodings import encoding_words, parse_encoding
 from mixjit.runtime.model.encoding_cost import encoded_work, encoding_products
+from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.schemes.emulation import NONFINITE_REASON, check_operands, parse_label
 
@@ -53,7 +54,8 @@ class Int8Config(Config):
 @register
 class Int8(Scheme):
     name = "int8"
-    executor = CompiledExecutor("int8", 6, ei8.int8_gemm, ei8.N_WORDS, ei8.N_STATS, ei8.STATUS_MESSAGES)
+    executor = CompiledExecutor("int8", catalog.plan_code("int8"),
+                                ei8.int8_gemm, ei8.N_WORDS, ei8.N_STATS, ei8.STATUS_MESSAGES)
     summary = "symmetric INT8 quantization (per-row A / per-column B scales), exact integer GEMM"
 
     def configs(self, dtype: np.dtype | type = np.float32) -> Sequence[Config]:

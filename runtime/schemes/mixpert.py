@@ -26,6 +26,7 @@ from mixjit.runtime.mixpert import executor as ex
 from mixjit.runtime.mixpert.executor import Prepared, prepare, run_mixpert
 from mixjit.runtime.mixpert.labels import LEVELS, Pairs, parse_label_fields, significance_pairs, slice_pairs
 from mixjit.runtime.mixpert.pair_blocks import plan_blocks
+from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.mixpert.segments import BALANCED, MAGNITUDE, ROUND_NEAREST, ROUND_TRUNC, width
 
@@ -205,7 +206,8 @@ def parse_mixpert_config(text: str, cls: type[MixPertConfig]) -> MixPertConfig:
 class _MixPertBase(Scheme):
     """Shared scheme code; subclasses set the config class and the config family."""
 
-    executor = CompiledExecutor("mixpert", 4, ex.mixpert_gemm, ex.N_WORDS, ex.N_STATS, ex.STATUS_MESSAGES,
+    executor = CompiledExecutor("mixpert", catalog.plan_code("mixpert"),
+                                ex.mixpert_gemm, ex.N_WORDS, ex.N_STATS, ex.STATUS_MESSAGES,
                                 profile_stats=True, max_stat=ex.STAT_WIDEST_SPAN)
 
     config_cls: ClassVar[type[MixPertConfig]]

@@ -27,6 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from mixjit.runtime.ozaki2 import executor as ex
+from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 
 __all__ = ["Ozaki2Config", "Ozaki2", "FP32_MODULI", "FP64_MODULI"]
@@ -116,7 +117,8 @@ def parse_ozaki2_config(text: str) -> Ozaki2Config:
 @register
 class Ozaki2(Scheme):
     name = "ozaki2"
-    executor = CompiledExecutor("ozaki2", 8, ex.ozaki2_gemm, ex.N_WORDS, ex.N_STATS, ex.STATUS_MESSAGES)
+    executor = CompiledExecutor("ozaki2", catalog.plan_code("ozaki2"),
+                                ex.ozaki2_gemm, ex.N_WORDS, ex.N_STATS, ex.STATUS_MESSAGES)
     summary = "Ozaki scheme II (GEMMul8): exact INT8 residue products modulo N moduli, CRT reconstruction"
 
     def configs(self, dtype: np.dtype | type = np.float32) -> Sequence[Config]:

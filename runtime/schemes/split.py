@@ -26,6 +26,7 @@ from mixjit.runtime.int8.encodings import encoding_words, parse_encoding
 from mixjit.runtime.numerics.executor_common import row_form
 from mixjit.runtime.model.hardware import HARDWARE, get_hardware
 from mixjit.runtime.model.partition import partition_sizes
+from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.schemes.emulation import NONFINITE_REASON, check_operands, parse_label
 
@@ -140,7 +141,8 @@ def fp16_slices(a: np.ndarray, b: np.ndarray, config: SplitConfig) -> np.ndarray
 @register
 class Split(Scheme):
     name = "split"
-    executor = CompiledExecutor("split", 7, esp.split_gemm, esp.N_WORDS, esp.N_STATS, esp.STATUS_MESSAGES)
+    executor = CompiledExecutor("split", catalog.plan_code("split"),
+                                esp.split_gemm, esp.N_WORDS, esp.N_STATS, esp.STATUS_MESSAGES)
     summary = "split-precision GEMM: important K slices in range-scaled FP16, the rest INT8 (patent)"
 
     def configs(self, dtype: np.dtype | type = np.float32) -> Sequence[Config]:

@@ -21,6 +21,7 @@ import numpy as np
 
 from mixjit.runtime.int8 import executor as ei8
 from mixjit.runtime.vitbit import executor as ex
+from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.schemes.emulation import NONFINITE_REASON, check_operands, parse_label
 
@@ -182,7 +183,8 @@ def emulate_integer_product(qa: np.ndarray, qb: np.ndarray, config: VitbitConfig
 @register
 class Vitbit(Scheme):
     name = "vitbit"
-    executor = CompiledExecutor("vitbit", 10, ex.vitbit_gemm, ex.N_WORDS, ex.N_STATS, ex.STATUS_MESSAGES)
+    executor = CompiledExecutor("vitbit", catalog.plan_code("vitbit"),
+                                ex.vitbit_gemm, ex.N_WORDS, ex.N_STATS, ex.STATUS_MESSAGES)
     summary = "low-bit (2..8) integer GEMM, VitBit packing + tensor/INT/FP split (exact integer sums)"
 
     def configs(self, dtype: np.dtype | type = np.float32) -> Sequence[Config]:
