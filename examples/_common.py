@@ -24,7 +24,7 @@ from mixjit import mixjit
 from mixjit.entry import EXECUTORS
 from mixjit.passes.tuning.candidates import parse_scheme_spec, split_scheme_specs
 from mixjit.report import dag_report, sites_report
-from mixjit.runtime.hardware import HARDWARE
+from mixjit.runtime.model.hardware import HARDWARE
 from mixjit.tuning import TunedPlan
 from mixjit.tuning.outputs import relative_frobenius  # paper Eq. 10, in float64
 

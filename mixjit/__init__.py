@@ -17,7 +17,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "gemm": ("mixjit.gemm_api", "gemm"),
     "mixjit": ("mixjit.decorator", "mixjit"),
-    "MixjitWarning": ("mixjit.runtime.mixjit_warning", "MixjitWarning"),
+    "MixjitWarning": ("mixjit.runtime.jit.warning", "MixjitWarning"),
 }
 
 __all__ = ["gemm", "mixjit", "MixjitWarning", "__version__"]

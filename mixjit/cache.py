@@ -17,7 +17,7 @@ way round. ``MixjitCache`` keeps them apart twice over:
 
 An unreadable cache file (truncated, empty, garbage, or a data file whose SHA-256 checksum
 does not match: one flipped byte) is a miss: ``MixjitCache`` is a ``TolerantFunctionCache``
-(``mixjit.runtime.jit_cache``), which warns once (``CacheFileWarning``), deletes the file and
+(``mixjit.runtime.jit.cache``), which warns once (``CacheFileWarning``), deletes the file and
 lets the function compile again; a file it cannot write is a warning too.
 
 Cached code names the GEMM entry and its site blocks by symbol only. What
@@ -37,8 +37,8 @@ from typing import Any, Callable
 from numba.core.caching import CompileResultCacheImpl
 
 import mixjit
-from mixjit.runtime.jit_cache import CacheFileWarning, TolerantFunctionCache
-from mixjit.runtime.source_hash import sources_hash
+from mixjit.runtime.jit.cache import CacheFileWarning, TolerantFunctionCache
+from mixjit.runtime.jit.source_hash import sources_hash
 
 __all__ = ["ABI_SOURCES", "cache_tag", "MixjitCache", "CacheFileWarning"]
 

@@ -52,7 +52,7 @@ from mixjit.linking import FoundSites, GemmCall
 from mixjit.numba_pipeline import StageError, make_pipeline, matmul_targets, stage
 from mixjit.numba_types import callee_name, qualified_name
 from mixjit.plan import SiteBlock, SitePlan, SiteRecord, candidate_schemes, get_plan, initial_plan
-from mixjit.runtime.mixjit_warning import MixjitWarning  # defined in a leaf: runtime warnings derive from it
+from mixjit.runtime.jit.warning import MixjitWarning  # defined in a leaf: runtime warnings derive from it
 
 __all__ = ["mixjit", "MixjitDispatcher", "Site", "MixjitWarning"]
 
@@ -937,7 +937,7 @@ def mixjit(
     if tune not in TUNE_MODES:
         raise ValueError(f"mixjit: tune={tune!r}; choose one of {', '.join(map(repr, TUNE_MODES))}")
     check_metric(metric)
-    from mixjit.runtime.hardware import get_hardware
+    from mixjit.runtime.model.hardware import get_hardware
 
     get_hardware(target)
     if schemes is not None:

@@ -40,9 +40,9 @@ compile is small:
   bit), and never a product that reads memory it is writing.
 * The compiled executors the schemes declare (``Scheme.executor``, a
   ``CompiledExecutor``: plan code, kernel, config words, statistics, refusal
-  messages; ``EXECUTORS`` maps every scheme name to its code): MixPert
-  (``mixpert``, ``mixpert-fp64``), multi-term (``tf32x3``, ``bf16xn``, ``fp16x2``),
-  ``int8``, ``split``, ``ozaki2``. The entry calls them through a table of C
+  messages; ``EXECUTORS`` maps every scheme name to its code): one per family of
+  the scheme catalogue (mixjit.runtime.schemes.catalog, whose ``plan_code`` each
+  declares), read when this module is imported. The entry calls them through a table of C
   addresses (``EXECUTOR_TABLE_SYMBOL``, one slot per plan code and dtype), filled by
   ``load_executor`` when a plan row first names the executor (``write_plan_row``),
   for the site's dtype only (``mixjit.plan`` knows it; both when it is not known):
@@ -76,7 +76,7 @@ row of ``STATS_SYMBOL`` (sums; the widest exponent span as a maximum); only
 executors that declare ``profile_stats`` record statistics. With the
 flag clear, a call costs one extra atomic load.
 
-The entry is cached on disk by ``RuntimeCache`` (``mixjit.runtime.jit_cache``),
+The entry is cached on disk by ``RuntimeCache`` (``mixjit.runtime.jit.cache``),
 whose key also hashes the runtime sources it compiles in (this file's runtime
 imports, transitively): Numba's own key sees only this file. Each executor's C
 function has its own cache files (``_ExecutorCache``), keyed also on its
@@ -99,10 +99,10 @@ from numba.core.ccallback import CFunc
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
-from mixjit.runtime.jit_cache import RuntimeCache
-from mixjit.runtime.scratch_arrays import any_layout, stack_array
+from mixjit.runtime.jit.cache import RuntimeCache
+from mixjit.runtime.jit.scratch_arrays import any_layout, stack_array
 from mixjit.runtime.schemes.base import MAX_EXECUTOR_CODE, CompiledExecutor, compiled_executors
-from mixjit.runtime.source_hash import runtime_sources_hash
+from mixjit.runtime.jit.source_hash import runtime_sources_hash
 
 ENTRY_SYMBOL = "mixjit_gemm_entry"
 """Name under which the entry is registered with llvmlite (``binding.add_symbol``)."""
@@ -137,7 +137,8 @@ _EXECUTORS_BY_SCHEME: dict[str, CompiledExecutor] = compiled_executors()
 
 EXECUTORS: dict[str, int] = {name: ex.code for name, ex in _EXECUTORS_BY_SCHEME.items()}
 """Every scheme a site can run, by name: the plan code of its compiled executor (word 0
-of a plan row). Schemes declare their executor (``Scheme.executor``); this is the registry's view."""
+of a plan row). Schemes declare their executor (``Scheme.executor``) with their catalogue family's
+plan code; this is the view of every family in the catalogue when this module is imported."""
 
 ENTRY_ERRORS: dict[int, str] = {
     ENTRY_BAD_SITE: f"site id outside [0, {MAX_SITES}); allocate ids with mixjit.entry.new_site()",
@@ -1017,7 +1018,7 @@ def load_executor(code: int, dtypes: "Iterable[np.dtype | type | str] | None" = 
             if _EXEC_TABLE[_slot(code, dtype_code)] != 0:
                 continue
             # an executor with parallel regions loaded from the disk cache starts Numba's threading
-            # layer by the reload hooks runtime/jit_cache.py saves with it (tests/runtime/
+            # layer by the reload hooks runtime/jit/cache.py saves with it (tests/runtime/
             # test_jit_cache_first_use.py)
             py_func = _executor_function(executor, dtype_code)
             fn = CFunc(py_func, sigutils.normalize_signature(_ENTRY_SIG), locals={}, options={"nopython": True})

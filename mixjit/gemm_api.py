@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import Config, resolve_scheme
 
 
-#: the scheme ``gemm`` uses when none is given, by input dtype (as @mixjit's default plans)
-DEFAULT_SCHEMES = {np.dtype(np.float32): "mixpert", np.dtype(np.float64): "mixpert-fp64"}
+#: the scheme ``gemm`` uses when none is given, by input dtype: the first of @mixjit's default
+#: plan candidates (the scheme catalogue's ``plan`` role)
+DEFAULT_SCHEMES = {np.dtype(dt): catalog.default_schemes("plan", dt)[0] for dt in ("float32", "float64")}
 
 
 def gemm(

@@ -37,13 +37,12 @@ from mixjit.entry import (
     EXEC_REFERENCE, EXECUTORS, MAX_SITES, PLAN_WORDS, REFERENCE_EXECUTOR, executor_for, write_plan_row,
 )
 from mixjit.passes.tuning.candidates import parse_scheme_spec
+from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import Config, Scheme, get_scheme
 
-DEFAULT_SCHEMES: dict[str, tuple[str, ...]] = {
-    "float32": ("mixpert", "native"),
-    "float64": ("mixpert-fp64", "native"),
-}
-"""Candidate schemes of a site when the user gives none, by the site's dtype."""
+DEFAULT_SCHEMES: dict[str, tuple[str, ...]] = {dt: catalog.default_schemes("plan", dt) for dt in ("float32", "float64")}
+"""Candidate schemes of a site when the user gives none, by the site's dtype (the scheme
+catalogue's ``plan`` role: mixjit.runtime.schemes.catalog)."""
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ def warm(out: TextIO = sys.stdout) -> float:
 
 def _mixpert_rare_paths() -> None:
     """Run the MixPert general path on data that takes its paths compiled on demand
-    (runtime/executor_mixpert_driver.product calls each only when a call needs it): wide
+    (runtime/mixpert/driver.py's product calls each only when a call needs it): wide
     exponent spans (certified and exact paths), elements aligned to 0 (step 6's
     recomputation), non-finite elements; the small shapes above take the small path only."""
     from mixjit.gemm_api import gemm
@@ -73,11 +73,11 @@ def _mixpert_rare_paths() -> None:
 
 def _lazy_cells() -> None:
     """Compile the kernels that the code loaded above calls through lazy cells
-    (runtime/lazy_link.py's ``unlinked_lazy``: the MixPert small path's loops, which the
+    (runtime/jit/lazy_link.py's ``unlinked_lazy``: the MixPert small path's loops, which the
     data above leaves to the direct paths, the float64 direct path's full guarantee check,
     which its proof spares on that data, and the sites' general-path trampoline), for the
     argument types of each caller, so that no first call compiles them."""
-    from mixjit.runtime.lazy_link import fill_lazy_cells
+    from mixjit.runtime.jit.lazy_link import fill_lazy_cells
 
     fill_lazy_cells(package="mixjit")
 
@@ -85,11 +85,11 @@ def _lazy_cells() -> None:
 def _mixpert_threaded_packing() -> None:
     """Compile the MixPert general path's threaded row form and block packing, which its
     trampolines reach only for calls large enough for threads to pay
-    (executor_mixpert_pack.threads_pay), for the operands Python callers pass (C-ordered)
+    (mixpert.pack.threads_pay), for the operands Python callers pass (C-ordered)
     and those sites pass (strided views)."""
-    from mixjit.runtime.executor_mixpert_pack import _block_operand_threads
-    from mixjit.runtime.executor_mixpert_split import _row_form_threads, prepare_operand
-    from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEGMENTS, W_TK
+    from mixjit.runtime.mixpert.pack import _block_operand_threads
+    from mixjit.runtime.mixpert.split import _row_form_threads, prepare_operand
+    from mixjit.runtime.mixpert.words import W_DIGITS, W_SEGMENTS, W_TK
     from mixjit.runtime.schemes.base import get_scheme
 
     rng = np.random.default_rng(2)

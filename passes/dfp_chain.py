@@ -7,7 +7,7 @@ result of another ``dfp`` site with ``out=dfp`` (directly, or through views: sli
 casts; the GEMM DAG must have the edge) gets ``carry_a`` / ``carry_b`` = the producer's ``bits``
 in its plan config, and ``mix.dfp_carry = {a = <producer site>}`` records the chain in the IR.
 The operand then keeps the producer's shared exponent and mantissas instead of being quantized to
-the site's own config (docs/numerics.md, "dfp", chains; runtime/executor_dfp.py checks at run time
+the site's own config (docs/numerics.md, "dfp", chains; runtime/dfp/executor.py checks at run time
 that the operand still is such a tensor, and quantizes it again if it is not).
 
 By default only producers no wider than the site's own ``bits`` are carried: the result is then

@@ -27,7 +27,8 @@ from mixjit.passes.pass_base import ModulePass, OptionError, PassContext, option
 from mixjit.passes.registry import register_pass
 from mixjit.passes.tuning.plan_attr import PLAN_ATTR
 from mixjit.passes.tuning.sites import gemm_sites, site_loc
-from mixjit.runtime.cuda.desc import ARCHS, MOST_PRECISE, KernelSpec, UnsupportedConfig
+from mixjit.runtime.cuda.desc import ARCHS, KernelSpec, UnsupportedConfig
+from mixjit.runtime.mixpert.cuda.desc import MOST_PRECISE
 from mixjit.runtime.cuda.emit import KernelSource, render
 from mixjit.runtime.cuda.registry import kernel_desc
 

@@ -203,9 +203,9 @@ def _write_doc(rows: list[tuple[int, float, float, float]], wide: list[tuple[int
         "n = 256 and 153 s at n = 512 on this machine (compiled driver, load ~3).",
         "",
         "Why this ratio: level IV keeps 8 of the 9 pairs of 7-bit digits, all but the",
-        "corner (2, 2). Its exact blocks are two float64 GEMMs (runtime/pair_blocks.py);",
+        "corner (2, 2). Its exact blocks are two float64 GEMMs (runtime/mixpert/pair_blocks.py);",
         "it runs instead as one float64 GEMM of the whole 21-bit mantissas minus float32",
-        "GEMMs of the corner digits over chunks of K (runtime/mixpert_corner.py), each",
+        "GEMMs of the corner digits over chunks of K (runtime/mixpert/paths/corner.py), each",
         "output certified exact by Cauchy-Schwarz on its row's and column's norms (or",
         "recomputed from the two blocks: the same bits). Float64 BLAS runs at about half",
         "the float32 rate, so one dgemm plus one sgemm's work, about 3x sgemm, is the",
@@ -355,7 +355,7 @@ FP64_DATA = {
 
 def _elementwise_errors(c: np.ndarray, a: np.ndarray, b: np.ndarray, ii: np.ndarray, jj: np.ndarray) -> np.ndarray:
     """``|C - AB|_ij / (|A||B|)_ij`` at the sampled outputs, against exact dot products."""
-    from mixjit.runtime.exactsum import exact_dot_round, exact_dot_scratch
+    from mixjit.runtime.numerics.exactsum import exact_dot_round, exact_dot_scratch
 
     acc = exact_dot_scratch()
     out = np.empty(ii.size)
@@ -456,15 +456,15 @@ def _case(scheme_name: str, label: str | None, dtype, n: int):
 def step_times(n: int, repeats: int) -> list[dict]:
     """Each step of the executor timed alone (median CPU and wall s), per STEP_CASES.
     Only functions whose signatures older commits share are called (see --code)."""
-    from mixjit.runtime import executor_mixpert_split as split
-    from mixjit.runtime import executor_mixpert_words as words
-    from mixjit.runtime import mixpert_bound as bound
-    from mixjit.runtime.executor_mixpert_certified import exact_elements, recompute32
-    from mixjit.runtime.executor_mixpert_driver import mixpert_gemm
-    from mixjit.runtime.executor_mixpert_fast import fast_path
-    from mixjit.runtime.mixpert_wide import fast32_certified, plan_wide_blocks
-    from mixjit.runtime.pair_blocks import SPAN_RESERVE, plan_block_array
-    from mixjit.runtime.segments import width
+    from mixjit.runtime.mixpert import split
+    from mixjit.runtime.mixpert import words
+    from mixjit.runtime.mixpert.guarantee import bound
+    from mixjit.runtime.mixpert.guarantee.certified import exact_elements, recompute32
+    from mixjit.runtime.mixpert.driver import mixpert_gemm
+    from mixjit.runtime.mixpert.paths.fast import fast_path
+    from mixjit.runtime.mixpert.paths.wide import fast32_certified, plan_wide_blocks
+    from mixjit.runtime.mixpert.pair_blocks import SPAN_RESERVE, plan_block_array
+    from mixjit.runtime.mixpert.segments import width
 
     out = []
     for scheme_name, label, dtype in STEP_CASES:
@@ -542,9 +542,9 @@ def step_times(n: int, repeats: int) -> list[dict]:
 
 def _takes_corner(pa, pb, blocks, ea, eb, params, to32: bool) -> bool:
     """Does the fast path run level IV's corner path here (one dgemm minus the corner
-    digits' sgemms, runtime/mixpert_corner.py)? False on code without it (``--code``)."""
+    digits' sgemms, runtime/mixpert/paths/corner.py)? False on code without it (``--code``)."""
     try:
-        from mixjit.runtime.executor_mixpert_fast import PATH_CORNER, fast_path_threads
+        from mixjit.runtime.mixpert.paths.fast import PATH_CORNER, fast_path_threads
     except ImportError:
         return False
     res = np.empty((pa.q.shape[0], pb.q.shape[0]))
@@ -560,7 +560,7 @@ def _first_touch(n: int, repeats: int) -> tuple[list[float], list[float] | None]
     from numba import njit
 
     try:
-        from mixjit.runtime.executor_mixpert_pack import fresh64
+        from mixjit.runtime.mixpert.pack import fresh64
     except ImportError:
         fresh64 = None
 
@@ -600,10 +600,10 @@ def _fp64_products(blocks, seg0: int, digits: int):
     subtracted, B range, B range subtracted), terms (product, shift, sign)) from
     pair_blocks.karatsuba_products, or one product per block on code without it
     (``--code`` of an older commit)."""
-    from mixjit.runtime.pair_blocks import BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT
+    from mixjit.runtime.mixpert.pair_blocks import BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT
 
     try:
-        from mixjit.runtime.pair_blocks import karatsuba_products
+        from mixjit.runtime.mixpert.pair_blocks import karatsuba_products
     except ImportError:
         prods = np.full((blocks.shape[0], 9), -1, dtype=np.int64)
         prods[:, [0, 1, 4, 5]] = blocks[:, [BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1]]
@@ -614,7 +614,7 @@ def _fp64_products(blocks, seg0: int, digits: int):
 
 def _fp64_operand(q, scale, side, segs: int, digits: int, tk: int):
     """One side of a product packed alone (a difference of two ranges where it has one)."""
-    from mixjit.runtime.executor_mixpert_pack import pack_block
+    from mixjit.runtime.mixpert.pack import pack_block
 
     rows = np.arange(q.shape[0])
     x = pack_block(q, scale, rows, 0, q.shape[1], side[0], side[1], segs, digits, tk, False)
@@ -626,7 +626,7 @@ def _fp64_operand(q, scale, side, segs: int, digits: int, tk: int):
 def _fp64_epilogue(ds, blocks, terms, ea, eb, out, frac: int) -> None:
     """The fast path's epilogue on given dgemm results: ``epilogue_terms`` where the
     code has it, else ``epilogue_many`` (one term per block)."""
-    from mixjit.runtime import executor_mixpert_fast as fast
+    from mixjit.runtime.mixpert.paths import fast
 
     if hasattr(fast, "epilogue_terms"):
         fast.epilogue_terms(ds[:-1], ds[-1], terms, ea, eb, out, False, frac)
@@ -640,14 +640,14 @@ def fp64_step_times(n: int, repeats: int) -> list[dict]:
     whose signatures older commits share are called (see --code); the dgemms are the
     fast path's (:func:`_fp64_products`: five with the Karatsuba product, else one
     per block)."""
-    from mixjit.runtime import executor_mixpert_split as split
-    from mixjit.runtime import executor_mixpert_words as words
-    from mixjit.runtime import mixpert_bound as bound
-    from mixjit.runtime.executor_mixpert_driver import mixpert_gemm
-    from mixjit.runtime.executor_mixpert_fast import fast_path
-    from mixjit.runtime.pair_blocks import BLOCK_BITS, SPAN_RESERVE, k_bits
-    from mixjit.runtime.pair_blocks import plan_block_array
-    from mixjit.runtime.segments import width
+    from mixjit.runtime.mixpert import split
+    from mixjit.runtime.mixpert import words
+    from mixjit.runtime.mixpert.guarantee import bound
+    from mixjit.runtime.mixpert.driver import mixpert_gemm
+    from mixjit.runtime.mixpert.paths.fast import fast_path
+    from mixjit.runtime.mixpert.pair_blocks import BLOCK_BITS, SPAN_RESERVE, k_bits
+    from mixjit.runtime.mixpert.pair_blocks import plan_block_array
+    from mixjit.runtime.mixpert.segments import width
 
     scheme = get_scheme("mixpert-fp64")
     cfg = scheme.default_config(np.float64)
@@ -835,12 +835,12 @@ def threads(sizes: list[int], repeats: int, write: bool) -> None:
     call; then the fast path with its steps forced onto threads against forced serial."""
     import numba
 
-    from mixjit.runtime import executor_mixpert_words as words
-    from mixjit.runtime.executor_mixpert_driver import mixpert_gemm
-    from mixjit.runtime.executor_mixpert_fast import fast_path_threads
-    from mixjit.runtime.executor_mixpert_split import prepare_operand
-    from mixjit.runtime.pair_blocks import SPAN_RESERVE, plan_block_array
-    from mixjit.runtime.segments import width
+    from mixjit.runtime.mixpert import words
+    from mixjit.runtime.mixpert.driver import mixpert_gemm
+    from mixjit.runtime.mixpert.paths.fast import fast_path_threads
+    from mixjit.runtime.mixpert.split import prepare_operand
+    from mixjit.runtime.mixpert.pair_blocks import SPAN_RESERVE, plan_block_array
+    from mixjit.runtime.mixpert.segments import width
 
     nt = numba.get_num_threads()
     calls, forced = [], []
@@ -890,7 +890,7 @@ def threads(sizes: list[int], repeats: int, write: bool) -> None:
 
 
 def _threads_section(nt: int, calls: list, forced: list) -> str:
-    from mixjit.runtime.executor_mixpert_pack import REGION_COST_NS
+    from mixjit.runtime.mixpert.pack import REGION_COST_NS
 
     lines = [
         "## Threads: what they cost or gain",

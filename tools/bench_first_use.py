@@ -26,11 +26,11 @@ events: the CPU seconds of each compiled function, its callees included).
 ``--calls`` measures what the lazy compiles put on a call's way, per call in CPU
 microseconds over warm caches, side by side: the small path (mixpert-fp64, 4x4 and
 32x32) from a compiled loop linked in and through its address cell
-(runtime/lazy_link.py); its direct paths (mixpert level=IV, mixpert-fp64) linked in and
+(runtime/jit/lazy_link.py); its direct paths (mixpert level=IV, mixpert-fp64) linked in and
 through the address cells ``small_gemm`` calls them by; its loops (level=IV with
 balanced digits, which no direct path takes) linked in and through their lazy cell; and
 the general path (8x8) from Python and through the sites' trampoline
-(runtime/lazy_mixpert.py). Every run measures them.
+(runtime/mixpert/lazy.py). Every run measures them.
 
 ``--write`` stores the figures in docs/first_use.json and the generated sections of
 docs/first_use.md (a run of some scenarios keeps the others' figures).
@@ -151,12 +151,12 @@ CALLS_CHILD = """
 import json, time
 import numpy as np
 from numba import njit
-from mixjit.runtime.executor_mixpert_direct import direct_gemm
-from mixjit.runtime.executor_mixpert_direct64 import direct_gemm64
-from mixjit.runtime.executor_mixpert_driver import _small_gemm_unlinked
-from mixjit.runtime.executor_mixpert_small import (_direct_gemm64_far, _direct_gemm_far, _small_loops_lazy, small_gemm,
+from mixjit.runtime.mixpert.paths.direct import direct_gemm
+from mixjit.runtime.mixpert.paths.direct64 import direct_gemm64
+from mixjit.runtime.mixpert.driver import _small_gemm_unlinked
+from mixjit.runtime.mixpert.paths.small import (_direct_gemm64_far, _direct_gemm_far, _small_loops_lazy, small_gemm,
                                                    small_loops_gemm, small_max_work)
-from mixjit.runtime.lazy_mixpert import general_gemm, general_gemm_lazy
+from mixjit.runtime.mixpert.lazy import general_gemm, general_gemm_lazy
 from mixjit.runtime.schemes.base import get_scheme
 
 params = np.array(get_scheme("mixpert-fp64").default_config(np.float64).words(), dtype=np.int64)
@@ -292,8 +292,8 @@ def measure_calls() -> dict:
     """Per-call CPU microseconds of what the lazy compiles put on a call's way (``CALLS_CHILD``,
     a fresh process over the default, warm caches, best of five side by side): the small path
     (mixpert-fp64, 4x4 and 32x32), its direct paths and its loops, each linked into a compiled
-    caller and called through its (lazy) address cell (runtime/lazy_link.py), and the general
-    path (8x8) from Python and through the sites' trampoline (runtime/lazy_mixpert.py)."""
+    caller and called through its (lazy) address cell (runtime/jit/lazy_link.py), and the general
+    path (8x8) from Python and through the sites' trampoline (runtime/mixpert/lazy.py)."""
     proc = subprocess.run([sys.executable, "-c", CALLS_CHILD], capture_output=True, text=True, cwd=ROOT,
                           timeout=1800)
     if proc.returncode != 0:

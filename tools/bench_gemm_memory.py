@@ -45,9 +45,9 @@ _CHILD = textwrap.dedent(
     b = rng.standard_normal((n, n)).astype(dtype)
     if how == "stages":
         import mixjit
-        from mixjit.runtime.executor_mixpert_driver import fresh64, product
-        from mixjit.runtime.executor_mixpert_words import N_STATS
-        from mixjit.runtime.lazy_mixpert import prepare_call_operand
+        from mixjit.runtime.mixpert.driver import fresh64, product
+        from mixjit.runtime.mixpert.words import N_STATS
+        from mixjit.runtime.mixpert.lazy import prepare_call_operand
         from mixjit.runtime.schemes.base import resolve_scheme
 
         scheme_obj, fixed = resolve_scheme(scheme)

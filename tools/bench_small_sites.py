@@ -15,13 +15,13 @@ same run, ``--repeats`` times; the median per-call ratio is reported:
   ``a @ b`` from Python (numpy).
 
 Beside them, per case, the compiled kernel alone (``mixpert_gemm`` in an ``@njit``
-loop, which takes the small-shape path, runtime/executor_mixpert_small.py; the run
+loop, which takes the small-shape path, runtime/mixpert/paths/small.py; the run
 fails if it does not) and the general path alone (``multiply_into``, Python-driven, of two
 ``prepare_operand`` results: what the kernel ran before the small path).
 
 *Steps*: the site's own cost (the site minus the kernel alone: the entry's dispatch and
 the executor function), the driver's (the kernel minus the direct path alone), and each
-step of the direct path (runtime/executor_mixpert_direct.py) alone in a compiled loop on
+step of the direct path (runtime/mixpert/paths/direct.py) alone in a compiled loop on
 its own scratch (``_step32`` / ``_step64``); the rest (scratch views, output scaling and
 rounding, statistics) is the difference.
 
@@ -64,16 +64,16 @@ from numba import njit  # noqa: E402
 from common import ROOT, markdown_table, progress, provenance, replace_generated_section, write_json
 from mixjit import gemm, mixjit  # noqa: E402
 from mixjit.plan import SitePlan, set_plan  # noqa: E402
-from mixjit.runtime import executor_mixpert as ex  # noqa: E402
-from mixjit.runtime import executor_mixpert_direct as direct  # noqa: E402
-from mixjit.runtime import executor_mixpert_direct64 as direct64  # noqa: E402
-from mixjit.runtime.executor_mixpert_small import (  # noqa: E402
+from mixjit.runtime.mixpert import executor as ex  # noqa: E402
+from mixjit.runtime.mixpert.paths import direct  # noqa: E402
+from mixjit.runtime.mixpert.paths import direct64  # noqa: E402
+from mixjit.runtime.mixpert.paths.small import (  # noqa: E402
     SMALL_MAX_WORK_FP32,
     SMALL_MAX_WORK_FP64,
     small_gemm,
     small_loops_gemm,
 )
-from mixjit.runtime.mixpert_bound import fp64_doubtful, recompute  # noqa: E402
+from mixjit.runtime.mixpert.guarantee.bound import fp64_doubtful, recompute  # noqa: E402
 from mixjit.runtime.schemes import get_scheme  # noqa: E402
 
 DOC = ROOT / "docs" / "executor_speed.md"
@@ -114,7 +114,7 @@ def _kernel_loop(a, b, c, params, stats, calls):
 
 def _general_loop(a, b, c, params, stats, calls):
     """The general path alone (split, fast / certified / exact paths, step 6), ``calls`` times, from Python: its
-    driver is Python (runtime/executor_mixpert_driver.py), so this is what a call of it costs."""
+    driver is Python (runtime/mixpert/driver.py), so this is what a call of it costs."""
     s = 0
     for _ in range(calls):
         s += ex.multiply_into(ex.prepare_operand(a, False, params), ex.prepare_operand(b, True, params), params, c,
@@ -124,7 +124,7 @@ def _general_loop(a, b, c, params, stats, calls):
 
 @njit
 def _direct32_loop(a, b, c, params, stats, calls):
-    """The float32 direct path alone (runtime/executor_mixpert_direct.py), ``calls`` times."""
+    """The float32 direct path alone (runtime/mixpert/paths/direct.py), ``calls`` times."""
     s = 0
     for _ in range(calls):
         s += direct.direct_gemm(a, b, c, params, stats)
@@ -207,7 +207,7 @@ def _step32(a, b, params, calls, step):
 
 @njit
 def _step64(a, b, params, calls, step):
-    """One step of ``direct_gemm64`` (runtime/executor_mixpert_direct64.py) alone, ``calls`` times, on its own scratch: 0
+    """One step of ``direct_gemm64`` (runtime/mixpert/paths/direct64.py) alone, ``calls`` times, on its own scratch: 0
     checking the pair set, 1 both exponent passes, 2 both operands' slices, 3 the four slice products (Karatsuba),
     4 the guarantee: the proof that no output is in doubt (``_surely_certified``), else mixpert_bound's
     fp64_doubtful and recompute, as the direct path runs it."""
@@ -390,7 +390,7 @@ class Profile(event.Listener):
 
 profile = Profile()
 event.register("numba:compile", profile)
-from mixjit.runtime.executor_mixpert_small import small_gemm
+from mixjit.runtime.mixpert.paths.small import small_gemm
 from mixjit.runtime.schemes import get_scheme
 dt = np.dtype(sys.argv[1])
 scheme = get_scheme("mixpert" if dt == np.float32 else "mixpert-fp64")

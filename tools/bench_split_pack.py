@@ -2,7 +2,7 @@
 
     python tools/bench_split_pack.py --before 943ef5c --sizes 2048 --repeats 7
 
-Loads ``runtime/segments.py`` and ``runtime/executor_mixpert_pack.py`` as they were at
+Loads ``runtime/mixpert/segments.py`` and ``runtime/mixpert/pack.py`` as they were at
 ``--before`` (compiled with plain ``numba.njit``, not cached) beside this checkout's,
 and times ``segments.pack_groups`` (the split of one operand in row form: what
 ``executor_mixpert_split.split_rows`` spends most of its time in) and
@@ -29,10 +29,10 @@ import types
 import numpy as np
 
 from common import ROOT, machine_info, replace_generated_section, write_json  # tools/common.py
-from mixjit.runtime import executor_mixpert_pack as new_pack
-from mixjit.runtime import executor_mixpert_split as split
-from mixjit.runtime import executor_mixpert_words as words
-from mixjit.runtime import segments as new_segments
+from mixjit.runtime.mixpert import pack as new_pack
+from mixjit.runtime.mixpert import split
+from mixjit.runtime.mixpert import words
+from mixjit.runtime.mixpert import segments as new_segments
 from mixjit.runtime.schemes import get_scheme
 
 OUT = ROOT / "docs" / "executor_speed_split.json"
@@ -48,9 +48,9 @@ def _load_old(rev: str, path: str, name: str) -> types.ModuleType:
     (its segments import pointed at the old segments module)."""
     src = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True, text=True, cwd=ROOT,
                          check=True).stdout
-    src = src.replace("from mixjit.runtime.jit_cache import cached_njit",
+    src = src.replace("from mixjit.runtime.jit.cache import cached_njit",
                       "from numba import njit as _njit\n\ndef cached_njit(**kw):\n    return _njit(**kw)")
-    src = src.replace("from mixjit.runtime.segments import", "from _old_segments import")
+    src = src.replace("from mixjit.runtime.mixpert.segments import", "from _old_segments import")
     mod = types.ModuleType(name)
     mod.__file__ = f"<{rev}:{path}>"
     sys.modules[name] = mod
@@ -87,8 +87,8 @@ def _same(a, b) -> bool:
 
 def run(before: str, sizes: list[int], repeats: int) -> list[dict]:
     """Old and new split and pack per case and size; raises if any bit differs."""
-    old_segments = _load_old(before, "runtime/segments.py", "_old_segments")
-    old_pack = _load_old(before, "runtime/executor_mixpert_pack.py", "_old_pack")
+    old_segments = _load_old(before, "runtime/mixpert/segments.py", "_old_segments")
+    old_pack = _load_old(before, "runtime/mixpert/pack.py", "_old_pack")
     rows = []
     for n in sizes:
         for scheme_name, label, dtype in CASES:

@@ -66,7 +66,7 @@ from mixjit.passes.tuning.exhaustive import SearchTooLarge, exhaustive  # noqa: 
 from mixjit.passes.tuning.greedy import greedy  # noqa: E402
 from mixjit.passes.tuning.space import Evaluation, Plan, SiteSpace  # noqa: E402
 from mixjit.plan import SitePlan  # noqa: E402
-from mixjit.runtime.costmodel import modeled_calls_time  # noqa: E402
+from mixjit.runtime.model.costmodel import modeled_calls_time  # noqa: E402
 from mixjit.tuning.driver import TuneResult, plan_error, signature_of, tune  # noqa: E402
 
 BUDGETS = (1e-7, 1e-6, 1e-5, 1e-4, 1e-3)

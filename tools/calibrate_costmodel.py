@@ -1,4 +1,4 @@
-"""Calibrate the GPU cost model (runtime/costmodel.py) against published figures.
+"""Calibrate the GPU cost model (runtime/model/costmodel.py) against published figures.
 
 Usage: python tools/calibrate_costmodel.py [--json PATH] [--write-docs]
 
@@ -8,7 +8,7 @@ measured on a GPU. It does three things:
 
 1. *Fit*: for each (part, class) whose sustained efficiency comes from a publication,
    solve for the efficiency that makes the model reproduce that publication's figure
-   (bisection), and print it next to the value in runtime/hardware.py. The default
+   (bisection), and print it next to the value in runtime/model/hardware.py. The default
    efficiencies (``costmodel.DEFAULT_EFFICIENCY``) are the means of the fitted values
    by unit (SIMT, tensor), printed next to the constants.
 2. *Residuals*: with the efficiencies as they are in the code, the modeled value of
@@ -36,9 +36,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from common import ROOT, markdown_table, progress, provenance, replace_generated_section, write_json  # noqa: E402
 
-from mixjit.runtime import costmodel  # noqa: E402
-from mixjit.runtime.costmodel import ModeledTime, modeled_time, work_time  # noqa: E402
-from mixjit.runtime.hardware import HARDWARE, Hardware, get_hardware  # noqa: E402
+from mixjit.runtime.model import costmodel  # noqa: E402
+from mixjit.runtime.model.costmodel import ModeledTime, modeled_time, work_time  # noqa: E402
+from mixjit.runtime.model.hardware import HARDWARE, Hardware, get_hardware  # noqa: E402
 from mixjit.runtime.schemes.base import Work  # noqa: E402
 
 DOCS = ROOT / "docs" / "costmodel.md"
@@ -299,7 +299,7 @@ def run() -> dict:
 
 
 def hardware_table() -> list[str]:
-    """The hardware table as Markdown (published figures, from runtime/hardware.py)."""
+    """The hardware table as Markdown (published figures, from runtime/model/hardware.py)."""
     def rate(hw: Hardware, cls: str) -> str:
         v = hw.peak_tops.get(cls)
         return "-" if v is None else f"{v:g}"
@@ -346,7 +346,7 @@ def render(res: dict) -> dict[str, str]:
     ov = markdown_table(["target", "scheme", *(f"n = {n}" for n in OVERVIEW_SIZES)], ov_rows)
     prov = provenance(["python", "tools/calibrate_costmodel.py", "--write-docs"], None)
     return {
-        "costmodel-hardware": "\n".join(["Dense peaks in TFLOPS / TOPS (published, see runtime/hardware.py for the "
+        "costmodel-hardware": "\n".join(["Dense peaks in TFLOPS / TOPS (published, see runtime/model/hardware.py for the "
                                           "source of each figure).", "", *hardware_table()]),
         "costmodel-fit": "\n".join(["All model figures are **modeled** (no GPU run).", "", *fits, "", *prov]),
         "costmodel-checks": "\n".join(["Modeled values, with the efficiencies as they are in the code.", "", *checks]),

@@ -7,7 +7,7 @@ split and vitbit at fixed configs) and arch: the SASS instruction checks (the ma
 tensor-core MMA count, FFMA and IMAD counts) and ptxas's resources per kernel (registers, shared memory, spills) from
 ``cuobjdump -res-usage``;
 and the *modeled* cost of running the INT8 products with ``mma.sync`` instead of ``wgmma`` on
-an H100 (runtime/costmodel.py with the hardware table's H100 minus its wgmma shapes). Writes
+an H100 (runtime/model/costmodel.py with the hardware table's H100 minus its wgmma shapes). Writes
 the generated sections ``cuda-kernels`` and ``cuda-wgmma`` of docs/cuda.md and
 docs/figures/cuda_kernels.json. No GPU is used: nothing here is a measured GPU figure.
 """
@@ -20,13 +20,14 @@ import sys
 
 from common import ROOT, markdown_table, progress, provenance, replace_generated_section, write_json
 
-from mixjit.runtime.costmodel import modeled_time
+from mixjit.runtime.model.costmodel import modeled_time
 from mixjit.runtime.cuda.build import build, find_compiler
-from mixjit.runtime.cuda.desc import ARCHS, KernelDesc
+from mixjit.runtime.cuda.desc import ARCHS
+from mixjit.runtime.mixpert.cuda.desc import KernelDesc
 from mixjit.runtime.cuda.emit import render
 from mixjit.runtime.cuda.registry import kernel_desc
 from mixjit.runtime.cuda.sass import opcode_counts, resource_usage, sass_by_kernel
-from mixjit.runtime.hardware import get_hardware
+from mixjit.runtime.model.hardware import get_hardware
 
 DOC = ROOT / "docs" / "cuda.md"
 RESULTS = ROOT / "docs" / "figures" / "cuda_kernels.json"

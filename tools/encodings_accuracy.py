@@ -7,7 +7,7 @@ replaced by outliers ±10^u, u uniform in [0.5, 2] (magnitudes 3 to 100). For ea
 row the relative Frobenius error against float64 (paper Eq. 10) is averaged over
 the sizes and seeds; "kept FP32" is the share of operand elements the encoding left
 in FP32 at the middle outlier rate; the modeled speedup is the cost model's
-(runtime/costmodel.py) over native FP32 SGEMM at 4096³ on an A100: modeled, not
+(runtime/model/costmodel.py) over native FP32 SGEMM at 4096³ on an A100: modeled, not
 measured.
 
 Usage:
@@ -27,7 +27,7 @@ import sys
 import numpy as np
 
 from common import ROOT, fmt_sci, markdown_table, progress, provenance, replace_generated_section, write_json
-from mixjit.runtime.costmodel import modeled_speedup
+from mixjit.runtime.model.costmodel import modeled_speedup
 from mixjit.runtime.schemes import get_scheme
 
 RATES = (0.0, 0.005, 0.02)

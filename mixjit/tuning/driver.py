@@ -52,6 +52,7 @@ from mixjit.passes.tune import Tune
 from mixjit.passes.tuning.profile import SiteProfile
 from mixjit.passes.tuning.space import Candidate, SearchResult, SiteSpace
 from mixjit.plan import SitePlan, get_plan, initial_plan, reference_plan, set_plan
+from mixjit.runtime.schemes import catalog
 from mixjit.tuning.evaluator import Judged, OnlineEvaluator, ProgramRunner, fp64_error, site_plans
 from mixjit.tuning.native_budget import NATIVE, budget_text, is_native, native_budget, native_plan
 from mixjit.tuning.outputs import Metric, Output, check_finite, collect, program_error
@@ -156,9 +157,9 @@ def check_budget(budget: Any, where: str) -> float | str:
 
 
 def check_target(target: Any, where: str) -> str:
-    """``target`` if it names a GPU of ``mixjit.runtime.hardware``, else ValueError (TypeError
+    """``target`` if it names a GPU of ``mixjit.runtime.model.hardware``, else ValueError (TypeError
     for a non-string) naming ``where`` it was given and the known names."""
-    from mixjit.runtime.hardware import HARDWARE
+    from mixjit.runtime.model.hardware import HARDWARE
 
     if not isinstance(target, str):
         raise TypeError(f"mixjit: {where} must be a GPU name (a str), got {type(target).__name__}; "
@@ -367,7 +368,9 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
         if stopped == "interrupted":
             notes.append("interrupted: the best plan found so far is used")
     chosen = {sid: spaces[sid].candidates[i] for sid, i in chosen_plan.items()}
-    if any(c.scheme == "dfp" for c in chosen.values()):  # dfp chains: carry exponents (same bits, less work)
+    # a family that carries values along chains of its sites (dfp: block exponents; same bits,
+    # less work) re-plans them after the search (Family.carries_chains in the scheme catalogue)
+    if any(catalog.family_of(c.scheme).carries_chains for c in chosen.values()):
         for sid, carried in pipeline.carry_dfp().items():
             if sid in chosen:
                 chosen[sid] = replace(chosen[sid], config=carried.config, time=carried.modeled_time)

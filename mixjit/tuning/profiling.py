@@ -6,7 +6,7 @@ how often each came (the entry's lock-free shape log), and the MixPert executor'
 statistics (fallback tiles, widest exponent span along K, outputs redone by the
 certified path, non-finite outputs). The loop depth comes from the GEMM DAG
 (``build-dag``). Each candidate gets its *modeled* time over the profiled calls on
-the target (``mixjit.runtime.costmodel``); never a measured one.
+the target (``mixjit.runtime.model.costmodel``); never a measured one.
 
 A site's candidates are every config of its candidate schemes that accept its dtype
 and have a compiled executor (``mixjit.entry.EXECUTORS``), plus ``native``. With
@@ -34,7 +34,7 @@ from mixjit import entry
 from mixjit.passes.tuning.profile import SiteProfile
 from mixjit.passes.tuning.space import Candidate
 from mixjit.plan import SiteRecord, candidate_schemes, spec_configs
-from mixjit.runtime.executor_mixpert import (
+from mixjit.runtime.mixpert.executor import (
     STAT_CERTIFIED,
     STAT_EXACT_COLS,
     STAT_EXACT_ROWS,
@@ -44,16 +44,16 @@ from mixjit.runtime.executor_mixpert import (
     STAT_TILES,
     STAT_WIDEST_SPAN,
 )
-from mixjit.runtime.costmodel import modeled_calls_time
+from mixjit.runtime.model.costmodel import modeled_calls_time
+from mixjit.runtime.schemes import catalog
 
 __all__ = ["TUNING_DEFAULT_SCHEMES", "TunedSite", "ShapeLog", "start_profile", "read_profile", "tuning_schemes", "site_candidates",
            "site_profile"]
 
 TUNING_DEFAULT_SCHEMES: dict[str, tuple[str, ...]] = {
-    "float32": ("mixpert", "native"),
-    "float64": ("mixpert-fp64", "ozaki2", "mixpert", "native"),
-}
-"""The candidate schemes of a site of each dtype when the user names none (module docstring)."""
+    dt: catalog.default_schemes("tuning", dt) for dt in ("float32", "float64")}
+"""The candidate schemes of a site of each dtype when the user names none (module docstring):
+the scheme catalogue's ``tuning`` role (mixjit.runtime.schemes.catalog)."""
 
 _STAT_NAMES = {
     "fallback_tiles": STAT_FALLBACK_TILES,

@@ -132,7 +132,7 @@ def warm_executors(plans: Sequence[tuple[SitePlan, Any]]) -> None:
     """Load in this process every executor of ``plans`` ((plan, site dtype) pairs) and fill the
     lazy cells of mixjit's loaded kernels, so that a forked worker compiles nothing (a compile in
     the worker would count against its time limit, and be repeated by every fresh fork)."""
-    from mixjit.runtime.lazy_link import fill_lazy_cells
+    from mixjit.runtime.jit.lazy_link import fill_lazy_cells
 
     for plan, dtype in plans:
         code = int(plan_words(plan)[0])
@@ -327,7 +327,7 @@ class EvaluationPool:
 
     def _fall_back(self, why: str) -> None:
         """Run every later task in this process, with a warning saying ``why``."""
-        from mixjit.runtime.mixjit_warning import MixjitWarning
+        from mixjit.runtime.jit.warning import MixjitWarning
 
         self.in_process = True
         warnings.warn(f"mixjit: cannot fork a tuning worker process ({why}); tuning runs in this process, where "

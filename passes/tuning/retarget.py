@@ -1,7 +1,7 @@
 """Re-model a profile's candidate times for another target.
 
 A profile records modeled times for the target it was profiled for. Tuning for another target
-needs the cost model (``mixjit.runtime.costmodel.modeled_calls_time(scheme, config, shapes,
+needs the cost model (``mixjit.runtime.model.costmodel.modeled_calls_time(scheme, config, shapes,
 dtype, target)``: modeled seconds of the profiled ``[m, n, k, calls]`` shapes); the measured
 errors stay (the schemes' numerics do not depend on the hardware). Without a cost model the
 mismatch is an error: times of one part are never silently used for another. The cost model is
@@ -18,7 +18,7 @@ from mixjit.passes.tuning.profile import SiteProfile
 
 __all__ = ["TargetMismatch", "cost_model", "retarget"]
 
-COSTMODEL_MODULE = "mixjit.runtime.costmodel"
+COSTMODEL_MODULE = "mixjit.runtime.model.costmodel"
 
 CallsTime = Callable[[str, str, Sequence[tuple[int, int, int, int]], str, str], float]
 """``(scheme, config, shapes, dtype, target) -> modeled seconds`` of all the shapes' calls."""

@@ -7,7 +7,7 @@ search lowers a site by moving to the next index. A *plan* maps each site id to 
 of its candidate. An :class:`Evaluator` says what a plan's program error is: online, one
 run of the compiled program; offline, a model fitted from profile attributes.
 
-Every time here is *modeled* (cost model, ``mixjit.runtime.costmodel``), never measured.
+Every time here is *modeled* (cost model, ``mixjit.runtime.model.costmodel``), never measured.
 """
 
 from __future__ import annotations

@@ -4,31 +4,27 @@
 (:mod:`mixjit.runtime.cuda.emit`), the build cache (:mod:`mixjit.runtime.cuda.build`), a
 launcher (:meth:`KernelSpec.launches`) and its CPU model: template files, entry points, typed
 template parameters, the problems that rule a config out, and the SASS MMA the main loop must
-contain. The families: :class:`KernelDesc` here (MixPert), and desc_multiterm.py (tf32x3,
-bf16xN), desc_ozaki2.py, desc_split.py; runtime/cuda/registry.py maps a scheme to its desc.
+contain. The families' descs: mixpert/cuda/desc.py (``KernelDesc``), multiterm/cuda/desc.py
+(tf32x3, bf16xN), ozaki2/cuda/desc.py, split/cuda/desc.py, vitbit/cuda/desc.py;
+runtime/cuda/registry.py maps a scheme to its desc.
 
-:class:`KernelDesc` is MixPert's, like CUTLASS python's ``TileDescription``: the scheme and its
-config (segment layout, kept pairs, alignment, rounding, the alignment tile), the input dtype,
-the CTA tile and warp grid, the pipeline depth, the target arch, the transposes and the
-alpha/beta mode. The CPU fragment model (:mod:`mixjit.runtime.cuda.fragments`) is driven by
-it, so the model proves exactly the index arithmetic the generated code runs.
+:class:`TileDescription` (as CUTLASS python's) is the one tiling description every family's
+desc composes (its ``tiling`` field): the CTA tile and warp grid, the pipeline depth, the
+target arch, the transposes and the alpha/beta mode. A desc's ``for_config(..., **fields)``
+takes those fields by name (:func:`split_tiling` sorts them out) over the family's default
+tiling, and the desc reads them back as its own attributes (``desc.block``, ``desc.arch``).
 
 Pure Python: no numba, numpy or CUDA import (the ``emit-cuda`` pass imports it).
-:func:`parse_label` reads MixPert labels with the scheme's own parser, which lives in the pure
-module :mod:`mixjit.runtime.mixpert_labels` for that reason (the scheme's module loads the
-numba executor); tests/cuda/test_desc.py checks the defaults agree with the scheme's config.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from mixjit.runtime.mixpert_labels import LEVELS, parse_label_fields
-
-__all__ = ["KernelSpec", "Launch", "KernelDesc", "UnsupportedConfig", "parse_label", "MOST_PRECISE", "ARCHS",
-           "ALPHA_BETA_MODES", "MMA_M", "MMA_N", "MMA_K", "STATIC_SHARED_LIMIT"]
+__all__ = ["KernelSpec", "Launch", "TileDescription", "split_tiling", "UnsupportedConfig", "ARCHS",
+           "ALPHA_BETA_MODES", "DTYPES", "MMA_M", "MMA_N", "MMA_K", "STATIC_SHARED_LIMIT", "cdiv"]
 
 #: the m16n8k32 INT8 MMA shape (``mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32``)
 MMA_M, MMA_N, MMA_K = 16, 8, 32
@@ -39,22 +35,6 @@ ALPHA_BETA_MODES = ("product", "update")
 DTYPES = ("f32", "f64")
 #: the most static shared memory a kernel may declare (48 KiB; more needs dynamic shared memory)
 STATIC_SHARED_LIMIT = 48 * 1024
-#: accumulator headroom: the exact per-element accumulator is two 64-bit words
-ACC_BITS = 126
-
-
-#: the MixPert scheme's most precise config (``MixPert().configs()[0]``; a test checks)
-MOST_PRECISE = "segments=4,pairs=sig6,align=row"
-_DEFAULTS = {"segments": 3, "seg0_bits": 7, "digits": "magnitude", "align": "tile", "rounding": "round",
-             "tile": (16, 32, 8), "fallback": 8}
-
-
-def parse_label(label: str) -> dict[str, Any]:
-    """The fields of a ``mixpert`` config label (``level=IV,align=row``): segments, seg0_bits,
-    digits, pairs, align, rounding, tile, fallback (-1 for ``off``), defaults filled in. Read by
-    the scheme's own parser (``runtime/mixpert_labels.py``); ValueError names a bad part."""
-    fields = parse_label_fields(label, _DEFAULTS["segments"])
-    return {**_DEFAULTS, "pairs": LEVELS["IV"], **fields}
 
 
 class UnsupportedConfig(ValueError):
@@ -76,9 +56,9 @@ class Launch:
 class KernelSpec:
     """What every kernel desc gives the renderer, the build cache, the launcher and its CPU model.
 
-    Subclasses are frozen dataclasses with at least the fields ``scheme``, ``config``, ``dtype``,
-    ``arch``, ``block`` (BM, BN), ``warps`` (WM, WN), ``stages``, ``trans_a``, ``trans_b`` and
-    ``alpha_beta``; they set ``templates`` (the template files of the translation unit, the first
+    Subclasses are frozen dataclasses with at least the fields ``scheme``, ``config``, ``dtype``
+    and ``tiling`` (a :class:`TileDescription`, whose fields read as the desc's own: ``block``,
+    ``warps``, ``stages``, ``arch``, ``trans_a``, ``trans_b``, ``alpha_beta``); they set ``templates`` (the template files of the translation unit, the first
     one ``common.cuh``) and ``entry_points``, and implement :meth:`template_params`,
     :meth:`problems` and :meth:`launches`.
     """
@@ -128,11 +108,20 @@ class KernelSpec:
 
     @property
     def warp_tile(self) -> tuple[int, int]:
-        return self.block[0] // self.warps[0], self.block[1] // self.warps[1]
+        return self.tiling.warp_tile
 
     @property
     def threads(self) -> int:
-        return 32 * self.warps[0] * self.warps[1]
+        return self.tiling.threads
+
+    # the tiling's fields, read as the desc's own
+    block = property(lambda self: self.tiling.block)
+    warps = property(lambda self: self.tiling.warps)
+    stages = property(lambda self: self.tiling.stages)
+    arch = property(lambda self: self.tiling.arch)
+    trans_a = property(lambda self: self.tiling.trans_a)
+    trans_b = property(lambda self: self.tiling.trans_b)
+    alpha_beta = property(lambda self: self.tiling.alpha_beta)
 
     @property
     def name(self) -> str:
@@ -163,151 +152,46 @@ class KernelSpec:
         return out
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 @dataclass(frozen=True)
-class KernelDesc(KernelSpec):
-    """One MixPert kernel specialisation (pack A, pack B, INT8 MMA GEMM with exact epilogue).
+class TileDescription:
+    """How one kernel is tiled and launched, the part every family's desc shares (CUTLASS's
+    ``TileDescription``): ``block`` the CTA tile (BM, BN), ``warps`` the warp grid (WM, WN; each
+    warp computes (BM/WM)×(BN/WN)), ``stages`` the pipeline depth over K chunks, ``arch`` the
+    target, ``trans_a``/``trans_b`` the operand layouts, ``alpha_beta`` the output mode."""
 
-    ``config`` is the scheme's config label (``level=IV``); the layout fields below are
-    parsed from it by :meth:`for_config`. ``block`` is the CTA tile (BM, BN), ``warps`` the
-    warp grid (WM, WN); each warp computes (BM/WM)×(BN/WN) with m16n8k32 MMAs. ``stages`` is
-    the cp.async pipeline depth over 32-wide K chunks.
-    """
-
-    scheme: str
-    config: str
-    dtype: str
-    segments: int
-    seg0_bits: int
-    digits: str
-    pairs: tuple[tuple[int, int], ...]
-    align: str
-    rounding: str
-    tile: tuple[int, int, int]
-    fallback: int
-    arch: str = "sm_80"
     block: tuple[int, int] = (64, 32)
-    warps: tuple[int, int] = (4, 2)
+    warps: tuple[int, int] = (2, 2)
     stages: int = 2
+    arch: str = "sm_80"
     trans_a: bool = False
     trans_b: bool = False
     alpha_beta: str = "product"
 
-    templates: ClassVar[tuple[str, ...]] = ("common.cuh", "imma.cuh", "mixpert_common.cuh", "mixpert_pack.cu",
-                                         "mixpert_gemm.cu")
-    entry_points: ClassVar[tuple[str, ...]] = ("mixpert_pack_a", "mixpert_pack_b", "mixpert_gemm")
-
-    # -- construction -----------------------------------------------------------------------
-    @staticmethod
-    def for_config(scheme: str, config: str, dtype: str = "f32", **kw: Any) -> "KernelDesc":
-        """The desc of ``scheme[config]`` (a mixpert label such as ``level=IV``); UnsupportedConfig
-        names what the kernels lack (another scheme, a tile that is not a
-        multiple of the MMA shape, ...), ValueError a malformed label."""
-        if scheme != "mixpert":
-            raise UnsupportedConfig(f"cuda: KernelDesc is the mixpert desc, not {scheme!r}: use "
-                                    "mixjit.runtime.cuda.registry.kernel_desc")
-        fields = parse_label(config)
-        return KernelDesc(scheme=scheme, config=config, dtype=dtype, **fields, **kw)
-
-    # -- derived quantities (what the templates read) ---------------------------------------
     @property
-    def digit_bits(self) -> int:
-        """Bits per segment below segment 0: 7 (sign-magnitude) or 8 (balanced radix-256 digits)."""
-        return 8 if self.digits == "balanced" else 7
+    def warp_tile(self) -> tuple[int, int]:
+        return self.block[0] // self.warps[0], self.block[1] // self.warps[1]
 
     @property
-    def width(self) -> int:
-        """Mantissa bits W = seg0_bits + b*(segments-1)."""
-        return self.seg0_bits + self.digit_bits * (self.segments - 1)
+    def threads(self) -> int:
+        return 32 * self.warps[0] * self.warps[1]
 
-    @property
-    def balanced_offset(self) -> int:
-        """128*R, R = (256^s - 1)/255: maps balanced digits to bytes (0 for sign-magnitude)."""
-        return 128 * ((256 ** self.segments - 1) // 255) if self.digits == "balanced" else 0
 
-    @property
-    def max_aligned(self) -> int:
-        """127*R, the largest aligned value balanced digits hold (2^62 - 1: no limit otherwise)."""
-        return 127 * ((256 ** self.segments - 1) // 255) if self.digits == "balanced" else 2**62 - 1
+TILING_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TileDescription))
+"""The names a desc's ``for_config`` takes as tiling fields."""
 
-    @property
-    def pair_shifts(self) -> tuple[int, ...]:
-        """Per kept pair (p, r): the weight exponent b(s-1-p) + b(s-1-r) (docs/numerics.md step 5)."""
-        s, b = self.segments, self.digit_bits
-        return tuple(b * (s - 1 - p) + b * (s - 1 - r) for p, r in self.pairs)
 
-    @property
-    def a_segments(self) -> tuple[int, ...]:
-        """The A segments some kept pair reads (only those planes are packed and loaded)."""
-        return tuple(sorted({p for p, _ in self.pairs}))
+def split_tiling(default: TileDescription, kw: dict[str, Any]) -> tuple[TileDescription, dict[str, Any]]:
+    """(``default`` with the tiling fields of ``kw`` put in, the other fields of ``kw``): how a
+    desc's ``for_config`` takes ``block=``, ``arch=``, ... (or a whole ``tiling=``) by name."""
+    tiling = {k: v for k, v in kw.items() if k in TILING_FIELDS}
+    rest = {k: v for k, v in kw.items() if k not in TILING_FIELDS}
+    if "tiling" in rest:
+        if tiling:
+            raise TypeError(f"give the tiling either as tiling= or as fields ({', '.join(tiling)}), not both")
+        return rest.pop("tiling"), rest
+    return TileDescription(**{**{f: getattr(default, f) for f in TILING_FIELDS}, **tiling}), rest
 
-    @property
-    def b_segments(self) -> tuple[int, ...]:
-        return tuple(sorted({r for _, r in self.pairs}))
 
-    @property
-    def partial_bits(self) -> int:
-        """Bits of one k-tile's combined pair sum: < tk * 2^(2W) (|segment products| summed)."""
-        return 2 * self.width + max(self.tile[1] - 1, 0).bit_length() + 1
-
-    def problems(self) -> list[str]:
-        """Why this desc cannot be generated (empty when it can)."""
-        tm, tk, tn = self.tile
-        bm, bn = self.block
-        out = [] if self.scheme == "mixpert" else [f"scheme {self.scheme!r} is not 'mixpert'"]
-        out += self.common_problems(MMA_M, MMA_N)
-        if any(not (0 <= i < self.segments and 0 <= j < self.segments) for i, j in self.pairs) or not self.pairs:
-            out.append(f"pairs {self.pairs} must be a non-empty subset of 0..{self.segments - 1} squared")
-        if self.digits not in ("magnitude", "balanced"):
-            out.append(f"digits {self.digits!r} is not 'magnitude' or 'balanced'")
-        if self.digits == "balanced" and self.segments > 7:
-            out.append(f"balanced digits need at most 7 segments, got {self.segments}")
-        if tk % MMA_K:
-            out.append(f"tile k={tk} is not a multiple of the MMA k={MMA_K}")
-        if tm * tk > 1024 or tn * tk > 1024:
-            out.append(f"alignment tile {tm}x{tk}x{tn} needs more than 1024 packer threads per tile")
-        if bm % tm or bn % tn:
-            out.append(f"block {bm}x{bn} is not a multiple of the alignment tile {tm}x{tn}")
-        if self.partial_bits > 62:
-            out.append(f"W={self.width} bits: a k-tile's pair sum ({self.partial_bits} bits) overflows int64")
-        return out
-
-    def launches(self, m: int, n: int, k: int) -> tuple[Launch, ...]:
-        """pack A, pack B, GEMM (mixpert_pack.cu, mixpert_gemm.cu); shared bytes are the GEMM's tiles."""
-        tm, tk, tn = self.tile
-        m_pad, n_pad = _cdiv(m, self.block[0]) * self.block[0], _cdiv(n, self.block[1]) * self.block[1]
-        k_pad = max(_cdiv(k, tk), 1) * tk
-        smem = self.stages * (len(self.a_segments) * self.block[0] + len(self.b_segments) * self.block[1]) * MMA_K
-        return (Launch("mixpert_pack_a", (k_pad // tk, m_pad // tm, 1), (tk, tm, 1)),
-                Launch("mixpert_pack_b", (k_pad // tk, n_pad // tn, 1), (tk, tn, 1)),
-                Launch("mixpert_gemm", (n_pad // self.block[1], m_pad // self.block[0], 1), (self.threads, 1, 1), smem))
-
-    def main_loop_mma(self) -> tuple[str, str, int]:
-        return "mixpert_gemm", "IMMA.16832.S8.S8", len(self.pairs) * self.imma_per_chunk
-
-    def template_params(self) -> dict[str, Any]:
-        """The typed compile-time parameters the templates declare (name -> Python value)."""
-        return {
-            "kSegments": self.segments,
-            "kWidth": self.width,
-            "kBalanced": self.digits == "balanced",
-            "kDigitBits": self.digit_bits,
-            "kBalancedOffset": self.balanced_offset,
-            "kMaxAligned": self.max_aligned,
-            "kRoundNearest": self.rounding == "round",
-            "kAlignRow": self.align == "row",
-            "kTileM": self.tile[0], "kTileK": self.tile[1], "kTileN": self.tile[2],
-            "kFallbackBits": self.fallback,
-            **self.layout_params(),
-            "kAlphaBetaUpdate": self.alpha_beta == "update",
-            "kNumPairs": len(self.pairs),
-            "kPairA": tuple(self.a_segments.index(p) for p, _ in self.pairs),
-            "kPairB": tuple(self.b_segments.index(r) for _, r in self.pairs),
-            "kPairShift": self.pair_shifts,
-            "kPlanesA": len(self.a_segments), "kPlanesB": len(self.b_segments),
-            "kSegA": self.a_segments, "kSegB": self.b_segments,
-            "kAccBits": ACC_BITS, "kPartialBits": self.partial_bits,
-        }
+def cdiv(a: int, b: int) -> int:
+    """⌈a / b⌉ for positive b."""
+    return -(-a // b)

@@ -16,13 +16,10 @@ import hashlib
 from dataclasses import dataclass
 from importlib import resources
 
-from mixjit.runtime.cuda.desc import KernelDesc, KernelSpec
+from mixjit.runtime.cuda.desc import KernelSpec
 
-__all__ = ["KernelSource", "render", "render_params", "TEMPLATES", "ENTRY_POINTS", "template_text"]
+__all__ = ["KernelSource", "render", "render_params", "template_text"]
 
-#: the template files and entry points of the MixPert kernels (other families: their desc's)
-TEMPLATES = KernelDesc.templates
-ENTRY_POINTS = KernelDesc.entry_points
 PARAMS_FILE = "params"
 
 

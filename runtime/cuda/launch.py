@@ -8,8 +8,9 @@ Each scheme with kernels plugs in one :class:`KernelLauncher` (:func:`register_l
 says which configs its kernels implement (:meth:`KernelLauncher.why_not`) and queues them for
 one GEMM (:meth:`KernelLauncher.prepare`, a :class:`PreparedGemm`). Every family's launcher is a
 :class:`DescLauncher`, whose grids, blocks and streams come from the family's desc
-(``desc.launches()``, runtime/cuda/registry.py): MixPert's is here; tf32x3/bf16xn's, ozaki2's,
-split's and vitbit's are in runtime/cuda/launchers_*.py, imported at the end of this module.
+(``desc.launches()``, runtime/cuda/registry.py); each family's lives in its package
+(runtime/mixpert/cuda/launchers.py, runtime/multiterm/cuda/launchers.py, ozaki2's, split's,
+vitbit's), imported for the catalogue's families with kernels (:func:`load_launchers`).
 
 :class:`CudaBackend` is the :class:`GemmDevice` the ``@mixjit`` sites use (mixjit/backends.py):
 ``gemm(scheme, A, B, config) -> (C, where)``. It runs the kernels, or the scheme's CPU executor
@@ -22,6 +23,7 @@ docs/cuda.md), and says so in
 from __future__ import annotations
 
 import ctypes
+import importlib
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -33,10 +35,11 @@ import numpy as np
 from mixjit.runtime.cuda.desc import KernelSpec, Launch, UnsupportedConfig
 from mixjit.runtime.cuda.device import CudaDevice, DeviceBuffer, DeviceStatus, device, probe
 from mixjit.runtime.cuda.registry import kernel_desc
+from mixjit.runtime.schemes import catalog
 
 __all__ = ["GemmDevice", "HandBack", "PreparedGemm", "KernelLauncher", "DescLauncher", "BufferSet",
            "register_launcher", "launcher_for", "kernel_schemes", "kernel_desc_for", "status_reason",
-           "MixpertLauncher", "CudaBackend", "cuda_gemm", "cpu_gemm"]
+           "CudaBackend", "cuda_gemm", "cpu_gemm"]
 
 
 class HandBack(Exception):
@@ -120,6 +123,8 @@ def register_launcher(launcher: KernelLauncher) -> KernelLauncher:
 
 def launcher_for(scheme: str) -> KernelLauncher | None:
     """The launcher of ``scheme``, or None when the scheme has no CUDA kernels."""
+    if scheme not in _LAUNCHERS:
+        load_launchers()
     return _LAUNCHERS.get(scheme)
 
 
@@ -236,49 +241,18 @@ class DescLauncher(KernelLauncher):
             raise HandBack(status_reason(code))
 
 
-class MixpertLauncher(DescLauncher):
-    """MixPert: pack A, pack B (INT8 segment planes, per-tile exponents), the INT8 MMA GEMM with
-    the exact epilogue, in ``product`` mode; a non-zero status word hands the GEMM back."""
-
-    scheme = "mixpert"
-
-    def queue(self, dev, desc, functions, bufs, a, b, config):
-        dtype = np.dtype(a.dtype)
-        (m, k), n = a.shape, b.shape[1]
-        pack_a, pack_b, gemm = desc.launches(m, n, k)
-        tk = desc.tile[1]
-        m_pad, n_pad, k_pad = pack_a.grid[1] * pack_a.block[1], pack_b.grid[1] * pack_b.block[1], pack_a.grid[0] * tk
-        da, db = bufs.upload(a), bufs.upload(b)
-        pa = bufs.take(len(desc.a_segments) * m_pad * k_pad)  # INT8 segment planes
-        pb = bufs.take(len(desc.b_segments) * n_pad * k_pad)
-        ga = bufs.take(4 * m_pad * k_pad // tk)  # int32 tile exponents
-        gb = bufs.take(4 * n_pad * k_pad // tk)
-        out = bufs.take(m * n * dtype.itemsize)
-        status = bufs.zeros(4)
-        ptr = _PTR  # a device pointer argument (an int address)
-
-        def enqueue(stream: Any) -> None:
-            pack_types = (ptr, _I64, _I32, _I32, _I32, _I32, ptr, ptr, ptr)
-            self.launch(dev, functions[pack_a.entry], pack_a,
-                        (da.ptr, k, m, k, m_pad, k_pad, pa.ptr, ga.ptr, status.ptr), pack_types, stream)
-            self.launch(dev, functions[pack_b.entry], pack_b,
-                        (db.ptr, n, n, k, n_pad, k_pad, pb.ptr, gb.ptr, status.ptr), pack_types, stream)
-            self.launch(dev, functions[gemm.entry], gemm,
-                        (pa.ptr, pb.ptr, ga.ptr, gb.ptr, m, n, m_pad, n_pad, k_pad, out.ptr, n, 1.0, 0.0, out.ptr, n,
-                         status.ptr),
-                        (ptr, ptr, ptr, ptr, _I32, _I32, _I32, _I32, _I32, ptr, _I64, _F64, _F64, ptr, _I64, ptr),
-                        stream)
-
-        def finish() -> np.ndarray:
-            self.check_status(dev, status)
-            return dev.download(out, (m, n), dtype)
-
-        return enqueue, finish
 
 
-register_launcher(MixpertLauncher())
-# the other families' launchers register themselves (runtime/cuda/launchers_*.py)
-from mixjit.runtime.cuda import launchers_multiterm, launchers_ozaki2, launchers_split, launchers_vitbit  # noqa: E402,F401
+def load_launchers() -> None:
+    """Import the ``launchers`` module of every catalogue family with kernels (each registers
+    its launcher; runtime/<family>/cuda/launchers.py). Idempotent; run at import and again
+    by :func:`launcher_for` for a family registered later."""
+    for family in catalog.families():
+        if family.cuda_package is not None:
+            importlib.import_module(f"{family.cuda_package}.launchers")
+
+
+load_launchers()
 
 
 def cpu_gemm(scheme: str, a: np.ndarray, b: np.ndarray, config: str) -> np.ndarray:

@@ -1,30 +1,22 @@
-"""GEMM schemes. Importing this package registers the built-in schemes.
+"""GEMM schemes: the contract (``base``), the scheme catalogue (``catalog``) and one module
+per built-in family's schemes.
 
-Each scheme module registers itself with ``@register``; add new modules to the
-import list below.
+Which schemes exist is the catalogue's (mixjit.runtime.schemes.catalog); a scheme's module,
+and with it its Numba executor, is imported on the first lookup of one of its family's names
+(``get_scheme``), not when this package is imported. The names below load ``base`` on first
+use, so importing ``mixjit.runtime.schemes.catalog`` imports neither numpy nor numba.
 """
 
-from mixjit.runtime.schemes.base import (  # noqa: F401
-    Config,
-    RunStats,
-    Scheme,
-    Work,
-    all_schemes,
-    get_scheme,
-    register,
-    register_alias,
-    resolve_scheme,
-    scheme_aliases,
-)
+from __future__ import annotations
 
-# Built-in schemes (each module calls @register on import).
-from mixjit.runtime.schemes import native  # noqa: E402,F401
-from mixjit.runtime.schemes import tf32x3  # noqa: E402,F401
-from mixjit.runtime.schemes import bf16xn  # noqa: E402,F401
-from mixjit.runtime.schemes import fp16x2  # noqa: E402,F401
-from mixjit.runtime.schemes import int8  # noqa: E402,F401
-from mixjit.runtime.schemes import split  # noqa: E402,F401
-from mixjit.runtime.schemes import mixpert  # noqa: F401,E402
-from mixjit.runtime.schemes import ozaki2  # noqa: F401,E402
-from mixjit.runtime.schemes import dfp  # noqa: F401,E402
-from mixjit.runtime.schemes import vitbit  # noqa: F401,E402
+import importlib
+from typing import Any
+
+__all__ = ["Config", "RunStats", "Scheme", "Work", "all_schemes", "get_scheme", "register", "resolve_scheme",
+           "scheme_aliases"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(importlib.import_module("mixjit.runtime.schemes.base"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,11 +17,14 @@ short stable text form used in IR attributes, plans and reports.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
+
+from mixjit.runtime.schemes import catalog
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,7 @@ class CompiledExecutor:
             raise ValueError(f"executor {self.name!r}: status codes {bad} outside 1..{MAX_EXECUTOR_CODE}")
 
 
-NATIVE_EXECUTOR = CompiledExecutor("native", 1, None)
+NATIVE_EXECUTOR = CompiledExecutor("native", catalog.plan_code("native"), None)
 """The run-time entry's built-in BLAS executor (scheme ``native``)."""
 
 
@@ -183,57 +186,78 @@ class Scheme(ABC):
 
 
 _REGISTRY: dict[str, Scheme] = {}
-#: alias name -> (scheme name, config label): names the literature uses for one
-#: config of a more general scheme, e.g. ``bf16x6`` = ``bf16xn`` at ``products=6``.
-_ALIASES: dict[str, tuple[str, str]] = {}
+_LOADED: set[str] = set()
+"""The families (mixjit.runtime.schemes.catalog) whose modules are imported."""
 
 
 def register(scheme_cls: type[Scheme]) -> type[Scheme]:
-    """Class decorator: instantiate and register a scheme under its ``name``."""
+    """Class decorator: instantiate and register a scheme under its ``name``, which its
+    family's catalogue entry must list (mixjit.runtime.schemes.catalog)."""
     name = scheme_cls.name
     if name in _REGISTRY:
         raise ValueError(f"scheme {name!r} is registered twice ({scheme_cls.__qualname__})")
+    family = catalog.family_of(name)
+    if family is None or name not in family.schemes:
+        raise ValueError(f"scheme {name!r} ({scheme_cls.__module__}) is in no family of the scheme catalogue: "
+                         "add it to its Family's schemes (mixjit.runtime.schemes.catalog)")
     _REGISTRY[name] = scheme_cls()
     return scheme_cls
 
 
-def register_alias(alias: str, scheme: str, config: str) -> None:
-    """Name one config of a registered scheme (``bf16x6`` = ``bf16xn`` at ``products=6``)."""
-    if alias in _REGISTRY or alias in _ALIASES:
-        raise ValueError(f"scheme name {alias!r} is registered twice")
-    _ALIASES[alias] = (scheme, config)
+def _load_family(family: catalog.Family) -> None:
+    """Import the modules of ``family`` once (they register its schemes)."""
+    if family.name in _LOADED:
+        return
+    for module in family.modules:
+        importlib.import_module(module)
+    missing = [s for s in family.schemes if s not in _REGISTRY]
+    if missing:
+        raise ValueError(f"scheme family {family.name!r}: its modules {family.modules} register no scheme "
+                         f"named {missing}; fix the catalogue entry or the modules")
+    _LOADED.add(family.name)
+
+
+def forget_family(name: str) -> None:
+    """Forget the loaded schemes of a family removed from the catalogue (a test's temporary family)."""
+    family = catalog.FAMILIES.get(name)
+    schemes = family.schemes if family is not None else ()
+    for scheme in schemes:
+        _REGISTRY.pop(scheme, None)
+    _LOADED.discard(name)
 
 
 def get_scheme(name: str) -> Scheme:
-    """Look up a scheme by name; the error lists the known names."""
-    _load_builtin_schemes()
+    """Look up a scheme by name, loading its family on first need; the error lists the known names."""
+    family = catalog.family_of(name)
+    if family is not None:
+        _load_family(family)
     try:
         return _REGISTRY[name]
     except KeyError:
-        if name in _ALIASES:
-            target, label = _ALIASES[name]
+        aliases = catalog.alias_table()
+        if name in aliases:
+            target, label = aliases[name]
             raise ValueError(
                 f"{name!r} names one config of scheme {target!r}; use resolve_scheme({name!r}), "
                 f"or get_scheme({target!r}) with config {label!r}"
             ) from None
-        known = ", ".join(sorted([*_REGISTRY, *_ALIASES]))
+        known = ", ".join(catalog.scheme_names())
         raise ValueError(f"unknown GEMM scheme {name!r}; known schemes: {known}") from None
 
 
 def resolve_scheme(name: str) -> tuple[Scheme, Config | None]:
     """A scheme name or alias -> (scheme, the config the alias fixes, or None)."""
-    _load_builtin_schemes()
-    if name in _ALIASES:
-        target, label = _ALIASES[name]
-        scheme = _REGISTRY[target]
+    aliases = catalog.alias_table()
+    if name in aliases:
+        target, label = aliases[name]
+        scheme = get_scheme(target)
         return scheme, scheme.parse_config(label)
     return get_scheme(name), None
 
 
 def scheme_aliases() -> dict[str, tuple[str, str]]:
     """Every alias: name -> (scheme name, config label)."""
-    _load_builtin_schemes()
-    return dict(_ALIASES)
+    return catalog.alias_table()
 
 
 def compiled_executors() -> dict[str, CompiledExecutor]:
@@ -249,11 +273,7 @@ def compiled_executors() -> dict[str, CompiledExecutor]:
 
 
 def all_schemes() -> dict[str, Scheme]:
-    """Every registered scheme, by name."""
-    _load_builtin_schemes()
-    return dict(_REGISTRY)
-
-
-def _load_builtin_schemes() -> None:
-    # Importing the package registers the built-in schemes (see schemes/__init__.py).
-    from mixjit.runtime import schemes  # noqa: F401
+    """Every scheme of the catalogue, by name, in catalogue order (loads every family)."""
+    for family in catalog.families():
+        _load_family(family)
+    return {name: _REGISTRY[name] for family in catalog.families() for name in family.schemes}

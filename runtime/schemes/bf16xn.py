@@ -8,7 +8,7 @@ C is ``RN32`` of the exact sum. Semantics: docs/numerics.md, "bf16x3, bf16x6, bf
 
 from __future__ import annotations
 
-from mixjit.runtime.schemes.base import register, register_alias
+from mixjit.runtime.schemes.base import register
 from mixjit.runtime.schemes.emulation import MultiTermScheme, ProductsConfig
 
 
@@ -26,7 +26,5 @@ class Bf16xN(MultiTermScheme):
     config_class = Bf16xNConfig
     allowed = (9, 6, 3, 1)
 
-
-# The names APE / cuBLAS use for the three configs.
-for _products in (3, 6, 9):
-    register_alias(f"bf16x{_products}", Bf16xN.name, f"products={_products}")
+# The names APE / cuBLAS use for the three configs (bf16x3/6/9) are the multiterm family's
+# aliases in the scheme catalogue (mixjit.runtime.schemes.catalog).

@@ -11,7 +11,7 @@ operand is such an output can carry it (``carry_a`` / ``carry_b``: the width of 
 producing site): the operand keeps the producer's shared exponent and mantissas
 instead of being quantized to this site's config (passes/dfp_chain.py sets them
 along chains of the GEMM DAG).
-docs/numerics.md, section "dfp". The work is done by runtime/executor_dfp.py.
+docs/numerics.md, section "dfp". The work is done by runtime/dfp/executor.py.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from typing import Sequence
 
 import numpy as np
 
-from mixjit.runtime import executor_dfp as ex
-from mixjit.runtime.executor_common import row_form
+from mixjit.runtime.dfp import executor as ex
+from mixjit.runtime.numerics.executor_common import row_form
+from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.schemes.emulation import NONFINITE_REASON, check_operands, parse_label
 
@@ -74,7 +75,7 @@ class DfpConfig(Config):
         return 0 if self.block == "tensor" else int(self.block)
 
     def words(self) -> tuple[int, ...]:
-        """The config as int64 words for the compiled executor: layout ``W_*`` in runtime/executor_dfp.py."""
+        """The config as int64 words for the compiled executor: layout ``W_*`` in runtime/dfp/executor.py."""
         return (self.bits, self.block_rows, _OUTS[self.out], self.carry_a, self.carry_b)
 
     def widths(self) -> tuple[int, int]:
@@ -103,7 +104,8 @@ def _check(config: Config) -> DfpConfig:
 @register
 class Dfp(Scheme):
     name = "dfp"
-    executor = CompiledExecutor("dfp", 9, ex.dfp_gemm, ex.N_WORDS, ex.N_STATS, ex.STATUS_MESSAGES)
+    executor = CompiledExecutor("dfp", catalog.plan_code("dfp"),
+                                ex.dfp_gemm, ex.N_WORDS, ex.N_STATS, ex.STATUS_MESSAGES)
     summary = "dynamic fixed point: INT8/INT16 mantissas, shared exponent per tensor or row block (seed 004)"
 
     def configs(self, dtype: np.dtype | type = np.float32) -> Sequence[Config]:

@@ -4,7 +4,7 @@
   :class:`MultiTermScheme`, :class:`ProductsConfig`): split each operand into parts
   of a low-precision format, keep a list of part pairs, and round the exact sum of
   the kept products once; the work is done by the compiled executor
-  runtime/executor_multiterm.py (the same code compiled callers run);
+  runtime/multiterm/executor.py (the same code compiled callers run);
 * :func:`run_stats`: an executor's stats array as RunStats;
 * a small text parser for config labels.
 
@@ -21,7 +21,8 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from mixjit.runtime import executor_multiterm as emt
+from mixjit.runtime.multiterm import executor as emt
+from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work
 
 __all__ = [
@@ -62,7 +63,7 @@ def check_operands(scheme: str, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarra
 @dataclass(frozen=True)
 class PartFormat:
     """A low-precision format that float32 operands are split into (cost-model facts;
-    the rounding itself is compiled in runtime/executor_multiterm.py).
+    the rounding itself is compiled in runtime/multiterm/executor.py).
 
     ``scaled`` formats (FP16) have a narrow exponent range: each row of A and each
     column of B is first multiplied by a power of two ``2^s`` that puts its largest
@@ -103,7 +104,7 @@ def multiterm_gemm(a: np.ndarray, b: np.ndarray, fmt: str, products: int) -> tup
     ``a`` (m×k) and ``b`` (k×n) are float32 or float64 (rounded to float32 first);
     ``fmt`` is ``"tf32"``, ``"bf16"`` or ``"fp16"``; the first ``products`` pairs of
     :data:`PAIR_ORDER` are kept. Returns C in ``a``'s dtype and the run statistics.
-    Runs the compiled executor (runtime/executor_multiterm.py).
+    Runs the compiled executor (runtime/multiterm/executor.py).
     """
     if fmt not in emt.FORMAT_CODES:
         raise ValueError(f"unknown part format {fmt!r}; known: {', '.join(emt.FORMAT_CODES)}")
@@ -198,7 +199,7 @@ class ProductsConfig(Config):
 
     def words(self) -> tuple[int, ...]:
         """The config as int64 words for the compiled executor (and a plan table):
-        ``(format code, products)``, layout ``W_*`` in runtime/executor_multiterm.py."""
+        ``(format code, products)``, layout ``W_*`` in runtime/multiterm/executor.py."""
         if self.fmt not in emt.FORMAT_CODES:
             raise TypeError("ProductsConfig has no part format; use the scheme's config "
                             "(scheme.parse_config(...) or scheme.configs())")
@@ -208,7 +209,8 @@ class ProductsConfig(Config):
 class MultiTermScheme(Scheme):
     """Base of tf32x3, bf16xn and fp16x2: subclasses set ``fmt`` and ``allowed``."""
 
-    executor = CompiledExecutor("multiterm", 5, emt.multiterm_gemm, emt.N_WORDS, emt.N_STATS, emt.STATUS_MESSAGES)
+    executor = CompiledExecutor("multiterm", catalog.plan_code("multiterm"),
+                                emt.multiterm_gemm, emt.N_WORDS, emt.N_STATS, emt.STATUS_MESSAGES)
 
     fmt: ClassVar[str]
     #: the kept-product counts offered as configs, most precise first

@@ -5,8 +5,8 @@ candidate search). ``sa_i = max_k|a_ik| / 127``, ``qa_ik = rint(a_ik / sa_i)`` (
 likewise per column of B), the integer GEMM is exact, and
 ``C = RN32((S·sa_i)·sb_j)`` with float64 products. docs/numerics.md, section "int8".
 ``encoding=sf16|sf8|pct<p>`` replaces the quantizer by an operand encoding
-(runtime/encodings.py; docs/numerics.md, "Operand encodings").
-The work is done by the compiled executor runtime/executor_int8.py.
+(runtime/int8/encodings.py; docs/numerics.md, "Operand encodings").
+The work is done by the compiled executor runtime/int8/executor.py.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from typing import Sequence
 
 import numpy as np
 
-from mixjit.runtime import executor_int8 as ei8
-from mixjit.runtime.encodings import encoding_words, parse_encoding
-from mixjit.runtime.encoding_cost import encoded_work, encoding_products
+from mixjit.runtime.int8 import executor as ei8
+from mixjit.runtime.int8.encodings import encoding_words, parse_encoding
+from mixjit.runtime.model.encoding_cost import encoded_work, encoding_products
+from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.schemes.emulation import NONFINITE_REASON, check_operands, parse_label
 
@@ -29,7 +30,7 @@ __all__ = ["Int8Config"]
 class Int8Config(Config):
     """An int8 config: per-row (A) / per-column (B) symmetric scales (``scale=row-col``,
     the only one); ``encoding``: ``int8`` (that quantization), or an operand encoding
-    ``sf16``, ``sf8``, ``pct<p>`` (runtime/encodings.py). The label leaves out the
+    ``sf16``, ``sf8``, ``pct<p>`` (runtime/int8/encodings.py). The label leaves out the
     default encoding."""
 
     scale: str = "row-col"
@@ -44,7 +45,7 @@ class Int8Config(Config):
 
     def words(self) -> tuple[int, ...]:
         """The config as int64 words for the compiled executor (and a plan table):
-        layout ``W_*`` in runtime/executor_int8.py."""
+        layout ``W_*`` in runtime/int8/executor.py."""
         if self.scale != "row-col":
             raise ValueError(f"int8: unknown scale {self.scale!r}; the only one is 'row-col'")
         return (ei8.SCALE_ROW_COL, *encoding_words(self.encoding))
@@ -53,7 +54,8 @@ class Int8Config(Config):
 @register
 class Int8(Scheme):
     name = "int8"
-    executor = CompiledExecutor("int8", 6, ei8.int8_gemm, ei8.N_WORDS, ei8.N_STATS, ei8.STATUS_MESSAGES)
+    executor = CompiledExecutor("int8", catalog.plan_code("int8"),
+                                ei8.int8_gemm, ei8.N_WORDS, ei8.N_STATS, ei8.STATUS_MESSAGES)
     summary = "symmetric INT8 quantization (per-row A / per-column B scales), exact integer GEMM"
 
     def configs(self, dtype: np.dtype | type = np.float32) -> Sequence[Config]:

@@ -1,8 +1,8 @@
 """MixPert: FP32 (``mixpert``) and FP64 (``mixpert-fp64``) GEMM emulation from INT8
 segment products (paper §3.2-3.3; Ozaki scheme I for FP64).
 
-Both schemes share one config type, one data packer (runtime/segments.py) and one
-executor (runtime/executor_mixpert.py); they differ in their config family and in
+Both schemes share one config type, one data packer (runtime/mixpert/segments.py) and one
+executor (runtime/mixpert/executor.py); they differ in their config family and in
 the domain (inputs rounded to, and C rounded to, float32 or float64). Semantics:
 docs/numerics.md, sections "mixpert" and "mixpert-fp64".
 
@@ -22,12 +22,13 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from mixjit.runtime import executor_mixpert as ex
-from mixjit.runtime.executor_mixpert import Prepared, prepare, run_mixpert
-from mixjit.runtime.mixpert_labels import LEVELS, Pairs, parse_label_fields, significance_pairs, slice_pairs
-from mixjit.runtime.pair_blocks import plan_blocks
+from mixjit.runtime.mixpert import executor as ex
+from mixjit.runtime.mixpert.executor import Prepared, prepare, run_mixpert
+from mixjit.runtime.mixpert.labels import LEVELS, Pairs, parse_label_fields, significance_pairs, slice_pairs
+from mixjit.runtime.mixpert.pair_blocks import plan_blocks
+from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
-from mixjit.runtime.segments import BALANCED, MAGNITUDE, ROUND_NEAREST, ROUND_TRUNC, width
+from mixjit.runtime.mixpert.segments import BALANCED, MAGNITUDE, ROUND_NEAREST, ROUND_TRUNC, width
 
 __all__ = [
     "MixPertConfig",
@@ -107,7 +108,7 @@ class MixPertConfig(Config):
 
     def words(self) -> tuple[int, ...]:
         """The config as int64 words for the compiled executor (and the @mixjit plan
-        table): layout ``W_*`` in runtime/executor_mixpert.py; :func:`config_from_words`
+        table): layout ``W_*`` in runtime/mixpert/executor.py; :func:`config_from_words`
         inverts it. Words ``0..N_LAYOUT_WORDS-1`` fix how an operand is split."""
         w = [0] * ex.N_WORDS
         w[ex.W_SEGMENTS] = self.segments
@@ -205,7 +206,8 @@ def parse_mixpert_config(text: str, cls: type[MixPertConfig]) -> MixPertConfig:
 class _MixPertBase(Scheme):
     """Shared scheme code; subclasses set the config class and the config family."""
 
-    executor = CompiledExecutor("mixpert", 4, ex.mixpert_gemm, ex.N_WORDS, ex.N_STATS, ex.STATUS_MESSAGES,
+    executor = CompiledExecutor("mixpert", catalog.plan_code("mixpert"),
+                                ex.mixpert_gemm, ex.N_WORDS, ex.N_STATS, ex.STATUS_MESSAGES,
                                 profile_stats=True, max_stat=ex.STAT_WIDEST_SPAN)
 
     config_cls: ClassVar[type[MixPertConfig]]
@@ -336,5 +338,5 @@ FP64_PRECISE = MixPertFP64Config(segments=9, pairs=slice_pairs(9, 3, 2), tile=(1
 #: binades of its group's largest, so RN32(X) is within a few percent of the
 #: correctly rounded product: below float32 BLAS at every size (docs/accuracy.md).
 #: On the CPU its pairs are one rectangle, one float64 GEMM with a certified
-#: rounding (runtime/mixpert_wide.py). Label ``segments=4,pairs=sig6,align=row``.
+#: rounding (runtime/mixpert/paths/wide.py). Label ``segments=4,pairs=sig6,align=row``.
 FP32_PRECISE = MixPertConfig(segments=4, pairs=significance_pairs(4, 6), align="row")

@@ -10,7 +10,7 @@ computed exactly modulo each modulus (one INT8 GEMM per modulus on a GPU; one ex
 float64 GEMM of residues per modulus on the CPU), reconstructed exactly by the CRT
 and scaled back with one rounding. Accuracy grows by about 4 bits per modulus
 (ANCHORS.md: 8 moduli beat SGEMM, 14-15 match DGEMM). Semantics: docs/numerics.md,
-section "ozaki2"; executor: runtime/executor_ozaki2.py.
+section "ozaki2"; executor: runtime/ozaki2/executor.py.
 
 Config labels: ``moduli=N`` (1..20), optionally ``mode=accurate`` (GEMMul8's
 accurate scaling: one more INT8 GEMM, tighter bounds; default ``fast``) and
@@ -26,7 +26,8 @@ from typing import Sequence
 
 import numpy as np
 
-from mixjit.runtime import executor_ozaki2 as ex
+from mixjit.runtime.ozaki2 import executor as ex
+from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 
 __all__ = ["Ozaki2Config", "Ozaki2", "FP32_MODULI", "FP64_MODULI"]
@@ -72,7 +73,7 @@ class Ozaki2Config(Config):
 
     def words(self) -> tuple[int, ...]:
         """The config as int64 words for the compiled executor (and a plan table):
-        layout ``W_*`` in runtime/executor_ozaki2.py."""
+        layout ``W_*`` in runtime/ozaki2/executor.py."""
         w = [0] * ex.N_WORDS
         w[ex.W_MODULI] = self.moduli
         w[ex.W_KBLOCK] = self.kblock
@@ -116,7 +117,8 @@ def parse_ozaki2_config(text: str) -> Ozaki2Config:
 @register
 class Ozaki2(Scheme):
     name = "ozaki2"
-    executor = CompiledExecutor("ozaki2", 8, ex.ozaki2_gemm, ex.N_WORDS, ex.N_STATS, ex.STATUS_MESSAGES)
+    executor = CompiledExecutor("ozaki2", catalog.plan_code("ozaki2"),
+                                ex.ozaki2_gemm, ex.N_WORDS, ex.N_STATS, ex.STATUS_MESSAGES)
     summary = "Ozaki scheme II (GEMMul8): exact INT8 residue products modulo N moduli, CRT reconstruction"
 
     def configs(self, dtype: np.dtype | type = np.float32) -> Sequence[Config]:

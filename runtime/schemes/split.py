@@ -6,9 +6,9 @@ selective quantization); the most important ``fp16`` fraction runs as a range-sc
 FP16 sub-GEMM, the rest as a symmetric INT8 sub-GEMM; the INT8 result is
 dequantized and the two are summed, exactly, then rounded once to float32.
 ``fp16=auto`` takes the fraction from the partition-size calculator
-(runtime/partition.py) for the config's ``target`` GPU. ``encoding=sf16|sf8|pct<p>``
-encodes the INT8 part's operands instead (runtime/encodings.py). docs/numerics.md, "split".
-The work is done by the compiled executor runtime/executor_split.py.
+(runtime/model/partition.py) for the config's ``target`` GPU. ``encoding=sf16|sf8|pct<p>``
+encodes the INT8 part's operands instead (runtime/int8/encodings.py). docs/numerics.md, "split".
+The work is done by the compiled executor runtime/split/executor.py.
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ from typing import Sequence
 
 import numpy as np
 
-from mixjit.runtime import executor_split as esp
-from mixjit.runtime.encoding_cost import encoding_products, outlier_share
-from mixjit.runtime.encodings import encoding_words, parse_encoding
-from mixjit.runtime.executor_common import row_form
-from mixjit.runtime.hardware import HARDWARE, get_hardware
-from mixjit.runtime.partition import partition_sizes
+from mixjit.runtime.split import executor as esp
+from mixjit.runtime.model.encoding_cost import encoding_products, outlier_share
+from mixjit.runtime.int8.encodings import encoding_words, parse_encoding
+from mixjit.runtime.numerics.executor_common import row_form
+from mixjit.runtime.model.hardware import HARDWARE, get_hardware
+from mixjit.runtime.model.partition import partition_sizes
+from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.schemes.emulation import NONFINITE_REASON, check_operands, parse_label
 
@@ -39,7 +40,7 @@ class SplitConfig(Config):
     0 < Q <= 100) or ``"index"`` (no ranking: the first slices go to FP16);
     ``target``: the GPU whose MMA shapes drive ``fp16=auto``; ``encoding``: the INT8
     part's operand encoding, ``int8`` (symmetric quantization) or ``sf16``, ``sf8``,
-    ``pct<p>`` (runtime/encodings.py; the label leaves out the default)."""
+    ``pct<p>`` (runtime/int8/encodings.py; the label leaves out the default)."""
 
     fp16: float | str = "auto"
     width: int = 32
@@ -54,7 +55,7 @@ class SplitConfig(Config):
 
     def words(self) -> tuple[int, ...]:
         """The config as int64 words for the compiled executor (and a plan table):
-        layout ``W_*`` in runtime/executor_split.py."""
+        layout ``W_*`` in runtime/split/executor.py."""
         cfg = _check(self)
         k8 = k16 = unit = num = exp = 0
         if cfg.fp16 == "auto":
@@ -140,7 +141,8 @@ def fp16_slices(a: np.ndarray, b: np.ndarray, config: SplitConfig) -> np.ndarray
 @register
 class Split(Scheme):
     name = "split"
-    executor = CompiledExecutor("split", 7, esp.split_gemm, esp.N_WORDS, esp.N_STATS, esp.STATUS_MESSAGES)
+    executor = CompiledExecutor("split", catalog.plan_code("split"),
+                                esp.split_gemm, esp.N_WORDS, esp.N_STATS, esp.STATUS_MESSAGES)
     summary = "split-precision GEMM: important K slices in range-scaled FP16, the rest INT8 (patent)"
 
     def configs(self, dtype: np.dtype | type = np.float32) -> Sequence[Config]:
@@ -185,7 +187,7 @@ class Split(Scheme):
         elems8 = (m + n) * (k - k16)
         packing = in_bytes * (m + n) * k + (2 * in_bytes + 2) * elems16 + (2 * in_bytes + 1) * elems8 + 8 * (m + n)
         ops = {"int8": 2.0 * m * n * (k - k16), "fp16": 2.0 * m * n * k16}
-        if cfg.encoding != "int8":  # see runtime/encoding_cost.py: dense products + sparse FP32 correction
+        if cfg.encoding != "int8":  # see runtime/model/encoding_cost.py: dense products + sparse FP32 correction
             phi = outlier_share(cfg.encoding)
             ops["int8"] *= encoding_products(cfg.encoding)
             ops["fp32"] = 2.0 * 2.0 * phi * m * n * (k - k16)

@@ -7,7 +7,7 @@ the rest, a packed share for the INT cores and a converted share for the FP core
 (ratio ``n`` : 1). Packed columns hold 2 (6–8 bits), 3 (5 bits) or 4 (<= 4 bits)
 values per 32-bit word with zero padding, so one 32-bit multiply forms that many
 products. docs/numerics.md, section "vitbit". The CPU work is done by
-runtime/executor_vitbit.py; :func:`emulate_integer_product` is the word-level
+runtime/vitbit/executor.py; :func:`emulate_integer_product` is the word-level
 emulation of the three paths (uint32 multiplies, field extraction) that the tests
 check the executor against, and the specification a GPU kernel must meet.
 """
@@ -19,8 +19,9 @@ from typing import Sequence
 
 import numpy as np
 
-from mixjit.runtime import executor_int8 as ei8
-from mixjit.runtime import executor_vitbit as ex
+from mixjit.runtime.int8 import executor as ei8
+from mixjit.runtime.vitbit import executor as ex
+from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.schemes.emulation import NONFINITE_REASON, check_operands, parse_label
 
@@ -35,11 +36,11 @@ PAPER_M = 4
 
 def default_ratios(bits: int, target: str = "") -> tuple[int, int]:
     """``(m, n)`` a config takes when it names none: from ``target``'s rates in the hardware
-    table (runtime/hardware.py ``vitbit_ratios``), or without a target the paper's m = 4 and
+    table (runtime/model/hardware.py ``vitbit_ratios``), or without a target the paper's m = 4 and
     Eq. 1's n = the pack count (INT and FP cores equally fast)."""
     if not target:
         return PAPER_M, ex.pack_count(bits)
-    from mixjit.runtime.hardware import get_hardware, vitbit_ratios
+    from mixjit.runtime.model.hardware import get_hardware, vitbit_ratios
 
     return vitbit_ratios(get_hardware(target), ex.pack_count(bits))
 
@@ -89,7 +90,7 @@ class VitbitConfig(Config):
         return ",".join(parts)
 
     def words(self) -> tuple[int, ...]:
-        """The config as int64 words: layout ``W_*`` in runtime/executor_vitbit.py."""
+        """The config as int64 words: layout ``W_*`` in runtime/vitbit/executor.py."""
         return (self.bits, self.m, self.n, self.acc)
 
 
@@ -182,7 +183,8 @@ def emulate_integer_product(qa: np.ndarray, qb: np.ndarray, config: VitbitConfig
 @register
 class Vitbit(Scheme):
     name = "vitbit"
-    executor = CompiledExecutor("vitbit", 10, ex.vitbit_gemm, ex.N_WORDS, ex.N_STATS, ex.STATUS_MESSAGES)
+    executor = CompiledExecutor("vitbit", catalog.plan_code("vitbit"),
+                                ex.vitbit_gemm, ex.N_WORDS, ex.N_STATS, ex.STATUS_MESSAGES)
     summary = "low-bit (2..8) integer GEMM, VitBit packing + tensor/INT/FP split (exact integer sums)"
 
     def configs(self, dtype: np.dtype | type = np.float32) -> Sequence[Config]:
@@ -218,7 +220,7 @@ class Vitbit(Scheme):
         in_bytes = np.dtype(dtype).itemsize
         # the three paths of the fused kernel, concurrent (warp roles): tensor-core columns
         # as an INT8 MMA, packed columns as INT32 IMADs (one per word: npk products), converted
-        # columns as FP32 FFMAs (modeled: runtime/costmodel.py, concurrent Work)
+        # columns as FP32 FFMAs (modeled: runtime/model/costmodel.py, concurrent Work)
         ops = {"int8": 2.0 * m * n3 * k, "int32": 2.0 * m * k * n1 / npk, "fp32": 2.0 * m * k * n2}
         # quantize A (max + convert, int8 and fp32 copies) and B (max + convert/pack)
         packing = (2 * in_bytes + 5) * m * k + (2 * in_bytes + 1) * k * n + 8 * (m + n)

@@ -12,8 +12,9 @@ import dataclasses
 import pytest
 
 from mixjit.runtime.cuda.build import CompilerNotFound, CudaBuildError, build, find_compiler
-from mixjit.runtime.cuda.desc import ARCHS, KernelDesc
-from mixjit.runtime.cuda.emit import ENTRY_POINTS, render
+from mixjit.runtime.cuda.desc import ARCHS
+from mixjit.runtime.cuda.emit import render
+from mixjit.runtime.mixpert.cuda.desc import KernelDesc
 from mixjit.runtime.cuda.sass import ToolNotFound, find_tool, opcode_counts, resource_usage, sass_by_kernel
 
 try:
@@ -45,7 +46,7 @@ def _tool_or_skip() -> None:
 def test_sass_has_imma_and_no_ffma_main_loop(cubin, sass, config, arch):
     _tool_or_skip()
     text = sass(cubin(KernelDesc.for_config("mixpert", config, arch=arch)))
-    assert set(ENTRY_POINTS) <= set(text)
+    assert set(KernelDesc.entry_points) <= set(text)
     ops = opcode_counts(text["mixpert_gemm"])
     assert ops["IMMA.16832.S8.S8"] >= _mmas_per_chunk(KernelDesc.for_config("mixpert", config)), ops.most_common(12)
     assert ops["FFMA"] == 0 and ops["HMMA.1688.F32.TF32"] == 0
@@ -56,7 +57,7 @@ def test_sass_has_imma_and_no_ffma_main_loop(cubin, sass, config, arch):
 def test_no_spills(cubin, usage, config, arch):
     _tool_or_skip()
     resources = usage(cubin(KernelDesc.for_config("mixpert", config, arch=arch)))
-    assert set(ENTRY_POINTS) <= set(resources)
+    assert set(KernelDesc.entry_points) <= set(resources)
     for kernel, res in resources.items():
         assert not res.spills, f"{kernel} ({config}, {arch}) spills {res.local_bytes} bytes to local memory"
         assert res.registers <= 255

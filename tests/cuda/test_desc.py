@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from mixjit.runtime.cuda.desc import MOST_PRECISE, KernelDesc, UnsupportedConfig, parse_label
+from mixjit.runtime.cuda.desc import UnsupportedConfig
+from mixjit.runtime.mixpert.cuda.desc import MOST_PRECISE, KernelDesc, parse_label
 from mixjit.runtime.cuda.emit import _declaration, render
 from mixjit.runtime.cuda.registry import kernel_desc
 from mixjit.runtime.schemes import get_scheme
@@ -68,8 +69,30 @@ def test_declarations_are_typed(value):
 
 def test_emitter_imports_no_numba():
     code = ("import sys, mixjit.runtime.cuda.emit, mixjit.runtime.cuda.desc, mixjit.runtime.cuda.build, "
-            "mixjit.runtime.cuda.sass, mixjit.runtime.cuda.registry, mixjit.passes.emit_cuda; "
-            "mixjit.runtime.cuda.emit.render(mixjit.runtime.cuda.desc.KernelDesc.for_config('mixpert', 'level=IV')); "
+            "mixjit.runtime.cuda.sass, mixjit.runtime.cuda.registry, mixjit.runtime.mixpert.cuda.desc, "
+            "mixjit.passes.emit_cuda; "
+            "mixjit.runtime.cuda.emit.render(mixjit.runtime.mixpert.cuda.desc.KernelDesc.for_config('mixpert', 'level=IV')); "
             "print('numba' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_every_family_desc_composes_the_one_tiling_description():
+    """Each family's desc holds its CTA tile, warp grid, pipeline, arch, transposes and
+    alpha/beta mode in one TileDescription (no desc re-declares those fields), takes them by
+    name in for_config, and reads them back as its own attributes."""
+    import dataclasses
+
+    from mixjit.runtime.cuda.desc import TILING_FIELDS, TileDescription
+    from mixjit.runtime.cuda.registry import desc_factory, kernel_schemes
+
+    for scheme in kernel_schemes():
+        factory = desc_factory(scheme)
+        config = "" if scheme != "split" else "fp16=0"
+        desc = factory(scheme, config, "f32", arch="sm_90", trans_b=True)
+        names = {f.name for f in dataclasses.fields(desc)}
+        assert "tiling" in names and not names & set(TILING_FIELDS), (scheme, names & set(TILING_FIELDS))
+        assert isinstance(desc.tiling, TileDescription)
+        assert (desc.arch, desc.trans_b, desc.block) == ("sm_90", True, desc.tiling.block)
+    with pytest.raises(TypeError, match="not both"):
+        KernelDesc.for_config("mixpert", "level=IV", tiling=TileDescription(), arch="sm_90")

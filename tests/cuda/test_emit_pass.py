@@ -17,7 +17,7 @@ from mixjit.passes.emit_cuda import EmitCuda, site_choice, write_kernels
 from mixjit.passes.manager import PassManager
 from mixjit.passes.pass_base import PassContext
 from mixjit.runtime.cuda.emit import render
-from mixjit.runtime.cuda.desc import MOST_PRECISE, KernelDesc
+from mixjit.runtime.mixpert.cuda.desc import MOST_PRECISE, KernelDesc
 
 GOLDEN = Path(__file__).resolve().parents[1] / "filecheck" / "emit-cuda.mix"
 

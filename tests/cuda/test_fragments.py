@@ -1,4 +1,4 @@
-"""The CPU model of the generated MixPert kernels (runtime/cuda/fragments.py) against the CPU
+"""The CPU model of the generated MixPert kernels (runtime/mixpert/cuda/fragments.py, on runtime/cuda/fragments.py) against the CPU
 executor, bit for bit, and the PTX fragment tables it is built on."""
 
 from __future__ import annotations
@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 import mixjit
-from mixjit.runtime.cuda.desc import KernelDesc
 from mixjit.runtime.cuda import fragments
 from mixjit.runtime.cuda.emit import template_text
-from mixjit.runtime.cuda.fragments import (STATUS_FALLBACK, STATUS_NONFINITE, STATUS_SPAN, a_element, b_element, c_element,
-                                           mma_m16n8k32, round_to_f32, run_gemm)
+from mixjit.runtime.cuda.fragments import a_element, b_element, c_element, mma_m16n8k32, round_to_f32
+from mixjit.runtime.mixpert.cuda import fragments as mixpert_fragments
+from mixjit.runtime.mixpert.cuda.desc import KernelDesc
+from mixjit.runtime.mixpert.cuda.fragments import STATUS_FALLBACK, STATUS_NONFINITE, STATUS_SPAN, run_gemm
 
 CONFIGS = ["level=IV", "level=I", "level=III", "level=full", "level=full,align=row", "level=II,rounding=trunc",
            "segments=4,pairs=sig3", "level=IV,digits=balanced", "level=IV,digits=balanced,align=row"]
@@ -44,7 +45,7 @@ def test_model_loads_are_the_templates_loads():
 def test_a_wrong_fragment_layout_is_caught(monkeypatch):
     """The bit-equality check has teeth: with rows g and g+8 of the A fragment swapped (a wrong
     load layout) the model no longer matches the executor."""
-    monkeypatch.setattr(fragments, "A_LOADS", ((8, 0), (0, 0), (8, 16), (0, 16)))
+    monkeypatch.setattr(mixpert_fragments, "A_LOADS", ((8, 0), (0, 0), (8, 16), (0, 16)))
     rng = np.random.default_rng(2)
     a, b = rng.uniform(-1, 1, (16, 32)).astype(np.float32), rng.uniform(-1, 1, (32, 8)).astype(np.float32)
     got, _ = run_gemm(a, b, KernelDesc.for_config("mixpert", "level=I"))

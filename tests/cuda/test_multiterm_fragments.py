@@ -1,4 +1,4 @@
-"""The CPU model of the tf32x3 / bf16xN kernels (runtime/cuda/fragments_multiterm.py): with an
+"""The CPU model of the tf32x3 / bf16xN kernels (runtime/multiterm/cuda/fragments.py): with an
 exact accumulator it is bit-equal to the CPU executor on any data (packing, planes, fragment
 layouts, pair selection); with a per-MMA FP32 accumulator it is bit-equal where every partial
 sum is exact in FP32, and within the FP32 accumulation bound elsewhere."""
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import mixjit
-from mixjit.runtime.cuda import fragments_multiterm as fm
-from mixjit.runtime.cuda.desc_multiterm import PAIR_ORDER, MultiTermDesc, parse_products
+from mixjit.runtime.multiterm.cuda import fragments as fm
+from mixjit.runtime.multiterm.cuda.desc import PAIR_ORDER, MultiTermDesc, parse_products
 from mixjit.runtime.cuda.emit import template_text
 from mixjit.runtime.cuda.fragments import c_element
 from mixjit.runtime.cuda.registry import kernel_desc

@@ -1,4 +1,4 @@
-"""The Ozaki-II residue kernels' CPU model (runtime/cuda/fragments_int8.py): its residues are the
+"""The Ozaki-II residue kernels' CPU model (runtime/ozaki2/cuda/fragments.py): its residues are the
 CPU executor's, and after the host's CRT its output is the executor's, bit for bit."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import mixjit
-from mixjit.runtime import executor_ozaki2 as ex
-from mixjit.runtime.cuda import fragments_int8 as fi
+from mixjit.runtime.ozaki2 import executor as ex
+from mixjit.runtime.ozaki2.cuda import fragments as fi
 from mixjit.runtime.cuda.desc import UnsupportedConfig
-from mixjit.runtime.cuda.desc_ozaki2 import MAX_K, MODULI, parse_ozaki2_label
+from mixjit.runtime.ozaki2.cuda.desc import MAX_K, MODULI, parse_ozaki2_label
 from mixjit.runtime.cuda.emit import template_text
 from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS
 from mixjit.runtime.cuda.registry import kernel_desc

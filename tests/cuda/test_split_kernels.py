@@ -1,4 +1,4 @@
-"""The split INT8+FP16 kernels' CPU model (runtime/cuda/fragments_split.py) against the CPU
+"""The split INT8+FP16 kernels' CPU model (runtime/split/cuda/fragments.py) against the CPU
 executor: bit-equal with an exact FP16 accumulator on any data, and with a per-MMA FP32
 accumulator where that is exact (always for fp16=0); the desc's launches and sizing."""
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import mixjit
-from mixjit.runtime.cuda.desc_split import MAX_K, SplitDesc, parse_split_label
-from mixjit.runtime.cuda.fragments_split import STATUS_NONFINITE, host_plan, run_split
+from mixjit.runtime.split.cuda.desc import MAX_K, SplitDesc, parse_split_label
+from mixjit.runtime.split.cuda.fragments import STATUS_NONFINITE, host_plan, run_split
 from mixjit.runtime.cuda.registry import kernel_desc
 from mixjit.runtime.schemes import get_scheme
 

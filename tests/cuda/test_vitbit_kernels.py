@@ -1,6 +1,6 @@
-"""The VitBit kernels (runtime/cuda/desc_vitbit.py, templates/vitbit_*.cu): the desc's packing
+"""The VitBit kernels (runtime/vitbit/cuda/desc.py, templates/vitbit_*.cu): the desc's packing
 arithmetic and labels agree with the scheme's, the CPU model of the kernels
-(runtime/cuda/fragments_vitbit.py) gives the scheme's word-level emulation's integer sums and the
+(runtime/vitbit/cuda/fragments.py) gives the scheme's word-level emulation's integer sums and the
 CPU executor's output bit for bit (random, worst-case, ragged), a model with a wrong layout or
 an overflowing ``acc`` is caught, and the generated source builds for sm_80 and sm_90 with IMMA,
 IMAD and FFMA in the fused GEMM and no spills."""
@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import mixjit
-from mixjit.runtime import executor_vitbit as ex
-from mixjit.runtime.cuda import desc_vitbit as dv
-from mixjit.runtime.cuda import fragments_vitbit as fv
+from mixjit.runtime.vitbit import executor as ex
+from mixjit.runtime.vitbit.cuda import desc as dv
+from mixjit.runtime.vitbit.cuda import fragments as fv
 from mixjit.runtime.cuda.desc import ARCHS, UnsupportedConfig
 from mixjit.runtime.cuda.emit import render, template_text
 from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS

@@ -20,7 +20,7 @@ from numba.core.caching import FunctionCache, UserProvidedCacheLocator
 from mixjit import cache, entry, mixjit
 from mixjit.cache import CacheFileWarning, MixjitCache, cache_tag
 from mixjit.entry import entry_cfunc
-from mixjit.runtime.jit_cache import RuntimeCache
+from mixjit.runtime.jit.cache import RuntimeCache
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
 from cache_files import CORRUPTIONS, corrupt, load_module  # noqa: E402
@@ -170,7 +170,7 @@ def test_the_entry_uses_the_runtime_cache():
 
 
 def test_entry_imports_no_other_frontend_module():
-    """The entry hashes sources with the leaf runtime/source_hash.py, not mixjit.cache: no
+    """The entry hashes sources with the leaf runtime/jit/source_hash.py, not mixjit.cache: no
     cycle cache -> linking -> entry -> cache."""
     code = ("import sys, mixjit.entry; print(sorted(m for m in sys.modules "
             "if m.startswith('mixjit.') and not m.startswith('mixjit.runtime')))")

@@ -17,7 +17,7 @@ from numba import njit, prange
 
 from mixjit import entry, gemm
 from mixjit.plan import SitePlan, initial_plan, set_plan
-from mixjit.runtime import executor_mixpert as ex
+from mixjit.runtime.mixpert import executor as ex
 from mixjit.linking import (
     LinkError,
     ensure_entry_linked,

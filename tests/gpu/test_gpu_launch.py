@@ -15,12 +15,13 @@ import numpy as np
 import pytest
 
 import mixjit
-from mixjit.runtime.cuda.desc_split import parse_split_label
+from mixjit.runtime.split.cuda.desc import parse_split_label
 from mixjit.runtime.cuda.device import BufferPool, probe
 from mixjit.runtime.cuda.launch import (
-    CudaBackend, KernelLauncher, MixpertLauncher, cpu_gemm, cuda_gemm, kernel_schemes, launcher_for,
+    CudaBackend, KernelLauncher, cpu_gemm, cuda_gemm, kernel_schemes, launcher_for,
     register_launcher,
 )
+from mixjit.runtime.mixpert.cuda.launchers import MixpertLauncher
 from mixjit.runtime.schemes import get_scheme
 
 STATUS = probe()
@@ -206,7 +207,7 @@ def accumulator_bound(scheme: str, config: str, a: np.ndarray, b: np.ndarray, wa
     ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
     a64, b64 = np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64))
     if scheme == "split":  # the FP16 part's columns only: m16n8k16 MMAs over them
-        from mixjit.runtime.cuda.fragments_split import host_plan
+        from mixjit.runtime.split.cuda.fragments import host_plan
 
         cols = host_plan(a, b, np.array(get_scheme("split").parse_config(config).words(), np.int64)).cols_f
         r, bits, mag = -(-cols.size // 16), 11, a64[:, cols] @ b64[cols]

@@ -1,7 +1,8 @@
 """The launch code's driver calls, checked on the CPU: a driver stand-in passes every call to
 cuda-bindings' real function, whose argument conversion runs before it looks for the driver
-library (so a wrong argument type raises TypeError here, as it would on a GPU), then answers
-as a driver would. Every launcher's kernel arguments are checked against the kernels' parameter
+library (so a wrong argument type raises TypeError here, as it would on a GPU; not where a
+device is present, see ``CALLS_REAL_BINDING``), then answers as a driver would. It runs with
+and without a device. Every launcher's kernel arguments are checked against the kernels' parameter
 lists in the rendered source, its grids and blocks against its desc's ``launches()``, and the
 split launcher's stream order against the desc's."""
 
@@ -18,10 +19,15 @@ from mixjit.runtime.cuda.desc import KernelSpec
 from mixjit.runtime.cuda.device import CudaDevice, DeviceStatus, probe
 from mixjit.runtime.cuda.emit import render
 
-pytestmark = pytest.mark.skipif(probe().available, reason="with a device the calls would really run: "
-                                                          "the gpu tests cover them")
-
 driver = pytest.importorskip("cuda.bindings.driver")
+
+CALLS_REAL_BINDING = not probe().available
+"""Without a device, each call also goes through cuda-bindings' real function, whose argument
+conversion runs before it looks for the driver library (a wrong argument type raises TypeError).
+With a device that call would really run, on made-up handles, so there the stand-in only logs
+and answers: this module still runs and checks the arguments against the kernels' parameter
+lists, the grids and the stream order; the types are checked by the runs without a device and
+by the gpu tests' real launches."""
 try:
     from cuda.pathfinder import DynamicLibNotFoundError as _NoDriverLibrary
 except ImportError:  # pragma: no cover - older cuda-bindings
@@ -45,10 +51,11 @@ class CheckingDriver:
             return real
 
         def call(*args):
-            try:
-                real(*args)
-            except _NoDriverLibrary:
-                pass  # the arguments were accepted; only the driver is missing
+            if CALLS_REAL_BINDING:
+                try:
+                    real(*args)
+                except _NoDriverLibrary:
+                    pass  # the arguments were accepted; only the driver is missing
             self.calls.append((name, args))
             return (driver.CUresult.CUDA_SUCCESS, *self._answer(name, args))
 
@@ -107,7 +114,7 @@ def _expected_launches(scheme, config, desc, a, b):
     m, k = a.shape
     if scheme != "split":
         return desc.launches(m, b.shape[1], k)
-    from mixjit.runtime.cuda.fragments_split import host_plan
+    from mixjit.runtime.split.cuda.fragments import host_plan
     from mixjit.runtime.schemes import get_scheme
 
     words = np.array(get_scheme("split").parse_config(config).words(), np.int64)
@@ -211,7 +218,7 @@ def test_status_words_are_spelled_out():
 
 
 def test_a_k_beyond_exact_int32_sums_is_handed_back(device, monkeypatch):
-    from mixjit.runtime.cuda import desc_ozaki2
+    from mixjit.runtime.ozaki2.cuda import desc as desc_ozaki2
 
     monkeypatch.setattr(desc_ozaki2, "MAX_K", 31)
     with pytest.raises(launch.HandBack, match="K=32 > 31"):
@@ -260,8 +267,8 @@ def test_a_mixjit_site_reaches_the_driver_through_the_device_executor(device):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_ozaki2_host_steps_around_the_model_residues_give_the_cpu_executors_bits(device, monkeypatch, dtype):
     """The launcher's host shifts and CRT, fed the residues the CPU model of the kernels computes
-    (runtime/cuda/fragments_int8.py) where the device's would be: C bit-equal to the executor's."""
-    from mixjit.runtime.cuda import fragments_int8 as fi
+    (runtime/ozaki2/cuda/fragments.py) where the device's would be: C bit-equal to the executor's."""
+    from mixjit.runtime.ozaki2.cuda import fragments as fi
 
     rng = np.random.default_rng(4)
     a = (rng.standard_normal((21, 40)) * 2.0 ** rng.integers(-30, 31, (21, 1))).astype(dtype)
@@ -282,7 +289,7 @@ def test_ozaki2_host_steps_around_the_model_residues_give_the_cpu_executors_bits
 
 
 def test_split_uploads_the_executors_k_split_scales_and_shifts(device):
-    from mixjit.runtime.cuda.fragments_split import host_plan
+    from mixjit.runtime.split.cuda.fragments import host_plan
     from mixjit.runtime.schemes import get_scheme
 
     rng = np.random.default_rng(6)
@@ -313,8 +320,8 @@ def test_a_site_gets_only_the_bit_exact_kernels_unless_inexact_is_asked_for(devi
 
 
 def test_vitbit_uploads_the_executors_scales_and_splits_b_by_the_configs_ratios(device):
-    from mixjit.runtime.cuda.desc_vitbit import column_split
-    from mixjit.runtime.cuda.fragments_vitbit import host_scales
+    from mixjit.runtime.vitbit.cuda.desc import column_split
+    from mixjit.runtime.vitbit.cuda.fragments import host_scales
 
     rng = np.random.default_rng(9)
     a = (rng.standard_normal((20, 48)) * 2.0 ** rng.integers(-8, 9, (20, 1))).astype(np.float32)
@@ -324,6 +331,6 @@ def test_vitbit_uploads_the_executors_scales_and_splits_b_by_the_configs_ratios(
     assert device.driver.uploads == [x.tobytes() for x in (a, b, scale_a, scale_b)]
     desc = launch.launcher_for("vitbit").desc("bits=5,target=h100", np.dtype(np.float32), "sm_90")
     n1, n2, n3 = column_split(90, desc.m_ratio, desc.n_ratio, 5)
-    assert (desc.m_ratio, desc.n_ratio) == (12, 2) and min(n1, n2, n3) > 0  # runtime/hardware.py vitbit_ratios
+    assert (desc.m_ratio, desc.n_ratio) == (12, 2) and min(n1, n2, n3) > 0  # runtime/model/hardware.py vitbit_ratios
     pack_b, gemm = [args[9][0] for _, args in device.driver.launches()[1:]]
     assert pack_b[5:7] == (n1, n2) and gemm[6:8] == (n1, n2)

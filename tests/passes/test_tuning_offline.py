@@ -189,7 +189,7 @@ def test_retarget_re_models_every_candidate_over_the_shapes():
 
 def test_retarget_without_a_cost_model_names_the_mismatch():
     with pytest.raises(TargetMismatch, match="site 0's profile was recorded for target 'a100', not 'h100': "
-                                              "re-modeling its times needs mixjit.runtime.costmodel.modeled_calls_time"):
+                                              "re-modeling its times needs mixjit.runtime.model.costmodel.modeled_calls_time"):
         retarget(profile(0), "h100", None)
     with pytest.raises(TargetMismatch, match=r"cannot re-model mixpert\[level=full\]: .*no hardware named"):
         retarget(profile(0), "unknown", fake_cost_model)
@@ -378,8 +378,8 @@ def test_mixopt_report_flag_prints_the_table_to_stderr(tmp_path):
 
 
 def test_tune_re_models_with_the_real_cost_model():
-    pytest.importorskip("mixjit.runtime.costmodel")
-    from mixjit.runtime.costmodel import modeled_calls_time
+    pytest.importorskip("mixjit.runtime.model.costmodel")
+    from mixjit.runtime.model.costmodel import modeled_calls_time
 
     module, _ = run_tune(module_text([profile(0), profile(1)]), budget=1e-5, target="h100")
     for op in (o for o in module.walk() if isinstance(o, GemmOp)):

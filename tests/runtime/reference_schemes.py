@@ -13,8 +13,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from mixjit.runtime.hardware import get_hardware
-from mixjit.runtime.partition import partition_sizes
+from mixjit.runtime.model.hardware import get_hardware
+from mixjit.runtime.model.partition import partition_sizes
 
 INF = math.inf
 

@@ -1,4 +1,4 @@
-"""The GPU cost model (runtime/costmodel.py). Every figure here is modeled; the tests
+"""The GPU cost model (runtime/model/costmodel.py). Every figure here is modeled; the tests
 check relations (monotonicity, quantization, who wins where) and the published
 calibration targets within the tolerances docs/costmodel.md states, never a number
 copied from the model."""
@@ -14,8 +14,8 @@ import sys
 import numpy as np
 import pytest
 
-from mixjit.runtime.costmodel import ModeledTime, modeled_calls_time, modeled_speedup, modeled_time
-from mixjit.runtime.hardware import HARDWARE, Hardware, MmaShape, get_hardware
+from mixjit.runtime.model.costmodel import ModeledTime, modeled_calls_time, modeled_speedup, modeled_time
+from mixjit.runtime.model.hardware import HARDWARE, Hardware, MmaShape, get_hardware
 from mixjit.runtime.schemes import all_schemes, scheme_aliases
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -212,7 +212,7 @@ def calibration():
 
 
 def test_code_efficiencies_match_the_fit(calibration):
-    # hardware.py and costmodel.DEFAULT_EFFICIENCY hold the fitted values rounded to 0.01
+    # model/hardware.py and costmodel.DEFAULT_EFFICIENCY hold the fitted values rounded to 0.01
     for r in calibration["fits"]:
         assert r["in_code"] == pytest.approx(r["fitted"], abs=0.0051), r
         assert r["modeled_with_code"] == pytest.approx(r["published"], rel=0.02), r

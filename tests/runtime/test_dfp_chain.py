@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import mixjit
-from mixjit.runtime import executor_dfp as ex
+from mixjit.runtime.dfp import executor as ex
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.dfp import DfpConfig, dfp_quantize
 
@@ -172,7 +172,7 @@ def _plan_of(op):
 def test_dfp_chain_pass_carries_same_width_producers_and_remodels_their_time():
     from mixjit.passes.dfp_chain import CARRY_ATTR
     from mixjit.passes.tuning.plan_attr import TUNING_ATTR
-    from mixjit.runtime.costmodel import modeled_calls_time
+    from mixjit.runtime.model.costmodel import modeled_calls_time
 
     ops, diags = _chain_module()
     plan = _plan_of(ops[1])

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 import mixjit
 import reference_schemes as ref
 from reference_operands import assert_same_bits, operands
-from mixjit.runtime import executor_dfp as ex
+from mixjit.runtime.dfp import executor as ex
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.dfp import DfpConfig, dfp_quantize
 

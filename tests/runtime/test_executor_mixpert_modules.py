@@ -5,21 +5,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from mixjit.runtime import executor_mixpert as ex
-from mixjit.runtime.source_hash import RUNTIME_ROOT, runtime_sources
+from mixjit.runtime.mixpert import executor as ex
+from mixjit.runtime.jit.source_hash import RUNTIME_ROOT, runtime_sources
 from mixjit.runtime.schemes import get_scheme
 
 
 def test_the_kernel_cache_key_covers_every_executor_module():
     """The @mixjit entry keys an executor's cache on its kernel's module's sources
-    (entry._ExecutorCache): every executor_mixpert*.py file must be among them, or an
+    (entry._ExecutorCache): every module of the MixPert executor (mixpert/: executor, split, pack, driver, words, paths/,
+    guarantee/) must be among them, or an
     edit to one of them would keep running stale compiled code."""
-    modules = {p.name for p in RUNTIME_ROOT.glob("executor_mixpert*.py")}
-    assert len(modules) > 1
+    executor_steps = ("executor", "split", "pack", "driver", "words", "paths/*", "guarantee/*")
+    modules = {str(p.relative_to(RUNTIME_ROOT)) for step in executor_steps
+               for p in (RUNTIME_ROOT / "mixpert").glob(f"{step}.py")}
+    assert len(modules) > 10
     kernel_module = get_scheme("mixpert").executor.kernel.py_func.__module__
-    covered = {p.name for p in runtime_sources(kernel_module)}
-    assert modules - {"executor_mixpert.py"} <= covered, modules - covered
-    assert modules <= {p.name for p in runtime_sources(ex.__name__)}
+    covered = {str(p.relative_to(RUNTIME_ROOT)) for p in runtime_sources(kernel_module)}
+    assert modules - {"mixpert/executor.py"} <= covered, modules - covered
+    assert modules <= {str(p.relative_to(RUNTIME_ROOT)) for p in runtime_sources(ex.__name__)}
 
 
 def test_split_operand_fields_and_two_step_product_match_one_call():

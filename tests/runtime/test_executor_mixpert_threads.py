@@ -7,14 +7,14 @@ import numba
 import numpy as np
 import pytest
 
-from mixjit.runtime import executor_mixpert_pack as pack
-from mixjit.runtime.executor_mixpert_fast import fast_path_threads
-from mixjit.runtime.executor_mixpert_pack import REGION_COST_NS, _block_operand_threads, block_operand, threads_pay
-from mixjit.runtime.executor_mixpert_split import _row_form_threads, prepare_operand, row_form
-from mixjit.runtime.executor_mixpert_words import W_DIGITS, W_SEG0_BITS, W_SEGMENTS, W_TK, kept_pairs
-from mixjit.runtime.pair_blocks import SPAN_RESERVE, plan_block_array
+from mixjit.runtime.mixpert import pack
+from mixjit.runtime.mixpert.paths.fast import fast_path_threads
+from mixjit.runtime.mixpert.pack import REGION_COST_NS, _block_operand_threads, block_operand, threads_pay
+from mixjit.runtime.mixpert.split import _row_form_threads, prepare_operand, row_form
+from mixjit.runtime.mixpert.words import W_DIGITS, W_SEG0_BITS, W_SEGMENTS, W_TK, kept_pairs
+from mixjit.runtime.mixpert.pair_blocks import SPAN_RESERVE, plan_block_array
 from mixjit.runtime.schemes import get_scheme
-from mixjit.runtime.segments import width
+from mixjit.runtime.mixpert.segments import width
 
 RNG = np.random.default_rng(2024)
 
@@ -100,7 +100,7 @@ def test_threads_pay_follows_the_work_and_the_thread_count():
 def test_threads_stay_off_where_the_threading_layer_cannot_nest(monkeypatch, layer, priority, want):
     import numba
 
-    from mixjit.runtime.executor_mixpert_pack import _threads_nest_safely
+    from mixjit.runtime.mixpert.pack import _threads_nest_safely
 
     monkeypatch.setattr(numba.config, "THREADING_LAYER", layer)
     if priority is not None:
@@ -113,7 +113,7 @@ def test_threads_are_on_with_a_loadable_openmp_or_tbb_layer(monkeypatch):
 
     import numba
 
-    from mixjit.runtime.executor_mixpert_pack import _threads_nest_safely
+    from mixjit.runtime.mixpert.pack import _threads_nest_safely
 
     for name in ("omp", "tbb"):
         try:

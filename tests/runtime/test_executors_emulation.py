@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import reference_schemes as ref
-from mixjit.runtime import executor_int8 as ei8
-from mixjit.runtime import executor_multiterm as emt
-from mixjit.runtime import executor_split as esp
+from mixjit.runtime.int8 import executor as ei8
+from mixjit.runtime.multiterm import executor as emt
+from mixjit.runtime.split import executor as esp
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.emulation import ProductsConfig
 from mixjit.runtime.schemes.split import SplitConfig
@@ -218,7 +218,7 @@ def test_c_may_overlap_a_or_b(scheme, label, mod, gemm):
 
 
 def test_compiled_roundings_agree_with_the_format_definitions():
-    from mixjit.runtime.formats import round_to_bf16, round_to_fp16, round_to_tf32
+    from mixjit.runtime.numerics.formats import round_to_bf16, round_to_fp16, round_to_tf32
 
     rng = np.random.default_rng(7)
     x = rng.integers(0, 2**32, 4000, dtype=np.uint64).astype(np.uint32).view(np.float32)
@@ -266,8 +266,8 @@ def test_k_over_several_chunks_matches_the_reference(scheme, label):
 @pytest.mark.parametrize("k", [1, 16, 31, 32, 47, 48, 96, 100, 768, 1000, 4097])
 @pytest.mark.parametrize("width", [1, 3, 32])
 def test_auto_slice_count_matches_the_calculator(target, k, width):
-    from mixjit.runtime.hardware import get_hardware
-    from mixjit.runtime.partition import partition_sizes
+    from mixjit.runtime.model.hardware import get_hardware
+    from mixjit.runtime.model.partition import partition_sizes
 
     words = np.array(SplitConfig(fp16="auto", width=width, target=target).words(), dtype=np.int64)
     nsl = -(-k // width)

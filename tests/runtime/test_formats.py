@@ -1,4 +1,4 @@
-"""runtime/formats.py: the rounding helpers against exact rational rounding and ml_dtypes."""
+"""runtime/numerics/formats.py: the rounding helpers against exact rational rounding and ml_dtypes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from mixjit.runtime.formats import round_to_bf16, round_to_fp16, round_to_tf32
+from mixjit.runtime.numerics.formats import round_to_bf16, round_to_fp16, round_to_tf32
 from reference_schemes import rn
 
 ROUNDERS = {"tf32": round_to_tf32, "bf16": round_to_bf16, "fp16": round_to_fp16}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mixjit.runtime import executor_dfp as dfp_ex
+from mixjit.runtime.dfp import executor as dfp_ex
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.dfp import DfpConfig
 
@@ -76,7 +76,7 @@ def test_mixpert_fp64_span_limit_is_900_binades_of_a_row_and_a_column(where):
     # docs/numerics.md, mixpert-fp64 "Range limit": a span of 900 binades along K (one
     # element per k-tile here) is computed, 901 is refused with a ValueError, whether
     # the span lies in A alone or is shared by a row of A and a column of B
-    from mixjit.runtime.executor_mixpert_words import MAX_SPAN
+    from mixjit.runtime.mixpert.words import MAX_SPAN
 
     assert MAX_SPAN == 900
     s = get_scheme("mixpert-fp64")
@@ -98,7 +98,7 @@ def test_ozaki2_refuses_k_above_2_to_the_30():
     # without the memory: the refusal comes before any work
     from numpy.lib.stride_tricks import as_strided
 
-    from mixjit.runtime import executor_ozaki2 as oz
+    from mixjit.runtime.ozaki2 import executor as oz
 
     k = oz.MAX_K + 1
     assert oz.MAX_K == 2**30

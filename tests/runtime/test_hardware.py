@@ -1,11 +1,11 @@
-"""The hardware table (runtime/hardware.py): every entry complete and internally
+"""The hardware table (runtime/model/hardware.py): every entry complete and internally
 consistent, the published INT8/FP32 ratios kept, lookups that name the fix."""
 
 from __future__ import annotations
 
 import pytest
 
-from mixjit.runtime.hardware import HARDWARE, PRECISION_CLASSES, REQUIRED_CLASSES, get_hardware
+from mixjit.runtime.model.hardware import HARDWARE, PRECISION_CLASSES, REQUIRED_CLASSES, get_hardware
 
 REAL = sorted(n for n, h in HARDWARE.items() if h.real)
 # parts whose FP16/BF16 tensor rate with FP32 accumulation is half the FP16-accumulate

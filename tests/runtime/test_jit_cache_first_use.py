@@ -13,12 +13,12 @@ from numba.core import types
 
 from cache_files import load_module
 from fresh_processes import run_in_fresh_processes
-from mixjit.runtime.jit_cache import CacheFileWarning
-from mixjit.runtime.mixjit_warning import MixjitWarning
+from mixjit.runtime.jit.cache import CacheFileWarning
+from mixjit.runtime.jit.warning import MixjitWarning
 
 KERNELS = textwrap.dedent(
     """
-    from mixjit.runtime.jit_cache import cached_njit
+    from mixjit.runtime.jit.cache import cached_njit
 
     @cached_njit(nogil=True)
     def step(x, up, by):
@@ -57,7 +57,7 @@ def test_cache_file_warning_is_a_mixjit_warning():
 
 
 def test_runtime_warning_base_does_not_import_the_front_end():
-    code = "import sys, mixjit.runtime.jit_cache; print(sorted(m for m in sys.modules if m.startswith('mixjit')))"
+    code = "import sys, mixjit.runtime.jit.cache; print(sorted(m for m in sys.modules if m.startswith('mixjit')))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     loaded = eval(proc.stdout.strip().splitlines()[-1])
     assert loaded and all(m == "mixjit" or m.startswith("mixjit.runtime") for m in loaded), loaded
@@ -67,7 +67,7 @@ def _runtime_kernels() -> list:
     """Every ``cached_njit`` kernel of the loaded runtime modules."""
     from numba.core.dispatcher import Dispatcher
 
-    from mixjit.runtime.jit_cache import RuntimeCache
+    from mixjit.runtime.jit.cache import RuntimeCache
 
     kernels = {}
     for name, module in list(sys.modules.items()):
@@ -96,7 +96,7 @@ import numpy as np
 from numba import prange, types
 from numba.core import sigutils
 from numba.core.ccallback import CFunc
-from mixjit.runtime.jit_cache import RuntimeCache, cached_njit
+from mixjit.runtime.jit.cache import RuntimeCache, cached_njit
 
 
 @cached_njit(parallel=True)
@@ -129,7 +129,7 @@ PARALLEL_CFUNC_RUN = """
 def test_a_cached_cfunc_with_a_parallel_region_starts_the_threading_layer_itself(tmp_path):
     """A ``CFunc`` with a parallel region (what the entry's executors are) loaded from the disk
     cache in a new process, with no threading layer started: the reload hooks that
-    runtime/jit_cache.py saves with it start the layer (mixjit.entry.load_executor calls
+    runtime/jit/cache.py saves with it start the layer (mixjit.entry.load_executor calls
     nothing for it); without them the first call crashed the process (LLVM 'Symbol not
     found: allocate_sched' or a segfault)."""
     runs = run_in_fresh_processes(tmp_path, "parallel_cfunc_module", PARALLEL_CFUNC_MODULE, PARALLEL_CFUNC_RUN)

@@ -1,4 +1,4 @@
-"""Kernels compiled at their callers' first call of them (runtime/lazy_link.py's
+"""Kernels compiled at their callers' first call of them (runtime/jit/lazy_link.py's
 ``unlinked_lazy``): not compiled with the caller, compiled by the first call that reaches
 them, the dispatcher's results and exceptions, a wrong declared result type refused with
 a message, safe from ``prange`` bodies, and cached callers that load in a fresh process
@@ -17,7 +17,7 @@ import pytest
 from numba import njit, prange, types
 
 from fresh_processes import run_in_fresh_processes
-from mixjit.runtime.lazy_link import fill_lazy_cells, unlinked_lazy
+from mixjit.runtime.jit.lazy_link import fill_lazy_cells, unlinked_lazy
 
 
 @njit(nogil=True)
@@ -148,8 +148,8 @@ def test_fill_lazy_cells_of_a_package_leaves_other_modules_cells_alone():
 
 MODULE = '''
 from numba import types
-from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.lazy_link import fill_lazy_cells, unlinked_lazy
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.jit.lazy_link import fill_lazy_cells, unlinked_lazy
 
 
 @cached_njit(nogil=True)
@@ -191,8 +191,8 @@ def test_a_cached_caller_loads_without_compiling_the_kernel(tmp_path):
 SMALL = """
     import json
     import numpy as np
-    from mixjit.runtime import executor_mixpert as ex
-    from mixjit.runtime.executor_mixpert_small import small_gemm, small_loops_gemm, small_max_work
+    from mixjit.runtime.mixpert import executor as ex
+    from mixjit.runtime.mixpert.paths.small import small_gemm, small_loops_gemm, small_max_work
     from mixjit.runtime.schemes import get_scheme
 
     mp = get_scheme("mixpert")
@@ -229,9 +229,9 @@ def test_a_call_the_direct_path_takes_does_not_compile_or_load_the_loops():
 
 WARM = """
     import io, json
-    from mixjit.runtime import lazy_link
-    from mixjit.runtime.executor_mixpert_small import small_loops_gemm
-    from mixjit.runtime.lazy_mixpert import general_gemm_lazy
+    from mixjit.runtime.jit import lazy_link
+    from mixjit.runtime.mixpert.paths.small import small_loops_gemm
+    from mixjit.runtime.mixpert.lazy import general_gemm_lazy
     from mixjit.warm import warm
 
     warm(io.StringIO())

@@ -1,5 +1,5 @@
 """Kernels called through an address cell instead of linked into their callers
-(runtime/lazy_link.py): the same results and exceptions as the dispatcher, no copy of
+(runtime/jit/lazy_link.py): the same results and exceptions as the dispatcher, no copy of
 the callee's code in the caller, and cached callers that load in a fresh process."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from numba import njit
 
 from fresh_processes import run_in_fresh_processes
-from mixjit.runtime.lazy_link import CellHook, unlinked
+from mixjit.runtime.jit.lazy_link import CellHook, unlinked
 
 
 @njit(nogil=True)  # not cached: inspect_llvm below needs code compiled in this process
@@ -51,8 +51,8 @@ def test_the_callers_code_holds_no_copy_of_the_callee():
 
 MODULE = '''
 import numpy as np
-from mixjit.runtime.jit_cache import cached_njit
-from mixjit.runtime.lazy_link import unlinked
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.jit.lazy_link import unlinked
 
 
 @cached_njit(nogil=True)
@@ -97,8 +97,8 @@ CFUNC_MODULE = '''
 from numba import types
 from numba.core import sigutils
 from numba.core.ccallback import CFunc
-from mixjit.runtime.jit_cache import RuntimeCache, cached_njit
-from mixjit.runtime.lazy_link import unlinked
+from mixjit.runtime.jit.cache import RuntimeCache, cached_njit
+from mixjit.runtime.jit.lazy_link import unlinked
 
 
 @cached_njit(nogil=True)
@@ -130,7 +130,7 @@ CFUNC_RUN = """
 
 def test_a_cached_cfunc_keeps_the_reload_hooks_of_its_cells(tmp_path):
     """A ``CFunc`` (the sites' executors) loaded from the disk cache: Numba left its library's
-    reload hooks out of the saved result (runtime/jit_cache.py saves them), and without them
+    reload hooks out of the saved result (runtime/jit/cache.py saves them), and without them
     the cell its code calls through is never registered (the process crashed)."""
     runs = run_in_fresh_processes(tmp_path, "unlinked_cfunc_module", CFUNC_MODULE, CFUNC_RUN)
     assert runs == [{"value": 16, "hits": 0}, {"value": 16, "hits": 1}]

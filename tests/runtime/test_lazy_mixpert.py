@@ -1,5 +1,5 @@
 """The MixPert executor's paths compile on demand (the general path's Python driver,
-runtime/executor_mixpert_driver.py, and the sites' trampoline, runtime/lazy_mixpert.py):
+runtime/mixpert/driver.py, and the sites' trampoline, runtime/mixpert/lazy.py):
 a common call compiles none of the rare paths, a path compiled on first need is cached on
 disk and reloaded by a later process, the trampoline is safe under ``prange``, and the
 Python callers' choice of path (``gemm_from_python``) gives the compiled driver's bits."""
@@ -14,9 +14,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from mixjit.runtime import executor_mixpert as ex
-from mixjit.runtime.executor_mixpert_driver import gemm_from_python, small_may_take
-from mixjit.runtime.executor_mixpert_small import NOT_TAKEN, small_gemm, small_max_work
+from mixjit.runtime.mixpert import executor as ex
+from mixjit.runtime.mixpert.driver import gemm_from_python, small_may_take
+from mixjit.runtime.mixpert.paths.small import NOT_TAKEN, small_gemm, small_max_work
 from mixjit.runtime.schemes import get_scheme
 
 MP = get_scheme("mixpert")
@@ -38,7 +38,7 @@ COUNTS = """
     import json
     import numpy as np
     import mixjit
-    from mixjit.runtime.executor_mixpert_driver import ON_DEMAND_PATHS
+    from mixjit.runtime.mixpert.driver import ON_DEMAND_PATHS
 
     def counts():
         return {d.py_func.__name__: len(d.overloads) for d in ON_DEMAND_PATHS}
@@ -72,7 +72,7 @@ RELOAD = """
     import hashlib, json
     import numpy as np
     import mixjit
-    from mixjit.runtime.executor_mixpert_exact import exact_rows
+    from mixjit.runtime.mixpert.guarantee.exact import exact_rows
 
     rng = np.random.default_rng(2)
     a = rng.standard_normal((90, 70))
@@ -96,7 +96,7 @@ PRANGE = """
     import numpy as np
     from numba import njit, prange
     import mixjit
-    from mixjit.runtime.lazy_mixpert import general_gemm_lazy
+    from mixjit.runtime.mixpert.lazy import general_gemm_lazy
     from mixjit.runtime.schemes import get_scheme
 
     params = np.array(get_scheme("mixpert-fp64").default_config(np.float64).words(), dtype=np.int64)
@@ -192,7 +192,7 @@ SITES = """
     a = rng.standard_normal((70, 90))  # above the small path's size: the trampoline to the general path
     b = rng.standard_normal((90, 70))
     same = [bool(np.array_equal(f64(a, b), mixjit.gemm(a, b, "mixpert-fp64")))]
-    small = (a[:16, :20], b[:20, :12])  # the small path, called through its address cell (runtime/lazy_link.py)
+    small = (a[:16, :20], b[:20, :12])  # the small path, called through its address cell (runtime/jit/lazy_link.py)
     same.append(bool(np.array_equal(f64(*small), mixjit.gemm(*small, "mixpert-fp64"))))
     a, b = (rng.standard_normal((170, 170)).astype(np.float32) for _ in range(2))
     same.append(bool(np.array_equal(f32(a, b), mixjit.gemm(a, b, "mixpert"))))
@@ -204,9 +204,9 @@ SITES = """
 
 def test_site_executors_reloaded_from_the_disk_cache_run_the_general_path():
     """A site's executor (a ``CFunc``) loaded from the disk cache reaches the general path
-    through a trampoline whose Numba environment must outlive the load (runtime/jit_cache.py:
+    through a trampoline whose Numba environment must outlive the load (runtime/jit/cache.py:
     a freed one boxed arrays with garbage and returned status 0 with wrong bits), and the
-    small path through an address cell its reload hook registers (runtime/lazy_link.py)."""
+    small path through an address cell its reload hook registers (runtime/jit/lazy_link.py)."""
     first = _child(SITES)
     assert first["same"] == [True, True, True]
     again = _child(SITES)

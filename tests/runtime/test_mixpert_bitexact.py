@@ -301,7 +301,7 @@ def test_round32_is_rn32_of_hi_plus_its_residual():
     # midpoint repair, against exact rational rounding, from subnormals to overflow
     from fractions import Fraction
 
-    from mixjit.runtime.exactsum import round32
+    from mixjit.runtime.numerics.exactsum import round32
     from reference_mixpert import rn
 
     rng = np.random.default_rng(13)

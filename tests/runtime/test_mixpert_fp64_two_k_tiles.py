@@ -25,9 +25,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mixjit.runtime.executor_mixpert_fast import epilogue_many
-from mixjit.runtime.executor_mixpert_words import kept_pairs
-from mixjit.runtime.pair_blocks import BLOCK_BITS, BLOCK_SHIFT, k_bits, plan_block_array
+from mixjit.runtime.mixpert.paths.fast import epilogue_many
+from mixjit.runtime.mixpert.words import kept_pairs
+from mixjit.runtime.mixpert.pair_blocks import BLOCK_BITS, BLOCK_SHIFT, k_bits, plan_block_array
 from test_mixpert_bitexact import MP, MP64, _check
 
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from mixjit.runtime.exactsum import exact_dot_round, exact_dot_scratch
+from mixjit.runtime.numerics.exactsum import exact_dot_round, exact_dot_scratch
 from mixjit.runtime.schemes import get_scheme
 from reference_mixpert import exact_rounded, gamma_bound_excess, rn
 from test_mixpert_bitexact import _check

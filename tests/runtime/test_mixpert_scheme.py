@@ -9,7 +9,7 @@ import pytest
 
 from mixjit import gemm
 from mixjit.runtime.schemes import get_scheme
-from mixjit.runtime import executor_mixpert as ex
+from mixjit.runtime.mixpert import executor as ex
 from mixjit.runtime.schemes.mixpert import (
     LEVELS,
     MixPertConfig,

@@ -1,4 +1,4 @@
-"""The float32-domain wide fast path (runtime/mixpert_wide.py) and the most precise
+"""The float32-domain wide fast path (runtime/mixpert/paths/wide.py) and the most precise
 float32 config it serves: the block plan covers the kept pairs once, outputs its
 error bound leaves in doubt are summed exactly (same bits as the reference), and
 the config is at least as accurate as float32 BLAS."""
@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mixjit.runtime.mixpert_wide import EXACT_SIDE_BITS, plan_wide_blocks
-from mixjit.runtime.pair_blocks import pair_matrix, range_bits
+from mixjit.runtime.mixpert.paths.wide import EXACT_SIDE_BITS, plan_wide_blocks
+from mixjit.runtime.mixpert.pair_blocks import pair_matrix, range_bits
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.mixpert import FP32_PRECISE, LEVELS, significance_pairs
-from mixjit.runtime.segments import BALANCED, MAGNITUDE
+from mixjit.runtime.mixpert.segments import BALANCED, MAGNITUDE
 from reference_mixpert import mixpert as reference
 
 MP = get_scheme("mixpert")

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from mixjit.runtime import executor_ozaki2 as ex
+from mixjit.runtime.ozaki2 import executor as ex
 from mixjit.runtime.schemes import get_scheme
 from reference_ozaki2 import GEMMUL8_MODULI, accurate_shifts, crt, modulus_product, ozaki2 as reference, scaled, shift
 

@@ -1,7 +1,7 @@
 """A cached function whose parallel callee came from the cache keeps the callee's reload hooks
-(runtime/jit_cache.py, third defect): reloaded in a new process, it starts the threading layer
+(runtime/jit/cache.py, third defect): reloaded in a new process, it starts the threading layer
 before calling into it, instead of calling through a null pointer (a segfault). Found when an
-edit of executor_common.py recompiled the MixPert driver while its threaded packer loaded from
+edit of numerics/executor_common.py recompiled the MixPert driver while its threaded packer loaded from
 the cache: the next process crashed in ``mixjit.gemm(..., "mixpert")``."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ CALLEE = textwrap.dedent(
     """
     import numba
     from numba import prange
-    from mixjit.runtime.jit_cache import TolerantFunctionCache
+    from mixjit.runtime.jit.cache import TolerantFunctionCache
 
 
     def cached(**options):

@@ -20,9 +20,9 @@ from numba.core.caching import NullCache
 from numba.core.registry import CPUDispatcher
 
 import mixjit.runtime
-from mixjit.runtime import pair_blocks
-from mixjit.runtime.jit_cache import CacheFileWarning, RuntimeCache, cached_njit
-from mixjit.runtime.source_hash import (
+from mixjit.runtime.mixpert import pair_blocks
+from mixjit.runtime.jit.cache import CacheFileWarning, RuntimeCache, cached_njit
+from mixjit.runtime.jit.source_hash import (
     CACHE_MACHINERY,
     RUNTIME_PACKAGE,
     RUNTIME_ROOT,
@@ -66,7 +66,7 @@ def test_import_closure_follows_every_import_form(tmp_path):
 
 def test_source_hashing_is_a_leaf():
     """Imported by the entry, the frontend cache and every kernel: the standard library only."""
-    tree = ast.parse((RUNTIME_ROOT / "source_hash.py").read_text())
+    tree = ast.parse((RUNTIME_ROOT / "jit/source_hash.py").read_text())
     imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
                 for alias in node.names}
     imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
@@ -77,13 +77,28 @@ def test_executor_and_entry_depend_on_their_helpers_only():
     def names(module):
         return {str(p.relative_to(RUNTIME_ROOT)) for p in runtime_sources(module) if p.is_relative_to(RUNTIME_ROOT)}
 
-    executor = names("mixjit.runtime.executor_mixpert")
-    assert {"executor_mixpert.py", "segments.py", "pair_blocks.py", "exactsum.py"} <= executor
+    executor = names("mixjit.runtime.mixpert.executor")
+    assert {"mixpert/executor.py", "mixpert/segments.py", "mixpert/pair_blocks.py", "numerics/exactsum.py"} <= executor
     assert not any(n.startswith("schemes") for n in executor)  # pure-Python schemes do not invalidate kernels
     import mixjit.entry
 
     assert executor <= names("mixjit.entry")
-    assert names("mixjit.runtime.segments") == {"__init__.py", "segments.py"}  # no cache machinery
+    # no cache machinery (jit/cache.py, jit/source_hash.py); its package jit/ runs on import
+    assert names("mixjit.runtime.mixpert.segments") == {"__init__.py", "jit/__init__.py", "mixpert/__init__.py",
+                                                        "mixpert/segments.py"}
+
+
+def test_sources_hash_names_files_by_their_path_under_the_root(tmp_path):
+    """Two families' ``executor.py`` with the same text are two different sources, and a
+    moved file hashes differently (its compiled code is rebuilt once): the key names each
+    file by its path relative to the runtime root, not by its bare name."""
+    _tree(tmp_path, {"mixpert/executor.py": "X = 1\n", "dfp/executor.py": "X = 1\n"})
+    one, other = tmp_path / "mixpert/executor.py", tmp_path / "dfp/executor.py"
+    assert sources_hash([one], tmp_path) != sources_hash([other], tmp_path)
+    assert sources_hash([one], tmp_path) == sources_hash([one], tmp_path)
+    copy = tmp_path / "copy"
+    _tree(copy, {"mixpert/executor.py": "X = 1\n"})
+    assert sources_hash([copy / "mixpert/executor.py"], copy) == sources_hash([one], tmp_path)  # where the root lies does not count
 
 
 def test_key_changes_with_an_edited_helper_and_only_then(tmp_path):
@@ -94,21 +109,21 @@ def test_key_changes_with_an_edited_helper_and_only_then(tmp_path):
 
     def key(module):
         rel = Path(*module.split(".")[2:]).with_suffix(".py")
-        return sources_hash(import_closure(module, copy / rel, RUNTIME_PACKAGE, copy, exclude=CACHE_MACHINERY))
+        return sources_hash(import_closure(module, copy / rel, RUNTIME_PACKAGE, copy, exclude=CACHE_MACHINERY), copy)
 
-    before = {m: key(m) for m in ("mixjit.runtime.pair_blocks", "mixjit.runtime.exactsum")}
-    assert before["mixjit.runtime.pair_blocks"] == runtime_sources_hash("mixjit.runtime.pair_blocks")
-    segments = copy / "segments.py"
+    before = {m: key(m) for m in ("mixjit.runtime.mixpert.pair_blocks", "mixjit.runtime.numerics.exactsum")}
+    assert before["mixjit.runtime.mixpert.pair_blocks"] == runtime_sources_hash("mixjit.runtime.mixpert.pair_blocks")
+    segments = copy / "mixpert/segments.py"
     segments.write_text(segments.read_text().replace("ROUND_NEAREST = 1", "ROUND_NEAREST = 2", 1))
-    assert key("mixjit.runtime.pair_blocks") != before["mixjit.runtime.pair_blocks"]
-    assert key("mixjit.runtime.exactsum") == before["mixjit.runtime.exactsum"]
+    assert key("mixjit.runtime.mixpert.pair_blocks") != before["mixjit.runtime.mixpert.pair_blocks"]
+    assert key("mixjit.runtime.numerics.exactsum") == before["mixjit.runtime.numerics.exactsum"]
 
 
 def test_runtime_cache_key_ends_with_the_sources_hash():
     cache = pair_blocks.plan_block_array._cache
     assert isinstance(cache, RuntimeCache)
     key = cache._index_key("sig", _Codegen())
-    assert key[-1] == ("mixjit-runtime", runtime_sources_hash("mixjit.runtime.pair_blocks"))
+    assert key[-1] == ("mixjit-runtime", runtime_sources_hash("mixjit.runtime.mixpert.pair_blocks"))
 
 
 def _runtime_modules():
@@ -142,7 +157,7 @@ def test_no_runtime_code_asks_numba_for_its_own_cache():
                 for kw in node.keywords
             ):
                 offenders.append(f"{path.name}:{node.lineno}")
-    assert not offenders, "use mixjit.runtime.jit_cache.cached_njit instead of cache=True: " + ", ".join(offenders)
+    assert not offenders, "use mixjit.runtime.jit.cache.cached_njit instead of cache=True: " + ", ".join(offenders)
 
 
 def test_cached_njit_refuses_a_cache_option():
@@ -155,7 +170,7 @@ def test_cached_njit_refuses_a_cache_option():
 PLAN = textwrap.dedent(
     """
     import json
-    from mixjit.runtime import pair_blocks as pb
+    from mixjit.runtime.mixpert import pair_blocks as pb
 
     pairs = pb.pair_matrix(((0, 0), (0, 1), (1, 0), (1, 1)), 3)
     blocks, ok = pb.plan_block_array(pairs, 3, 7, 16, pb.MAGNITUDE)
@@ -190,12 +205,12 @@ def _plan_in(root: Path) -> dict:
 @pytest.mark.slow  # three subprocesses compile plan_block_array cold (~12 s CPU); in CI the key itself is
 # checked by test_key_changes_with_an_edited_helper_and_only_then and test_runtime_cache_key_ends_with_the_sources_hash
 def test_edited_helper_never_runs_from_a_stale_kernel_cache(tmp_path):
-    """plan_block_array (pair_blocks.py) compiles in segments.digit_bits; after an edit of
-    segments.py alone, Numba's own key (pair_blocks.py's stamp) would load the old code."""
+    """plan_block_array (mixpert/pair_blocks.py) compiles in segments.digit_bits; after an edit of
+    mixpert/segments.py alone, Numba's own key (mixpert/pair_blocks.py's stamp) would load the old code."""
     pkg = _copy_package(tmp_path)
     first = _plan_in(tmp_path)
     assert first["misses"] == 1
-    segments = pkg / "runtime" / "segments.py"
+    segments = pkg / "runtime" / "mixpert/segments.py"
     text = segments.read_text()
     old = "return 8 if digits == BALANCED else 7"
     assert old in text, "the helper this test edits has changed; pick another constant"
@@ -211,7 +226,7 @@ def test_edited_helper_never_runs_from_a_stale_kernel_cache(tmp_path):
 
 KERNEL = textwrap.dedent(
     """
-    from mixjit.runtime.jit_cache import cached_njit
+    from mixjit.runtime.jit.cache import cached_njit
 
     @cached_njit(nogil=True)
     def kernel(x):

@@ -1,4 +1,4 @@
-"""runtime/exactsum.py: exact sums rounded once, on the cases where a float64 GEMM
+"""runtime/numerics/exactsum.py: exact sums rounded once, on the cases where a float64 GEMM
 alone gets the bits wrong (double rounding, cancellation, overflow, signed zero)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from mixjit.runtime.exactsum import round_exact_sum, round_to_f32_exact
+from mixjit.runtime.numerics.exactsum import round_exact_sum, round_to_f32_exact
 from reference_schemes import rn
 
 F32MAX = float(np.finfo(np.float32).max)

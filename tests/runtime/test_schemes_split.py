@@ -8,8 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from mixjit.runtime.hardware import HARDWARE, Hardware, MmaShape, get_hardware
-from mixjit.runtime.partition import partition_sizes
+from mixjit.runtime.model.hardware import HARDWARE, Hardware, MmaShape, get_hardware
+from mixjit.runtime.model.partition import partition_sizes
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.split import SplitConfig, fp16_slices, slice_importance
 

@@ -1,4 +1,4 @@
-"""runtime/segments.py and runtime/pair_blocks.py: the packer and the dgemm planner."""
+"""runtime/mixpert/segments.py and runtime/mixpert/pair_blocks.py: the packer and the dgemm planner."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mixjit.runtime.pair_blocks import SPAN_RESERVE, k_bits, plan_blocks, range_bits
+from mixjit.runtime.mixpert.pair_blocks import SPAN_RESERVE, k_bits, plan_blocks, range_bits
 from mixjit.runtime.schemes.mixpert import LEVELS, significance_pairs
-from mixjit.runtime.segments import (
+from mixjit.runtime.mixpert.segments import (
     BALANCED,
     ROUND_NEAREST,
     ROUND_TRUNC,

@@ -1,4 +1,4 @@
-"""The MixPert small-shape path (runtime/executor_mixpert_small.py) == the general
+"""The MixPert small-shape path (runtime/mixpert/paths/small.py) == the general
 path, bit for bit and statistic for statistic, and the driver picks it.
 
 The general path is ``multiply_into(prepare_operand(A), prepare_operand(B))``
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mixjit.runtime import executor_mixpert as ex
-from mixjit.runtime.executor_mixpert_small import SMALL_MAX_WORK_FP32, SMALL_MAX_WORK_FP64
+from mixjit.runtime.mixpert import executor as ex
+from mixjit.runtime.mixpert.paths.small import SMALL_MAX_WORK_FP32, SMALL_MAX_WORK_FP64
 from mixjit.runtime.schemes import get_scheme
 
 MP = get_scheme("mixpert")
@@ -179,8 +179,8 @@ def test_float32_element_split_is_split_element(w):
     """The small path's branch-free split of normal float32 values (and its patch for
     zeros and subnormals) gives segments.split_element's M and e, carries at the
     largest exponent included."""
-    from mixjit.runtime.executor_mixpert_small import _patch_special, _split32_normal
-    from mixjit.runtime.segments import split_element
+    from mixjit.runtime.mixpert.paths.small import _patch_special, _split32_normal
+    from mixjit.runtime.mixpert.segments import split_element
 
     rng = np.random.default_rng(w)
     edges = [0x7F7FFFFF, 0xFF7FFFFF, 0x7EFFFFFF, 0x3FFFFFFF, 0x3F7FFFFF, 0x00800000, 0x80800000, 0x3F800004,
@@ -207,7 +207,7 @@ def test_bound_powers_of_two_are_ldexp():
     math.ldexp(1.0, n) wherever ldexp is finite: the fp64 check's values did not move."""
     import math
 
-    from mixjit.runtime.mixpert_bound import _pow2
+    from mixjit.runtime.mixpert.guarantee.bound import _pow2
 
     for n in range(-1200, 1024):
         assert _pow2(n) == math.ldexp(1.0, n) and math.copysign(1.0, _pow2(n)) == 1.0, n

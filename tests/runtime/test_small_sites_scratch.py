@@ -1,12 +1,12 @@
-"""The scratch intrinsics of runtime/scratch_arrays.py and the small path's scratch sizes."""
+"""The scratch intrinsics of runtime/jit/scratch_arrays.py and the small path's scratch sizes."""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from mixjit.runtime.executor_mixpert_small import STACK_WORDS, _operand_views, scratch_words
-from mixjit.runtime.scratch_arrays import any_layout, carve, stack_array
+from mixjit.runtime.mixpert.paths.small import STACK_WORDS, _operand_views, scratch_words
+from mixjit.runtime.jit.scratch_arrays import any_layout, carve, stack_array
 
 
 @njit
@@ -110,7 +110,7 @@ def test_c_layout_views_only_c_ordered_arrays():
     the same elements."""
     from numba import njit
 
-    from mixjit.runtime.scratch_arrays import any_layout, c_layout, is_c_contiguous
+    from mixjit.runtime.jit.scratch_arrays import any_layout, c_layout, is_c_contiguous
 
     @njit
     def through_views(x):

@@ -1,6 +1,6 @@
 """VitBit's split ratios from the hardware table and its three-way concurrency in the cost model
 (every time here is modeled): m, n balance the tensor, INT and FP paths at the part's peak rates
-(runtime/hardware.py ``vitbit_ratios``), a config's ``target`` takes them, and the fused kernel is
+(runtime/model/hardware.py ``vitbit_ratios``), a config's ``target`` takes them, and the fused kernel is
 modeled at its slowest path, not the sum of the three."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import mixjit
-from mixjit.runtime import costmodel
-from mixjit.runtime.hardware import HARDWARE, get_hardware, vitbit_ratios
+from mixjit.runtime.model import costmodel
+from mixjit.runtime.model.hardware import HARDWARE, get_hardware, vitbit_ratios
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.base import Work
 from mixjit.runtime.schemes.vitbit import PAPER_M, VitbitConfig

@@ -4,7 +4,7 @@
 // refuses longer K). Epilogue: with kEpilogueModulus the sum reduced modulo the batch's modulus
 // kModuli[z] into [0, p) as int16 (ozaki2's c_l = T_l mod p_l), else the raw int32 sum.
 // Planes: [batch][rows_pad][k_pad] int8, A row-major, B column-major (k contiguous).
-// runtime/cuda/fragments_int8.py models exactly this arithmetic on the CPU.
+// runtime/ozaki2/cuda/fragments.py models exactly this arithmetic on the CPU.
 
 namespace int8 {  // one translation unit may hold several GEMM templates (split)
 

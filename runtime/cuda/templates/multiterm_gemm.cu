@@ -10,7 +10,7 @@
 //   A (16 × 8 words, row): a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][t+4], a3 = A[g+8][t+4]
 //   B (8 words × 8, col):  b0 = B[t][g], b1 = B[t+4][g]
 //   C (16×8 f32):          c0 = C[g][2t], c1 = C[g][2t+1], c2 = C[g+8][2t], c3 = C[g+8][2t+1]
-// runtime/cuda/fragments_multiterm.py models exactly this arithmetic on the CPU.
+// runtime/multiterm/cuda/fragments.py models exactly this arithmetic on the CPU.
 
 namespace multiterm {  // one translation unit may hold several GEMM templates (split)
 

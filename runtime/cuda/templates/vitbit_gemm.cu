@@ -11,7 +11,7 @@
 //        2^24: exact), the FP32 sum added to INT32 after every kFpBlock k-steps.
 //   Tensor: m16n8k32 s8 MMAs (imma.cuh) with INT32 accumulation.
 // Epilogue: C[i][j] = RN32(RN64(RN64(S·s_i)·t_j)), the executor's dequantization, in product or
-// alpha/beta update mode. runtime/cuda/fragments_vitbit.py models this kernel lane by lane.
+// alpha/beta update mode. runtime/vitbit/cuda/fragments.py models this kernel lane by lane.
 
 namespace vitbit {
 

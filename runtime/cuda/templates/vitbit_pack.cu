@@ -6,7 +6,7 @@
 //   blockIdx.z = 1: conv[k][c]  = (float)q[k][n1 + c];
 //   blockIdx.z = 2: tens[c][k]  = (int8)q[k][n1 + n2 + c] (k contiguous, as the MMA's .col B).
 // Zero in every padding. An inf/NaN input sets kStatusNonFinite (the CPU executor runs the GEMM).
-// runtime/cuda/fragments_vitbit.py models these kernels.
+// runtime/vitbit/cuda/fragments.py models these kernels.
 
 namespace vitbit {
 

@@ -1,0 +1,1 @@
+"""Dynamic fixed point (shared block exponents): the CPU executor."""

@@ -1,0 +1,1 @@
+"""Quantized INT8 GEMMs: the CPU executor and the operand encodings."""

@@ -1,0 +1,1 @@
+"""MixPert's guarantee checks: the error bound, the certified, exact and Ziv recomputations."""

@@ -1,0 +1,380 @@
+"""The MixPert executor's direct path for ``mixpert-fp64``'s most precise config
+(issue 9, item 4; the float32 domain's is runtime/mixpert/paths/direct.py).
+
+``segments=9,pairs=slices3sig2``: slices of 20, 21 and 21 bits (segments 0-2, 3-5,
+6-8), slice pairs I + J <= 2 kept. With one k-tile (K <= tk: every row and column has
+span 0) and K <= 512, the three level sums of the kept slice pairs, ``L0 = A0.B0``,
+``L1 = A0.B1 + A1.B0`` and ``L2 = A0.B2 + A1.B1 + A2.B0``, are exact in float64 (at
+most 3K products of 21-bit slices, below 2^53), in any order: compiled loops or BLAS
+(executor_mixpert_direct.exact_product); L1 by Karatsuba, ``(A0 + A1).(B0 + B1) -
+L0 - A1.B1``, so five K-long products, not six. Their combination ``L0 2^42 + L1 2^21
++ L2`` is rounded once exactly (:func:`_round_levels`): X of step 5 (docs/numerics.md,
+"mixpert") rounded as the general path's epilogue rounds it. Then the float64
+domain's guarantee: :func:`_surely_certified` proves, from upper bounds of
+mixpert_bound.fp64_doubtful's error bound (constants per call: one k-tile, the
+dropped pairs' weight :data:`_DROPPED` fixed by the config) and lower bounds of what
+it compares them with, that fp64_doubtful would mark no output doubtful; where that
+proof fails for some output, fp64_doubtful and recompute run as on the small and
+general paths. The same bits and statistics either way.
+
+Step 1 keeps every bit (W = 62 >= 53), step 2 is ``rint`` (or ``trunc``) of the
+element times ``2^(W-1-E)`` (exact), the slices are truncated quotients by 2^42 and
+2^21. Left to the small path's loops (:data:`NOT_TAKEN`, ``c`` untouched): other
+configs, inf / NaN, more than one k-tile, K over 512, a row or column whose largest
+magnitude is outside [2^-960, 2^500) (``2^(W-1-E)`` must stay finite, no output may
+overflow).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba.core import types
+from numba.extending import register_jitable
+
+from mixjit.runtime.numerics.exactsum import round64_scaled
+from mixjit.runtime.mixpert.paths.direct import (
+    DIRECT_STACK_WORDS,
+    NOT_TAKEN,
+    column_tops,
+    exact_product,
+    exponent_of,
+    pow2,
+    row_top,
+)
+from mixjit.runtime.mixpert.words import (
+    DOMAIN_FP32,
+    OK,
+    PAIR_STRIDE,
+    STAT_RECOMPUTED,
+    STAT_SMALL_PATH,
+    STAT_TILES,
+    W_DIGITS,
+    W_DOMAIN,
+    W_PAIRS0,
+    W_PAIRS1,
+    W_ROUNDING,
+    W_SEG0_BITS,
+    W_SEGMENTS,
+    W_TK,
+    W_TM,
+    W_TN,
+)
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.jit.lazy_link import unlinked_lazy
+from mixjit.runtime.mixpert.guarantee.bound import dropped_weight, fp64_doubtful, recompute
+from mixjit.runtime.mixpert.pair_blocks import k_bits
+from mixjit.runtime.jit.scratch_arrays import c_layout, carve, is_c_contiguous, stack_array
+from mixjit.runtime.mixpert.segments import MAGNITUDE, ROUND_TRUNC, ZERO_EXP, width
+
+
+def _slice_words() -> tuple[int, int]:
+    """The pair words (``W_PAIRS0``, ``W_PAIRS1``) of ``slices3sig2``: bit ``9p + r``
+    set where the slices of segments p and r have ``p // 3 + r // 3 <= 2``."""
+    bits = sum(1 << (PAIR_STRIDE * p + r) for p in range(9) for r in range(9) if p // 3 + r // 3 <= 2)
+    return bits & ((1 << 63) - 1), bits >> 63
+
+
+_SLICE_WORD0, _SLICE_WORD1 = _slice_words()
+#: the bits of the pair words that hold pairs of a 9-segment config (63 + 18)
+_MASK_WORD0 = (1 << 63) - 1
+_MASK_WORD1 = (1 << (81 - 63)) - 1
+
+#: mixpert_bound.dropped_weight of ``slices3sig2`` (the same sum, evaluated once, in
+#: Python: the dropped pairs have p, r >= 3, so it does not depend on seg0_bits)
+_DROPPED = dropped_weight.py_func(
+    np.array([[p // 3 + r // 3 <= 2 for r in range(9)] for p in range(9)]), 9, 7, MAGNITUDE)
+
+
+@register_jitable
+def slice_pairs(params) -> bool:
+    """Are the kept pairs those of ``segments=9,pairs=slices3sig2`` (segment pairs
+    whose slices of 3 segments have ``I + J <= 2``)? Two word comparisons."""
+    return (params[W_SEGMENTS] == 9 and (params[W_PAIRS0] & _MASK_WORD0) == _SLICE_WORD0
+            and (params[W_PAIRS1] & _MASK_WORD1) == _SLICE_WORD1)
+
+
+#: the smallest normal float64
+_MIN_NORMAL64 = 2.0**-1022
+
+#: the smallest and the largest row / column magnitude the float64 direct path
+#: takes: ``2^(w-1-E)`` stays finite (w <= 62) and no output can overflow
+_LOW64 = 2.0**-960
+_HIGH64 = 2.0**500
+
+
+@register_jitable
+def _exponent64(top: float) -> tuple[int, bool]:
+    """A row's exponent (``ZERO_EXP`` for a row of zeros) from its largest magnitude
+    ``top`` (NaN kept), and False for an inf, a NaN, or a magnitude outside
+    [2^-960, 2^500)."""
+    if top == 0.0:
+        return np.int64(ZERO_EXP), True
+    if _LOW64 <= top < _HIGH64:
+        return exponent_of(top), True
+    return np.int64(ZERO_EXP), False
+
+
+@register_jitable
+def _rows_exponents64(x, gexp, xt) -> bool:
+    """Pass 1 over the rows of A: each row's exponent (``gexp[:, 0]``), copying the
+    rows into ``xt``; False as :func:`_exponent64`."""
+    ok = True
+    for i in range(x.shape[0]):
+        e, fine = _exponent64(row_top(x, i, 0, x.shape[1], xt, False))
+        gexp[i, 0] = e
+        ok &= fine
+    return ok
+
+
+@register_jitable
+def _slices(xt, gexp, w: int, trunc: bool, side_b: bool, s0, s1, ssum, s02, off) -> None:
+    """Pass 2: each element aligned to its row's exponent E (step 2: ``q = x 2^(w-1-E)``
+    rounded to an integer, exact: step 1 keeps every bit at w >= 53) and cut into its
+    three slices ``q = q0 2^42 + q1 2^21 + q2`` (sign-magnitude), laid out for the
+    four products of :func:`direct_gemm64`: ``s0 = q0``, ``s1 = q1``, ``ssum = q0 + q1``
+    and ``s02 = [q0 | q2]`` for A, ``[q2 | q0]`` for B. ``off[i]``: does row ``i`` hold
+    an element off the grid ``2^(E-w+1)`` (``x 2^(w-1-E)`` not an integer, or a
+    nonzero element aligned to 0: the alignment changed it; mixpert_bound's
+    ``delta``)? Counted, not or-ed: integer sums vectorise."""
+    r, K = xt.shape
+    c0 = K if side_b else 0  # where q0 and q2 go in s02: loop-invariant offsets (the loop vectorises)
+    c2 = 0 if side_b else K
+    for i in range(r):
+        g = gexp[i, 0]
+        to_int = 0.0 if g == ZERO_EXP else pow2(w - 1 - g)
+        moved = np.int64(0)
+        for k in range(K):
+            x = xt[i, k]
+            y = x * to_int  # exact, but where it underflows (|y| < 1: then q = 0)
+            q = np.trunc(y) if trunc else np.rint(y)
+            moved += np.int64((q != y) | ((q == 0.0) & (x != 0.0)))
+            q0 = np.trunc(q * 2.0**-42)
+            rest = q - q0 * 2.0**42
+            q1 = np.trunc(rest * 2.0**-21)
+            q2 = rest - q1 * 2.0**21
+            s0[i, k] = q0
+            s1[i, k] = q1
+            ssum[i, k] = q0 + q1
+            s02[i, c0 + k] = q0
+            s02[i, c2 + k] = q2
+        off[i] = moved
+
+
+@register_jitable
+def _level_sum(l0: float, l1: float, l2: float) -> tuple[float, float]:
+    """``S = l0 2^42 + l1 2^21 + l2`` of exact integer-valued level sums (|l| < 2^53) as
+    ``RN64(S)`` and its exact residual: ``S = H 2^42 + L`` with ``H = l0 + floor(l1 2^-21)``
+    and ``L = (l1 mod 2^21) 2^21 + l2`` (both exact in float64), one addition and its
+    TwoSum residual. Float arithmetic only (the loop over outputs vectorises)."""
+    t = np.floor(l1 * 2.0**-21)
+    hi = (l0 + t) * 2.0**42
+    lo = (l1 - t * 2.0**21) * 2.0**21 + l2
+    s = hi + lo
+    bb = s - hi
+    return s, (hi - (s - bb)) + (lo - bb)
+
+
+@register_jitable
+def _round_levels(p00, p11, psum, p02, aref, bref, e0: int, out) -> int:
+    """``out = RN64((L0 2^42 + L1 2^21 + L2) 2^(ref_A + ref_B + e0))`` from the four
+    slice products (Karatsuba: ``L1 = psum - p00 - p11``, ``L2 = p02 + p11``): the
+    level sum rounded once (:func:`_level_sum`), scaled exactly where the result is
+    normal (no libm call, branch-free: the loop vectorises); the others (gradual
+    underflow, the range's edges) rounded by exactsum.round64_scaled, as the general
+    path's epilogue does. Returns how many took that second way."""
+    m, n = out.shape
+    rare = np.int64(0)
+    for i in range(m):
+        for j in range(n):
+            s, _ = _level_sum(p00[i, j], (psum[i, j] - p00[i, j]) - p11[i, j], p02[i, j] + p11[i, j])
+            e = aref[i] + bref[j] + e0
+            r = s * pow2(min(max(e, -1022), 1023))
+            ok = (e >= -1022) & (e <= 1023) & ((abs(r) >= _MIN_NORMAL64) | (s == 0.0))
+            out[i, j] = r + 0.0
+            rare += np.int64(not ok)
+    if rare:
+        for i in range(m):
+            for j in range(n):
+                e = aref[i] + bref[j] + e0
+                s, err = _level_sum(p00[i, j], (psum[i, j] - p00[i, j]) - p11[i, j], p02[i, j] + p11[i, j])
+                r = s * pow2(min(max(e, -1022), 1023))
+                if not ((e >= -1022) & (e <= 1023) & ((abs(r) >= _MIN_NORMAL64) | (s == 0.0))):
+                    out[i, j] = round64_scaled(s, err, e)
+    return rare
+
+
+#: mixpert_bound's unit roundoff and smallest subnormal
+_U64 = 2.0**-53
+_TINY = 2.0**-1074
+#: the relative margin by which :func:`_surely_certified` widens every quantity it
+#: compares with mixpert_bound.fp64_doubtful's (whose own roundings are below 2^-40)
+_MARGIN = 2.0**-30
+#: the absolute margin (scaled by 2^-(ref_A + ref_B)) it subtracts from lower bounds:
+#: above every underflow term of fp64_doubtful for scales 2^-900 .. 2^900
+_FLOOR = 2.0**-100
+
+
+@register_jitable
+def _surely_certified(araw, braw, agexp, bgexp, aref, bref, aoff, boff, tk: int, w: int, out) -> bool:
+    """True when mixpert_bound.fp64_doubtful (one k-tile, ``slices3sig2``) would leave
+    no output of ``out`` in doubt, proved from upper bounds of its error bound Err and
+    lower bounds of the quantities it compares Err with; False when that proof fails
+    for some output (the caller then runs fp64_doubtful itself: same decisions).
+
+    fp64_doubtful's Err of output (i, j), scaled by ``2^-(ref_A + ref_B)``, sums four
+    products of its bound columns; with one k-tile they are ``delta, S, K delta, c K``
+    for A and ``S, delta, delta, 1`` for B (``delta = 2^(2-w)`` for a row holding an
+    element off its grid, else 0: ``aoff`` / ``boff``; ``S`` the row's scaled sum of
+    |x|, each term below 2, so ``S <= 2K``). Every column here is at least its value
+    there, so Err here, computed with the same formula and widened by
+    :data:`_MARGIN`, is at least Err there (every step rounds monotonically). An
+    output is proved where ``Err <= tol (|c| (1 - margin) - floor - Err)`` (its pass 1,
+    from |c|), or else where ``Err <= tol (|a_i| . |b_j| (1 - margin) - floor)`` (its
+    pass 2, the dot product of absolute values: every output it does not mark
+    doubtful in pass 1 is decided by that sum). Rows of zeros, and scales
+    ``ref_A + ref_B`` outside [-900, 900], are left to fp64_doubtful."""
+    m, K = araw.shape
+    n = braw.shape[0]
+    lo_a, hi_a = aref[0], aref[0]
+    for i in range(m):
+        if agexp[i, 0] == ZERO_EXP:
+            return False
+        lo_a, hi_a = min(lo_a, aref[i]), max(hi_a, aref[i])
+    lo_b, hi_b = bref[0], bref[0]
+    for j in range(n):
+        if bgexp[j, 0] == ZERO_EXP:
+            return False
+        lo_b, hi_b = min(lo_b, bref[j]), max(hi_b, bref[j])
+    if lo_a + lo_b < -900 or hi_a + hi_b > 900:
+        return False
+    # the Err bound of fp64_doubtful (four columns: nb = 4), with S = 2K, for the four
+    # cases of (off_A, off_B)
+    nb = 4
+    s_up = 2.0 * K * (1.0 + 2.0 * (tk + 2) * _U64) + K * _TINY
+    delta = pow2(2 - w)
+    cdk = _DROPPED * pow2(2 - 2 * w) * K
+    err_up = (1.0 + 4.0 * (nb + 2) * _U64) * (1.0 + _U64)
+    inl_up = 1.0 + 4.0 * (nb + 2) * _U64
+    tiny = 4.0 * (nb + 2) * _TINY
+    e_on = ((cdk * inl_up + tiny) * err_up + tiny) * (1.0 + _MARGIN)  # neither row off its grid
+    v_one = delta * s_up + cdk
+    e_one = ((v_one * inl_up + tiny) * err_up + tiny) * (1.0 + _MARGIN)  # one of them
+    v_both = delta * s_up + s_up * delta + K * delta * delta + cdk
+    e_both = ((v_both * inl_up + tiny) * err_up + tiny) * (1.0 + _MARGIN)
+    tol = (K * _U64 / (1.0 - K * _U64) - _U64) * (1.0 - 2.0**-40) * (1.0 - _MARGIN)
+    for i in range(m):
+        fa = pow2(-aref[i])
+        for j in range(n):
+            fb = pow2(-bref[j])
+            e = e_both if aoff[i] and boff[j] else (e_one if aoff[i] or boff[j] else e_on)
+            cs = abs(out[i, j]) * fa * fb * (1.0 - _MARGIN) - _FLOOR
+            if e <= tol * (cs - e):
+                continue
+            d = 0.0
+            for k in range(K):
+                d += abs(araw[i, k]) * abs(braw[j, k])
+            if not e <= tol * (d * fa * fb * (1.0 - _MARGIN) - _FLOOR):
+                return False
+    return True
+
+
+@cached_njit(nogil=True)
+def direct_gemm64(a, b, c, params, stats) -> int:
+    """``C = A @ B`` under ``mixpert-fp64``'s most precise config for float64 operands
+    with one k-tile (K <= tk) and K <= 512: the three level sums of the kept slice
+    pairs (each exact in float64: products of at most 21-bit slices, three per k; five
+    K-long products by Karatsuba), their exact combination rounded once, then the
+    float64 domain's guarantee check and recomputation (mixpert_bound, as the small and
+    general paths run them), skipped where :func:`_surely_certified` proves it would
+    change nothing: the same bits and statistics. :data:`NOT_TAKEN` (``c`` untouched)
+    otherwise."""
+    if params[W_DOMAIN] == DOMAIN_FP32 or params[W_DIGITS] != MAGNITUDE or not slice_pairs(params):
+        return NOT_TAKEN
+    m, K = a.shape
+    n = b.shape[1]
+    if m == 0 or n == 0 or K == 0 or K > params[W_TK] or k_bits(K) > 9:
+        return NOT_TAKEN  # one k-tile (span 0); 3 K 2^42 < 2^53
+    w = width(9, params[W_SEG0_BITS], MAGNITUDE)
+    trunc = params[W_ROUNDING] == ROUND_TRUNC
+    n_ints = 4 * (m + n)
+    ints = stack_array(DIRECT_STACK_WORDS, np.int64) if n_ints <= DIRECT_STACK_WORDS else np.empty(n_ints, np.int64)
+    n_floats = 6 * (m + n) * K + 5 * m * n + n
+    floats = (stack_array(DIRECT_STACK_WORDS, np.float64) if n_floats <= DIRECT_STACK_WORDS
+              else np.empty(n_floats, np.float64))
+    agexp = carve(ints, 0, m, 1)
+    bgexp = carve(ints, m, n, 1)
+    aref = ints[m + n : 2 * m + n]
+    bref = ints[2 * m + n : 2 * (m + n)]
+    aoff = ints[2 * (m + n) : 3 * m + 2 * n]
+    boff = ints[3 * m + 2 * n : 4 * (m + n)]
+    araw = carve(floats, 0, m, K)
+    a0 = carve(floats, m * K, m, K)
+    a1 = carve(floats, 2 * m * K, m, K)
+    asum = carve(floats, 3 * m * K, m, K)
+    a02 = carve(floats, 4 * m * K, m, 2 * K)
+    o = 6 * m * K
+    braw = carve(floats, o, n, K)
+    b0 = carve(floats, o + n * K, n, K)
+    b1 = carve(floats, o + 2 * n * K, n, K)
+    bsum = carve(floats, o + 3 * n * K, n, K)
+    b20 = carve(floats, o + 4 * n * K, n, 2 * K)
+    o += 6 * n * K
+    p00 = carve(floats, o, m, n)
+    p11 = carve(floats, o + m * n, m, n)
+    psum = carve(floats, o + 2 * m * n, m, n)
+    p02 = carve(floats, o + 3 * m * n, m, n)
+    out = carve(floats, o + 4 * m * n, m, n)
+    top = floats[o + 5 * m * n : o + 5 * m * n + n]
+    # pass 1: each row's (column's) largest magnitude, copying the rows of A and the
+    # columns of B (read along B's rows) into float64 rows
+    ok = _rows_exponents64(c_layout(a), agexp, araw) if is_c_contiguous(a) else _rows_exponents64(a, agexp, araw)
+    if not ok:
+        return NOT_TAKEN
+    if is_c_contiguous(b):
+        column_tops(c_layout(b), 0, K, braw, top, False)
+    else:
+        column_tops(b, 0, K, braw, top, False)
+    for j in range(n):
+        e, fine = _exponent64(top[j])
+        bgexp[j, 0] = e
+        ok &= fine
+    if not ok:
+        return NOT_TAKEN
+    _slices(araw, agexp, w, trunc, False, a0, a1, asum, a02, aoff)
+    _slices(braw, bgexp, w, trunc, True, b0, b1, bsum, b20, boff)
+    # Karatsuba on the slices: L1 = (A0 + A1)(B0 + B1) - A0 B0 - A1 B1, five K-long
+    # products instead of six; every product and difference below is exact (|A0 + A1|
+    # < 3 2^20, so (A0 + A1)(B0 + B1) < 2^43.2 per k and below 2^53 over K <= 512)
+    exact_product(a0, b0, p00)
+    exact_product(a1, b1, p11)
+    exact_product(asum, bsum, psum)
+    exact_product(a02, b20, p02)
+    for i in range(m):
+        aref[i] = agexp[i, 0] if agexp[i, 0] != ZERO_EXP else 0
+    for j in range(n):
+        bref[j] = bgexp[j, 0] if bgexp[j, 0] != ZERO_EXP else 0
+    _round_levels(p00, p11, psum, p02, aref, bref, 42 - 2 * (w - 1), out)
+    for s in range(stats.shape[0]):
+        stats[s] = 0
+    if not _surely_certified(araw, braw, agexp, bgexp, aref, bref, aoff, boff, params[W_TK], w, out):
+        stats[STAT_RECOMPUTED] = _check_lazy(araw, agexp, aref, braw, bgexp, bref, params[W_TK], w, out)
+    for i in range(m):
+        for j in range(n):
+            c[i, j] = out[i, j]
+    stats[STAT_TILES] = -(-m // params[W_TM]) + -(-n // params[W_TN])
+    stats[STAT_SMALL_PATH] = 1
+    return OK
+
+
+@cached_njit(nogil=True)
+def _check_and_recompute(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, out) -> int:
+    """mixpert_bound's guarantee check and exact recomputation for the outputs
+    :func:`_surely_certified` could not prove: the count recomputed."""
+    doubt = fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk, w, _DROPPED, out)
+    return recompute(araw, braw, doubt, out, False)
+
+
+# reached through a lazy cell (runtime/jit/lazy_link.py): compiled at the first call whose
+# outputs the proof leaves open, not with direct_gemm64 (about 6 s of a first call's
+# compile, docs/first_use.md)
+_check_lazy = unlinked_lazy(_check_and_recompute, types.int64)

@@ -1,0 +1,1 @@
+"""The multi-term family's CUDA kernel description, CPU model of the kernels and launcher."""

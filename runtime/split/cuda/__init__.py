@@ -1,0 +1,1 @@
+"""The split scheme's CUDA kernel description, CPU model of the kernels and launcher."""

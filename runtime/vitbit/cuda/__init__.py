@@ -1,0 +1,1 @@
+"""VitBit's CUDA kernel description, CPU model of the kernel and launcher."""
