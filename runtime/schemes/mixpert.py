@@ -24,7 +24,8 @@ import numpy as np
 
 from mixjit.runtime import executor_mixpert as ex
 from mixjit.runtime.executor_mixpert import Prepared, prepare, run_mixpert
-from mixjit.runtime.mixpert_labels import LEVELS, Pairs, parse_label_fields, significance_pairs, slice_pairs
+from mixjit.runtime.mixpert_labels import LEVELS, MAX_CONFIG_INT, MAX_SEG0_BITS, MAX_SEGMENTS, Pairs, \
+    parse_label_fields, significance_pairs, slice_pairs
 from mixjit.runtime.pair_blocks import plan_blocks
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.segments import BALANCED, MAGNITUDE, ROUND_NEAREST, ROUND_TRUNC, width
@@ -74,11 +75,11 @@ class MixPertConfig(Config):
     def __post_init__(self) -> None:
         object.__setattr__(self, "pairs", tuple(sorted(set((int(i), int(j)) for i, j in self.pairs))))
         object.__setattr__(self, "tile", tuple(int(t) for t in self.tile))
-        if not 1 <= self.segments <= 9:
-            raise ValueError(f"mixpert: segments={self.segments} must be in 1..9")
-        if not 1 <= self.seg0_bits <= 7:
+        if not 1 <= self.segments <= MAX_SEGMENTS:
+            raise ValueError(f"mixpert: segments={self.segments} must be in 1..{MAX_SEGMENTS}")
+        if not 1 <= self.seg0_bits <= MAX_SEG0_BITS:
             raise ValueError(
-                f"mixpert: seg0_bits={self.seg0_bits} must be in 1..7 (significant bits of segment 0, implied "
+                f"mixpert: seg0_bits={self.seg0_bits} must be in 1..{MAX_SEG0_BITS} (significant bits of segment 0, implied "
                 "one included; a signed INT8 holds 7 magnitude bits)"
             )
         if self.digits not in ("magnitude", "balanced"):
@@ -96,10 +97,10 @@ class MixPertConfig(Config):
             raise ValueError(f"mixpert: align={self.align!r} must be 'tile' or 'row'")
         if self.rounding not in ("round", "trunc"):
             raise ValueError(f"mixpert: rounding={self.rounding!r} must be 'round' or 'trunc'")
-        if len(self.tile) != 3 or min(self.tile) < 1:
-            raise ValueError(f"mixpert: tile={self.tile} must be three positive sizes (tm, tk, tn)")
-        if self.fallback < -1:
-            raise ValueError(f"mixpert: fallback={self.fallback} must be a bit count >= 0, or -1 (off)")
+        if len(self.tile) != 3 or min(self.tile) < 1 or max(self.tile) > MAX_CONFIG_INT:
+            raise ValueError(f"mixpert: tile={self.tile} must be three sizes in 1..{MAX_CONFIG_INT} (tm, tk, tn)")
+        if not -1 <= self.fallback <= MAX_CONFIG_INT:
+            raise ValueError(f"mixpert: fallback={self.fallback} must be a bit count in 0..{MAX_CONFIG_INT}, or -1 (off)")
 
     @property
     def _digit_code(self) -> int:
