@@ -121,6 +121,7 @@ class _Chunk:
     diagnostics: list[Diagnostic] = field(default_factory=list)  # remarks and warnings first, as emitted
     failed_pass: str | None = None  # "pass 'x' failed (passes run before it: ...)"
     crash: str | None = None  # a pass raised something other than a DiagnosticError
+    kernel_files: list | None = None  # --emit-dir: the module's checked kernel sources (emit_cuda.KernelFile)
 
 
 class _Driver:
@@ -212,6 +213,18 @@ def _report(
     return not errors and chunk.crash is None
 
 
+def _check_kernel_files(chunk: _Chunk) -> None:
+    """``--emit-dir``: render and check the module's kernel files now, so that a refused one (a
+    ``file`` outside the directory) is an error at its op like any other diagnostic."""
+    from mixjit.passes.emit_cuda import kernel_files
+
+    assert chunk.module is not None
+    try:
+        chunk.kernel_files = kernel_files(chunk.module)
+    except DiagnosticError as err:
+        chunk.diagnostics.extend(err.diagnostics)
+
+
 def _write_dag_dot(chunk: _Chunk, path: str, sources: SourceManager, stderr: TextIO) -> bool:
     """``--dag-dot``: draw the GEMM dependence graph of the chunk's module; False on failure."""
     from mixjit.passes.build_dag import gemm_dag, write_dot
@@ -282,6 +295,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     for chunk_text, first_line in pieces:
         chunk = _Chunk(chunk_text, first_line)
         driver.process(chunk)
+        if args.emit_dir and chunk.module is not None:
+            _check_kernel_files(chunk)
         ok = _report(chunk, args.verify_diagnostics, filename, sources, stderr) and ok
         if chunk.output is not None:
             outputs.append(chunk.output.rstrip("\n") + "\n")
@@ -289,15 +304,18 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             ok = _write_report(chunk, sources, stderr) and ok
     if driver.timing is not None:
         stderr.write(driver.timing.report())
-    if args.dag_dot and ok:
+    if (args.dag_dot or args.emit_dir) and ok and chunk.module is None:
+        stderr.write("mixopt: note: --dag-dot and --emit-dir write nothing: the input failed, as "
+                     "--verify-diagnostics expected\n")
+    elif args.dag_dot and ok:
         ok = _write_dag_dot(chunk, args.dag_dot, sources, stderr)
-    if args.emit_dir and ok:
-        from mixjit.passes.emit_cuda import write_kernels
+    if args.emit_dir and ok and chunk.kernel_files is not None:
+        from mixjit.passes.emit_cuda import write_kernel_files
 
         try:
-            write_kernels(chunk.module, args.emit_dir)
-        except (OSError, ValueError) as err:
-            return fail(f"--emit-dir: {err}")
+            write_kernel_files(chunk.kernel_files, args.emit_dir)
+        except OSError as err:
+            return fail(f"--emit-dir: cannot write into '{args.emit_dir}': {err.strerror or err}")
 
     result = f"{SPLIT_MARKER}\n".join(outputs)
     if args.output == "-":
