@@ -153,33 +153,36 @@ def _break_huge_integer(path: Path) -> str:
     return "not a plan: ValueError"
 
 
-def _break_types(path: Path) -> str:
+def _edit(path: Path, **fields) -> None:
+    """Set top-level ``fields`` of the plan file at ``path``."""
+    path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
+
+
+def _set_sites(path: Path, indices: range | list[int], scheme: str, config: str) -> None:
     d = json.loads(path.read_text())
-    d["error"] = "small"
+    for i in indices:
+        d["sites"][i]["scheme"], d["sites"][i]["config"] = scheme, config
     path.write_text(json.dumps(d))
+
+
+def _break_types(path: Path) -> str:
+    _edit(path, error="small")
     return "'error' must be a non-negative number or null, got 'small'"
 
 
 def _break_bool_budget(path: Path) -> str:
-    d = json.loads(path.read_text())
-    d["error_budget"] = True
-    path.write_text(json.dumps(d))
+    _edit(path, error_budget=True)
     return "'error_budget' must be a positive number, got True"
 
 
 def _break_range(path: Path) -> str:
-    d = json.loads(path.read_text())
-    d["sites"][0]["scheme"], d["sites"][0]["config"] = "mixpert-fp64", "segments=99999999,pairs=sig1"
-    path.write_text(json.dumps(d))
+    _set_sites(path, [0], "mixpert-fp64", "segments=99999999,pairs=sig1")
     return r"site 0: mixpert: segments=99999999 .* must be in 1\.\.9"
 
 
 def _break_cheaper(path: Path) -> str:
-    """A cheaper scheme edited in, the recorded errors left as they were: a stale claim."""
-    d = json.loads(path.read_text())
-    for s in d["sites"]:
-        s["scheme"], s["config"] = "mixpert", "level=I"
-    path.write_text(json.dumps(d))
+    """A cheaper config edited in, the recorded errors left as they were: a stale claim."""
+    _set_sites(path, range(3), "mixpert", "level=I")
     return r"its error on this call's arguments is .*, above its budget 1e-09 \(the file records "
 
 
@@ -232,9 +235,7 @@ def test_use_plan_of_something_else_than_a_file_is_a_plan_file_error(tmp_path, k
 
 def test_a_loaded_plan_reports_its_measured_error_not_the_files_claim(plan_dir):
     path = _saved(plan_dir)
-    d = json.loads(path.read_text())
-    d["error"] = 1e-300
-    path.write_text(json.dumps(d))
+    _edit(path, error=1e-300)
     f = _new()
     with warnings.catch_warnings():
         warnings.simplefilter("error", MixjitWarning)
