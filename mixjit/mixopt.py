@@ -166,15 +166,30 @@ class _Driver:
                 chunk.crash = f"{type(failure.cause).__name__}: {failure.cause}"
 
 
+#: largest input read (a dump of a large program is a few MB; /dev/zero is endless)
+MAX_INPUT_BYTES = 64 * 2**20
+
+
+class InputTooLarge(Exception):
+    """The input has more than MAX_INPUT_BYTES bytes."""
+
+
 def _read_input(path: str) -> tuple[str, str]:
-    """(text, name) of the input; OSError if unreadable, DiagnosticError if not UTF-8."""
+    """(text, name) of the input; OSError if unreadable, InputTooLarge past MAX_INPUT_BYTES,
+    DiagnosticError if not UTF-8."""
     if path == "-":
         stdin = getattr(sys.stdin, "buffer", None)
         if stdin is None:  # a text stream without bytes underneath (tests)
             return sys.stdin.read(), "<stdin>"
-        return decode_input(stdin.read(), "<stdin>"), "<stdin>"
+        return decode_input(_bounded(stdin.read(MAX_INPUT_BYTES + 1)), "<stdin>"), "<stdin>"
     with open(path, "rb") as handle:
-        return decode_input(handle.read(), path), path
+        return decode_input(_bounded(handle.read(MAX_INPUT_BYTES + 1)), path), path
+
+
+def _bounded(data: bytes) -> bytes:
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputTooLarge(f"it is larger than {MAX_INPUT_BYTES // 2**20} MiB, more than a .mix dump holds")
+    return data
 
 
 def decode_input(data: bytes, name: str) -> str:
@@ -282,6 +297,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         text, filename = _read_input(args.input)
     except OSError as err:
         return fail(f"cannot read '{args.input}': {err.strerror or err}")
+    except InputTooLarge as err:
+        return fail(f"cannot read '{args.input}': {err}")
     except DiagnosticError as err:
         stderr.write(err.render() + "\n")
         return 1

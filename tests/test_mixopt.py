@@ -428,3 +428,9 @@ def test_verify_diagnostics_with_an_output_flag_on_an_expected_failure(tmp_path,
     code, _, err = run([str(path), "--verify-diagnostics", flag, str(target)])
     assert code == 0, err
     assert not target.exists() and "write nothing" in err
+
+
+def test_an_endless_input_is_refused_cleanly():
+    code, out, err = run(["/dev/zero"])
+    assert (code, out) == (1, "")
+    assert err == "mixopt: error: cannot read '/dev/zero': it is larger than 64 MiB, more than a .mix dump holds\n"

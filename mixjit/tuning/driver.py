@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
 import sys
 import time
 import warnings
@@ -120,7 +121,7 @@ class TuneResult:
 def check_budget(budget: Any, where: str) -> float:
     """``budget`` as a float if it is a positive number (the relative error a plan may have),
     else ValueError naming ``where`` it was given and an example of a good value."""
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0:  # > 0 refuses NaN
+    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, numbers.Real) or not budget > 0:  # > 0: no NaN
         raise ValueError(f"mixjit: {where} must be a positive number (the relative error the tuner may spend, "
                          f"e.g. 1e-6), got {budget!r}")
     return float(budget)
@@ -144,6 +145,17 @@ def check_metric(metric: Any) -> None:
     """TypeError unless ``metric`` is None or a callable ``metric(out, ref) -> float``."""
     if metric is not None and not callable(metric):
         raise TypeError(f"mixjit: metric must be a callable metric(out, ref) -> float, got {type(metric).__name__}")
+
+
+def check_validate(validate: Any) -> list[Sequence[Any]]:
+    """``validate`` as a list of argument tuples (held-out inputs), else TypeError naming what it
+    got and the expected form."""
+    if isinstance(validate, (list, tuple)) and all(isinstance(v, (list, tuple)) for v in validate):
+        return list(validate)
+    got = type(validate).__name__ if not isinstance(validate, (list, tuple)) else \
+        f"a {type(validate).__name__} holding a {next(type(v).__name__ for v in validate if not isinstance(v, (list, tuple)))}"
+    raise TypeError(f"mixjit: f.tune(validate=...) takes a list of argument tuples, one per held-out input set "
+                    f"(e.g. validate=[(a2, b2), (a3, b3)]), got {got}")
 
 
 def signature_of(f: Any, args: Sequence[Any]) -> tuple:
@@ -203,7 +215,7 @@ def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (),
     names = argument_names(f.py_func, args)
     check_finite(args, names, qualname)
     key = signature_of(f, args)
-    for i, v in enumerate(validate):
+    for i, v in enumerate(validate := check_validate(validate)):
         check_finite(v, names, f"{qualname} (validate[{i}])")
         vkey = tuple(f.typeof_pyval(a) for a in v)
         if vkey != key:
