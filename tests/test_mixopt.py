@@ -434,3 +434,11 @@ def test_an_endless_input_is_refused_cleanly():
     code, out, err = run(["/dev/zero"])
     assert (code, out) == (1, "")
     assert err == "mixopt: error: cannot read '/dev/zero': it is larger than 64 MiB, more than a .mix dump holds\n"
+
+
+@pytest.mark.parametrize("where", ["9" * 5000, "+" + "9" * 5000, "-" + "9" * 20])
+def test_an_annotation_pointing_absurdly_far_is_a_diagnosed_error(tmp_path, where):
+    path = tmp_path / "far.mix"
+    path.write_text(f'// expected-error@{where} {{{{x}}}}\n"test.effect"() : () -> ()\n')
+    code, _, err = run([str(path), "--verify-diagnostics"])
+    assert code == 1 and f"annotation points at line {where[:12]}..., outside the file" in err
