@@ -76,6 +76,8 @@ def _load_saved(f: Any, key: tuple, path: Path, args: Sequence[Any] = ()) -> boo
     ``args``) if its error measured on them is within its budget: ``f.plan`` then holds that
     measured error, never the file's claim. One warning otherwise, and the sites keep their plans."""
     o = f.mixjit_options
+    if path.is_dir():  # no plan to load; saving one there fails with its own warning (_record)
+        return False
     state = state_of(f)
     before = {s.id: get_plan(s.id) for s in signature_sites(f, key)}
     try:
