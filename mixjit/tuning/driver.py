@@ -150,10 +150,14 @@ def check_metric(metric: Any) -> None:
 def check_validate(validate: Any) -> list[Sequence[Any]]:
     """``validate`` as a list of argument tuples (held-out inputs), else TypeError naming what it
     got and the expected form."""
-    if isinstance(validate, (list, tuple)) and all(isinstance(v, (list, tuple)) for v in validate):
-        return list(validate)
-    got = type(validate).__name__ if not isinstance(validate, (list, tuple)) else \
-        f"a {type(validate).__name__} holding a {next(type(v).__name__ for v in validate if not isinstance(v, (list, tuple)))}"
+    sets = (list, tuple)
+    if not isinstance(validate, sets):
+        got = type(validate).__name__
+    else:
+        bad = [type(v).__name__ for v in validate if not isinstance(v, sets)]
+        if not bad:
+            return list(validate)
+        got = f"a {type(validate).__name__} holding a {bad[0]}"
     raise TypeError(f"mixjit: f.tune(validate=...) takes a list of argument tuples, one per held-out input set "
                     f"(e.g. validate=[(a2, b2), (a3, b3)]), got {got}")
 

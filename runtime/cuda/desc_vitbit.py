@@ -96,7 +96,8 @@ def parse_vitbit_label(label: str) -> dict[str, int]:
         except ValueError:
             raise ValueError(f"vitbit: config field {key}={value.strip()!r} is not a valid int") from None
         if not -MAX_CONFIG_INT <= fields[key] <= MAX_CONFIG_INT:  # as the scheme's own parser checks
-            raise ValueError(f"vitbit: config field {key}={value.strip()} must be in -{MAX_CONFIG_INT}..{MAX_CONFIG_INT}")
+            raise ValueError(
+                f"vitbit: config field {key}={value.strip()} must be in -{MAX_CONFIG_INT}..{MAX_CONFIG_INT}")
     bits = fields.get("bits", 8)
     if not MIN_BITS <= bits <= MAX_BITS:
         raise ValueError(f"vitbit: bits={bits} must be in {MIN_BITS}..{MAX_BITS}")

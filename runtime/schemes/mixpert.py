@@ -79,8 +79,8 @@ class MixPertConfig(Config):
             raise ValueError(f"mixpert: segments={self.segments} must be in 1..{MAX_SEGMENTS}")
         if not 1 <= self.seg0_bits <= MAX_SEG0_BITS:
             raise ValueError(
-                f"mixpert: seg0_bits={self.seg0_bits} must be in 1..{MAX_SEG0_BITS} (significant bits of segment 0, implied "
-                "one included; a signed INT8 holds 7 magnitude bits)"
+                f"mixpert: seg0_bits={self.seg0_bits} must be in 1..{MAX_SEG0_BITS} (significant bits of segment 0, "
+                "implied one included; a signed INT8 holds 7 magnitude bits)"
             )
         if self.digits not in ("magnitude", "balanced"):
             raise ValueError(f"mixpert: digits={self.digits!r} must be 'magnitude' or 'balanced'")
@@ -100,7 +100,8 @@ class MixPertConfig(Config):
         if len(self.tile) != 3 or min(self.tile) < 1 or max(self.tile) > MAX_CONFIG_INT:
             raise ValueError(f"mixpert: tile={self.tile} must be three sizes in 1..{MAX_CONFIG_INT} (tm, tk, tn)")
         if not -1 <= self.fallback <= MAX_CONFIG_INT:
-            raise ValueError(f"mixpert: fallback={self.fallback} must be a bit count in 0..{MAX_CONFIG_INT}, or -1 (off)")
+            raise ValueError(
+                f"mixpert: fallback={self.fallback} must be a bit count in 0..{MAX_CONFIG_INT}, or -1 (off)")
 
     @property
     def _digit_code(self) -> int:
