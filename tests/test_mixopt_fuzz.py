@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import random
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -102,4 +103,5 @@ def test_mutated_dumps_never_crash_hang_or_write_outside_emit_dir(tmp_path_facto
         assert crash is None, (run, argv, path.read_text()[:3000], report[-3000:])
         written = {p.relative_to(root) for p in root.rglob("*")} - {Path("in.mix")}
         assert all(p.parts[:2] == ("emit", "out") or p == Path("emit") for p in written), (run, argv, written)
+        shutil.rmtree(root)
     assert not Path("/tmp/mixjit-fuzz-escape.cu").exists()

@@ -141,7 +141,7 @@ def program_error(outs: Sequence[Output], refs: Sequence[Output], metric: Metric
             raise ValueError(f"mixjit: the error metric {name} failed on output {o.name} "
                              f"({type(err).__name__}: {err}); it must return a number >= 0") from err
         if math.isnan(e) or e < 0:
-            raise ValueError(f"mixjit: the error metric {name} returned {got!r} for output {o.name}; it must "
-                             "return a number >= 0")
+            raise ValueError(f"mixjit: the error metric returned {got!r} for output {o.name} (metric {name}); it "
+                             "must return a number >= 0")
         worst = max(worst, e)
     return worst

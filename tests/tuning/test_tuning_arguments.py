@@ -26,7 +26,7 @@ def nan_metric(out, ref):
 
 @pytest.mark.parametrize(("metric", "said"), [
     (raising_metric, r"the error metric raising_metric failed on output \w+ \(RuntimeError: boom\)"),
-    (nan_metric, r"the error metric nan_metric returned nan for output \w+"),
+    (nan_metric, r"the error metric returned nan for output \w+ \(metric nan_metric\)"),
 ])
 def test_a_failing_metric_is_named_with_what_it_did(metric, said):
     f = mixjit(tune="explicit", metric=metric)(P.mlp)
