@@ -60,3 +60,14 @@ def test_dfp_block_past_int64_is_refused() -> None:  # block is a text field hol
     a = np.ones((4, 4), np.float32)
     with pytest.raises(ValueError, match=r"block=.*1\.\.4611686018427387904"):
         mixjit.gemm(a, a, "dfp", f"bits=8,block={HUGE}")
+
+
+def test_config_words_with_a_huge_segment_count_are_refused_at_once() -> None:
+    from mixjit.runtime.executor_mixpert_words import W_SEGMENTS
+    from mixjit.runtime.schemes.mixpert import MixPertConfig, config_from_words
+
+    words = list(MixPertConfig().words())
+    assert config_from_words(words) == MixPertConfig()
+    words[W_SEGMENTS] = 99999999
+    with within(2, "config_from_words"), pytest.raises(ValueError, match=r"segments word 99999999 must be in 1\.\.9"):
+        config_from_words(words)

@@ -28,7 +28,7 @@ LIMIT_S = 3.0  # a run takes milliseconds; a hang (or a loop building a huge con
 HOSTILE_CONFIGS = ["segments=99999999,pairs=sig1", "segments=99999999", "level=IV,tile=99999999999999999999x1x1",
                    "level=IV,fallback=" + "9" * 5000, "pairs=slices99999999sig99999999", "moduli=99999999", "",
                    ",,,", "level=V", "bits=" + "9" * 30 + ",block=" + "9" * 30 + ",out=dfp", "products=-1",
-                   "width=99999999999999999999", "a=b=c", "\u0663=\u0663"]
+                   "width=99999999999999999999", "bits=8,m=99999999999999999999,n=1", "a=b=c", "\u0663=\u0663"]
 HOSTILE_FILES = ["../../x.cu", "/tmp/mixjit-fuzz-escape.cu", "..", "", "sub/k.cu", "a\\\\b.cu", "x" * 300]
 HUGE_NUMBERS = ["9" * 5000, "99999999999999999999", "-99999999999999999999", "1e999", "nan", "0"]
 JUNK = '%^"(){}<>[]:=,-@!#0123456789abcxyz. \n\u00ff'

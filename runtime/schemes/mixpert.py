@@ -174,6 +174,8 @@ def config_from_words(words: Sequence[int]) -> MixPertConfig:
         raise ValueError(f"mixpert: {len(w)} config words, expected {ex.N_WORDS}")
     bits = w[ex.W_PAIRS0] | (w[ex.W_PAIRS1] << 63)
     segments = w[ex.W_SEGMENTS]
+    if not 1 <= segments <= MAX_SEGMENTS:  # checked before the loop over segments^2 pairs
+        raise ValueError(f"mixpert: segments word {segments} must be in 1..{MAX_SEGMENTS}")
     pairs = tuple((i, j) for i in range(segments) for j in range(segments) if bits >> (ex.PAIR_STRIDE * i + j) & 1)
     cls = MixPertFP64Config if w[ex.W_DOMAIN] == ex.DOMAIN_FP64 else MixPertConfig
     return cls(
