@@ -68,6 +68,9 @@ def parse_expectations(text: str, filename: str, first_line: int = 1) -> list[Ex
                 continue
             where = match.group("where")
             target: int | None
+            if where is not None and len(where) > 12:  # far past any file (and past int()'s digit limit)
+                problems.append(Diagnostic.error(f"annotation points at line {where[:12]}..., outside the file", here))
+                continue
             if where is None:
                 target = number
             elif where == "unknown":

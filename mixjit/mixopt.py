@@ -121,6 +121,7 @@ class _Chunk:
     diagnostics: list[Diagnostic] = field(default_factory=list)  # remarks and warnings first, as emitted
     failed_pass: str | None = None  # "pass 'x' failed (passes run before it: ...)"
     crash: str | None = None  # a pass raised something other than a DiagnosticError
+    kernel_files: list | None = None  # --emit-dir: the module's checked kernel sources (emit_cuda.KernelFile)
 
 
 class _Driver:
@@ -165,15 +166,30 @@ class _Driver:
                 chunk.crash = f"{type(failure.cause).__name__}: {failure.cause}"
 
 
+#: largest input read (a dump of a large program is a few MB; /dev/zero is endless)
+MAX_INPUT_BYTES = 64 * 2**20
+
+
+class InputTooLarge(Exception):
+    """The input has more than MAX_INPUT_BYTES bytes."""
+
+
 def _read_input(path: str) -> tuple[str, str]:
-    """(text, name) of the input; OSError if unreadable, DiagnosticError if not UTF-8."""
+    """(text, name) of the input; OSError if unreadable, InputTooLarge past MAX_INPUT_BYTES,
+    DiagnosticError if not UTF-8."""
     if path == "-":
         stdin = getattr(sys.stdin, "buffer", None)
         if stdin is None:  # a text stream without bytes underneath (tests)
             return sys.stdin.read(), "<stdin>"
-        return decode_input(stdin.read(), "<stdin>"), "<stdin>"
+        return decode_input(_bounded(stdin.read(MAX_INPUT_BYTES + 1)), "<stdin>"), "<stdin>"
     with open(path, "rb") as handle:
-        return decode_input(handle.read(), path), path
+        return decode_input(_bounded(handle.read(MAX_INPUT_BYTES + 1)), path), path
+
+
+def _bounded(data: bytes) -> bytes:
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputTooLarge(f"it is larger than {MAX_INPUT_BYTES // 2**20} MiB, more than a .mix dump holds")
+    return data
 
 
 def decode_input(data: bytes, name: str) -> str:
@@ -210,6 +226,18 @@ def _report(
     if failed_pass is not None:
         stderr.write(f"mixopt: error: {failed_pass}" + (f": {chunk.crash}" if chunk.crash else "") + "\n")
     return not errors and chunk.crash is None
+
+
+def _check_kernel_files(chunk: _Chunk) -> None:
+    """``--emit-dir``: render and check the module's kernel files now, so that a refused one (a
+    ``file`` outside the directory) is an error at its op like any other diagnostic."""
+    from mixjit.passes.emit_cuda import kernel_files
+
+    assert chunk.module is not None
+    try:
+        chunk.kernel_files = kernel_files(chunk.module)
+    except DiagnosticError as err:
+        chunk.diagnostics.extend(err.diagnostics)
 
 
 def _write_dag_dot(chunk: _Chunk, path: str, sources: SourceManager, stderr: TextIO) -> bool:
@@ -269,6 +297,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         text, filename = _read_input(args.input)
     except OSError as err:
         return fail(f"cannot read '{args.input}': {err.strerror or err}")
+    except InputTooLarge as err:
+        return fail(f"cannot read '{args.input}': {err}")
     except DiagnosticError as err:
         stderr.write(err.render() + "\n")
         return 1
@@ -282,6 +312,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     for chunk_text, first_line in pieces:
         chunk = _Chunk(chunk_text, first_line)
         driver.process(chunk)
+        if args.emit_dir and chunk.module is not None:
+            _check_kernel_files(chunk)
         ok = _report(chunk, args.verify_diagnostics, filename, sources, stderr) and ok
         if chunk.output is not None:
             outputs.append(chunk.output.rstrip("\n") + "\n")
@@ -289,15 +321,18 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             ok = _write_report(chunk, sources, stderr) and ok
     if driver.timing is not None:
         stderr.write(driver.timing.report())
-    if args.dag_dot and ok:
+    if (args.dag_dot or args.emit_dir) and ok and chunk.module is None:
+        stderr.write("mixopt: note: --dag-dot and --emit-dir write nothing: the input failed, as "
+                     "--verify-diagnostics expected\n")
+    elif args.dag_dot and ok:
         ok = _write_dag_dot(chunk, args.dag_dot, sources, stderr)
-    if args.emit_dir and ok:
-        from mixjit.passes.emit_cuda import write_kernels
+    if args.emit_dir and ok and chunk.kernel_files is not None:
+        from mixjit.passes.emit_cuda import write_kernel_files
 
         try:
-            write_kernels(chunk.module, args.emit_dir)
-        except (OSError, ValueError) as err:
-            return fail(f"--emit-dir: {err}")
+            write_kernel_files(chunk.kernel_files, args.emit_dir)
+        except OSError as err:
+            return fail(f"--emit-dir: cannot write into '{args.emit_dir}': {err.strerror or err}")
 
     result = f"{SPLIT_MARKER}\n".join(outputs)
     if args.output == "-":

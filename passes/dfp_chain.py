@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from mixjit.ir.attributes import DictAttr, FloatAttr, IntegerAttr
 from mixjit.ir.core import Operation, OpResult, Value
-from mixjit.ir.diagnostics import Diagnostic, Severity
+from mixjit.ir.diagnostics import Diagnostic, DiagnosticError, Severity
 from mixjit.ir.dialects import py
 from mixjit.ir.dialects.mix import GemmOp
 from mixjit.ir.types import i64
@@ -35,6 +35,7 @@ from mixjit.passes.analysis import ALL_ANALYSES
 from mixjit.passes.build_dag import GemmDag
 from mixjit.passes.pass_base import ModulePass, PassContext, option
 from mixjit.passes.registry import register_pass
+from mixjit.passes.tuning.attrs import TuningAttrError
 from mixjit.passes.tuning.candidates import config_fields
 from mixjit.passes.tuning.plan_attr import PLAN_ATTR, TUNING_ATTR, SitePlan
 from mixjit.passes.tuning.profile import PROFILE_ATTR, SiteProfile
@@ -75,14 +76,22 @@ def producer_of(value: Value) -> GemmOp | None:
     return None
 
 
+def _located(op: GemmOp, err: Exception) -> DiagnosticError:
+    """``err`` (a malformed tuner attribute, a config the cost model refuses) as an error at ``op``."""
+    return DiagnosticError(Diagnostic.error(f"dfp-chain: {err}", site_loc(op)))
+
+
 def _plan(op: GemmOp) -> SitePlan | None:
     attr = op.attributes.get(PLAN_ATTR)
-    return None if attr is None else SitePlan.from_attr(op.site.value, attr)
+    try:
+        return None if attr is None else SitePlan.from_attr(op.site.value, attr)
+    except TuningAttrError as err:
+        raise _located(op, err) from None
 
 
 def _bits(plan: SitePlan) -> int | None:
     text = config_fields(plan.config).get("bits", "")
-    return int(text) if text.isdigit() else None
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 4 else None  # dfp bits are 2..16
 
 
 @register_pass
@@ -149,10 +158,13 @@ class DfpChain(ModulePass):
         model exist; else unchanged, with a warning."""
         attr = op.attributes.get(PROFILE_ATTR)
         if attr is not None and calls_time is not None:
-            profile = SiteProfile.from_attr(op.site.value, attr)
-            if profile.shapes:
-                time = calls_time(plan.scheme, plan.config, profile.shapes, profile.dtype, profile.target)
-                return replace(plan, modeled_time=float(time))
+            try:
+                profile = SiteProfile.from_attr(op.site.value, attr)
+                if profile.shapes:
+                    time = calls_time(plan.scheme, plan.config, profile.shapes, profile.dtype, profile.target)
+                    return replace(plan, modeled_time=float(time))
+            except (TuningAttrError, KeyError, ValueError) as err:
+                raise _located(op, err) from None
         context.emit(Diagnostic(
             Severity.WARNING, f"site {op.site.value}: no profiled shapes or no cost model to re-model {DFP}[{plan.config}]; "
             "its modeled_time is the uncarried config's", site_loc(op)))

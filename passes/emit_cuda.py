@@ -10,7 +10,8 @@ kernel to the module (name, scheme, config, arch, source hash, file, sites). A s
 or config has no CUDA kernel gets a remark saying why; it keeps its CPU executor.
 
 The pass only renders (no compiler, no I/O, no numba); ``mixopt --emit-dir DIR`` writes the
-sources and a manifest with :func:`write_kernels`.
+sources and a manifest with :func:`write_kernels`, only inside DIR: a ``file`` that is not a
+plain file name (a dump is untrusted) is an error at its op and nothing is written.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from pathlib import Path
 
 from mixjit.ir.attributes import ArrayAttr, DictAttr, IntegerAttr, StringAttr
 from mixjit.ir.core import Operation
+from mixjit.ir.diagnostics import Diagnostic, DiagnosticError
 from mixjit.ir.dialects.mix import GemmOp, KernelOp
 from mixjit.ir.types import i64
+from mixjit.passes.files import plain_name_problem, write_atomic
 from mixjit.passes.pass_base import ModulePass, OptionError, PassContext, option
 from mixjit.passes.registry import register_pass
 from mixjit.passes.tuning.plan_attr import PLAN_ATTR
@@ -32,7 +35,8 @@ from mixjit.runtime.mixpert.cuda.desc import MOST_PRECISE
 from mixjit.runtime.cuda.emit import KernelSource, render
 from mixjit.runtime.cuda.registry import kernel_desc
 
-__all__ = ["EmitCuda", "RUNS_ATTR", "site_choice", "site_kernels", "write_kernels", "MANIFEST"]
+__all__ = ["EmitCuda", "RUNS_ATTR", "site_choice", "site_kernels", "KernelFile", "kernel_files", "write_kernel_files",
+           "write_kernels", "MANIFEST"]
 
 #: the frontend's plan attribute (mixjit/decorator.py RUNS_ATTR; passes may not import mixjit)
 RUNS_ATTR = "mix.runs"
@@ -116,29 +120,61 @@ class EmitCuda(ModulePass):
                 sites=ArrayAttr(tuple(IntegerAttr(s, i64) for s in kernel_sites))))
 
 
-def write_kernels(module: Operation, directory: str | Path) -> Path:
-    """Write the source of every ``mix.kernel`` op of ``module`` into ``directory`` and a JSON
-    manifest (``manifest.json``: name, scheme, config, arch, source hash, file, sites, entry
-    points). The sources are rendered again from the sites; a hash that differs from the op's
-    (a module edited after emit-cuda) raises ValueError naming the kernel. Returns the manifest."""
-    out = Path(directory)
-    ops = [op for op in module.walk() if isinstance(op, KernelOp)]
+@dataclass(frozen=True)
+class KernelFile:
+    """One ``mix.kernel`` op's source, checked: its plain ``file`` name and manifest entry."""
+
+    name: str
+    source: str
+    entry: dict
+
+
+def kernel_files(module: Operation) -> list[KernelFile]:
+    """The source of every ``mix.kernel`` op of ``module``, rendered again from its sites, with its
+    manifest entry. DiagnosticError with an error at each bad op: a ``file`` that is not a plain
+    file name (absolute, ``..``, a directory part: the module may come from an untrusted dump), or
+    a source hash that differs from the op's (a module edited after emit-cuda)."""
     by_arch: dict[str, dict[str, tuple[KernelSource, list[int]]]] = {}
-    entries = []
-    out.mkdir(parents=True, exist_ok=True)
-    for op in ops:
+    files, errors = [], []
+    for op in (op for op in module.walk() if isinstance(op, KernelOp)):
+        loc = op.text_loc or op.loc
+        problem = plain_name_problem(op.file.value)
+        if problem is not None:
+            errors.append(Diagnostic.error(f"emit-cuda: kernel {op.sym_name.value} has file {op.file.value!r}: "
+                                           f"{problem}; --emit-dir writes only plain file names inside its "
+                                           "directory (run emit-cuda again to name it)", loc))
+            continue
         arch = op.arch.value
         if arch not in by_arch:
             by_arch[arch] = site_kernels(module, arch).kernels
         found = by_arch[arch].get(op.sym_name.value)
         if found is None or found[0].source_hash != op.source_hash.value:
-            raise ValueError(f"emit-cuda: kernel {op.sym_name.value} no longer matches its sites (the module "
-                             "changed after emit-cuda); run emit-cuda again")
+            errors.append(Diagnostic.error(f"emit-cuda: kernel {op.sym_name.value} no longer matches its sites "
+                                           "(the module changed after emit-cuda); run emit-cuda again", loc))
+            continue
         kernel = found[0]
-        (out / op.file.value).write_text(kernel.source)
-        entries.append({"name": op.sym_name.value, "scheme": op.scheme.value, "config": op.config.value,
-                        "arch": arch, "source_hash": op.source_hash.value, "file": op.file.value,
-                        "sites": [s.value for s in op.sites], "entry_points": list(kernel.entry_points)})
-    manifest = out / MANIFEST
-    manifest.write_text(json.dumps({"kernels": entries}, indent=2) + "\n")
-    return manifest
+        files.append(KernelFile(op.file.value, kernel.source, {
+            "name": op.sym_name.value, "scheme": op.scheme.value, "config": op.config.value, "arch": arch,
+            "source_hash": op.source_hash.value, "file": op.file.value, "sites": [s.value for s in op.sites],
+            "entry_points": list(kernel.entry_points)}))
+    if errors:
+        raise DiagnosticError(errors)
+    return files
+
+
+def write_kernel_files(files: list[KernelFile], directory: str | Path) -> Path:
+    """Write ``files`` (from :func:`kernel_files`) into ``directory`` and a JSON manifest
+    (``manifest.json``: name, scheme, config, arch, source hash, file, sites, entry points), each
+    atomically and never through a symlink. Returns the manifest's path."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        write_atomic(out / f.name, f.source)
+    return write_atomic(out / MANIFEST, json.dumps({"kernels": [f.entry for f in files]}, indent=2) + "\n")
+
+
+def write_kernels(module: Operation, directory: str | Path) -> Path:
+    """Write the source of every ``mix.kernel`` op of ``module`` into ``directory`` with its
+    manifest (:func:`kernel_files`, then :func:`write_kernel_files`): nothing is written when any
+    op is refused (DiagnosticError). Returns the manifest's path."""
+    return write_kernel_files(kernel_files(module), directory)

@@ -69,7 +69,7 @@ class PassFailure(Exception):
         self.previous = list(previous)
         self.cause = cause
         self.emitted = list(emitted)
-        super().__init__(self.summary())
+        super().__init__(f"{self.summary()}: {type(cause).__name__}: {cause}")  # never a bare "failed"
 
     def summary(self) -> str:
         """``pass 'x' failed (after: a, b)`` -- the context to attach to the cause."""

@@ -372,3 +372,73 @@ def test_docs_describe_exactly_the_flags_mixopt_has():
     flags.discard("--help")
     documented = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", docs))
     assert flags == documented
+
+
+FILECHECK = Path(__file__).resolve().parent / "filecheck"
+
+
+@pytest.fixture(scope="module")
+def kernel_dump(tmp_path_factory) -> str:
+    """emit-cuda.mix after emit-cuda: a module with six mix.kernel ops."""
+    path = tmp_path_factory.mktemp("dump") / "kernels.mix"
+    code, _, err = run([str(FILECHECK / "emit-cuda.mix"), "-p", "emit-cuda", "-o", str(path)])
+    assert code == 0, err
+    return path.read_text()
+
+
+@pytest.mark.parametrize("name", ["../../escape.cu", "/tmp/mixjit-escape.cu", "sub/k.cu", "..", "", "a\\b.cu"])
+def test_emit_dir_refuses_a_kernel_file_outside_it_and_writes_nothing(tmp_path, kernel_dump, name):
+    escaped = tmp_path / "escape.cu"
+    first = re.search(r'file = "([^"]+)"', kernel_dump).group(1)
+    hostile = kernel_dump.replace(f'file = "{first}"', f'file = "{name}"'.replace("\\", "\\\\"), 1)
+    path = tmp_path / "deep" / "er" / "k.mix"
+    path.parent.mkdir(parents=True)
+    path.write_text(hostile)
+    out = tmp_path / "deep" / "er" / "out"
+    code, _, err = run([str(path), "--emit-dir", str(out)])
+    assert code == 1
+    line = 1 + hostile[: hostile.index(f'file = "{name}"'.replace("\\", "\\\\"))].count("\n")
+    assert f"{path}:{line}:1: error: emit-cuda: kernel " in err and "plain file name" in err, err
+    assert not out.exists() and not escaped.exists() and not Path("/tmp/mixjit-escape.cu").exists()
+    assert "Traceback" not in err
+
+
+def test_emit_dir_replaces_a_planted_symlink_instead_of_writing_through_it(tmp_path, kernel_dump):
+    path = tmp_path / "k.mix"
+    path.write_text(kernel_dump)
+    out, victim = tmp_path / "out", tmp_path / "victim.txt"
+    out.mkdir()
+    victim.write_text("keep me")
+    first = re.search(r'file = "([^"]+)"', kernel_dump).group(1)
+    for name in (first, "manifest.json"):
+        (out / name).symlink_to(victim)
+    code, _, err = run([str(path), "--emit-dir", str(out)])
+    assert (code, err) == (0, "")
+    assert victim.read_text() == "keep me"
+    assert not (out / first).is_symlink() and "__global__" in (out / first).read_text()
+    assert not (out / "manifest.json").is_symlink() and "kernels" in (out / "manifest.json").read_text()
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []  # no temporary file left
+
+
+@pytest.mark.parametrize("flag", ["--emit-dir", "--dag-dot"])
+def test_verify_diagnostics_with_an_output_flag_on_an_expected_failure(tmp_path, flag):
+    path = tmp_path / "bad.mix"
+    path.write_text('// expected-error@+1 {{unknown operation \'nosuch.op\'}}\n"nosuch.op"() : () -> ()\n')
+    target = tmp_path / "out"
+    code, _, err = run([str(path), "--verify-diagnostics", flag, str(target)])
+    assert code == 0, err
+    assert not target.exists() and "write nothing" in err
+
+
+def test_an_endless_input_is_refused_cleanly():
+    code, out, err = run(["/dev/zero"])
+    assert (code, out) == (1, "")
+    assert err == "mixopt: error: cannot read '/dev/zero': it is larger than 64 MiB, more than a .mix dump holds\n"
+
+
+@pytest.mark.parametrize("where", ["9" * 5000, "+" + "9" * 5000, "-" + "9" * 20])
+def test_an_annotation_pointing_absurdly_far_is_a_diagnosed_error(tmp_path, where):
+    path = tmp_path / "far.mix"
+    path.write_text(f'// expected-error@{where} {{{{x}}}}\n"test.effect"() : () -> ()\n')
+    code, _, err = run([str(path), "--verify-diagnostics"])
+    assert code == 1 and f"annotation points at line {where[:12]}..., outside the file" in err

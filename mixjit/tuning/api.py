@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 import sys
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 from mixjit.arguments import resolve_arguments
-from mixjit.plan import set_plan
+from mixjit.plan import get_plan, set_plan
 from mixjit.tuning.driver import TuneResult, argtypes_text, check_budget, check_metric, \
     current_plan_error, signature_of, signature_sites, tune
 from mixjit.tuning.native_budget import budget_text, slowdown_advice, slows_down
@@ -73,9 +73,15 @@ def _apply(f: Any, key: tuple, plan: TunedPlan) -> None:
     state.last = key
 
 
-def _load_saved(f: Any, key: tuple, path: Path) -> bool:
-    """Apply the plan file at ``path`` to ``key`` if it fits and is current; one warning otherwise."""
+def _load_saved(f: Any, key: tuple, path: Path, args: Sequence[Any] = ()) -> bool:
+    """Apply the plan file at ``path`` to ``key`` if it fits and is current, and (given the call's
+    ``args``) if its error measured on them is within its budget: ``f.plan`` then holds that
+    measured error, never the file's claim. One warning otherwise, and the sites keep their plans."""
     o = f.mixjit_options
+    if path.is_dir():  # no plan to load; saving one there fails with its own warning (_record)
+        return False
+    state = state_of(f)
+    before = {s.id: get_plan(s.id) for s in signature_sites(f, key)}
     try:
         plan = load_plan(path)
         if plan.source_hash != source_hash(f.py_func):
@@ -85,11 +91,37 @@ def _load_saved(f: Any, key: tuple, path: Path) -> bool:
                                 f"{budget_text(plan.error_budget)}, the function asks for {o.target!r} and "
                                 f"{budget_text(o.error_budget)}")
         _apply(f, key, plan)
+        if args:
+            state.plans[key] = _measured(f, key, plan, args)
         return True
     except PlanFileError as e:
+        for sid, site_plan in before.items():
+            if site_plan is not None:
+                set_plan(sid, site_plan)
+        state.plans.pop(key, None)
         _warn(f"mixjit: plan file {path} not used: {e}; "
               + ("re-tuning" if o.tune == "first-call" else "the most precise plan runs until f.tune(...)"))
         return False
+
+
+def _measured(f: Any, key: tuple, plan: TunedPlan, args: Sequence[Any]) -> TunedPlan:
+    """``plan`` (applied to ``key``) with its program error measured on ``args`` (a file's recorded
+    error may have been edited); PlanFileError when that error is above the plan's budget."""
+    sample = resolve_arguments(f, args)  # the call's arguments as Numba folded them (defaults)
+    args = sample.values
+    try:
+        check_finite(args, sample.names, f.py_func.__qualname__)
+    except ValueError:
+        return replace(plan, error=None)  # nothing to measure on: no claim either
+    try:
+        error = current_plan_error(f, key, args, f.mixjit_options.metric)
+    except Exception as e:  # the program or the metric failed under the plan
+        raise PlanFileError(f"re-checking it on this call's arguments failed ({type(e).__name__}: {e})") from None
+    if not error <= plan.error_budget:
+        claim = f"{plan.error:.2e}" if plan.error is not None else "none"
+        raise PlanFileError(f"its error on this call's arguments is {error:.2e}, above its budget "
+                            f"{plan.error_budget:g} (the file records {claim})")
+    return replace(plan, error=error, within_budget=True)
 
 
 def _has_choice(f: Any, key: tuple) -> bool:
@@ -118,7 +150,7 @@ def on_new_signature(f: Any, key: tuple, args: Sequence[Any]) -> None:
     if o.tune == "never":
         return
     path = _plan_path(f, key)
-    if path is not None and path.exists() and _load_saved(f, key, path):
+    if path is not None and (path.exists() or path.is_symlink()) and _load_saved(f, key, path, args):
         return
     if o.tune != "first-call" or not _has_choice(f, key):
         return
@@ -155,7 +187,11 @@ def _record(f: Any, key: tuple, result: TuneResult) -> None:
             print(f"mixjit: {note}", file=sys.stderr)
     path = _plan_path(f, key, result.plan)
     if f.mixjit_options.cache and path is not None:
-        save_plan(result.plan, path)
+        try:
+            save_plan(result.plan, path)
+        except OSError as e:
+            _warn(f"mixjit: the plan of {result.qualname} is not saved to {path} ({e.strerror or e}); it "
+                  "runs in this process only")
 
 
 def tune_function(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",

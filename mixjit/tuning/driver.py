@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
 import sys
 import threading
 import time
@@ -150,7 +151,7 @@ def check_budget(budget: Any, where: str) -> float | str:
     was given and an example of a good value."""
     if is_native(budget):  # "no less accurate than native": resolved when native's error is measured
         return NATIVE
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0:  # > 0 refuses NaN
+    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, numbers.Real) or not budget > 0:  # > 0: no NaN
         raise ValueError(f"mixjit: {where} must be a positive number (the relative error the tuner may spend, "
                          f"e.g. 1e-6) or 'native' (no less accurate than the native run), got {budget!r}")
     return float(budget)
@@ -174,6 +175,21 @@ def check_metric(metric: Any) -> None:
     """TypeError unless ``metric`` is None or a callable ``metric(out, ref) -> float``."""
     if metric is not None and not callable(metric):
         raise TypeError(f"mixjit: metric must be a callable metric(out, ref) -> float, got {type(metric).__name__}")
+
+
+def check_validate(validate: Any) -> list[Sequence[Any]]:
+    """``validate`` as a list of argument tuples (held-out inputs), else TypeError naming what it
+    got and the expected form."""
+    sets = (list, tuple)
+    if not isinstance(validate, sets):
+        got = type(validate).__name__
+    else:
+        bad = [type(v).__name__ for v in validate if not isinstance(v, sets)]
+        if not bad:
+            return list(validate)
+        got = f"a {type(validate).__name__} holding a {bad[0]}"
+    raise TypeError(f"mixjit: f.tune(validate=...) takes a list of argument tuples, one per held-out input set "
+                    f"(e.g. validate=[(a2, b2), (a3, b3)]), got {got}")
 
 
 def _plan_text(labels: dict[int, str]) -> str:
@@ -262,7 +278,7 @@ def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (),
     args, names = sample.values, sample.names
     check_finite(args, names, qualname)
     key = _compiled(f, sample.key)
-    held_out = [resolve_arguments(f, v, kws) for v in validate]  # with the sample's keywords
+    held_out = [resolve_arguments(f, v, kws) for v in check_validate(validate)]  # with the sample's keywords
     validate = [h.values for h in held_out]
     for i, (v, vkey) in enumerate((h.values, h.key) for h in held_out):
         check_finite(v, names, f"{qualname} (validate[{i}])")

@@ -131,10 +131,17 @@ def program_error(outs: Sequence[Output], refs: Sequence[Output], metric: Metric
         raise ValueError(
             f"mixjit: a run's outputs {[o.name for o in outs]} differ from the reference's {[r.name for r in refs]}")
     measure = metric or relative_frobenius
+    name = getattr(measure, "__qualname__", repr(measure))
     worst = 0.0
     for o, r in zip(outs, refs):
-        e = float(measure(o.value, r.value))
+        try:
+            got = measure(o.value, r.value)
+            e = float(got)
+        except Exception as err:
+            raise ValueError(f"mixjit: the error metric {name} failed on output {o.name} "
+                             f"({type(err).__name__}: {err}); it must return a number >= 0") from err
         if math.isnan(e) or e < 0:
-            raise ValueError(f"mixjit: the error metric returned {e} for output {o.name}; it must be a number >= 0")
+            raise ValueError(f"mixjit: the error metric returned {got!r} for output {o.name} (metric {name}); it "
+                             "must return a number >= 0")
         worst = max(worst, e)
     return worst

@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from mixjit import entry
+from mixjit.passes.files import write_atomic
 from mixjit.plan import SitePlan
 from mixjit.runtime.schemes.base import get_scheme
 from mixjit.tuning.native_budget import is_native, native_budget
@@ -103,11 +104,14 @@ class TunedPlan:
 
     @staticmethod
     def from_json(text: str) -> "TunedPlan":
-        """Parse a plan file's text; PlanFileError names what is wrong."""
+        """Parse a plan file's text; PlanFileError names what is wrong (never another error, for
+        any text: deep nesting, huge numbers and wrong types included)."""
         try:
             d = json.loads(text)
         except json.JSONDecodeError as e:
             raise PlanFileError(f"not valid JSON ({e})") from None
+        except (ValueError, RecursionError) as e:  # a 5000-digit integer; nesting deeper than Python's stack
+            raise PlanFileError(f"not a plan: {type(e).__name__}: {str(e)[:200]}") from None
         if not isinstance(d, dict):
             raise PlanFileError("not a mixjit plan (the top level is not an object)")
         if d.get("mixjit_plan") != FORMAT_VERSION:
@@ -150,25 +154,36 @@ def _fields(d: Any, cls: type, where: str) -> dict:
     return d
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def _check_types(plan: TunedPlan) -> None:
     for name in ("function", "source_hash", "argtypes", "target"):
         if not isinstance(getattr(plan, name), str):
             raise PlanFileError(f"'{name}' must be a string")
     if is_native(plan.error_budget):
-        if not isinstance(plan.native_error, (int, float)) or not math.isfinite(plan.native_error) \
-                or plan.native_error < 0:
+        if not _is_number(plan.native_error) or not 0 <= plan.native_error < math.inf:
             raise PlanFileError("'error_budget' is 'native', which needs 'native_error' (native's measured error, "
                                 f"a finite number >= 0), got {plan.native_error!r}")
-    elif not isinstance(plan.error_budget, (int, float)) or not plan.error_budget > 0:
+    elif not _is_number(plan.error_budget) or not 0 < plan.error_budget < math.inf:
         raise PlanFileError(f"'error_budget' must be a positive number or 'native', got {plan.error_budget!r}")
-    if plan.native_error is not None and not isinstance(plan.native_error, (int, float)):
-        raise PlanFileError(f"'native_error' must be a number or null, got {plan.native_error!r}")
+    for name in ("error", "modeled_time_s", "native_modeled_time_s", "native_error"):
+        v = getattr(plan, name)
+        if v is not None and (not _is_number(v) or not v >= 0):
+            raise PlanFileError(f"'{name}' must be a non-negative number or null, got {v!r}")
+    if not isinstance(plan.within_budget, bool):
+        raise PlanFileError(f"'within_budget' must be true or false, got {plan.within_budget!r}")
     for s in plan.sites:
+        if not isinstance(s.index, int) or isinstance(s.index, bool) or s.index < 0:
+            raise PlanFileError(f"site index {s.index!r} must be a non-negative integer")
         for name in ("function", "loc", "form", "dtype", "scheme", "config"):
             if not isinstance(getattr(s, name), str):
                 raise PlanFileError(f"site {s.index}: '{name}' must be a string")
-        if not isinstance(s.index, int):
-            raise PlanFileError(f"site index {s.index!r} must be an integer")
+        for name in ("error", "modeled_time_s"):
+            v = getattr(s, name)
+            if v is not None and (not _is_number(v) or not v >= 0):
+                raise PlanFileError(f"site {s.index}: '{name}' must be a non-negative number or null, got {v!r}")
 
 
 def source_hash(py_func: Callable) -> str:
@@ -195,28 +210,40 @@ def default_plan_path(py_func: Callable, argtypes: str, target: str, budget: flo
     return directory / f"{py_func.__module__}.{py_func.__qualname__}-{key}.mixplan.json"
 
 
+#: largest plan file read (a plan of thousands of sites is well below it)
+MAX_PLAN_BYTES = 16 * 2**20
+
+
 def save_plan(plan: TunedPlan, path: str | Path) -> Path:
-    """Write ``plan`` to ``path`` (directories created); returns the path."""
+    """Write ``plan`` to ``path`` (directories created) atomically, never through a symlink
+    (passes/files.py ``write_atomic``); returns the path. OSError when it cannot be written
+    (e.g. a directory at ``path``)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(plan.to_json())
-    tmp.replace(p)
-    return p
+    return write_atomic(p, plan.to_json())
 
 
 def load_plan(path: str | Path) -> TunedPlan:
-    """Read a plan file; PlanFileError names the problem (unreadable, not JSON, bad fields)."""
+    """Read a plan file; PlanFileError names the problem (not a regular file, unreadable, too
+    large, not JSON, bad fields)."""
+    p = Path(path)
     try:
-        text = Path(path).read_text()
+        if not p.is_file():  # a directory, a FIFO (whose read would block), a dangling link
+            raise PlanFileError("it is not a regular file" if p.exists() else "it does not exist")
+        with p.open("rb") as handle:
+            data = handle.read(MAX_PLAN_BYTES + 1)
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise PlanFileError(f"cannot read it ({e})") from None
+    if len(data) > MAX_PLAN_BYTES:
+        raise PlanFileError(f"it is larger than {MAX_PLAN_BYTES} bytes, not a plan")
     return TunedPlan.from_json(text)
 
 
 def check_fits(plan: TunedPlan, qualname: str, argtypes: str, records: Sequence[Any]) -> list[SitePlan]:
     """The site plans of ``plan`` for a signature whose sites are ``records`` (``SiteRecord``, in
     index order), or PlanFileError saying why it does not fit."""
+    _check_types(plan)
     if plan.function != qualname:
         raise PlanFileError(f"it is the plan of {plan.function!r}, not {qualname!r}")
     if plan.argtypes != argtypes:
@@ -241,9 +268,5 @@ def check_fits(plan: TunedPlan, qualname: str, argtypes: str, records: Sequence[
         if want.scheme not in entry.EXECUTORS:
             raise PlanFileError(
                 f"site {i}: scheme {want.scheme!r} has no compiled executor (compiled: {sorted(entry.EXECUTORS)})")
-        for name in ("error", "modeled_time_s"):
-            v = getattr(want, name)
-            if v is not None and (not isinstance(v, (int, float)) or (isinstance(v, float) and math.isnan(v))):
-                raise PlanFileError(f"site {i}: '{name}' must be a number or null, got {v!r}")
         out.append(want.site_plan())
     return out

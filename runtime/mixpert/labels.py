@@ -8,9 +8,39 @@ Pure Python (no numba, no numpy), so the CUDA emitter (``runtime/cuda/desc.py``,
 
 from __future__ import annotations
 
-__all__ = ["Pairs", "LEVELS", "significance_pairs", "slice_pairs", "parse_pairs", "parse_label_fields"]
+__all__ = ["Pairs", "LEVELS", "MAX_SEGMENTS", "MAX_SEG0_BITS", "MAX_CONFIG_INT", "significance_pairs", "slice_pairs",
+           "parse_pairs", "parse_label_fields"]
 
 Pairs = tuple[tuple[int, int], ...]
+
+#: most INT8 segments per element (9 x 7 bits reach the 62-bit limit of the executors' words)
+MAX_SEGMENTS = 9
+#: most significant bits of segment 0 (implied one included; a signed INT8 holds 7 magnitude bits)
+MAX_SEG0_BITS = 7
+#: largest integer any scheme's config field may hold (tile sizes, fallback bits, ...): the executors read
+#: configs as int64 words (schemes/emulation.py's label parser checks it too)
+MAX_CONFIG_INT = 2**62
+
+#: range of each integer field, checked before anything loops over it
+_INT_RANGES: dict[str, tuple[int, int]] = {
+    "segments": (1, MAX_SEGMENTS),
+    "seg0_bits": (1, MAX_SEG0_BITS),
+    "tile": (1, MAX_CONFIG_INT),
+    "fallback": (0, MAX_CONFIG_INT),
+}
+
+
+class _OutOfRange(ValueError):
+    """An integer field outside its range (passed on as is, not as "bad config part")."""
+
+
+def _int_field(key: str, val: str, text: str) -> int:
+    """``val`` as the integer field ``key``, range-checked: _OutOfRange names the field and its range."""
+    v = int(val)
+    lo, hi = _INT_RANGES[key]
+    if not lo <= v <= hi:
+        raise _OutOfRange(f"mixpert: {key}={val} in {text!r} must be in {lo}..{hi}")
+    return v
 
 
 def _rect(l: int, r: int) -> Pairs:
@@ -86,13 +116,13 @@ def parse_label_fields(text: str, default_segments: int) -> dict[str, object]:
             elif key == "pairs":
                 pairs = val
             elif key in ("segments", "seg0_bits"):
-                values[key] = int(val)
+                values[key] = _int_field(key, val, text)
             elif key in ("align", "rounding", "digits"):
                 values[key] = val
             elif key == "tile":
-                values[key] = tuple(int(t) for t in val.split("x"))
+                values[key] = tuple(_int_field(key, t, text) for t in val.split("x", 3))
             elif key == "fallback":
-                values[key] = -1 if val == "off" else int(val)
+                values[key] = -1 if val == "off" else _int_field(key, val, text)
             else:
                 raise KeyError
         except KeyError:
@@ -105,6 +135,8 @@ def parse_label_fields(text: str, default_segments: int) -> dict[str, object]:
                 f"mixpert: unknown config field {key!r} in {text!r}; fields are level, segments, pairs, "
                 "seg0_bits, digits, align, rounding, tile, fallback"
             ) from None
+        except _OutOfRange:
+            raise
         except ValueError:
             raise ValueError(f"mixpert: bad config part {item!r} in {text!r}; e.g. 'level=IV,align=row'") from None
     if level is not None and pairs is not None:

@@ -23,6 +23,7 @@ import numpy as np
 
 from mixjit.runtime.dfp import executor as ex
 from mixjit.runtime.numerics.executor_common import row_form
+from mixjit.runtime.mixpert.labels import MAX_CONFIG_INT
 from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.schemes.emulation import NONFINITE_REASON, check_operands, parse_label
@@ -53,8 +54,10 @@ class DfpConfig(Config):
             object.__setattr__(self, "block", str(self.block))  # DfpConfig(8, 32) means block="32"
         if not ex.MIN_BITS <= self.bits <= ex.MAX_BITS:
             raise ValueError(f"dfp: bits={self.bits} must be in {ex.MIN_BITS}..{ex.MAX_BITS} (8 = INT8, 16 = INT16)")
-        if self.block != "tensor" and not (self.block.isdigit() and int(self.block) >= 1):
-            raise ValueError(f"dfp: block={self.block!r}; use 'tensor' or a number of rows >= 1 (e.g. '1', '32')")
+        if self.block != "tensor" and not (self.block.isascii() and self.block.isdigit()
+                                           and 1 <= int(self.block) <= MAX_CONFIG_INT):
+            raise ValueError(f"dfp: block={self.block!r}; use 'tensor' or a number of rows in 1..{MAX_CONFIG_INT} "
+                             "(e.g. '1', '32')")
         if self.out not in _OUTS:
             raise ValueError(f"dfp: out={self.out!r}; use 'fp32' or 'dfp'")
         for name in ("carry_a", "carry_b"):

@@ -22,6 +22,7 @@ from typing import ClassVar, Sequence
 import numpy as np
 
 from mixjit.runtime.multiterm import executor as emt
+from mixjit.runtime.mixpert.labels import MAX_CONFIG_INT
 from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work
 
@@ -166,18 +167,21 @@ def parse_label(text: str, cls: type[Config], scheme: str, partial: bool = False
 def _convert(val: str, typ: object, scheme: str, key: str) -> object:
     try:
         if typ is int:
-            return int(val)
-        if typ is float:
+            v = int(val)
+        elif typ is float:
             return float(val)
-        if typ is str:
+        elif typ is str:
             return val
-        # float | str
-        try:
-            return float(val)
-        except ValueError:
-            return val
+        else:  # float | str
+            try:
+                return float(val)
+            except ValueError:
+                return val
     except ValueError:
         raise ValueError(f"{scheme}: config field {key}={val!r} is not a valid {getattr(typ, '__name__', typ)}") from None
+    if not -MAX_CONFIG_INT <= v <= MAX_CONFIG_INT:  # the executors read config words as int64
+        raise ValueError(f"{scheme}: config field {key}={val} must be in -{MAX_CONFIG_INT}..{MAX_CONFIG_INT}")
+    return v
 
 
 def check_products(scheme: str, products: int, allowed: Sequence[int]) -> None:

@@ -24,7 +24,8 @@ import numpy as np
 
 from mixjit.runtime.mixpert import executor as ex
 from mixjit.runtime.mixpert.executor import Prepared, prepare, run_mixpert
-from mixjit.runtime.mixpert.labels import LEVELS, Pairs, parse_label_fields, significance_pairs, slice_pairs
+from mixjit.runtime.mixpert.labels import LEVELS, MAX_CONFIG_INT, MAX_SEG0_BITS, MAX_SEGMENTS, Pairs, \
+    parse_label_fields, significance_pairs, slice_pairs
 from mixjit.runtime.mixpert.pair_blocks import plan_blocks
 from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
@@ -75,12 +76,12 @@ class MixPertConfig(Config):
     def __post_init__(self) -> None:
         object.__setattr__(self, "pairs", tuple(sorted(set((int(i), int(j)) for i, j in self.pairs))))
         object.__setattr__(self, "tile", tuple(int(t) for t in self.tile))
-        if not 1 <= self.segments <= 9:
-            raise ValueError(f"mixpert: segments={self.segments} must be in 1..9")
-        if not 1 <= self.seg0_bits <= 7:
+        if not 1 <= self.segments <= MAX_SEGMENTS:
+            raise ValueError(f"mixpert: segments={self.segments} must be in 1..{MAX_SEGMENTS}")
+        if not 1 <= self.seg0_bits <= MAX_SEG0_BITS:
             raise ValueError(
-                f"mixpert: seg0_bits={self.seg0_bits} must be in 1..7 (significant bits of segment 0, implied "
-                "one included; a signed INT8 holds 7 magnitude bits)"
+                f"mixpert: seg0_bits={self.seg0_bits} must be in 1..{MAX_SEG0_BITS} (significant bits of segment 0, "
+                "implied one included; a signed INT8 holds 7 magnitude bits)"
             )
         if self.digits not in ("magnitude", "balanced"):
             raise ValueError(f"mixpert: digits={self.digits!r} must be 'magnitude' or 'balanced'")
@@ -97,10 +98,11 @@ class MixPertConfig(Config):
             raise ValueError(f"mixpert: align={self.align!r} must be 'tile' or 'row'")
         if self.rounding not in ("round", "trunc"):
             raise ValueError(f"mixpert: rounding={self.rounding!r} must be 'round' or 'trunc'")
-        if len(self.tile) != 3 or min(self.tile) < 1:
-            raise ValueError(f"mixpert: tile={self.tile} must be three positive sizes (tm, tk, tn)")
-        if self.fallback < -1:
-            raise ValueError(f"mixpert: fallback={self.fallback} must be a bit count >= 0, or -1 (off)")
+        if len(self.tile) != 3 or min(self.tile) < 1 or max(self.tile) > MAX_CONFIG_INT:
+            raise ValueError(f"mixpert: tile={self.tile} must be three sizes in 1..{MAX_CONFIG_INT} (tm, tk, tn)")
+        if not -1 <= self.fallback <= MAX_CONFIG_INT:
+            raise ValueError(
+                f"mixpert: fallback={self.fallback} must be a bit count in 0..{MAX_CONFIG_INT}, or -1 (off)")
 
     @property
     def _digit_code(self) -> int:
@@ -173,6 +175,8 @@ def config_from_words(words: Sequence[int]) -> MixPertConfig:
         raise ValueError(f"mixpert: {len(w)} config words, expected {ex.N_WORDS}")
     bits = w[ex.W_PAIRS0] | (w[ex.W_PAIRS1] << 63)
     segments = w[ex.W_SEGMENTS]
+    if not 1 <= segments <= MAX_SEGMENTS:  # checked before the loop over segments^2 pairs
+        raise ValueError(f"mixpert: segments word {segments} must be in 1..{MAX_SEGMENTS}")
     pairs = tuple((i, j) for i in range(segments) for j in range(segments) if bits >> (ex.PAIR_STRIDE * i + j) & 1)
     cls = MixPertFP64Config if w[ex.W_DOMAIN] == ex.DOMAIN_FP64 else MixPertConfig
     return cls(

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mixjit.ir.attributes import to_attr
+from mixjit.ir.diagnostics import DiagnosticError
 from mixjit.ir.dialects.mix import GemmOp, KernelOp
 from mixjit.ir.parser import parse_module
 from mixjit.ir.printer import print_op
@@ -68,7 +69,7 @@ def test_emit_dir_refuses_a_module_changed_after_the_pass(tmp_path):
     _run(module)
     site0 = next(op for op in module.walk() if isinstance(op, GemmOp) and op.site.value == 0)
     site0.attributes["mix.plan"] = to_attr({"scheme": "mixpert", "config": "level=I", "modeled_time": 1e-4})
-    with pytest.raises(ValueError, match="no longer matches its sites"):
+    with pytest.raises(DiagnosticError, match="no longer matches its sites"):
         write_kernels(module, tmp_path)
 
 

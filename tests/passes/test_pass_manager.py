@@ -57,7 +57,7 @@ def test_failure_names_the_pass_and_what_ran_before():
     assert module.log == ["x", "tune", "boom"]
     assert failure.pass_ == Boom()
     assert isinstance(failure.cause, RuntimeError)
-    assert str(failure) == "pass 'boom' failed (passes run before it: mark, tune{budget=0.5})"
+    assert str(failure) == "pass 'boom' failed (passes run before it: mark, tune{budget=0.5}): RuntimeError: kaboom"
     assert events[-1] == ("r", "failure", "boom", "kaboom")
 
 

@@ -141,8 +141,54 @@ def _break_budget(path: Path) -> str:
     return "'error_budget' must be a positive number"
 
 
+def _break_nesting(path: Path) -> str:
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    return "not a plan: RecursionError"
+
+
+def _break_huge_integer(path: Path) -> str:
+    d = json.loads(path.read_text())
+    d["error_budget"] = 12345.0
+    path.write_text(json.dumps(d).replace("12345.0", "9" * 5000))
+    return "not a plan: ValueError"
+
+
+def _edit(path: Path, **fields) -> None:
+    """Set top-level ``fields`` of the plan file at ``path``."""
+    path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
+
+
+def _set_sites(path: Path, indices: range | list[int], scheme: str, config: str) -> None:
+    d = json.loads(path.read_text())
+    for i in indices:
+        d["sites"][i]["scheme"], d["sites"][i]["config"] = scheme, config
+    path.write_text(json.dumps(d))
+
+
+def _break_types(path: Path) -> str:
+    _edit(path, error="small")
+    return "'error' must be a non-negative number or null, got 'small'"
+
+
+def _break_bool_budget(path: Path) -> str:
+    _edit(path, error_budget=True)
+    return "'error_budget' must be a positive number, got True"
+
+
+def _break_range(path: Path) -> str:
+    _set_sites(path, [0], "mixpert-fp64", "segments=99999999,pairs=sig1")
+    return r"site 0: mixpert: segments=99999999 .* must be in 1\.\.9"
+
+
+def _break_cheaper(path: Path) -> str:
+    """A cheaper config edited in, the recorded errors left as they were: a stale claim."""
+    _set_sites(path, range(3), "mixpert", "level=I")
+    return r"its error on this call's arguments is .*, above its budget 1e-09 \(the file records "
+
+
 BREAKERS = [_break_json, _break_version, _break_source, _break_config, _break_scheme, _break_dtype, _break_site_count,
-            _break_field, _break_budget]  # (every registered scheme has a compiled executor: none to break)
+            _break_field, _break_budget, _break_nesting, _break_huge_integer, _break_types, _break_bool_budget,
+            _break_range, _break_cheaper]  # (every registered scheme has a compiled executor: none to break)
 
 
 @pytest.mark.parametrize("breaker", BREAKERS, ids=[b.__name__[7:] for b in BREAKERS])
@@ -161,6 +207,67 @@ def test_a_bad_plan_file_warns_once_and_retunes(plan_dir, breaker, capsys):
     assert "tuned mlp" in capsys.readouterr().err
     assert f.plan is not None and f.plan.within_budget
     assert np.all(np.isfinite(out))
+
+
+@pytest.mark.parametrize("breaker", [_break_json, _break_nesting, _break_huge_integer, _break_types, _break_range],
+                         ids=["json", "nesting", "huge_integer", "types", "range"])
+def test_use_plan_of_a_malformed_file_is_a_plan_file_error(plan_dir, breaker):
+    path = _saved(plan_dir)
+    problem = breaker(path)
+    f = _new(tune="never")
+    f(*_args())  # compiled: use_plan checks the fit (config ranges included) at once
+    with pytest.raises(PlanFileError, match=problem):
+        f.use_plan(path)
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "symlink to a directory"])
+def test_use_plan_of_something_else_than_a_file_is_a_plan_file_error(tmp_path, kind):
+    path = tmp_path / "p.json"
+    if kind == "fifo":
+        __import__("os").mkfifo(path)  # reading it would block
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        path.symlink_to(tmp_path)
+    with pytest.raises(PlanFileError, match="it is not a regular file"):
+        _new(tune="never").use_plan(path)
+
+
+def test_a_loaded_plan_reports_its_measured_error_not_the_files_claim(plan_dir):
+    path = _saved(plan_dir)
+    _edit(path, error=1e-300)
+    f = _new()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixjitWarning)
+        f(*_args())
+    assert f.plan.error != 1e-300 and f.plan.error == f.check_plan(*_args()).error
+
+
+def test_a_directory_at_the_plan_path_warns_and_the_call_runs(plan_dir, capsys):
+    path = _saved(plan_dir)
+    path.unlink()
+    path.mkdir()
+    f = _new(cache=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = f(*_args())
+    messages = [str(w.message) for w in caught if issubclass(w.category, MixjitWarning)]
+    assert len(messages) == 1, messages  # nothing to load there; the one problem is that the plan cannot be saved
+    assert f"is not saved to {path} (Is a directory); it runs in this process only" in messages[0]
+    assert "tuned mlp" in capsys.readouterr().err and f.plan.within_budget and np.all(np.isfinite(out))
+    assert path.is_dir()
+
+
+@pytest.mark.parametrize("where", ["at the plan path", "at the old temporary name"])
+def test_save_plan_never_writes_through_a_planted_symlink(plan_dir, tmp_path, where):
+    f = _new(tune="explicit")
+    f.tune(*_args())
+    path, victim = tmp_path / "p.mixplan.json", tmp_path / "victim"
+    victim.write_text("keep me")
+    (path if where == "at the plan path" else path.with_name(path.name + ".tmp")).symlink_to(victim)
+    f.save_plan(path)
+    assert victim.read_text() == "keep me"
+    assert not path.is_symlink() and TunedPlan.from_json(path.read_text()) == f.plan
 
 
 def test_use_plan_and_save_plan(plan_dir, tmp_path):

@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 from mixjit.runtime.cuda.desc import (MMA_K, MMA_M, MMA_N, STATIC_SHARED_LIMIT, KernelSpec, Launch, TileDescription,
                                       UnsupportedConfig, cdiv, split_tiling)
 from mixjit.runtime.model.hardware import get_hardware, vitbit_ratios
+from mixjit.runtime.mixpert.labels import MAX_CONFIG_INT
 
 __all__ = ["VitbitDesc", "parse_vitbit_label", "pack_count", "slot_bits", "qmax", "max_acc", "fp_block", "max_k",
            "column_split", "MIN_BITS", "MAX_BITS"]
@@ -95,6 +96,9 @@ def parse_vitbit_label(label: str) -> dict[str, int]:
             fields[key] = int(value.strip())
         except ValueError:
             raise ValueError(f"vitbit: config field {key}={value.strip()!r} is not a valid int") from None
+        if not -MAX_CONFIG_INT <= fields[key] <= MAX_CONFIG_INT:  # as the scheme's own parser checks
+            raise ValueError(
+                f"vitbit: config field {key}={value.strip()} must be in -{MAX_CONFIG_INT}..{MAX_CONFIG_INT}")
     bits = fields.get("bits", 8)
     if not MIN_BITS <= bits <= MAX_BITS:
         raise ValueError(f"vitbit: bits={bits} must be in {MIN_BITS}..{MAX_BITS}")
