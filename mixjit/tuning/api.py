@@ -104,10 +104,10 @@ def _load_saved(f: Any, key: tuple, path: Path, args: Sequence[Any] = ()) -> boo
 def _measured(f: Any, key: tuple, plan: TunedPlan, args: Sequence[Any]) -> TunedPlan:
     """``plan`` (applied to ``key``) with its program error measured on ``args`` (a file's recorded
     error may have been edited); PlanFileError when that error is above the plan's budget."""
-    try:
-        check_finite(args, argument_names(f.py_func, args), f.py_func.__qualname__)
+    try:  # (argument names only name a bad value in the message, which is not shown)
+        check_finite(args, [f"argument {i}" for i in range(len(args))], f.py_func.__qualname__)
     except ValueError:
-        return replace(plan, error=None)  # nothing to measure on: no claim either
+        return replace(plan, error=None)  # Inf/NaN arguments: nothing to measure on, and no claim either
     try:
         error = current_plan_error(f, key, args, f.mixjit_options.metric)
     except Exception as e:  # the program or the metric failed under the plan
