@@ -112,7 +112,7 @@ def _measured(f: Any, key: tuple, plan: TunedPlan, args: Sequence[Any]) -> Tuned
     try:
         check_finite(args, sample.names, f.py_func.__qualname__)
     except ValueError:
-        return replace(plan, error=None)  # nothing to measure on: no claim either
+        return replace(plan, error=None)  # Inf/NaN arguments: nothing to measure on, and no claim either
     try:
         error = current_plan_error(f, key, args, f.mixjit_options.metric)
     except Exception as e:  # the program or the metric failed under the plan

@@ -292,3 +292,16 @@ def test_use_plan_and_save_plan(plan_dir, tmp_path):
 def test_save_plan_without_a_plan_says_what_to_do():
     with pytest.raises(ValueError, match="has no plan yet; call it or f.tune"):
         _new(tune="explicit").save_plan("x.json")
+
+
+def test_a_loaded_plan_on_a_first_call_with_nan_keeps_no_error_claim(plan_dir):
+    path = _saved(plan_dir)
+    args = _args()
+    args[0][0, 0] = np.nan
+    f = _new()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixjitWarning)
+        f(*args)
+    saved = TunedPlan.from_json(path.read_text())
+    assert f.plan.error is None and f.plan.sites == saved.sites  # applied, its error unmeasured, not claimed
+    assert "mlp" in f.report()
