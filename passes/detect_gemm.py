@@ -244,7 +244,7 @@ def _same_subscript(load: Operation, store: Operation) -> bool:
 
 def _fusable_update(product: Operation) -> _Update | None:
     update = _single_user(product.result)
-    if not isinstance(update, py.InplaceBinOp) or update.rhs is not product.result:
+    if update is None or not isinstance(update, py.InplaceBinOp) or update.rhs is not product.result:
         return None
     alpha = UPDATE_ALPHA.get(update.op.value)
     view = update.lhs
