@@ -172,7 +172,7 @@ def _break_types(path: Path) -> str:
 
 def _break_bool_budget(path: Path) -> str:
     _edit(path, error_budget=True)
-    return "'error_budget' must be a positive number, got True"
+    return "'error_budget' must be a positive number or 'native', got True"
 
 
 def _break_range(path: Path) -> str:
