@@ -205,3 +205,13 @@ def test_a_registered_family_is_found_and_forgotten(tmp_path, monkeypatch):
     assert "toy" not in catalog.scheme_names()
     with pytest.raises(ValueError, match="unknown GEMM scheme 'toy'"):
         get_scheme("toy")
+
+
+def test_a_scheme_outside_the_catalogue_is_refused():
+    from mixjit.runtime.schemes.base import register
+
+    class Stray:
+        name = "stray"
+
+    with pytest.raises(ValueError, match="in no family of the scheme catalogue"):
+        register(Stray)  # type: ignore[arg-type]
