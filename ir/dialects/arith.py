@@ -4,14 +4,14 @@ canonicalizer and its tests)."""
 from __future__ import annotations
 
 import operator
-from typing import Callable
+from typing import Any, Callable, ClassVar
 
 from mixjit.ir.attributes import Attribute, BoolAttr, FloatAttr, IntegerAttr
 from mixjit.ir.core import Operation, Value, constant_value
 from mixjit.ir.location import Location
 from mixjit.ir.opdef import operand, prop, result
 from mixjit.ir.rewriting import register_constant_materializer
-from mixjit.ir.traits import Commutative, ConstantLike, Pure
+from mixjit.ir.traits import Commutative, ConstantLike, Pure, Trait
 from mixjit.ir.types import FloatType, IndexType, IntegerType, Type, i1
 from mixjit.ir.verifier import VerifyError
 
@@ -56,9 +56,9 @@ class _Binary(Operation):
     lhs = operand()
     rhs = operand()
     out = result()
-    traits: tuple = (Pure,)
-    _types: tuple[type[Type], ...] = ()
-    _compute: Callable[[object, object], object] = staticmethod(operator.add)
+    traits: ClassVar[tuple[type[Trait], ...]] = (Pure,)
+    _types: ClassVar[tuple[type[Type], ...]] = ()
+    _compute: ClassVar["staticmethod[[Any, Any], Any]"] = staticmethod(operator.add)
     #: integer identity element: ``x op identity`` folds to ``x`` (and ``identity op x``
     #: too when the op is Commutative); None for no identity fold
     _identity: int | None = None

@@ -10,8 +10,10 @@ Canonicalization (``canonicalization_patterns()``, applied by the ``canonicalize
 
 from __future__ import annotations
 
+from functools import partial
+
 from mixjit.ir.attributes import BoolAttr, IntegerAttr
-from mixjit.ir.core import Operation, Value, constant_value
+from mixjit.ir.core import Block, Operation, Value, constant_value
 from mixjit.ir.opdef import operand, successor, var_operand
 from mixjit.ir.rewriting import PatternRewriter, RewritePattern
 from mixjit.ir.traits import IsTerminator
@@ -87,11 +89,13 @@ class MergeBlockIntoSinglePredecessor(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> bool:
         assert isinstance(op, BranchOp)
         block, dest = op.parent, op.dest
+        region = dest.parent
         if (
             block is None
+            or region is None
             or dest is block
-            or dest.parent is not block.parent
-            or dest is dest.parent.entry
+            or dest is region.entry
+            or region is not block.parent
             or len(dest.predecessors) != 1
         ):
             return False
@@ -99,6 +103,11 @@ class MergeBlockIntoSinglePredecessor(RewritePattern):
             rewriter.replace_all_uses_with(arg, value)
         rewriter.erase_op(op)
         for moved in dest.ops:
-            rewriter.modify_op(moved, lambda moved=moved: block.add_op(moved.detach()))
+            rewriter.modify_op(moved, partial(_append, block, moved))
         dest.erase()
         return True
+
+
+def _append(block: Block, op: Operation) -> None:
+    """Move ``op`` to the end of ``block`` (a ``modify_op`` change: returns nothing)."""
+    block.add_op(op.detach())

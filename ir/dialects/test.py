@@ -7,12 +7,14 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from mixjit.ir.attributes import Attribute
 from mixjit.ir.core import Operation, Value
 from mixjit.ir.location import Location
 from mixjit.ir.opdef import prop, result, var_operand, var_region, var_result, var_successor
 from mixjit.ir.rewriting import register_constant_materializer
-from mixjit.ir.traits import ConstantLike, IsTerminator, NoTerminator, Pure
+from mixjit.ir.traits import ConstantLike, IsTerminator, NoTerminator, Pure, Trait
 from mixjit.ir.types import Type
 
 
@@ -22,7 +24,7 @@ class _AnyOp(Operation):
     args = var_operand()
     outs = var_result()
     bodies = var_region()
-    traits: tuple = (NoTerminator,)
+    traits: ClassVar[tuple[type[Trait], ...]] = (NoTerminator,)
     open_properties = True
 
 
