@@ -32,8 +32,7 @@ import numpy as np
 from mixjit import mixjit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # examples/_common.py
-from _common import (ExampleResult, backward_error, parse_flags, relative_frobenius, report,  # noqa: E402
-                     run_fp64, spd_matrix, tuned)
+from _common import ExampleResult, backward_error, parse_flags, relative_frobenius, report, run_fp64, spd_matrix, tuned  # noqa: E402
 
 __all__ = ["cholesky_tiled", "cholesky_tiled_py", "spd_matrix", "main"]
 

@@ -23,8 +23,7 @@ import numpy as np
 from mixjit import mixjit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # examples/_common.py
-from _common import (ExampleResult, parse_flags, relative_frobenius, relative_or_mismatch, report,  # noqa: E402
-                     run_fp64, tuned)
+from _common import ExampleResult, parse_flags, relative_frobenius, relative_or_mismatch, report, run_fp64, tuned  # noqa: E402
 
 __all__ = ["knn", "points", "recall", "main"]
 

@@ -35,7 +35,14 @@ from typing import TYPE_CHECKING, Any, Iterator
 import numpy as np
 
 from mixjit.entry import (
-    DTYPE_F64, ENTRY_OK, EXEC_NATIVE, EXEC_REFERENCE, executor_address, install_executor, load_executor, profiling,
+    DTYPE_F64,
+    ENTRY_OK,
+    EXEC_NATIVE,
+    EXEC_REFERENCE,
+    executor_address,
+    install_executor,
+    load_executor,
+    profiling,
 )
 
 if TYPE_CHECKING:

@@ -37,8 +37,8 @@ from typing import Any, Callable, Sequence
 import llvmlite.binding as llvm
 import numpy as np
 from numba.core import compiler, errors, ir, sigutils, types
-from numba.core.compiler import Flags
 from numba.core.caching import NullCache
+from numba.core.compiler import Flags
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.cpu import CPUTargetOptions
 from numba.core.dispatcher import ObjModeLiftedWith

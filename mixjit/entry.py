@@ -90,8 +90,8 @@ import hashlib
 import threading
 from typing import Iterable, Sequence
 
-import numpy as np
 import llvmlite.binding as llvm
+import numpy as np
 from llvmlite import ir as llir
 from numba import njit, types
 from numba.core import cgutils, sigutils
@@ -101,8 +101,8 @@ from numba.np.arrayobj import make_array, populate_array
 
 from mixjit.runtime.jit.cache import RuntimeCache
 from mixjit.runtime.jit.scratch_arrays import any_layout, stack_array
-from mixjit.runtime.schemes.base import MAX_EXECUTOR_CODE, CompiledExecutor, compiled_executors
 from mixjit.runtime.jit.source_hash import runtime_sources_hash
+from mixjit.runtime.schemes.base import MAX_EXECUTOR_CODE, CompiledExecutor, compiled_executors
 
 ENTRY_SYMBOL = "mixjit_gemm_entry"
 """Name under which the entry is registered with llvmlite (``binding.add_symbol``)."""
@@ -344,7 +344,6 @@ def _table_global(module, symbol: str, size: int):
 def _table_ops(symbol: str, size: int):
     """Atomic (monotonic) load / add / max / compare-and-swap on word ``i`` of the int64
     table registered under ``symbol``: intrinsics for compiled code."""
-    i64 = llir.IntType(64)
 
     def slot(builder, index):
         return builder.gep(_table_global(builder.module, symbol, size), [llir.IntType(32)(0), index], inbounds=True)

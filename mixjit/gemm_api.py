@@ -7,7 +7,6 @@ import numpy as np
 from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import Config, resolve_scheme
 
-
 #: the scheme ``gemm`` uses when none is given, by input dtype: the first of @mixjit's default
 #: plan candidates (the scheme catalogue's ``plan`` role)
 DEFAULT_SCHEMES = {np.dtype(dt): catalog.default_schemes("plan", dt)[0] for dt in ("float32", "float64")}

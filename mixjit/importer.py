@@ -42,8 +42,8 @@ from mixjit.ir.location import Location, UnknownLoc
 from mixjit.ir.printer import print_op
 from mixjit.ir.types import OpaqueType, Type
 from mixjit.numba_pipeline import make_pipeline
-from mixjit.passes.py_attrs import CALLEE_ATTR, STMT_ATTR, TARGET_ATTR, UNDEFINED_ATTR
 from mixjit.numba_types import callee_name, const_attr, qualified_name, stable_text, static_index_attr, to_ir_type
+from mixjit.passes.py_attrs import CALLEE_ATTR, STMT_ATTR, TARGET_ATTR, UNDEFINED_ATTR
 
 __all__ = [
     "FrontendError",

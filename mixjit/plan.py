@@ -34,7 +34,13 @@ import numpy as np
 
 from mixjit import backends
 from mixjit.entry import (
-    EXEC_REFERENCE, EXECUTORS, MAX_SITES, PLAN_WORDS, REFERENCE_EXECUTOR, executor_for, write_plan_row,
+    EXEC_REFERENCE,
+    EXECUTORS,
+    MAX_SITES,
+    PLAN_WORDS,
+    REFERENCE_EXECUTOR,
+    executor_for,
+    write_plan_row,
 )
 from mixjit.passes.tuning.candidates import parse_scheme_spec
 from mixjit.runtime.schemes import catalog

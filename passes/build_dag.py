@@ -48,12 +48,12 @@ from typing import TYPE_CHECKING
 
 from mixjit.ir.attributes import ArrayAttr, BoolAttr, DictAttr, IntegerAttr, StringAttr, SymbolRefAttr
 from mixjit.ir.core import Block, Operation, Region, Value
-from mixjit.ir.dialects import cf, py
 from mixjit.ir.diagnostics import Diagnostic, DiagnosticError
+from mixjit.ir.dialects import cf, py
 from mixjit.ir.dialects.mix import GemmOp
 from mixjit.ir.types import i64
-from mixjit.passes.analysis import ALL_ANALYSES, Analysis
 from mixjit.passes.aliasing import Kind, alias_roots, function_bodies, op_kind, successor_values, written_values
+from mixjit.passes.analysis import ALL_ANALYSES, Analysis
 from mixjit.passes.detect_gemm import STMTS_ATTR
 from mixjit.passes.loops import LoopInfo, analyze_loops, immediate_post_dominators
 from mixjit.passes.pass_base import ModulePass, PassContext

@@ -31,9 +31,9 @@ from mixjit.passes.registry import register_pass
 from mixjit.passes.tuning.plan_attr import PLAN_ATTR
 from mixjit.passes.tuning.sites import gemm_sites, site_loc
 from mixjit.runtime.cuda.desc import ARCHS, KernelSpec, UnsupportedConfig
-from mixjit.runtime.mixpert.cuda.desc import MOST_PRECISE
 from mixjit.runtime.cuda.emit import KernelSource, render
 from mixjit.runtime.cuda.registry import kernel_desc
+from mixjit.runtime.mixpert.cuda.desc import MOST_PRECISE
 
 __all__ = ["EmitCuda", "RUNS_ATTR", "site_choice", "site_kernels", "KernelFile", "kernel_files", "write_kernel_files",
            "write_kernels", "MANIFEST"]

@@ -41,16 +41,16 @@ from mixjit.passes.build_dag import DEPS_ATTR, GemmDag
 from mixjit.passes.pass_base import ModulePass, OptionError, PassContext, option
 from mixjit.passes.registry import register_pass
 from mixjit.passes.tuning.attrs import TuningAttrError
-from mixjit.passes.tuning.candidates import prune_space
 from mixjit.passes.tuning.backend import Backend, OfflineBackend, SiteProfiles, TuningBackend
+from mixjit.passes.tuning.candidates import prune_space
 from mixjit.passes.tuning.error_model import measured_space
 from mixjit.passes.tuning.exhaustive import DEFAULT_MAX_PLANS, SearchTooLarge, exhaustive
 from mixjit.passes.tuning.greedy import ORDERS, greedy
 from mixjit.passes.tuning.plan_attr import PLAN_ATTR, TUNING_ATTR, SitePlan
 from mixjit.passes.tuning.profile import PROFILE_ATTR, SiteProfile
 from mixjit.passes.tuning.report import format_seconds
-from mixjit.passes.tuning.sites import gemm_sites, site_loc
 from mixjit.passes.tuning.retarget import TargetMismatch, cost_model, retarget
+from mixjit.passes.tuning.sites import gemm_sites, site_loc
 from mixjit.passes.tuning.space import SearchResult, SiteSpace, plan_time
 
 if TYPE_CHECKING:

@@ -14,7 +14,6 @@ import re
 import shutil
 from pathlib import Path
 
-import pytest
 from time_limit import within
 
 from mixjit.mixopt import main

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pathlib
 import subprocess
 import sys
+
 import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -54,9 +54,9 @@ if __name__ == "__main__":
         os.environ.setdefault(_var, "1")
 
 import numpy as np
-
 from accuracy_reference import dd_errors, dd_gemm
 from common import ROOT, fmt_sci, markdown_table, progress, provenance, replace_generated_section, write_json
+
 from mixjit.runtime.schemes import Config, RunStats, Scheme, all_schemes
 
 FULL_SIZES = (256, 512, 1024, 2048)

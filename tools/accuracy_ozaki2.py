@@ -35,11 +35,11 @@ import time
 from typing import Callable, Sequence
 
 import numpy as np
+from accuracy_reference import dd_gemm
+from common import ROOT, fmt_sci, markdown_table, progress, provenance, replace_generated_section, write_json
 
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.ozaki2 import Ozaki2Config
-from accuracy_reference import dd_gemm
-from common import ROOT, fmt_sci, markdown_table, progress, provenance, replace_generated_section, write_json
 
 FULL_SIZES = (256, 512, 1024)
 QUICK_SIZES = (32, 64)

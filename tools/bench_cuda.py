@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
 from common import ROOT, fmt_sci, markdown_table, progress, provenance, replace_generated_section, write_json
 
 DOCS = ROOT / "docs" / "cuda_launch.md"
@@ -163,8 +162,8 @@ def find_cublas(dev: Any) -> Any:
 # -- the measurements ---------------------------------------------------------------------------
 
 def kernel_rows() -> list[Row]:
-    from mixjit.runtime.cuda.launch import kernel_schemes, launcher_for
     from mixjit.runtime.cuda.device import probe
+    from mixjit.runtime.cuda.launch import kernel_schemes, launcher_for
     from mixjit.runtime.schemes import get_scheme
 
     rows = []

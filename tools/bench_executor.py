@@ -62,9 +62,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -76,6 +76,7 @@ if "--code" in sys.argv[:-1]:  # measure an exported older commit (see the docst
     sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1])
 
 from common import replace_generated_section  # noqa: E402  (tools/common.py)
+
 from mixjit import gemm  # noqa: E402
 from mixjit.runtime.schemes import get_scheme  # noqa: E402
 
@@ -403,7 +404,7 @@ def _write_fp64(rows: list[tuple], label: str, repeats: int) -> None:
     lines = [
         "## mixpert-fp64 against numpy float64",
         "",
-        f"Written by `tools/bench_executor.py --fp64`. `mixpert-fp64` with its most precise config",
+        "Written by `tools/bench_executor.py --fp64`. `mixpert-fp64` with its most precise config",
         f"`{label}` (`default_config`: what sites run before tuning) against `A @ B` in float64,",
         f"CPU time (`time.process_time`, all threads), alternating, medians of {repeats}",
         "repeats. Error: `|C - AB|_ij / (|A||B|)_ij` on 400 sampled outputs against exact dot",
@@ -456,14 +457,13 @@ def _case(scheme_name: str, label: str | None, dtype, n: int):
 def step_times(n: int, repeats: int) -> list[dict]:
     """Each step of the executor timed alone (median CPU and wall s), per STEP_CASES.
     Only functions whose signatures older commits share are called (see --code)."""
-    from mixjit.runtime.mixpert import split
-    from mixjit.runtime.mixpert import words
+    from mixjit.runtime.mixpert import split, words
+    from mixjit.runtime.mixpert.driver import mixpert_gemm
     from mixjit.runtime.mixpert.guarantee import bound
     from mixjit.runtime.mixpert.guarantee.certified import exact_elements, recompute32
-    from mixjit.runtime.mixpert.driver import mixpert_gemm
+    from mixjit.runtime.mixpert.pair_blocks import SPAN_RESERVE, plan_block_array
     from mixjit.runtime.mixpert.paths.fast import fast_path
     from mixjit.runtime.mixpert.paths.wide import fast32_certified, plan_wide_blocks
-    from mixjit.runtime.mixpert.pair_blocks import SPAN_RESERVE, plan_block_array
     from mixjit.runtime.mixpert.segments import width
 
     out = []
@@ -640,13 +640,11 @@ def fp64_step_times(n: int, repeats: int) -> list[dict]:
     whose signatures older commits share are called (see --code); the dgemms are the
     fast path's (:func:`_fp64_products`: five with the Karatsuba product, else one
     per block)."""
-    from mixjit.runtime.mixpert import split
-    from mixjit.runtime.mixpert import words
-    from mixjit.runtime.mixpert.guarantee import bound
+    from mixjit.runtime.mixpert import split, words
     from mixjit.runtime.mixpert.driver import mixpert_gemm
+    from mixjit.runtime.mixpert.guarantee import bound
+    from mixjit.runtime.mixpert.pair_blocks import BLOCK_BITS, SPAN_RESERVE, k_bits, plan_block_array
     from mixjit.runtime.mixpert.paths.fast import fast_path
-    from mixjit.runtime.mixpert.pair_blocks import BLOCK_BITS, SPAN_RESERVE, k_bits
-    from mixjit.runtime.mixpert.pair_blocks import plan_block_array
     from mixjit.runtime.mixpert.segments import width
 
     scheme = get_scheme("mixpert-fp64")
@@ -689,7 +687,8 @@ def fp64_step_times(n: int, repeats: int) -> list[dict]:
         dg = st["of which the exact dgemms (the same BLAS calls, timed alone)"]
         st["of which the rest (packing, epilogue, fresh arrays)"] = [st["fast path"][0] - dg[0],
                                                                     st["fast path"][1] - dg[1]]
-        del xs, ys
+        xs.clear()  # free the operands before the epilogue's arrays
+        ys.clear()
         frac = 53 - k_bits(n) - blocks[:, BLOCK_BITS].max()
         out64 = np.empty((n, n))
         _, *st["epilogue alone (dgemm results given)"] = _timed(_fp64_epilogue, ds, blocks, terms, ea, eb, out64,
@@ -837,10 +836,10 @@ def threads(sizes: list[int], repeats: int, write: bool) -> None:
 
     from mixjit.runtime.mixpert import words
     from mixjit.runtime.mixpert.driver import mixpert_gemm
-    from mixjit.runtime.mixpert.paths.fast import fast_path_threads
-    from mixjit.runtime.mixpert.split import prepare_operand
     from mixjit.runtime.mixpert.pair_blocks import SPAN_RESERVE, plan_block_array
+    from mixjit.runtime.mixpert.paths.fast import fast_path_threads
     from mixjit.runtime.mixpert.segments import width
+    from mixjit.runtime.mixpert.split import prepare_operand
 
     nt = numba.get_num_threads()
     calls, forced = [], []

@@ -59,21 +59,23 @@ from typing import Callable
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: idle BLAS threads would bill CPU time
 
 import numpy as np  # noqa: E402
+from common import ROOT, markdown_table, progress, provenance, replace_generated_section, write_json
 from numba import njit  # noqa: E402
 
-from common import ROOT, markdown_table, progress, provenance, replace_generated_section, write_json
 from mixjit import gemm, mixjit  # noqa: E402
 from mixjit.plan import SitePlan, set_plan  # noqa: E402
 from mixjit.runtime.mixpert import executor as ex  # noqa: E402
-from mixjit.runtime.mixpert.paths import direct  # noqa: E402
-from mixjit.runtime.mixpert.paths import direct64  # noqa: E402
+from mixjit.runtime.mixpert.guarantee.bound import fp64_doubtful, recompute  # noqa: E402
+from mixjit.runtime.mixpert.paths import (
+    direct,  # noqa: E402
+    direct64,  # noqa: E402
+)
 from mixjit.runtime.mixpert.paths.small import (  # noqa: E402
     SMALL_MAX_WORK_FP32,
     SMALL_MAX_WORK_FP64,
     small_gemm,
     small_loops_gemm,
 )
-from mixjit.runtime.mixpert.guarantee.bound import fp64_doubtful, recompute  # noqa: E402
 from mixjit.runtime.schemes import get_scheme  # noqa: E402
 
 DOC = ROOT / "docs" / "executor_speed.md"

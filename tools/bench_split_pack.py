@@ -27,12 +27,11 @@ import time
 import types
 
 import numpy as np
-
 from common import ROOT, machine_info, replace_generated_section, write_json  # tools/common.py
+
 from mixjit.runtime.mixpert import pack as new_pack
-from mixjit.runtime.mixpert import split
-from mixjit.runtime.mixpert import words
 from mixjit.runtime.mixpert import segments as new_segments
+from mixjit.runtime.mixpert import split, words
 from mixjit.runtime.schemes import get_scheme
 
 OUT = ROOT / "docs" / "executor_speed_split.json"

@@ -50,9 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import numpy as np
-
 import common
+import numpy as np
 
 sys.path.insert(0, str(common.ROOT / "examples"))
 

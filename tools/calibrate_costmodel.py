@@ -222,7 +222,7 @@ CHECKS: tuple[Check, ...] = (
           lambda: rate("bf16x6", None, N_PEAK)(get_hardware("rtx3090"))),
     Check("rtx3090", f"3xTF32 / cuBLAS FP32, mean over n = {', '.join(map(str, N_3090_SWEEP))}", None, MIXPERT_46,
           lambda: _avg_speedup("tf32x3", None, "rtx3090", N_3090_SWEEP), "<1"),
-    Check("rtx3090", f"6xBF16 / cuBLAS FP32, mean over the same sizes", None, MIXPERT_46,
+    Check("rtx3090", "6xBF16 / cuBLAS FP32, mean over the same sizes", None, MIXPERT_46,
           lambda: _avg_speedup("bf16x6", None, "rtx3090", N_3090_SWEEP), "<1"),
     Check("rtx3090", "MixPert / cuBLAS FP32, mean over the same sizes", 1.12, MIXPERT_46,
           lambda: _avg_speedup("mixpert", "level=IV", "rtx3090", N_3090_SWEEP), ">1"),

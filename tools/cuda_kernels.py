@@ -20,13 +20,13 @@ import sys
 
 from common import ROOT, markdown_table, progress, provenance, replace_generated_section, write_json
 
-from mixjit.runtime.model.costmodel import modeled_time
 from mixjit.runtime.cuda.build import build, find_compiler
 from mixjit.runtime.cuda.desc import ARCHS
-from mixjit.runtime.mixpert.cuda.desc import KernelDesc
 from mixjit.runtime.cuda.emit import render
 from mixjit.runtime.cuda.registry import kernel_desc
 from mixjit.runtime.cuda.sass import opcode_counts, resource_usage, sass_by_kernel
+from mixjit.runtime.mixpert.cuda.desc import KernelDesc
+from mixjit.runtime.model.costmodel import modeled_time
 from mixjit.runtime.model.hardware import get_hardware
 
 DOC = ROOT / "docs" / "cuda.md"

@@ -25,8 +25,8 @@ import pathlib
 import sys
 
 import numpy as np
-
 from common import ROOT, fmt_sci, markdown_table, progress, provenance, replace_generated_section, write_json
+
 from mixjit.runtime.model.costmodel import modeled_speedup
 from mixjit.runtime.schemes import get_scheme
 

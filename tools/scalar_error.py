@@ -29,8 +29,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-
-from mixjit.runtime.schemes import all_schemes
 from common import (
     ROOT,
     fmt_sci,
@@ -41,6 +39,8 @@ from common import (
     timed,
     write_json,
 )
+
+from mixjit.runtime.schemes import all_schemes
 
 #: the paper's figures (§3.2.3)
 PAPER_EXPECTATION = 2.82e-7

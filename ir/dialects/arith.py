@@ -4,7 +4,7 @@ canonicalizer and its tests)."""
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from mixjit.ir.attributes import Attribute, BoolAttr, FloatAttr, IntegerAttr
 from mixjit.ir.core import Operation, Value, constant_value

@@ -17,12 +17,27 @@ from typing import Any, Sequence
 
 from mixjit.arguments import resolve_arguments
 from mixjit.plan import get_plan, set_plan
-from mixjit.tuning.driver import TuneResult, argtypes_text, check_budget, check_metric, \
-    current_plan_error, signature_of, signature_sites, tune
+from mixjit.tuning.driver import (
+    TuneResult,
+    argtypes_text,
+    check_budget,
+    check_metric,
+    current_plan_error,
+    signature_of,
+    signature_sites,
+    tune,
+)
 from mixjit.tuning.native_budget import budget_text, slowdown_advice, slows_down
 from mixjit.tuning.outputs import Metric, check_finite
-from mixjit.tuning.persistence import PlanFileError, TunedPlan, check_fits, default_plan_path, load_plan, \
-    save_plan, source_hash
+from mixjit.tuning.persistence import (
+    PlanFileError,
+    TunedPlan,
+    check_fits,
+    default_plan_path,
+    load_plan,
+    save_plan,
+    source_hash,
+)
 from mixjit.tuning.profiling import site_candidates
 
 __all__ = ["TUNE_MODES", "TuningState", "PlanCheck", "check_budget", "check_metric", "on_new_signature",

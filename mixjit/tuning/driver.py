@@ -56,9 +56,9 @@ from mixjit.plan import SitePlan, get_plan, initial_plan, reference_plan, set_pl
 from mixjit.runtime.schemes import catalog
 from mixjit.tuning.evaluator import Judged, OnlineEvaluator, ProgramRunner, fp64_error, site_plans
 from mixjit.tuning.native_budget import NATIVE, budget_text, is_native, native_budget, native_plan
+from mixjit.tuning.online import OnlineBackend, TuningPipeline
 from mixjit.tuning.outputs import Metric, Output, check_finite, collect, program_error
 from mixjit.tuning.persistence import PlanSite, TunedPlan, source_hash
-from mixjit.tuning.online import OnlineBackend, TuningPipeline
 from mixjit.tuning.profiling import TunedSite, site_candidates
 from mixjit.tuning.progress import SearchBar
 from mixjit.tuning.workers import EvaluationPool, check_eval_timeout, warm_executors

@@ -37,8 +37,8 @@ dispatched in a fixed order): callers hand it independent tasks and read outcome
 
 from __future__ import annotations
 
-import ctypes
 import contextlib
+import ctypes
 import math
 import multiprocessing
 import os

@@ -27,10 +27,17 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.numerics.executor_common import (
-    ERR_FIRST_OWN, ERR_PARAMS, ERR_SHAPE, OK, RINT_MAGIC, SHAPE_MESSAGE, nonfinite_rule, row_form,
-)
 from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.numerics.executor_common import (
+    ERR_FIRST_OWN,
+    ERR_PARAMS,
+    ERR_SHAPE,
+    OK,
+    RINT_MAGIC,
+    SHAPE_MESSAGE,
+    nonfinite_rule,
+    row_form,
+)
 
 __all__ = [
     "W_BITS", "W_BLOCK", "W_OUT", "W_CARRY_A", "W_CARRY_B", "N_WORDS", "OUT_FP32", "OUT_DFP", "MIN_BITS", "MAX_BITS",

@@ -24,9 +24,9 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.numerics.executor_common import chunked, round_products32
 from mixjit.runtime.dfp.executor import quantize_blocks
 from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.numerics.executor_common import chunked, round_products32
 
 __all__ = [
     "ENC_INT8", "ENC_SF16", "ENC_SF8", "ENC_PCT", "ENCODING_CODES", "COUNT_OUTLIERS", "COUNT_UNITY", "COUNT_ZEROS",

@@ -27,8 +27,17 @@ import math
 import numpy as np
 
 from mixjit.runtime.int8.encodings import ENC_INT8, N_COUNTS, encode_rows, encoded_product, words_ok
-from mixjit.runtime.numerics.executor_common import ERR_PARAMS, ERR_SHAPE, OK, RINT_MAGIC, SHAPE_MESSAGE, nonfinite_rule, row_form, store
 from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.numerics.executor_common import (
+    ERR_PARAMS,
+    ERR_SHAPE,
+    OK,
+    RINT_MAGIC,
+    SHAPE_MESSAGE,
+    nonfinite_rule,
+    row_form,
+    store,
+)
 
 __all__ = [
     "W_SCALE",

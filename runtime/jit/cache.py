@@ -52,8 +52,8 @@ from numba.core import errors, types
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 
-from mixjit.runtime.jit.warning import MixjitWarning
 from mixjit.runtime.jit.source_hash import runtime_sources_hash
+from mixjit.runtime.jit.warning import MixjitWarning
 
 __all__ = ["CacheFileWarning", "TolerantFunctionCache", "RuntimeCache", "cached_njit"]
 

@@ -31,13 +31,19 @@ import numpy as np
 from numba.core import types
 from numba.core.dispatcher import Dispatcher
 
-from mixjit.runtime.numerics.executor_common import nonfinite_rule
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.jit.lazy_link import unlinked, unlinked_lazy
+from mixjit.runtime.mixpert.guarantee.bound import dropped_weight, fp64_doubtful, lost_rows, recompute
 from mixjit.runtime.mixpert.guarantee.certified import certified, exact_elements, recompute32, tf32_split
 from mixjit.runtime.mixpert.guarantee.exact import exact_rows, exact_sets
-from mixjit.runtime.mixpert.paths.fast import fast_path
+from mixjit.runtime.mixpert.lazy import general_gemm, general_gemm_lazy
 from mixjit.runtime.mixpert.pack import fresh64
-from mixjit.runtime.mixpert.split import SplitOperand
+from mixjit.runtime.mixpert.pair_blocks import BLOCK_BITS, SPAN_RESERVE, k_bits, plan_block_array
+from mixjit.runtime.mixpert.paths.fast import fast_path
 from mixjit.runtime.mixpert.paths.small import NOT_TAKEN, small_gemm, small_max_work
+from mixjit.runtime.mixpert.paths.wide import WIDE_LIMIT, fast32_certified, plan_wide_blocks
+from mixjit.runtime.mixpert.segments import width
+from mixjit.runtime.mixpert.split import SplitOperand
 from mixjit.runtime.mixpert.words import (
     DOMAIN_FP32,
     ERR_K_TOO_LONG,
@@ -65,13 +71,7 @@ from mixjit.runtime.mixpert.words import (
     kept_pairs,
     params_ok,
 )
-from mixjit.runtime.jit.cache import cached_njit
-from mixjit.runtime.jit.lazy_link import unlinked, unlinked_lazy
-from mixjit.runtime.mixpert.lazy import general_gemm, general_gemm_lazy
-from mixjit.runtime.mixpert.guarantee.bound import dropped_weight, fp64_doubtful, lost_rows, recompute
-from mixjit.runtime.mixpert.paths.wide import WIDE_LIMIT, fast32_certified, plan_wide_blocks
-from mixjit.runtime.mixpert.pair_blocks import BLOCK_BITS, SPAN_RESERVE, k_bits, plan_block_array
-from mixjit.runtime.mixpert.segments import width
+from mixjit.runtime.numerics.executor_common import nonfinite_rule
 
 
 def interpreted(fn: Any) -> FunctionType:

@@ -122,6 +122,12 @@ __all__ = [
     "multiply_into",
     "prepare",
     "run_mixpert",
+    # the config words, statuses and statistics (mixpert.words), read through this module too
+    "ALIGN_ROW", "ALIGN_TILE", "DOMAIN_FP32", "DOMAIN_FP64", "ERR_K_TOO_LONG", "ERR_PARAMS", "ERR_SHAPE",
+    "ERR_SPAN", "MAX_SPAN", "OK", "PAIR_STRIDE", "STAT_CERTIFIED", "STAT_EXACT_COLS", "STAT_EXACT_ROWS",
+    "STAT_FALLBACK_TILES", "STAT_NONFINITE", "STAT_RECOMPUTED", "STAT_SLOW_ELEMENTS", "STAT_SMALL_PATH",
+    "STAT_TILES", "STAT_WIDEST_SPAN", "W_ALIGN", "W_DIGITS", "W_DOMAIN", "W_FALLBACK", "W_PAIRS0", "W_PAIRS1",
+    "W_ROUNDING", "W_SEG0_BITS", "W_SEGMENTS", "W_TK", "W_TM", "W_TN",
 ]
 
 

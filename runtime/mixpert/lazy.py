@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from numba import objmode
 
-from mixjit.runtime.mixpert.split import prepare_call_operand
 from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.mixpert.split import prepare_call_operand
 
 __all__ = ["general_gemm", "general_gemm_lazy"]
 

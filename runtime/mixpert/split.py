@@ -17,7 +17,9 @@ import numpy as np
 from numba import objmode, prange, types
 from numba.extending import overload
 
+from mixjit.runtime.jit.cache import cached_njit
 from mixjit.runtime.mixpert.pack import fresh64, fresh_array, threads_pay
+from mixjit.runtime.mixpert.segments import ZERO_EXP, max_aligned, pack_groups_into, width
 from mixjit.runtime.mixpert.words import (
     ALIGN_ROW,
     DOMAIN_FP32,
@@ -32,8 +34,6 @@ from mixjit.runtime.mixpert.words import (
     W_TM,
     W_TN,
 )
-from mixjit.runtime.jit.cache import cached_njit
-from mixjit.runtime.mixpert.segments import ZERO_EXP, max_aligned, pack_groups_into, width
 
 
 class SplitOperand(NamedTuple):

@@ -25,10 +25,19 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.numerics.executor_common import (
-    ERR_PARAMS, ERR_SHAPE, OK, SHAPE_MESSAGE, chunk_layout, chunked, nonfinite_rule, round_products32, row_form, store,
-)
 from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.numerics.executor_common import (
+    ERR_PARAMS,
+    ERR_SHAPE,
+    OK,
+    SHAPE_MESSAGE,
+    chunk_layout,
+    chunked,
+    nonfinite_rule,
+    round_products32,
+    row_form,
+    store,
+)
 
 __all__ = [
     "W_FORMAT",

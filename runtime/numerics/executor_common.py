@@ -28,8 +28,8 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.numerics.exactsum import MAX_PARTIALS, add_piece, finish, round32
 from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.numerics.exactsum import MAX_PARTIALS, add_piece, finish, round32
 
 __all__ = [
     "CHUNK", "chunk_layout", "row_form", "nonfinite_rule", "chunked", "round_products32", "store",

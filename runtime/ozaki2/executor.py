@@ -42,8 +42,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mixjit.runtime.numerics.exactsum import MAX_PARTIALS, add_piece, finish, round32, round64_scaled
 from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.numerics.exactsum import MAX_PARTIALS, add_piece, finish, round32, round64_scaled
 
 __all__ = [
     "MODULI",

@@ -22,8 +22,8 @@ from typing import Sequence
 import numpy as np
 
 from mixjit.runtime.dfp import executor as ex
-from mixjit.runtime.numerics.executor_common import row_form
 from mixjit.runtime.mixpert.labels import MAX_CONFIG_INT
+from mixjit.runtime.numerics.executor_common import row_form
 from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.schemes.emulation import NONFINITE_REASON, check_operands, parse_label

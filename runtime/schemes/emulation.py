@@ -21,8 +21,8 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from mixjit.runtime.multiterm import executor as emt
 from mixjit.runtime.mixpert.labels import MAX_CONFIG_INT
+from mixjit.runtime.multiterm import executor as emt
 from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work
 

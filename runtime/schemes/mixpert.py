@@ -24,12 +24,20 @@ import numpy as np
 
 from mixjit.runtime.mixpert import executor as ex
 from mixjit.runtime.mixpert.executor import Prepared, prepare, run_mixpert
-from mixjit.runtime.mixpert.labels import LEVELS, MAX_CONFIG_INT, MAX_SEG0_BITS, MAX_SEGMENTS, Pairs, \
-    parse_label_fields, significance_pairs, slice_pairs
+from mixjit.runtime.mixpert.labels import (
+    LEVELS,
+    MAX_CONFIG_INT,
+    MAX_SEG0_BITS,
+    MAX_SEGMENTS,
+    Pairs,
+    parse_label_fields,
+    significance_pairs,
+    slice_pairs,
+)
 from mixjit.runtime.mixpert.pair_blocks import plan_blocks
+from mixjit.runtime.mixpert.segments import BALANCED, MAGNITUDE, ROUND_NEAREST, ROUND_TRUNC, width
 from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
-from mixjit.runtime.mixpert.segments import BALANCED, MAGNITUDE, ROUND_NEAREST, ROUND_TRUNC, width
 
 __all__ = [
     "MixPertConfig",

@@ -20,15 +20,15 @@ from typing import Sequence
 
 import numpy as np
 
-from mixjit.runtime.split import executor as esp
-from mixjit.runtime.model.encoding_cost import encoding_products, outlier_share
 from mixjit.runtime.int8.encodings import encoding_words, parse_encoding
-from mixjit.runtime.numerics.executor_common import row_form
+from mixjit.runtime.model.encoding_cost import encoding_products, outlier_share
 from mixjit.runtime.model.hardware import HARDWARE, get_hardware
 from mixjit.runtime.model.partition import partition_sizes
+from mixjit.runtime.numerics.executor_common import row_form
 from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.schemes.emulation import NONFINITE_REASON, check_operands, parse_label
+from mixjit.runtime.split import executor as esp
 
 __all__ = ["SplitConfig", "slice_importance", "fp16_slices"]
 

@@ -20,10 +20,10 @@ from typing import Sequence
 import numpy as np
 
 from mixjit.runtime.int8 import executor as ei8
-from mixjit.runtime.vitbit import executor as ex
 from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import CompiledExecutor, Config, RunStats, Scheme, Work, register
 from mixjit.runtime.schemes.emulation import NONFINITE_REASON, check_operands, parse_label
+from mixjit.runtime.vitbit import executor as ex
 
 __all__ = ["VitbitConfig", "PAPER_M", "default_ratios", "vitbit_quantize", "pack_words", "packed_products", "emulate_integer_product"]
 

@@ -30,10 +30,19 @@ import math
 import numpy as np
 
 from mixjit.runtime.int8.encodings import ENC_INT8, N_COUNTS, encode_rows, encoded_product, nearest_rank, words_ok
-from mixjit.runtime.numerics.executor_common import ERR_PARAMS, ERR_SHAPE, OK, SHAPE_MESSAGE, nonfinite_rule, round_products32, row_form, store
 from mixjit.runtime.int8.executor import dequantized_product
-from mixjit.runtime.multiterm.executor import FMT_FP16, build_parts
 from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.multiterm.executor import FMT_FP16, build_parts
+from mixjit.runtime.numerics.executor_common import (
+    ERR_PARAMS,
+    ERR_SHAPE,
+    OK,
+    SHAPE_MESSAGE,
+    nonfinite_rule,
+    round_products32,
+    row_form,
+    store,
+)
 
 __all__ = [
     "W_FP16_MODE", "W_FP16_NUM", "W_FP16_EXP", "W_MMA_K_INT8", "W_MMA_K_FP16", "W_MMA_UNIT",

@@ -22,9 +22,9 @@ column ratio, >= 0), ``W_N`` (packed : converted column ratio, >= 0), ``W_ACC``
 
 from __future__ import annotations
 
-from mixjit.runtime.numerics.executor_common import ERR_FIRST_OWN, ERR_PARAMS, ERR_SHAPE, OK, SHAPE_MESSAGE
 from mixjit.runtime.int8.executor import quantized_gemm
 from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.numerics.executor_common import ERR_FIRST_OWN, ERR_PARAMS, ERR_SHAPE, OK, SHAPE_MESSAGE
 
 __all__ = [
     "W_BITS", "W_M", "W_N", "W_ACC", "N_WORDS", "MIN_BITS", "MAX_BITS", "STAT_NONFINITE", "STAT_N_TENSOR",

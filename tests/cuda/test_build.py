@@ -14,8 +14,8 @@ import pytest
 from mixjit.runtime.cuda.build import CompilerNotFound, CudaBuildError, build, find_compiler
 from mixjit.runtime.cuda.desc import ARCHS
 from mixjit.runtime.cuda.emit import render
-from mixjit.runtime.mixpert.cuda.desc import KernelDesc
 from mixjit.runtime.cuda.sass import ToolNotFound, find_tool, opcode_counts, resource_usage, sass_by_kernel
+from mixjit.runtime.mixpert.cuda.desc import KernelDesc
 
 try:
     COMPILER = find_compiler()

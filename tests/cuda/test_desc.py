@@ -9,9 +9,9 @@ import sys
 import pytest
 
 from mixjit.runtime.cuda.desc import UnsupportedConfig
-from mixjit.runtime.mixpert.cuda.desc import MOST_PRECISE, KernelDesc, parse_label
 from mixjit.runtime.cuda.emit import _declaration, render
 from mixjit.runtime.cuda.registry import kernel_desc
+from mixjit.runtime.mixpert.cuda.desc import MOST_PRECISE, KernelDesc, parse_label
 from mixjit.runtime.schemes import get_scheme
 
 LABELS = ["", "level=IV", "level=I", "level=full,align=row,rounding=trunc", "segments=4,pairs=sig3",

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 import mixjit
-from mixjit.runtime.multiterm.cuda import fragments as fm
-from mixjit.runtime.multiterm.cuda.desc import PAIR_ORDER, MultiTermDesc, parse_products
 from mixjit.runtime.cuda.emit import template_text
 from mixjit.runtime.cuda.fragments import c_element
 from mixjit.runtime.cuda.registry import kernel_desc
+from mixjit.runtime.multiterm.cuda import fragments as fm
+from mixjit.runtime.multiterm.cuda.desc import PAIR_ORDER, MultiTermDesc, parse_products
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.emulation import PAIR_ORDER as SCHEME_PAIR_ORDER
 

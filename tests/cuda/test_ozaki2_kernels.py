@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 import mixjit
-from mixjit.runtime.ozaki2 import executor as ex
-from mixjit.runtime.ozaki2.cuda import fragments as fi
 from mixjit.runtime.cuda.desc import UnsupportedConfig
-from mixjit.runtime.ozaki2.cuda.desc import MAX_K, MODULI, parse_ozaki2_label
 from mixjit.runtime.cuda.emit import template_text
 from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS
 from mixjit.runtime.cuda.registry import kernel_desc
+from mixjit.runtime.ozaki2 import executor as ex
+from mixjit.runtime.ozaki2.cuda import fragments as fi
+from mixjit.runtime.ozaki2.cuda.desc import MAX_K, MODULI, parse_ozaki2_label
 from mixjit.runtime.schemes import get_scheme
 
 

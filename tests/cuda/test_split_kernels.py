@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import mixjit
-from mixjit.runtime.split.cuda.desc import MAX_K, SplitDesc, parse_split_label
-from mixjit.runtime.split.cuda.fragments import STATUS_NONFINITE, host_plan, run_split
 from mixjit.runtime.cuda.registry import kernel_desc
 from mixjit.runtime.schemes import get_scheme
+from mixjit.runtime.split.cuda.desc import MAX_K, SplitDesc, parse_split_label
+from mixjit.runtime.split.cuda.fragments import STATUS_NONFINITE, host_plan, run_split
 
 SCHEME = get_scheme("split")
 

@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 
 import mixjit
-from mixjit.runtime.vitbit import executor as ex
-from mixjit.runtime.vitbit.cuda import desc as dv
-from mixjit.runtime.vitbit.cuda import fragments as fv
 from mixjit.runtime.cuda.desc import ARCHS, UnsupportedConfig
 from mixjit.runtime.cuda.emit import render, template_text
 from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS
 from mixjit.runtime.cuda.registry import kernel_desc
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.vitbit import emulate_integer_product, pack_words, vitbit_quantize
+from mixjit.runtime.vitbit import executor as ex
+from mixjit.runtime.vitbit.cuda import desc as dv
+from mixjit.runtime.vitbit.cuda import fragments as fv
 
 SCHEME = get_scheme("vitbit")
 RNG = np.random.default_rng(29)

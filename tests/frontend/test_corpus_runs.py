@@ -11,10 +11,10 @@ import warnings
 
 import numpy as np
 import pytest
+from corpus import CASES
 from numba import njit
 from numba.core.registry import CPUDispatcher
 
-from corpus import CASES
 from mixjit import mixjit
 from mixjit.decorator import FALLBACK_REASON, MixjitWarning
 from mixjit.numba_pipeline import make_pipeline

@@ -8,10 +8,10 @@ import operator
 
 import numpy as np
 import pytest
+from corpus import CASES, F64, fresh_module, imported
 from numba import njit, types
 from numba.core import ir
 
-from corpus import CASES, F64, fresh_module, imported
 from mixjit import importer, mixopt
 from mixjit.importer import (
     CALLEE_ATTR,
@@ -135,7 +135,7 @@ def test_phis_become_block_arguments_passed_by_the_branches():
 
 def test_undefined_phi_inputs_use_one_marked_constant():
     def last(n, x):
-        for i in range(n):
+        for i in range(n):  # noqa: B007 (read after the loop: the undefined phi input under test)
             x = x * 2.0
         return i, x
 

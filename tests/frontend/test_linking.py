@@ -16,8 +16,6 @@ import pytest
 from numba import njit, prange
 
 from mixjit import entry, gemm
-from mixjit.plan import SitePlan, initial_plan, set_plan
-from mixjit.runtime.mixpert import executor as ex
 from mixjit.linking import (
     LinkError,
     ensure_entry_linked,
@@ -27,6 +25,8 @@ from mixjit.linking import (
     require_symbol,
 )
 from mixjit.numba_pipeline import make_pipeline
+from mixjit.plan import SitePlan, initial_plan, set_plan
+from mixjit.runtime.mixpert import executor as ex
 
 # (function name, argument types) -> site ids, in block order.
 SITES: dict = {}

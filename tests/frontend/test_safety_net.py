@@ -9,13 +9,13 @@ import warnings
 
 import numpy as np
 import pytest
-from numba import errors, njit, types
+from numba import errors, types
 from numba.extending import intrinsic
 
 from mixjit import decorator, entry, importer, linking, mixjit, numba_pipeline
-from mixjit.passes import detect_gemm
 from mixjit.decorator import FALLBACK_REASON, MixjitWarning
 from mixjit.importer import FrontendError
+from mixjit.passes import detect_gemm
 
 A = np.arange(12.0).reshape(3, 4) / 7
 

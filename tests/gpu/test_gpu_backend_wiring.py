@@ -8,8 +8,8 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from numba import prange
 import pytest
+from numba import prange
 
 from mixjit import backends, entry, gemm, mixjit
 from mixjit.plan import get_plan, set_plan

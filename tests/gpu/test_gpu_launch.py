@@ -15,14 +15,19 @@ import numpy as np
 import pytest
 
 import mixjit
-from mixjit.runtime.split.cuda.desc import parse_split_label
 from mixjit.runtime.cuda.device import BufferPool, probe
 from mixjit.runtime.cuda.launch import (
-    CudaBackend, KernelLauncher, cpu_gemm, cuda_gemm, kernel_schemes, launcher_for,
+    CudaBackend,
+    KernelLauncher,
+    cpu_gemm,
+    cuda_gemm,
+    kernel_schemes,
+    launcher_for,
     register_launcher,
 )
 from mixjit.runtime.mixpert.cuda.launchers import MixpertLauncher
 from mixjit.runtime.schemes import get_scheme
+from mixjit.runtime.split.cuda.desc import parse_split_label
 
 STATUS = probe()
 

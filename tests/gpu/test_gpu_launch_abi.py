@@ -114,8 +114,8 @@ def _expected_launches(scheme, config, desc, a, b):
     m, k = a.shape
     if scheme != "split":
         return desc.launches(m, b.shape[1], k)
-    from mixjit.runtime.split.cuda.fragments import host_plan
     from mixjit.runtime.schemes import get_scheme
+    from mixjit.runtime.split.cuda.fragments import host_plan
 
     words = np.array(get_scheme("split").parse_config(config).words(), np.int64)
     return desc.launches(m, b.shape[1], k, host_plan(a, b, words).cols_f.size)
@@ -289,8 +289,8 @@ def test_ozaki2_host_steps_around_the_model_residues_give_the_cpu_executors_bits
 
 
 def test_split_uploads_the_executors_k_split_scales_and_shifts(device):
-    from mixjit.runtime.split.cuda.fragments import host_plan
     from mixjit.runtime.schemes import get_scheme
+    from mixjit.runtime.split.cuda.fragments import host_plan
 
     rng = np.random.default_rng(6)
     a = (rng.standard_normal((30, 80)) * 2.0 ** rng.integers(-20, 21, (30, 1))).astype(np.float32)

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import random
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_ir_fuzz import SAMPLES, mutate
+from test_ir_scale import bench
 
 import mixjit.ir.lexer as lexer_module
 import mixjit.ir.parser as parser_module
@@ -18,9 +19,6 @@ from mixjit.ir.diagnostics import DiagnosticError
 from mixjit.ir.lexer import Kind, Lexer
 from mixjit.ir.parser import parse_module
 from mixjit.ir.printer import print_op
-
-from test_ir_fuzz import SAMPLES, mutate
-from test_ir_scale import bench
 
 NEVER = re.compile(r"(?!)")
 FAST_PATHS = [(lexer_module, "_FAST_TOKEN"), *((parser_module, n) for n in ("_SIMPLE_SIGNATURE", "_SIMPLE_OPERANDS", "_SIMPLE_LOCATION", "_SIMPLE_PROPERTIES"))]

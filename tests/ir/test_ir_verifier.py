@@ -12,8 +12,8 @@ from mixjit.ir.dialects.builtin import ModuleOp
 from mixjit.ir.dialects.test import GenericOp
 from mixjit.ir.location import Location
 from mixjit.ir.parser import parse_module
-from mixjit.ir.verifier import verify, verify_diagnostics
 from mixjit.ir.types import i64
+from mixjit.ir.verifier import verify, verify_diagnostics
 
 SAMPLES = sorted((Path(__file__).parent / "samples").glob("*.mix"))
 ARR = "!py.array<f32, 2, C>"

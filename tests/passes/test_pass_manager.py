@@ -8,14 +8,14 @@ import re
 import pytest
 from fake_passes import Boom, Chatty, FakeModule, Mark, Tune
 
+from mixjit.ir.diagnostics import Diagnostic, Severity
+from mixjit.ir.location import Location
 from mixjit.passes.instrumentation import (
     PrintIRInstrumentation,
     TimingInstrumentation,
     VerifyInstrumentation,
     dump_header,
 )
-from mixjit.ir.diagnostics import Diagnostic, Severity
-from mixjit.ir.location import Location
 from mixjit.passes.manager import PassFailure, PassInstrumentation, PassManager
 from mixjit.passes.pass_base import PassContext
 
@@ -228,7 +228,6 @@ class GcProbe(PassInstrumentation):
 
 def test_passes_run_with_the_collector_paused_and_it_is_restored_even_on_failure():
     import gc
-
     from dataclasses import dataclass
 
     from mixjit.passes.pass_base import ModulePass

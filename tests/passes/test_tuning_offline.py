@@ -295,7 +295,7 @@ def test_tune_raises_a_predecessor_along_mix_deps():
 
 
 def test_tune_leaves_a_module_without_sites_alone():
-    text = f'"func.func"() <{{sym_name = "f", function_type = () -> ()}}> ({{\n  "func.return"() : () -> ()\n}}) : () -> ()\n'
+    text = '"func.func"() <{sym_name = "f", function_type = () -> ()}> ({\n  "func.return"() : () -> ()\n}) : () -> ()\n'
     module, diagnostics = run_tune(text)
     assert diagnostics == [] and TUNING_ATTR not in module.attributes
 

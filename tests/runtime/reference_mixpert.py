@@ -12,7 +12,6 @@ import math
 from fractions import Fraction
 
 import numpy as np
-
 from reference_schemes import rn as rn_format
 
 # (significant bits, minimum normal exponent, maximum exponent)

@@ -14,7 +14,6 @@ import math
 from fractions import Fraction
 
 import numpy as np
-
 from reference_mixpert import _nonfinite, rn
 
 #: GEMMul8's moduli (src/table.hpp), in its order

@@ -8,11 +8,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import reference_schemes as ref
 from hypothesis import HealthCheck, given, settings
+from reference_operands import assert_same_bits, operands
 
 import mixjit
-import reference_schemes as ref
-from reference_operands import assert_same_bits, operands
 from mixjit.runtime.dfp import executor as ex
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.dfp import DfpConfig, dfp_quantize

@@ -10,10 +10,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-
 import reference_schemes as ref
+from hypothesis import HealthCheck, given, settings
 from reference_operands import assert_same_bits, operands
+
 from mixjit.runtime.int8 import encodings as enc
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.split import fp16_slices

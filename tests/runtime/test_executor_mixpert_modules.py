@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mixjit.runtime.mixpert import executor as ex
 from mixjit.runtime.jit.source_hash import RUNTIME_ROOT, runtime_sources
+from mixjit.runtime.mixpert import executor as ex
 from mixjit.runtime.schemes import get_scheme
 
 

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from mixjit.runtime.mixpert import pack
-from mixjit.runtime.mixpert.paths.fast import fast_path_threads
 from mixjit.runtime.mixpert.pack import REGION_COST_NS, _block_operand_threads, block_operand, threads_pay
+from mixjit.runtime.mixpert.pair_blocks import SPAN_RESERVE, plan_block_array
+from mixjit.runtime.mixpert.paths.fast import fast_path_threads
+from mixjit.runtime.mixpert.segments import width
 from mixjit.runtime.mixpert.split import _row_form_threads, prepare_operand, row_form
 from mixjit.runtime.mixpert.words import W_DIGITS, W_SEG0_BITS, W_SEGMENTS, W_TK, kept_pairs
-from mixjit.runtime.mixpert.pair_blocks import SPAN_RESERVE, plan_block_array
 from mixjit.runtime.schemes import get_scheme
-from mixjit.runtime.mixpert.segments import width
 
 RNG = np.random.default_rng(2024)
 

@@ -12,14 +12,14 @@ from fractions import Fraction
 import numba
 import numpy as np
 import pytest
-
 import reference_schemes as ref
+
 from mixjit.runtime.int8 import executor as ei8
 from mixjit.runtime.multiterm import executor as emt
-from mixjit.runtime.split import executor as esp
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.emulation import ProductsConfig
 from mixjit.runtime.schemes.split import SplitConfig
+from mixjit.runtime.split import executor as esp
 
 #: (scheme, label, compiled executor module, its gemm)
 CASES = [

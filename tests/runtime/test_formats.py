@@ -7,9 +7,9 @@ from fractions import Fraction
 import ml_dtypes
 import numpy as np
 import pytest
+from reference_schemes import rn
 
 from mixjit.runtime.numerics.formats import round_to_bf16, round_to_fp16, round_to_tf32
-from reference_schemes import rn
 
 ROUNDERS = {"tf32": round_to_tf32, "bf16": round_to_bf16, "fp16": round_to_fp16}
 

@@ -13,9 +13,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from test_mixpert_bitexact import _check
 
 from mixjit.runtime.schemes import get_scheme
-from test_mixpert_bitexact import _check
 
 MP = get_scheme("mixpert")
 F32MAX = np.finfo(np.float32).max

@@ -13,9 +13,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from reference_ozaki2 import accurate_shifts, shift
 
 from mixjit.runtime.schemes import get_scheme
-from reference_ozaki2 import accurate_shifts, shift
 
 OZ = get_scheme("ozaki2")
 

@@ -9,10 +9,10 @@ import textwrap
 
 import numpy as np
 import pytest
-from numba.core import types
-
 from cache_files import load_module
 from fresh_processes import run_in_fresh_processes
+from numba.core import types
+
 from mixjit.runtime.jit.cache import CacheFileWarning
 from mixjit.runtime.jit.warning import MixjitWarning
 

@@ -7,16 +7,15 @@ without compiling the kernel."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
+from fresh_processes import run_in_fresh_processes
 from numba import njit, prange, types
 
-from fresh_processes import run_in_fresh_processes
 from mixjit.runtime.jit.lazy_link import fill_lazy_cells, unlinked_lazy
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fresh_processes import run_in_fresh_processes
 from numba import njit
 
-from fresh_processes import run_in_fresh_processes
 from mixjit.runtime.jit.lazy_link import CellHook, unlinked
 
 

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-
-from mixjit.runtime.schemes import get_scheme
 from reference_mixpert import exact_rounded, gamma_bound_excess
 from reference_mixpert import mixpert as reference
+
+from mixjit.runtime.schemes import get_scheme
 
 MP = get_scheme("mixpert")
 MP64 = get_scheme("mixpert-fp64")
@@ -301,8 +301,9 @@ def test_round32_is_rn32_of_hi_plus_its_residual():
     # midpoint repair, against exact rational rounding, from subnormals to overflow
     from fractions import Fraction
 
-    from mixjit.runtime.numerics.exactsum import round32
     from reference_mixpert import rn
+
+    from mixjit.runtime.numerics.exactsum import round32
 
     rng = np.random.default_rng(13)
     cs = [np.float32(rng.uniform(0.5, 1.0) * 2.0 ** int(e)) for e in rng.integers(-150, 129, 200)]

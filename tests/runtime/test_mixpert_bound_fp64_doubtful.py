@@ -23,16 +23,16 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reference_mixpert import rn
+from test_mixpert_guarantee import _adversarial64
 
 from mixjit.runtime.mixpert import words
 from mixjit.runtime.mixpert.executor import prepare_operand
-from mixjit.runtime.mixpert.paths.fast import epilogue_many
 from mixjit.runtime.mixpert.guarantee.bound import dropped_weight, fp64_doubtful
 from mixjit.runtime.mixpert.pair_blocks import BLOCK_SHIFT, plan_block_array
-from mixjit.runtime.schemes import get_scheme
+from mixjit.runtime.mixpert.paths.fast import epilogue_many
 from mixjit.runtime.mixpert.segments import ZERO_EXP, width
-from reference_mixpert import rn
-from test_mixpert_guarantee import _adversarial64
+from mixjit.runtime.schemes import get_scheme
 
 MP64 = get_scheme("mixpert-fp64")
 U = 2.0**-53

@@ -11,14 +11,13 @@ from hypothesis import strategies as st
 
 from mixjit.runtime.mixpert import words as W
 from mixjit.runtime.mixpert.guarantee.certified import recompute32
-from mixjit.runtime.mixpert.paths.fast import (PATH_BLOCKS, PATH_CORNER, blocks_path, corner_path,
-                                                  fast_path_threads)
+from mixjit.runtime.mixpert.pair_blocks import SPAN_RESERVE, plan_block_array
+from mixjit.runtime.mixpert.paths.corner import corner_applies
+from mixjit.runtime.mixpert.paths.fast import PATH_BLOCKS, PATH_CORNER, blocks_path, corner_path, fast_path_threads
+from mixjit.runtime.mixpert.segments import width
 from mixjit.runtime.mixpert.split import prepare_operand
 from mixjit.runtime.numerics.exactsum import exact_dot_round, exact_dot_scratch
-from mixjit.runtime.mixpert.paths.corner import corner_applies
-from mixjit.runtime.mixpert.pair_blocks import SPAN_RESERVE, plan_block_array
 from mixjit.runtime.schemes import get_scheme
-from mixjit.runtime.mixpert.segments import width
 
 MP = get_scheme("mixpert")
 LEVEL4_LABELS = ("level=IV", "level=IV,align=row", "level=IV,digits=balanced", "level=IV,seg0_bits=6",

@@ -11,11 +11,11 @@ import pytest
 from numba import njit
 
 from mixjit.runtime.mixpert import executor as ex
-from mixjit.runtime.mixpert.paths import direct64 as d64
-from mixjit.runtime.mixpert.words import kept_pairs
 from mixjit.runtime.mixpert.guarantee.bound import dropped_weight, fp64_doubtful
-from mixjit.runtime.schemes import get_scheme
+from mixjit.runtime.mixpert.paths import direct64 as d64
 from mixjit.runtime.mixpert.segments import ZERO_EXP, width
+from mixjit.runtime.mixpert.words import kept_pairs
+from mixjit.runtime.schemes import get_scheme
 
 MP64 = get_scheme("mixpert-fp64")
 PARAMS = np.asarray(MP64.default_config(np.float64).words(), dtype=np.int64)

@@ -20,8 +20,8 @@ from mixjit.runtime.mixpert.paths.direct import (
     prefix_pairs,
 )
 from mixjit.runtime.mixpert.paths.direct64 import direct_gemm64, slice_pairs
-from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.mixpert.segments import split_element
+from mixjit.runtime.schemes import get_scheme
 
 MP = get_scheme("mixpert")
 MP64 = get_scheme("mixpert-fp64")

@@ -24,11 +24,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_mixpert_bitexact import MP, MP64, _check
 
+from mixjit.runtime.mixpert.pair_blocks import BLOCK_BITS, BLOCK_SHIFT, k_bits, plan_block_array
 from mixjit.runtime.mixpert.paths.fast import epilogue_many
 from mixjit.runtime.mixpert.words import kept_pairs
-from mixjit.runtime.mixpert.pair_blocks import BLOCK_BITS, BLOCK_SHIFT, k_bits, plan_block_array
-from test_mixpert_bitexact import MP, MP64, _check
 
 
 def _seed55() -> tuple[np.ndarray, np.ndarray]:

@@ -10,15 +10,14 @@ on adversarial exponent spreads inside one k-tile and across k-tiles.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from reference_mixpert import exact_rounded, gamma_bound_excess, rn
+from test_mixpert_bitexact import _check
 
 from mixjit.runtime.numerics.exactsum import exact_dot_round, exact_dot_scratch
 from mixjit.runtime.schemes import get_scheme
-from reference_mixpert import exact_rounded, gamma_bound_excess, rn
-from test_mixpert_bitexact import _check
 
 MP = get_scheme("mixpert")
 MP64 = get_scheme("mixpert-fp64")

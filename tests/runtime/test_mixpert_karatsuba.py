@@ -15,15 +15,34 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mixjit.runtime.mixpert import words as W
-from mixjit.runtime.mixpert.paths.fast import blocks_path, epilogue_many
 from mixjit.runtime.mixpert.pack import pack_block, pack_product_into
-from mixjit.runtime.mixpert.split import prepare_operand
-from mixjit.runtime.mixpert.pair_blocks import (BLOCK_BITS, BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, PROD_BITS,
-                                        PROD_I0, PROD_I1, PROD_ID0, PROD_ID1, PROD_J0, PROD_J1, PROD_JD0, PROD_JD1,
-                                        TERM_PROD, TERM_SHIFT, TERM_SIGN, k_bits, karatsuba_products,
-                                        plan_block_array)
-from mixjit.runtime.schemes import get_scheme
+from mixjit.runtime.mixpert.pair_blocks import (
+    BLOCK_BITS,
+    BLOCK_I0,
+    BLOCK_I1,
+    BLOCK_J0,
+    BLOCK_J1,
+    BLOCK_SHIFT,
+    PROD_BITS,
+    PROD_I0,
+    PROD_I1,
+    PROD_ID0,
+    PROD_ID1,
+    PROD_J0,
+    PROD_J1,
+    PROD_JD0,
+    PROD_JD1,
+    TERM_PROD,
+    TERM_SHIFT,
+    TERM_SIGN,
+    k_bits,
+    karatsuba_products,
+    plan_block_array,
+)
+from mixjit.runtime.mixpert.paths.fast import blocks_path, epilogue_many
 from mixjit.runtime.mixpert.segments import MAGNITUDE, width
+from mixjit.runtime.mixpert.split import prepare_operand
+from mixjit.runtime.schemes import get_scheme
 
 MP64 = get_scheme("mixpert-fp64")
 DEFAULT = MP64.default_config(np.float64).label

@@ -14,11 +14,18 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference_mixpert import element_split, shift
 
 from mixjit.runtime.mixpert.pack import fresh64, fresh_array
-from mixjit.runtime.mixpert.segments import (ROUND_NEAREST, ROUND_TRUNC, ZERO_EXP, max_aligned, pack_groups,
-                                     pack_groups_into, split_element)
-from reference_mixpert import element_split, shift
+from mixjit.runtime.mixpert.segments import (
+    ROUND_NEAREST,
+    ROUND_TRUNC,
+    ZERO_EXP,
+    max_aligned,
+    pack_groups,
+    pack_groups_into,
+    split_element,
+)
 
 _HUGE = 2 * 1024 * 1024
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from mixjit import gemm
-from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.mixpert import executor as ex
+from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.mixpert import (
     LEVELS,
     MixPertConfig,

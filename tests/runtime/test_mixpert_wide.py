@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference_mixpert import mixpert as reference
 
-from mixjit.runtime.mixpert.paths.wide import EXACT_SIDE_BITS, plan_wide_blocks
 from mixjit.runtime.mixpert.pair_blocks import pair_matrix, range_bits
+from mixjit.runtime.mixpert.paths.wide import EXACT_SIDE_BITS, plan_wide_blocks
+from mixjit.runtime.mixpert.segments import BALANCED, MAGNITUDE
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.mixpert import FP32_PRECISE, LEVELS, significance_pairs
-from mixjit.runtime.mixpert.segments import BALANCED, MAGNITUDE
-from reference_mixpert import mixpert as reference
 
 MP = get_scheme("mixpert")
 

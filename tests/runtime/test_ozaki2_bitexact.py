@@ -9,10 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from reference_ozaki2 import GEMMUL8_MODULI, accurate_shifts, crt, modulus_product, scaled, shift
+from reference_ozaki2 import ozaki2 as reference
 
 from mixjit.runtime.ozaki2 import executor as ex
 from mixjit.runtime.schemes import get_scheme
-from reference_ozaki2 import GEMMUL8_MODULI, accurate_shifts, crt, modulus_product, ozaki2 as reference, scaled, shift
 
 OZ = get_scheme("ozaki2")
 F32MAX = float(np.finfo(np.float32).max)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import mixjit
-from mixjit.runtime.ozaki2 import executor as ex
 from mixjit.runtime.model.costmodel import modeled_time
+from mixjit.runtime.ozaki2 import executor as ex
 from mixjit.runtime.schemes import get_scheme
 from mixjit.runtime.schemes.ozaki2 import Ozaki2Config, config_from_words
 

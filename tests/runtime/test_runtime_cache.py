@@ -16,11 +16,11 @@ import warnings
 from pathlib import Path
 
 import pytest
+from cache_files import CORRUPTIONS, corrupt, load_module
 from numba.core.caching import NullCache
 from numba.core.registry import CPUDispatcher
 
 import mixjit.runtime
-from mixjit.runtime.mixpert import pair_blocks
 from mixjit.runtime.jit.cache import CacheFileWarning, RuntimeCache, cached_njit
 from mixjit.runtime.jit.source_hash import (
     CACHE_MACHINERY,
@@ -31,8 +31,7 @@ from mixjit.runtime.jit.source_hash import (
     runtime_sources_hash,
     sources_hash,
 )
-
-from cache_files import CORRUPTIONS, corrupt, load_module
+from mixjit.runtime.mixpert import pair_blocks
 
 # -- which sources a kernel depends on ---------------------------------------------
 
@@ -80,8 +79,6 @@ def test_executor_and_entry_depend_on_their_helpers_only():
     executor = names("mixjit.runtime.mixpert.executor")
     assert {"mixpert/executor.py", "mixpert/segments.py", "mixpert/pair_blocks.py", "numerics/exactsum.py"} <= executor
     assert not any(n.startswith("schemes") for n in executor)  # pure-Python schemes do not invalidate kernels
-    import mixjit.entry
-
     # the entry calls each executor through its loaded C function's address, whose own cache
     # (mixjit.entry._ExecutorCache) is keyed on the kernel's sources: the entry's key leaves the
     # families out, so an edit to one recompiles that family's executor, not the entry

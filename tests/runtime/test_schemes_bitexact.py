@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import reference_schemes as ref
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import reference_schemes as ref
 from reference_operands import assert_same_bits
+
 from mixjit.runtime.schemes import get_scheme
 
 F32 = np.finfo(np.float32)

@@ -7,9 +7,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from reference_schemes import rn
 
 from mixjit.runtime.numerics.exactsum import round_exact_sum, round_to_f32_exact
-from reference_schemes import rn
 
 F32MAX = float(np.finfo(np.float32).max)
 THRESHOLD = F32MAX + 2.0**103  # overflow threshold: midpoint of FLT_MAX and 2^128

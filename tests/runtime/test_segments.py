@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mixjit.runtime.mixpert.pair_blocks import SPAN_RESERVE, k_bits, plan_blocks, range_bits
-from mixjit.runtime.schemes.mixpert import LEVELS, significance_pairs
 from mixjit.runtime.mixpert.segments import (
     BALANCED,
     ROUND_NEAREST,
@@ -23,6 +22,7 @@ from mixjit.runtime.mixpert.segments import (
     shift_magnitude,
     split_element,
 )
+from mixjit.runtime.schemes.mixpert import LEVELS, significance_pairs
 
 
 def _bits(x: float) -> np.uint64:

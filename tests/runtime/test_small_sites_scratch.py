@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from mixjit.runtime.mixpert.paths.small import STACK_WORDS, _operand_views, scratch_words
 from mixjit.runtime.jit.scratch_arrays import any_layout, carve, stack_array
+from mixjit.runtime.mixpert.paths.small import STACK_WORDS, _operand_views, scratch_words
 
 
 @njit

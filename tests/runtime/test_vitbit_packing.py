@@ -10,10 +10,15 @@ import numpy as np
 import pytest
 
 import mixjit
-from mixjit.runtime.vitbit import executor as ex
 from mixjit.runtime.schemes import get_scheme
-from mixjit.runtime.schemes.vitbit import (VitbitConfig, emulate_integer_product, pack_words, packed_products,
-                                           vitbit_quantize)
+from mixjit.runtime.schemes.vitbit import (
+    VitbitConfig,
+    emulate_integer_product,
+    pack_words,
+    packed_products,
+    vitbit_quantize,
+)
+from mixjit.runtime.vitbit import executor as ex
 
 RNG = np.random.default_rng(13)
 

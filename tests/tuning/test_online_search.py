@@ -13,13 +13,13 @@ import math
 import warnings
 
 import numpy as np
+import programs as P
 import pytest
 
-import programs as P
 from mixjit import mixjit
 from mixjit.decorator import MixjitWarning
-from mixjit.runtime.schemes.base import get_scheme
 from mixjit.plan import get_plan, reference_plan, set_plan
+from mixjit.runtime.schemes.base import get_scheme
 
 TARGET = "jetson-agx-orin"
 FP64 = ["mixpert-fp64"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-
 import programs as P
+
 from mixjit import mixjit
 from mixjit.decorator import MixjitWarning
 from mixjit.passes.tuning.candidates import pareto_front, prune_space

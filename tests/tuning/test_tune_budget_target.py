@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import programs as P
 import pytest
 
-import programs as P
 from mixjit import mixjit
 from mixjit.passes import tune as tune_module
 from mixjit.tuning import api as tuning_api

@@ -5,9 +5,9 @@ warns rather than passing in silence."""
 from __future__ import annotations
 
 import numpy as np
+import programs as P
 import pytest
 
-import programs as P
 from mixjit import entry, mixjit
 from mixjit.decorator import MixjitWarning
 from mixjit.plan import get_plan

@@ -5,9 +5,9 @@ validate=, and any real number type is a budget (bool, NaN and non-positive valu
 from __future__ import annotations
 
 import numpy as np
+import programs as P
 import pytest
 
-import programs as P
 from mixjit import mixjit
 from mixjit.tuning.driver import check_budget
 

@@ -4,9 +4,9 @@ manager, with the online backend injected, rather than a search of its own."""
 from __future__ import annotations
 
 import numpy as np
+import programs as P
 import pytest
 
-import programs as P
 from mixjit import mixjit
 from mixjit.ir.attributes import DictAttr
 from mixjit.passes import tune as tune_module

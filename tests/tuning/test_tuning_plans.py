@@ -8,9 +8,9 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import programs as P
 import pytest
 
-import programs as P
 from mixjit import mixjit
 from mixjit.decorator import MixjitWarning
 from mixjit.plan import get_plan

@@ -4,9 +4,9 @@ mix.profile attributes on the mix.gemm ops of a dump."""
 from __future__ import annotations
 
 import numpy as np
+import programs as P
 import pytest
 
-import programs as P
 from mixjit import mixjit
 from mixjit.ir.parser import parse_module
 from mixjit.passes.tuning.profile import PROFILE_ATTR, SiteProfile

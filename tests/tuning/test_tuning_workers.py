@@ -13,10 +13,10 @@ import textwrap
 import threading
 import time
 
+import diverging as D
 import numpy as np
 import pytest
 
-import diverging as D
 from mixjit import entry, mixjit
 from mixjit.decorator import MixjitWarning
 

@@ -17,8 +17,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from mixjit.runtime.cuda.desc import (MMA_K, MMA_M, MMA_N, KernelSpec, Launch, TileDescription, UnsupportedConfig, cdiv,
-                                      split_tiling)
+from mixjit.runtime.cuda.desc import (
+    MMA_K,
+    MMA_M,
+    MMA_N,
+    KernelSpec,
+    Launch,
+    TileDescription,
+    UnsupportedConfig,
+    cdiv,
+    split_tiling,
+)
 from mixjit.runtime.mixpert.labels import LEVELS, parse_label_fields
 
 __all__ = ["KernelDesc", "parse_label", "MOST_PRECISE", "ACC_BITS"]

@@ -25,10 +25,10 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.numerics.exactsum import _ACC_LIMBS, exact_dot_round
-from mixjit.runtime.mixpert.pack import fresh64, fresh_array
 from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.mixpert.pack import fresh64, fresh_array
 from mixjit.runtime.mixpert.segments import BALANCED, ZERO_EXP, digit_bits
+from mixjit.runtime.numerics.exactsum import _ACC_LIMBS, exact_dot_round
 
 __all__ = ["dropped_weight", "fp64_doubtful", "lost_rows", "recompute"]
 

@@ -15,14 +15,13 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.numerics.exactsum import _ACC_LIMBS, MAX_PARTIALS, add_piece, exact_dot_round, finish, round32
-from mixjit.runtime.mixpert.words import W_DIGITS, W_SEGMENTS, W_TK
-from mixjit.runtime.mixpert.guarantee.ziv import certain32
-from mixjit.runtime.multiterm.executor import _rn_bits
 from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.mixpert.guarantee.ziv import certain32
 from mixjit.runtime.mixpert.pair_blocks import BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT
 from mixjit.runtime.mixpert.segments import digit_range
-
+from mixjit.runtime.mixpert.words import W_DIGITS, W_SEGMENTS, W_TK
+from mixjit.runtime.multiterm.executor import _rn_bits
+from mixjit.runtime.numerics.exactsum import _ACC_LIMBS, MAX_PARTIALS, add_piece, exact_dot_round, finish, round32
 
 #: TF32's significant bits as the float64 bits :func:`_rn_bits` drops
 _TF32_DROP = 53 - 11

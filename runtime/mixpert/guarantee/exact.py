@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from mixjit.runtime.numerics.exactsum import MAX_PARTIALS, add_pieces, finish_all
-from mixjit.runtime.mixpert.pack import block_operand
-from mixjit.runtime.mixpert.words import W_DIGITS, W_SEGMENTS, W_TK
 from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.mixpert.pack import block_operand
 from mixjit.runtime.mixpert.pair_blocks import BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT
+from mixjit.runtime.mixpert.words import W_DIGITS, W_SEGMENTS, W_TK
+from mixjit.runtime.numerics.exactsum import MAX_PARTIALS, add_pieces, finish_all
 
 #: rows (or columns) recomputed together on the exact path
 _EXACT_CHUNK = 32

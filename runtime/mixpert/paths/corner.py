@@ -38,10 +38,18 @@ import math
 import numpy as np
 from numba import prange
 
-from mixjit.runtime.mixpert.pack import fresh64, huge_pages
 from mixjit.runtime.jit.cache import cached_njit
-from mixjit.runtime.mixpert.pair_blocks import (BLOCK_BITS, BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, k_bits,
-                                         range_bits)
+from mixjit.runtime.mixpert.pack import fresh64, huge_pages
+from mixjit.runtime.mixpert.pair_blocks import (
+    BLOCK_BITS,
+    BLOCK_I0,
+    BLOCK_I1,
+    BLOCK_J0,
+    BLOCK_J1,
+    BLOCK_SHIFT,
+    k_bits,
+    range_bits,
+)
 from mixjit.runtime.mixpert.segments import digit_bits, digit_range
 
 __all__ = ["CORNER_MAX_CHUNKS", "corner_applies", "corner_chunks", "corner_products"]

@@ -59,6 +59,10 @@ from __future__ import annotations
 import numpy as np
 from numba.extending import overload, register_jitable
 
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.jit.scratch_arrays import c_layout, carve, is_c_contiguous, stack_array
+from mixjit.runtime.mixpert.pair_blocks import SPAN_RESERVE, k_bits, range_bits
+from mixjit.runtime.mixpert.segments import MAGNITUDE, ROUND_TRUNC, ZERO_EXP, digit_bits, width
 from mixjit.runtime.mixpert.words import (
     ALIGN_ROW,
     DOMAIN_FP32,
@@ -80,10 +84,6 @@ from mixjit.runtime.mixpert.words import (
     W_TM,
     W_TN,
 )
-from mixjit.runtime.jit.cache import cached_njit
-from mixjit.runtime.mixpert.pair_blocks import SPAN_RESERVE, k_bits, range_bits
-from mixjit.runtime.jit.scratch_arrays import c_layout, carve, is_c_contiguous, stack_array
-from mixjit.runtime.mixpert.segments import MAGNITUDE, ROUND_TRUNC, ZERO_EXP, digit_bits, width
 
 #: :func:`direct_gemm`'s answer for a call it leaves to the small path
 NOT_TAKEN = -1

@@ -31,7 +31,11 @@ import numpy as np
 from numba.core import types
 from numba.extending import register_jitable
 
-from mixjit.runtime.numerics.exactsum import round64_scaled
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.jit.lazy_link import unlinked_lazy
+from mixjit.runtime.jit.scratch_arrays import c_layout, carve, is_c_contiguous, stack_array
+from mixjit.runtime.mixpert.guarantee.bound import dropped_weight, fp64_doubtful, recompute
+from mixjit.runtime.mixpert.pair_blocks import k_bits
 from mixjit.runtime.mixpert.paths.direct import (
     DIRECT_STACK_WORDS,
     NOT_TAKEN,
@@ -41,6 +45,7 @@ from mixjit.runtime.mixpert.paths.direct import (
     pow2,
     row_top,
 )
+from mixjit.runtime.mixpert.segments import MAGNITUDE, ROUND_TRUNC, ZERO_EXP, width
 from mixjit.runtime.mixpert.words import (
     DOMAIN_FP32,
     OK,
@@ -59,12 +64,7 @@ from mixjit.runtime.mixpert.words import (
     W_TM,
     W_TN,
 )
-from mixjit.runtime.jit.cache import cached_njit
-from mixjit.runtime.jit.lazy_link import unlinked_lazy
-from mixjit.runtime.mixpert.guarantee.bound import dropped_weight, fp64_doubtful, recompute
-from mixjit.runtime.mixpert.pair_blocks import k_bits
-from mixjit.runtime.jit.scratch_arrays import c_layout, carve, is_c_contiguous, stack_array
-from mixjit.runtime.mixpert.segments import MAGNITUDE, ROUND_TRUNC, ZERO_EXP, width
+from mixjit.runtime.numerics.exactsum import round64_scaled
 
 
 def _slice_words() -> tuple[int, int]:

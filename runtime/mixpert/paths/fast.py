@@ -33,20 +33,39 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
 from numba import prange
 
-from mixjit.runtime.numerics.exactsum import acc_add, acc_round, round32, round64_scaled
-from mixjit.runtime.mixpert.pack import (EPILOGUE_NS_PER_BLOCK, PACK_NS, fresh64, huge_pages,
-                                                  pack_product_into, threads_pay)
-from mixjit.runtime.mixpert.words import W_DIGITS, W_SEG0_BITS, W_SEGMENTS, W_TK, kept_pairs
-from mixjit.runtime.mixpert.guarantee.ziv import _MANTISSA64, certain32, certain64, scaled_normal, times_pow2
 from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.mixpert.guarantee.ziv import _MANTISSA64, certain32, certain64, scaled_normal, times_pow2
+from mixjit.runtime.mixpert.pack import (
+    EPILOGUE_NS_PER_BLOCK,
+    PACK_NS,
+    fresh64,
+    huge_pages,
+    pack_product_into,
+    threads_pay,
+)
+from mixjit.runtime.mixpert.pair_blocks import (
+    BLOCK_BITS,
+    BLOCK_SHIFT,
+    PROD_I0,
+    PROD_I1,
+    PROD_ID0,
+    PROD_ID1,
+    PROD_J0,
+    PROD_J1,
+    PROD_JD0,
+    PROD_JD1,
+    TERM_PROD,
+    TERM_SHIFT,
+    TERM_SIGN,
+    k_bits,
+    karatsuba_products,
+)
 from mixjit.runtime.mixpert.paths.corner import corner_applies, corner_products
-from mixjit.runtime.mixpert.pair_blocks import (BLOCK_BITS, BLOCK_SHIFT, PROD_I0, PROD_I1, PROD_ID0, PROD_ID1, PROD_J0, PROD_J1,
-                                        PROD_JD0, PROD_JD1, TERM_PROD, TERM_SHIFT, TERM_SIGN, k_bits,
-                                        karatsuba_products)
 from mixjit.runtime.mixpert.segments import MAGNITUDE
+from mixjit.runtime.mixpert.words import W_DIGITS, W_SEG0_BITS, W_SEGMENTS, W_TK, kept_pairs
+from mixjit.runtime.numerics.exactsum import acc_add, acc_round, round32, round64_scaled
 
 
 @cached_njit(nogil=True)

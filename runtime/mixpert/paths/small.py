@@ -44,9 +44,37 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload, register_jitable
 
+from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.jit.lazy_link import unlinked, unlinked_lazy
+from mixjit.runtime.jit.scratch_arrays import carve, stack_array
+from mixjit.runtime.mixpert.guarantee.bound import dropped_weight, fp64_doubtful, recompute
+from mixjit.runtime.mixpert.pair_blocks import (
+    BLOCK_BITS,
+    BLOCK_I0,
+    BLOCK_I1,
+    BLOCK_J0,
+    BLOCK_J1,
+    BLOCK_SHIFT,
+    SPAN_RESERVE,
+    k_bits,
+    plan_block_array,
+)
 from mixjit.runtime.mixpert.paths.direct import direct_gemm, exact_dot, largest
 from mixjit.runtime.mixpert.paths.direct64 import direct_gemm64
 from mixjit.runtime.mixpert.paths.fast import epilogue, epilogue_many
+from mixjit.runtime.mixpert.paths.wide import plan_wide_blocks
+from mixjit.runtime.mixpert.segments import (
+    NO_EXP as _NO_EXP,
+)
+from mixjit.runtime.mixpert.segments import (
+    ZERO_EXP,
+    _shift_branchless,
+    digit_range,
+    max_aligned,
+    split_element,
+    split_into,
+    width,
+)
 from mixjit.runtime.mixpert.words import (
     ALIGN_ROW,
     DOMAIN_FP32,
@@ -67,32 +95,6 @@ from mixjit.runtime.mixpert.words import (
     W_TM,
     W_TN,
     kept_pairs,
-)
-from mixjit.runtime.jit.cache import cached_njit
-from mixjit.runtime.jit.lazy_link import unlinked, unlinked_lazy
-from mixjit.runtime.mixpert.guarantee.bound import dropped_weight, fp64_doubtful, recompute
-from mixjit.runtime.mixpert.paths.wide import plan_wide_blocks
-from mixjit.runtime.mixpert.pair_blocks import (
-    BLOCK_BITS,
-    BLOCK_I0,
-    BLOCK_I1,
-    BLOCK_J0,
-    BLOCK_J1,
-    BLOCK_SHIFT,
-    SPAN_RESERVE,
-    k_bits,
-    plan_block_array,
-)
-from mixjit.runtime.jit.scratch_arrays import carve, stack_array
-from mixjit.runtime.mixpert.segments import (
-    NO_EXP as _NO_EXP,
-    ZERO_EXP,
-    _shift_branchless,
-    digit_range,
-    max_aligned,
-    split_element,
-    split_into,
-    width,
 )
 
 #: largest m*n*k the driver sends to the small path, float32 and float64 domain: the

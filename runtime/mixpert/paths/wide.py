@@ -29,12 +29,20 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.mixpert.paths.fast import two_sum_add, two_sum_end
-from mixjit.runtime.mixpert.pack import PACK_NS, huge_pages, pack_block, threads_pay
-from mixjit.runtime.mixpert.guarantee.ziv import certain32, times_pow2
 from mixjit.runtime.jit.cache import cached_njit
-from mixjit.runtime.mixpert.pair_blocks import (BLOCK_I0, BLOCK_I1, BLOCK_J0, BLOCK_J1, BLOCK_SHIFT, pair_rectangles, put_block,
-                                         range_bits)
+from mixjit.runtime.mixpert.guarantee.ziv import certain32, times_pow2
+from mixjit.runtime.mixpert.pack import PACK_NS, huge_pages, pack_block, threads_pay
+from mixjit.runtime.mixpert.pair_blocks import (
+    BLOCK_I0,
+    BLOCK_I1,
+    BLOCK_J0,
+    BLOCK_J1,
+    BLOCK_SHIFT,
+    pair_rectangles,
+    put_block,
+    range_bits,
+)
+from mixjit.runtime.mixpert.paths.fast import two_sum_add, two_sum_end
 from mixjit.runtime.mixpert.segments import digit_bits
 
 __all__ = ["EXACT_SIDE_BITS", "WIDE_LIMIT", "plan_wide_blocks", "fast32_certified"]

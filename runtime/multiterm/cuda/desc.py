@@ -21,8 +21,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from mixjit.runtime.cuda.desc import (STATIC_SHARED_LIMIT, KernelSpec, Launch, TileDescription, UnsupportedConfig, cdiv,
-                                      split_tiling)
+from mixjit.runtime.cuda.desc import (
+    STATIC_SHARED_LIMIT,
+    KernelSpec,
+    Launch,
+    TileDescription,
+    UnsupportedConfig,
+    cdiv,
+    split_tiling,
+)
 
 __all__ = ["MultiTermDesc", "FORMATS", "PAIR_ORDER", "parse_products", "MULTITERM_SCHEMES"]
 

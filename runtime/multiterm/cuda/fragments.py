@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mixjit.runtime.multiterm.cuda.desc import CHUNK_BYTES, PAD_BYTES, MultiTermDesc
 from mixjit.runtime.cuda.fragments import LANES, axpby, c_element, round_to_f32
+from mixjit.runtime.multiterm.cuda.desc import CHUNK_BYTES, PAD_BYTES, MultiTermDesc
 
 __all__ = ["a_element", "b_element", "mma", "pack_parts", "gemm_planes", "run_gemm", "A_LOADS", "B_LOADS",
            "STATUS_NONFINITE", "STATUS_PART_OVERFLOW", "STATUS_TINY_PART", "EXACT_SCALE"]

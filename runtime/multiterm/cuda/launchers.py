@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from mixjit.runtime.multiterm.cuda.desc import MULTITERM_SCHEMES
 from mixjit.runtime.cuda.launch import _F64, _I32, _I64, _PTR, DescLauncher, register_launcher
+from mixjit.runtime.multiterm.cuda.desc import MULTITERM_SCHEMES
 
 __all__ = ["MultiTermLauncher"]
 

@@ -18,8 +18,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from mixjit.runtime.cuda.desc import (MMA_K, MMA_M, MMA_N, KernelSpec, Launch, TileDescription, UnsupportedConfig, cdiv,
-                                      split_tiling)
+from mixjit.runtime.cuda.desc import (
+    MMA_K,
+    MMA_M,
+    MMA_N,
+    KernelSpec,
+    Launch,
+    TileDescription,
+    UnsupportedConfig,
+    cdiv,
+    split_tiling,
+)
 
 __all__ = ["Ozaki2Desc", "MODULI", "MAX_K", "parse_ozaki2_label"]
 

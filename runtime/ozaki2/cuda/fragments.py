@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from mixjit.runtime.ozaki2 import executor as ex
 from mixjit.runtime.cuda.desc import MMA_K, Launch
+from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS, LANES, mma_m16n8k32, u32
+from mixjit.runtime.ozaki2 import executor as ex
 from mixjit.runtime.ozaki2.cuda.desc import Ozaki2Desc
-from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS, LANES, u32, mma_m16n8k32
 
 __all__ = ["residue_planes", "int8_gemm", "host_shifts", "host_reconstruct", "run_ozaki2", "STATUS_NONFINITE"]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mixjit.runtime.ozaki2 import executor as ex
 from mixjit.runtime.jit.cache import cached_njit
+from mixjit.runtime.ozaki2 import executor as ex
 
 __all__ = ["reconstruct"]
 

@@ -24,11 +24,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from mixjit.runtime.cuda.desc import (MMA_K, STATIC_SHARED_LIMIT, KernelSpec, Launch, TileDescription,
-                                      UnsupportedConfig, cdiv, split_tiling)
-from mixjit.runtime.multiterm.cuda.desc import CHUNK_BYTES, FORMATS, PAD_BYTES
+from mixjit.runtime.cuda.desc import (
+    MMA_K,
+    STATIC_SHARED_LIMIT,
+    KernelSpec,
+    Launch,
+    TileDescription,
+    UnsupportedConfig,
+    cdiv,
+    split_tiling,
+)
 from mixjit.runtime.model.hardware import HARDWARE, get_hardware
 from mixjit.runtime.model.partition import partition_sizes
+from mixjit.runtime.multiterm.cuda.desc import CHUNK_BYTES, FORMATS, PAD_BYTES
 
 __all__ = ["SplitDesc", "parse_split_label", "MAX_K"]
 

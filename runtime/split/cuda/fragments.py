@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mixjit.runtime.split import executor as esp
-from mixjit.runtime.split.cuda.desc import SplitDesc
 from mixjit.runtime.cuda.fragments import axpby, round_to_f32
-from mixjit.runtime.ozaki2.cuda.fragments import int8_gemm
 from mixjit.runtime.multiterm.cuda.fragments import EXACT_SCALE, gemm_planes
 from mixjit.runtime.numerics.executor_common import row_form
+from mixjit.runtime.ozaki2.cuda.fragments import int8_gemm
+from mixjit.runtime.split import executor as esp
+from mixjit.runtime.split.cuda.desc import SplitDesc
 
 __all__ = ["HostPlan", "host_plan", "pack_split", "run_split", "STATUS_NONFINITE"]
 

@@ -33,8 +33,8 @@ class SplitLauncher(DescLauncher):
         return "" if fp16 != "auto" and float(fp16) == 0.0 else "the FP16 part's FP32 tensor-core accumulation"
 
     def queue(self, dev, desc, functions, bufs, a, b, config):
-        from mixjit.runtime.split.cuda.fragments import host_plan  # numba: loaded on first use
         from mixjit.runtime.schemes import get_scheme
+        from mixjit.runtime.split.cuda.fragments import host_plan  # numba: loaded on first use
 
         dtype = np.dtype(a.dtype)
         (m, k), n = a.shape, b.shape[1]

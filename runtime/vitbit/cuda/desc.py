@@ -29,10 +29,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from mixjit.runtime.cuda.desc import (MMA_K, MMA_M, MMA_N, STATIC_SHARED_LIMIT, KernelSpec, Launch, TileDescription,
-                                      UnsupportedConfig, cdiv, split_tiling)
-from mixjit.runtime.model.hardware import get_hardware, vitbit_ratios
+from mixjit.runtime.cuda.desc import (
+    MMA_K,
+    MMA_M,
+    MMA_N,
+    STATIC_SHARED_LIMIT,
+    KernelSpec,
+    Launch,
+    TileDescription,
+    UnsupportedConfig,
+    cdiv,
+    split_tiling,
+)
 from mixjit.runtime.mixpert.labels import MAX_CONFIG_INT
+from mixjit.runtime.model.hardware import get_hardware, vitbit_ratios
 
 __all__ = ["VitbitDesc", "parse_vitbit_label", "pack_count", "slot_bits", "qmax", "max_acc", "fp_block", "max_k",
            "column_split", "MIN_BITS", "MAX_BITS"]

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mixjit.runtime.int8 import executor as ei8
 from mixjit.runtime.cuda.desc import MMA_K, Launch
+from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS, LANES, axpby, mma_m16n8k32, u32
+from mixjit.runtime.int8 import executor as ei8
 from mixjit.runtime.vitbit.cuda.desc import VitbitDesc, column_split, fp_block, pack_count, qmax, slot_bits
-from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS, LANES, axpby, u32, mma_m16n8k32
 
 __all__ = ["Planes", "host_scales", "pack_a", "pack_b", "extract_fields", "gemm", "run_vitbit", "STATUS_NONFINITE"]
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from mixjit.runtime.vitbit.cuda.desc import column_split
 from mixjit.runtime.cuda.launch import _F64, _I32, _I64, _PTR, DescLauncher, HandBack, register_launcher
+from mixjit.runtime.vitbit.cuda.desc import column_split
 
 __all__ = ["VitbitLauncher"]
 
