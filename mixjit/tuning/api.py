@@ -95,8 +95,6 @@ def _load_saved(f: Any, key: tuple, path: Path, args: Sequence[Any] = ()) -> boo
     o = f.mixjit_options
     if path.is_dir():  # no plan to load; saving one there fails with its own warning (_record)
         return False
-    state = state_of(f)
-    before = {s.id: get_plan(s.id) for s in signature_sites(f, key)}
     try:
         plan = load_plan(path)
         if plan.source_hash != source_hash(f.py_func):
@@ -105,18 +103,29 @@ def _load_saved(f: Any, key: tuple, path: Path, args: Sequence[Any] = ()) -> boo
             raise PlanFileError(f"it was made for target {plan.target!r} and budget "
                                 f"{budget_text(plan.error_budget)}, the function asks for {o.target!r} and "
                                 f"{budget_text(o.error_budget)}")
-        _apply(f, key, plan)
-        if args:
-            state.plans[key] = _measured(f, key, plan, args)
+        _apply_measured(f, key, plan, args)
         return True
     except PlanFileError as e:
-        for sid, site_plan in before.items():
-            if site_plan is not None:
-                set_plan(sid, site_plan)
-        state.plans.pop(key, None)
         _warn(f"mixjit: plan file {path} not used: {e}; "
               + ("re-tuning" if o.tune == "first-call" else "the most precise plan runs until f.tune(...)"))
         return False
+
+
+def _apply_measured(f: Any, key: tuple, plan: TunedPlan, args: Sequence[Any]) -> None:
+    """Apply ``plan`` to ``key`` and (given the call's ``args``) record it with its error measured
+    on them (``_measured``), so that ``f.plan`` never holds a stale claim. On PlanFileError (it
+    does not fit, or breaks its budget there) the sites keep the plans they had."""
+    before = {s.id: get_plan(s.id) for s in signature_sites(f, key)}
+    try:
+        _apply(f, key, plan)
+        if args:
+            state_of(f).plans[key] = _measured(f, key, plan, args)
+    except PlanFileError:
+        for sid, site_plan in before.items():
+            if site_plan is not None:
+                set_plan(sid, site_plan)
+        state_of(f).plans.pop(key, None)
+        raise
 
 
 def _measured(f: Any, key: tuple, plan: TunedPlan, args: Sequence[Any]) -> TunedPlan:
@@ -147,7 +156,7 @@ def _has_choice(f: Any, key: tuple) -> bool:
 
 def on_new_signature(f: Any, key: tuple, args: Sequence[Any]) -> None:
     """Called by the dispatcher when a Python call compiled ``key``: apply a plan given by
-    ``use_plan``, else (unless ``tune="never"``) one saved for it, else (``tune="first-call"``)
+    ``use_plan`` (its error measured on ``args``, as a saved plan's is), else (unless ``tune="never"``) one saved for it, else (``tune="first-call"``)
     tune on ``args``. A failure
     of the tuner never fails the user's call: it warns and the most precise plan runs."""
     o = f.mixjit_options
@@ -158,7 +167,7 @@ def on_new_signature(f: Any, key: tuple, args: Sequence[Any]) -> None:
         if plan.argtypes == argtypes_text(key):
             state.pending.remove((plan, origin))
             try:
-                _apply(f, key, plan)
+                _apply_measured(f, key, plan, args)
                 return
             except PlanFileError as e:
                 _warn(f"mixjit: {origin} not used: {e}")

@@ -243,6 +243,17 @@ def test_a_loaded_plan_reports_its_measured_error_not_the_files_claim(plan_dir):
     assert f.plan.error != 1e-300 and f.plan.error == f.check_plan(*_args()).error
 
 
+def test_a_plan_given_before_its_signature_compiles_reports_its_measured_error(plan_dir):
+    path = _saved(plan_dir)
+    _edit(path, error=1e-300)
+    f = _new(tune="never")
+    f.use_plan(path)  # not compiled yet: applied, and measured, at the first call
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixjitWarning)
+        f(*_args())
+    assert f.plan.error != 1e-300 and f.plan.error == f.check_plan(*_args()).error
+
+
 def test_a_directory_at_the_plan_path_warns_and_the_call_runs(plan_dir, capsys):
     path = _saved(plan_dir)
     path.unlink()
