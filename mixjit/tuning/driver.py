@@ -57,11 +57,11 @@ from mixjit.runtime.schemes import catalog
 from mixjit.tuning.evaluator import Judged, OnlineEvaluator, ProgramRunner, fp64_error, site_plans
 from mixjit.tuning.native_budget import NATIVE, budget_text, is_native, native_budget, native_plan
 from mixjit.tuning.online import OnlineBackend, TuningPipeline
-from mixjit.tuning.outputs import Metric, Output, check_finite, collect, program_error
+from mixjit.tuning.outputs import Metric, Output, check_finite, program_error
 from mixjit.tuning.persistence import PlanSite, TunedPlan, source_hash
 from mixjit.tuning.profiling import TunedSite, site_candidates
 from mixjit.tuning.progress import SearchBar
-from mixjit.tuning.workers import EvaluationPool, check_eval_timeout, warm_executors
+from mixjit.tuning.workers import EvaluationPool, RunLimits, RunTask, check_eval_timeout, warm_executors
 
 __all__ = ["TuneResult", "Validation", "tune", "check_budget", "check_target", "check_metric", "current_plan_error", "plan_error",
            "signature_sites", "signature_of", "tuning_lock", "MAX_TIGHTENINGS"]
@@ -334,8 +334,10 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
     try:
         logs = runner.run(initial, profile=True).logs or {}
         reference = runner.reference(sites, eval_timeout)
+        fp64_outs = _float64_outputs(f.py_func, args, names, runner.written, notes, runner.limits.seconds) \
+            if fp64 else None
     except KeyboardInterrupt:
-        notes.append("interrupted before the reference run: the most precise plan is kept")
+        notes.append("interrupted before the search: the most precise plan is kept")
         for s in sites:
             set_plan(s.id, initial[s.id])
         plan = _tuned_plan(f, key, target, asked, sites, initial, {}, {}, None, True, None)
@@ -350,7 +352,6 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
         elif logs[s.id].unlogged_calls:
             notes.append(f"site {s.index}: {logs[s.id].unlogged_calls} calls of shapes beyond the shape log "
                          "are not in its modeled time")
-    fp64_outs = _float64_outputs(f.py_func, args, names, runner.written, notes) if fp64 else None
     full = {s.id: SiteSpace(s.id, site_candidates(s.dtype, opts.schemes, logs[s.id].shapes, target))
             for s in called}
     evaluator = OnlineEvaluator(runner, sites, full, reference, metric, fp64_outs)
@@ -502,9 +503,10 @@ _FLOAT64_PROGRAMS: "weakref.WeakKeyDictionary[Callable, Any]" = weakref.WeakKeyD
 
 
 def _float64_outputs(py_func: Callable, args: Sequence[Any], names: Sequence[str],
-                     written: Sequence[str] | None, notes: list[str]) -> list[Output] | None:
+                     written: Sequence[str] | None, notes: list[str], seconds: float | None) -> list[Output] | None:
     """The outputs of the whole program in float64 (plain Numba, float32 inputs upcast), or None
-    with a note when it cannot run."""
+    with a note when it cannot run. Compiled here, run on a worker process (``EvaluationPool``)
+    stopped after ``seconds``, as every other run of a tuning is."""
     from numba import njit
 
     try:
@@ -512,7 +514,12 @@ def _float64_outputs(py_func: Callable, args: Sequence[Any], names: Sequence[str
         if program is None:
             program = _FLOAT64_PROGRAMS[py_func] = njit(py_func)
         up = tuple(_upcast(a) for a in args)
-        return collect(program(*up), up, names, written or ())
+        program.compile(tuple(program.typeof_pyval(a) for a in up))  # here: the worker compiles nothing
+        with EvaluationPool(program, [up], names, ()) as pool:
+            outcome = pool.run(RunTask(0, {}, tuple(written or ()), limits=RunLimits(seconds)))
+        if outcome.outputs is None:
+            notes.append(f"the float64 program was stopped ({outcome.stopped}); no error against it")
+        return outcome.outputs
     except Exception as e:
         notes.append(f"the float64 program did not run ({type(e).__name__}: {str(e).splitlines()[0][:120]}); "
                      "no error against it")

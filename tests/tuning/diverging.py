@@ -46,6 +46,25 @@ def stall_inputs(n=16, seed=1):
     return a, b, float((a @ b).sum())
 
 
+def stall_in_float64(a, b):
+    """One GEMM, then a loop that ends at once in the program's own float32 (``s + t`` rounds back
+    to ``s`` when ``t`` is 1e-9 of it) and never in float64: the tuner's float64 run of the whole
+    program (``f.tune(..., fp64=True)``) does not end, every float32 run does."""
+    s = (a @ b).sum()
+    scale = np.empty(1, a.dtype)
+    scale[0] = 1e-9
+    t = s * scale[0]
+    steps = 0
+    while s + t != s:
+        steps += 1
+    return s, steps
+
+
+def stall_in_float64_inputs(n=8, seed=2):
+    rng = np.random.default_rng(seed)
+    return rng.random((n, n), dtype=np.float32) + 1, rng.random((n, n), dtype=np.float32) + 1
+
+
 STALL_SCHEMES = ("mixpert-fp64", "mixpert")
 """The stall test's candidates: mixpert-fp64's, native, and mixpert's float32-class configs (they stall)."""
 

@@ -60,6 +60,26 @@ def test_a_diverging_convergence_loop_tunes_on_its_first_call():
     assert any("mixpert[level=I]" in line for line in stopped), proc.stdout
 
 
+def test_the_float64_program_runs_on_a_worker_within_the_limit():
+    """f.tune's float64 run of the whole program (for the error against float64) is a run like any
+    other: a program that never ends in float64 is stopped at eval_timeout, named in the notes,
+    and the tuning goes on (it hung before)."""
+    proc = _python("""
+        import diverging as D
+        from mixjit import mixjit
+
+        f = mixjit(D.stall_in_float64, schemes=("mixpert",), tune="explicit")
+        args = D.stall_in_float64_inputs()
+        assert f(*args)[1] == 0  # the float32 program ends at once
+        result = f.tune(*args, eval_timeout=1.0)
+        assert "the float64 program was stopped (timed out after 1 s); no error against it" in result.notes, \
+            result.notes
+        assert result.reference_vs_fp64 is None and result.plan.within_budget
+        print("ok")
+    """, timeout=240)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:] + proc.stdout[-2000:]
+
+
 def test_a_run_past_its_time_limit_is_stopped_and_no_worker_outlives_tune():
     """A loop with no GEMM call in it (the call limits cannot see it) is stopped by eval_timeout;
     the killed worker is replaced, the search goes on, and no child process is left. In a fresh
