@@ -269,6 +269,11 @@ class DenseArrayAttr(Attribute):
         return f"array<{self.element_type}: {', '.join(map(str, self.value))}>"
 
 
+def dict_attr(entries: Mapping[str, Any]) -> DictAttr:
+    """``to_attr`` of a mapping, typed as the ``DictAttr`` it gives."""
+    return DictAttr({k: to_attr(v) for k, v in entries.items()})
+
+
 def to_attr(value: Any) -> Attribute:
     """Wrap a Python value: Attribute as is, bool, int (i64), float (f64), str, Type, list/tuple
     (array), dict (dictionary)."""
@@ -287,11 +292,11 @@ def to_attr(value: Any) -> Attribute:
     if isinstance(value, (list, tuple)):
         return ArrayAttr(to_attr(v) for v in value)
     if isinstance(value, dict):
-        return DictAttr({k: to_attr(v) for k, v in value.items()})
+        return dict_attr(value)
     raise TypeError(f"cannot make an attribute from {value!r} ({type(value).__name__}); build an Attribute")
 
 
 __all__ = [
     "Attribute", "IntegerAttr", "FloatAttr", "StringAttr", "BoolAttr", "UnitAttr", "ArrayAttr", "DictAttr",
-    "SymbolRefAttr", "TypeAttr", "DenseArrayAttr", "to_attr", "format_key", "format_entries", "format_symbol",
+    "SymbolRefAttr", "TypeAttr", "DenseArrayAttr", "to_attr", "dict_attr", "format_key", "format_entries", "format_symbol",
 ]

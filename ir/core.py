@@ -11,7 +11,7 @@ operand/result/property definitions (see :mod:`mixjit.ir.opdef`); declaring one 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, Mapping, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, Mapping, NamedTuple, Sequence, TypeVar, cast
 
 from mixjit.ir.attributes import Attribute
 from mixjit.ir.location import Location, UnknownLoc
@@ -21,6 +21,9 @@ from mixjit.ir.types import Type
 if TYPE_CHECKING:
     from mixjit.ir.opdef import OpDefinition
     from mixjit.ir.rewriting import RewritePattern
+
+
+_Op = TypeVar("_Op", bound="Operation")
 
 
 class IRError(Exception):
@@ -243,13 +246,13 @@ class Operation:
             self._append_successor(block)
 
     @classmethod
-    def build(cls, **kwargs: Any) -> "Operation":
+    def build(cls: type[_Op], **kwargs: Any) -> _Op:
         """Keyword constructor for declared ops: one keyword per definition (operands take Values,
         results take Types, properties take Attributes or plain Python values, regions take Regions,
         successors take Blocks), plus ``loc`` and ``attributes``. See mixjit.ir.opdef."""
         from mixjit.ir.opdef import build_op
 
-        return build_op(cls, kwargs)
+        return cast(_Op, build_op(cls, kwargs))  # an instance of cls (build_op constructs it)
 
     # -- operands -------------------------------------------------------------------------------
     @property

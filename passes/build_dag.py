@@ -261,7 +261,7 @@ def _add_nodes(graph: nx.DiGraph, name: str, body: _Body) -> None:
             loop_depth=loops.depth(op.parent) if op.parent in loops.order else 0,
             dtype=str(op.dtype.value), trans_a=op.trans_a.value, trans_b=op.trans_b.value,
             alpha=op.alpha.value, beta=op.beta.value, fused=op.c is not None, label=_describe(op),
-            stmts={k: v.value for k, v in stmts.value} if isinstance(stmts, DictAttr) else {},
+            stmts={k: v.value for k, v in stmts.value if isinstance(v, StringAttr)} if isinstance(stmts, DictAttr) else {},
         )
 
 

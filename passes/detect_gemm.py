@@ -31,7 +31,7 @@ rejections from the remark channel too.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from mixjit.ir.attributes import DictAttr, FloatAttr, IntegerAttr, StringAttr
 from mixjit.ir.core import Operation, Value
@@ -152,7 +152,7 @@ def _describe(op: GemmOp) -> str:
     return f"{op.dtype.value} C = {op.alpha.value:g}*{product} + {op.beta.value:g}*C"
 
 
-def _is_matrix(t: Type) -> bool:
+def _is_matrix(t: Type) -> TypeGuard[ArrayType]:
     return isinstance(t, ArrayType) and t.rank == 2
 
 
@@ -214,7 +214,8 @@ def _strip_transpose(value: Value) -> tuple[Value, bool, str | None]:
             bound = op.func.defining_op
             if isinstance(bound, py.GetAttrOp) and bound.attr.value == "transpose":
                 base = bound.obj
-    if base is not None and _is_matrix(base.type) and base.type.dtype == value.type.dtype:
+    if (op is not None and base is not None and _is_matrix(base.type) and isinstance(value.type, ArrayType)
+            and base.type.dtype == value.type.dtype):
         return base, True, stmt_of(op)
     return value, False, None
 
@@ -269,7 +270,9 @@ def _rewrite(product: Operation, a: Value, b: Value, fuse: bool) -> GemmOp:
     stmts: dict[str, str | None] = {"product": stmt_of(product)}
     a, trans_a, stmts["trans_a"] = _strip_transpose(a)
     b, trans_b, stmts["trans_b"] = _strip_transpose(b)
-    dtype = product.result.type.dtype
+    out = product.result.type
+    assert isinstance(out, ArrayType)  # _rejection accepted the product: its result is an array
+    dtype = out.dtype
     update = _fusable_update(product) if fuse else None
     common = dict(a=a, b=b, trans_a=trans_a, trans_b=trans_b, site=IntegerAttr(0, i64), dtype=dtype)
     if update is None:
@@ -284,7 +287,9 @@ def _rewrite(product: Operation, a: Value, b: Value, fuse: bool) -> GemmOp:
         anchor, replaced, erased = update.update, update.update.result, [update.update, product]
     gemm.text_loc = product.text_loc
     gemm.attributes[STMTS_ATTR] = DictAttr({k: StringAttr(v) for k, v in stmts.items() if v is not None})
-    anchor.parent.insert_op_before(gemm, anchor)
+    block = anchor.parent
+    assert block is not None  # a walked op is in a block
+    block.insert_op_before(gemm, anchor)
     gemm.result.name_hint = replaced.name_hint
     replaced.replace_all_uses_with(gemm.result)
     for op in erased:
@@ -293,7 +298,7 @@ def _rewrite(product: Operation, a: Value, b: Value, fuse: bool) -> GemmOp:
 
 
 def _functions(module: Operation) -> list[tuple[str, Operation]]:
-    funcs = [(op.sym_name.value, op) for op in module.walk() if isinstance(op, FuncOp)]
+    funcs: list[tuple[str, Operation]] = [(op.sym_name.value, op) for op in module.walk() if isinstance(op, FuncOp)]
     return funcs or [("", module)]
 
 
@@ -310,8 +315,9 @@ def detect_gemms(module: Operation, fuse_updates: bool = True) -> DetectionRepor
             operands = _candidate_operands(op)
             if operands is None:
                 continue
-            if operands == "out-argument":
-                rejected: tuple[str, str] | None = ("out-argument", f"{len(op.args)} arguments")
+            if isinstance(operands, str):  # "out-argument": only a call has one
+                assert isinstance(op, py.CallOp)
+                rejected: tuple[str, str] | None = (operands, f"{len(op.args)} arguments")
             else:
                 a, b = operands
                 rejected = _rejection(a, b, op.result.type)

@@ -54,7 +54,7 @@ def carried_config(config: str, operand: str, width: int) -> str:
     carries come last, A's first, as ``DfpConfig.label`` writes them."""
     fields = config_fields(config)
     fields[_CARRY_FIELDS[operand]] = str(width)
-    carries = {k: fields.pop(k) for k in ("carry_a", "carry_b") if k in fields}
+    carries: dict[str, str] = {k: fields.pop(k) for k in ("carry_a", "carry_b") if k in fields}
     fields.update(carries)
     return ",".join(f"{k}={v}" for k, v in fields.items())
 
@@ -111,8 +111,7 @@ class DfpChain(ModulePass):
         saved = 0.0  # modeled seconds the carries change the plan by
         for site, op in ops.items():
             plan = _plan(op)
-            width = _bits(plan) if plan is not None and plan.scheme == DFP else None
-            if width is None:
+            if plan is None or plan.scheme != DFP or (width := _bits(plan)) is None:
                 continue
             carried = {o: found for o, v in (("a", op.a), ("b", op.b))
                        if (found := self._carried_from(op, v, width, dag)) is not None}
@@ -133,9 +132,9 @@ class DfpChain(ModulePass):
                               for o, (s, w) in sorted(carried.items()))
             context.emit(Diagnostic(Severity.REMARK, f"site {site}: {chain}: {DFP}[{config}]", site_loc(op)))
         tuning = module.attributes.get(TUNING_ATTR)
-        if saved and isinstance(tuning, DictAttr) and isinstance(tuning.as_dict().get("modeled_time"), FloatAttr):
+        if saved and isinstance(tuning, DictAttr) and isinstance(old := tuning.as_dict().get("modeled_time"), FloatAttr):
             fields = tuning.as_dict()  # the plan's modeled time: its sites' times, carried ones re-modeled
-            fields["modeled_time"] = FloatAttr(fields["modeled_time"].value - saved)
+            fields["modeled_time"] = FloatAttr(old.value - saved)
             module.attributes[TUNING_ATTR] = DictAttr(fields)
 
     def _carried_from(self, op: GemmOp, value: Value, width: int, dag) -> tuple[int, int] | None:

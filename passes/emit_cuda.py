@@ -48,9 +48,10 @@ def site_choice(op: GemmOp) -> tuple[str, str, str]:
     """(scheme, config, where it came from) for a site: ``mix.plan``, ``mix.runs`` or the default."""
     for attr_name in (PLAN_ATTR, RUNS_ATTR):
         attr = op.attributes.get(attr_name)
-        if isinstance(attr, DictAttr) and all(isinstance(attr[k] if k in attr else None, StringAttr)
-                                              for k in ("scheme", "config")):
-            return attr["scheme"].value, attr["config"].value, attr_name
+        if isinstance(attr, DictAttr):
+            named, configured = attr.as_dict().get("scheme"), attr.as_dict().get("config")
+            if isinstance(named, StringAttr) and isinstance(configured, StringAttr):
+                return named.value, configured.value, attr_name
     kind = op.dtype.value.kind
     scheme, config = _DEFAULT_SCHEME.get(kind, (f"<none for {kind}>", ""))
     return scheme, config, "default"

@@ -40,8 +40,8 @@ class LoopInfo:
         """How many loops contain ``block`` (0 outside any loop)."""
         return len(self.loops_containing(block))
 
-    def loops_containing(self, block: Block) -> frozenset[Block]:
-        """The headers of the loops that contain ``block``."""
+    def loops_containing(self, block: Block | None) -> frozenset[Block]:
+        """The headers of the loops that contain ``block`` (none for no block: a detached op's)."""
         return frozenset(h for h, body in self.loops.items() if block in body)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mixjit.ir.attributes import Attribute, DictAttr, to_attr
+from mixjit.ir.attributes import Attribute, DictAttr, dict_attr
 from mixjit.passes.tuning.attrs import as_dict, as_float, as_str, get
 from mixjit.passes.tuning.space import Candidate
 
@@ -55,7 +55,7 @@ class SitePlan:
                                     "modeled_time": float(self.modeled_time)}
         if self.error is not None:
             entry["error"] = float(self.error)
-        return to_attr(entry)
+        return dict_attr(entry)
 
     @staticmethod
     def from_attr(site: int, attr: Attribute) -> "SitePlan":

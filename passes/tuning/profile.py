@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from mixjit.ir.attributes import Attribute, DictAttr, to_attr
+from mixjit.ir.attributes import Attribute, DictAttr, dict_attr
 from mixjit.passes.tuning.attrs import TuningAttrError, as_array, as_dict, as_float, as_int, as_str, get
 from mixjit.passes.tuning.space import Candidate, SiteSpace
 
@@ -61,7 +61,7 @@ class SiteProfile:
             if c.error is not None:
                 entry["error"] = float(c.error)
             cands.append(entry)
-        return to_attr({
+        return dict_attr({
             "dtype": self.dtype, "target": self.target, "calls": int(self.calls),
             "loop_depth": int(self.loop_depth), "shapes": [list(map(int, s)) for s in self.shapes],
             "candidates": cands, "stats": {k: float(v) for k, v in self.stats.items()},

@@ -65,6 +65,8 @@ class KernelSpec:
 
     templates: ClassVar[tuple[str, ...]] = ()
     entry_points: ClassVar[tuple[str, ...]] = ()
+    scheme: str  # fields of every subclass (see above), declared here for the type checker
+    config: str
 
     def __post_init__(self) -> None:
         problems = self.problems()
