@@ -19,8 +19,6 @@ LAYERS = ("mixjit.ir", "mixjit.passes", "mixjit.runtime")
 KNOWN_CYCLES = [
     # the two circles issue 21 item 3 breaks; remove each line as its circle goes
     {"mixjit.backends", "mixjit.plan"},
-    {"mixjit.decorator", "mixjit.tuning.annotate", "mixjit.tuning.api", "mixjit.tuning.driver",
-     "mixjit.tuning.online", "mixjit.tuning.report"},
 ]
 
 
@@ -90,3 +88,35 @@ def test_no_new_import_cycle_in_the_user_layer():
     assert not unknown, f"import cycles: {unknown}"
     gone = [sorted(c) for c in KNOWN_CYCLES if c not in cycles]
     assert not gone, f"these cycles are gone (or changed): take them off KNOWN_CYCLES: {gone}"
+
+
+FRONT_DOOR = ("mixjit.decorator", "mixjit.dispatcher", "mixjit.options")
+
+
+def test_the_tuning_layer_never_imports_the_decorator_or_the_dispatcher():
+    """The tuning layer reaches a compiled function only through mixjit.tuning.protocol."""
+    graph = _graph()
+    tuning = [m for m in graph if m == "mixjit.tuning" or m.startswith("mixjit.tuning.")]
+    reached = {t for m in tuning for t in nx.descendants(graph, m)}
+    wrong = sorted(reached & set(FRONT_DOOR))
+    assert not wrong, f"mixjit.tuning imports (directly or not) {wrong}; ask the function through TunableFunction"
+
+
+def test_the_tuning_layer_reads_no_private_attribute_of_a_function():
+    """No ``f._name`` / ``f.__dict__`` on a parameter annotated ``TunableFunction``: what the
+    tuning layer may ask of a compiled function is what its protocol names."""
+    wrong = []
+    for path in sorted((ROOT / "mixjit" / "tuning").glob("*.py")):
+        for fn in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            tunable = {a.arg for a in fn.args.args + fn.args.kwonlyargs
+                       if a.annotation is not None and "TunableFunction" in ast.unparse(a.annotation)}
+            for node in ast.walk(fn):
+                if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                        and node.value.id in tunable and node.attr.startswith("_")):
+                    wrong.append(f"{path.name}:{node.lineno}: {node.value.id}.{node.attr}")
+    assert not wrong, f"private attributes of a compiled function read by mixjit.tuning: {wrong}"
+    protocol = (ROOT / "mixjit" / "tuning" / "protocol.py").read_text()
+    for member in ("site_blocks", "imported", "tuning_lock", "tuning_state", "mixjit_options", "overloads"):
+        assert member in protocol

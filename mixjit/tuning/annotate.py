@@ -9,14 +9,15 @@ from dataclasses import replace
 from typing import Any
 
 from mixjit.passes.tuning.profile import PROFILE_ATTR
+from mixjit.tuning.protocol import TunableFunction
 
 __all__ = ["annotate_profiles", "profiled_module"]
 
 
-def annotate_profiles(f: Any, imported: Any) -> int:
+def annotate_profiles(f: TunableFunction, imported: Any) -> int:
     """Set ``mix.profile`` on each ``mix.gemm`` of ``imported`` whose site ``f``'s tuning
     profiled. ``imported`` is an ``ImportedModule`` of ``f`` after detect-gemm whose sites carry
-    the process site ids (``decorator.annotate_sites``, as ``f.ir()`` shows them). Returns how
+    the process site ids (``mixjit.sites.annotate_sites``, as ``f.ir()`` shows them). Returns how
     many ops got one."""
     from mixjit.ir.dialects.mix import GemmOp
     from mixjit.tuning.api import state_of
@@ -30,11 +31,11 @@ def annotate_profiles(f: Any, imported: Any) -> int:
     return done
 
 
-def profiled_module(f: Any, *args: Any) -> Any:
+def profiled_module(f: TunableFunction, *args: Any) -> Any:
     """``f``'s module for the signature of ``args`` after ``detect-gemm,build-dag`` (run by the pass
     manager, as ``f.ir`` runs them: ``mix.deps``, ``mix.loop_depth``), with the process site ids
     and the profiles of its tuning (tune first: ``f.tune(*args)``). Its ``.text()`` is a dump
     ``mixopt -p "tune{...}"`` can re-tune offline."""
     from mixjit.tuning.driver import signature_of
 
-    return f._imported(signature_of(f, args), raw=False, pipeline="detect-gemm,build-dag")
+    return f.imported(signature_of(f, args), raw=False, pipeline="detect-gemm,build-dag")

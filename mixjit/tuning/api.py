@@ -1,6 +1,6 @@
 """What the @mixjit dispatcher's tuning methods do: first-call tuning, ``f.tune``, ``f.plan``,
 ``f.use_plan``, ``f.save_plan``, ``f.report``. The dispatcher delegates here
-(mixjit/decorator.py keeps only thin methods).
+(mixjit/dispatcher.py keeps only thin methods).
 
 Per dispatcher, a ``TuningState`` remembers each signature's plan and tuning result, and
 plans given by ``use_plan`` before their signature was compiled.
@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 from mixjit.arguments import resolve_arguments
 from mixjit.plan import get_plan, set_plan
+from mixjit.runtime.jit.warning import MixjitWarning
 from mixjit.tuning.driver import (
     TuneResult,
     argtypes_text,
@@ -39,6 +40,7 @@ from mixjit.tuning.persistence import (
     source_hash,
 )
 from mixjit.tuning.profiling import site_candidates
+from mixjit.tuning.protocol import TunableFunction
 
 __all__ = ["TUNE_MODES", "TuningState", "PlanCheck", "check_budget", "check_metric", "on_new_signature",
            "tune_function", "check_plan", "current_plan", "use_plan", "save_current_plan", "state_of"]
@@ -56,20 +58,18 @@ class TuningState:
     last: tuple | None = None
 
 
-def state_of(f: Any) -> TuningState:
-    state = f.__dict__.get("_mixjit_tuning")
-    if state is None:
-        state = f.__dict__["_mixjit_tuning"] = TuningState()
-    return state
+def state_of(f: TunableFunction) -> TuningState:
+    """``f``'s tuning state, made on first use (``TunableFunction.tuning_state``)."""
+    if f.tuning_state is None:
+        f.tuning_state = TuningState()
+    return f.tuning_state
 
 
 def _warn(message: str) -> None:
-    from mixjit.decorator import MixjitWarning
-
     warnings.warn(message, MixjitWarning, stacklevel=4)
 
 
-def _plan_path(f: Any, key: tuple, plan: TunedPlan | None = None) -> Path | None:
+def _plan_path(f: TunableFunction, key: tuple, plan: TunedPlan | None = None) -> Path | None:
     """The default plan file of ``key`` for the decorator's target and budget, or for
     ``plan``'s own (``f.tune(budget=..., target=...)`` may differ from the decorator's)."""
     o = f.mixjit_options
@@ -77,7 +77,7 @@ def _plan_path(f: Any, key: tuple, plan: TunedPlan | None = None) -> Path | None
     return default_plan_path(f.py_func, argtypes_text(key), target, budget)
 
 
-def _apply(f: Any, key: tuple, plan: TunedPlan) -> None:
+def _apply(f: TunableFunction, key: tuple, plan: TunedPlan) -> None:
     """Apply ``plan`` to the signature ``key`` (PlanFileError when it does not fit its sites)."""
     sites = signature_sites(f, key)
     site_plans = check_fits(plan, f.py_func.__qualname__, argtypes_text(key), [s.record for s in sites])
@@ -88,7 +88,7 @@ def _apply(f: Any, key: tuple, plan: TunedPlan) -> None:
     state.last = key
 
 
-def _load_saved(f: Any, key: tuple, path: Path, args: Sequence[Any] = ()) -> bool:
+def _load_saved(f: TunableFunction, key: tuple, path: Path, args: Sequence[Any] = ()) -> bool:
     """Apply the plan file at ``path`` to ``key`` if it fits and is current, and (given the call's
     ``args``) if its error measured on them is within its budget: ``f.plan`` then holds that
     measured error, never the file's claim. One warning otherwise, and the sites keep their plans."""
@@ -111,7 +111,7 @@ def _load_saved(f: Any, key: tuple, path: Path, args: Sequence[Any] = ()) -> boo
         return False
 
 
-def _apply_measured(f: Any, key: tuple, plan: TunedPlan, args: Sequence[Any]) -> None:
+def _apply_measured(f: TunableFunction, key: tuple, plan: TunedPlan, args: Sequence[Any]) -> None:
     """Apply ``plan`` to ``key`` and (given the call's ``args``) record it with its error measured
     on them (``_measured``), so that ``f.plan`` never holds a stale claim. On PlanFileError (it
     does not fit, or breaks its budget there) the sites keep the plans they had."""
@@ -128,7 +128,7 @@ def _apply_measured(f: Any, key: tuple, plan: TunedPlan, args: Sequence[Any]) ->
         raise
 
 
-def _measured(f: Any, key: tuple, plan: TunedPlan, args: Sequence[Any]) -> TunedPlan:
+def _measured(f: TunableFunction, key: tuple, plan: TunedPlan, args: Sequence[Any]) -> TunedPlan:
     """``plan`` (applied to ``key``) with its program error measured on ``args`` (a file's recorded
     error may have been edited); PlanFileError when that error is above the plan's budget."""
     sample = resolve_arguments(f, args)  # the call's arguments as Numba folded them (defaults)
@@ -148,13 +148,13 @@ def _measured(f: Any, key: tuple, plan: TunedPlan, args: Sequence[Any]) -> Tuned
     return replace(plan, error=error, within_budget=True)
 
 
-def _has_choice(f: Any, key: tuple) -> bool:
+def _has_choice(f: TunableFunction, key: tuple) -> bool:
     """Does any site of ``key`` have more than one candidate (else there is nothing to tune)?"""
     o = f.mixjit_options
     return any(len(site_candidates(s.dtype, o.schemes, (), o.target)) > 1 for s in signature_sites(f, key))
 
 
-def on_new_signature(f: Any, key: tuple, args: Sequence[Any]) -> None:
+def on_new_signature(f: TunableFunction, key: tuple, args: Sequence[Any]) -> None:
     """Called by the dispatcher when a Python call compiled ``key``: apply a plan given by
     ``use_plan`` (its error measured on ``args``, as a saved plan's is), else (unless ``tune="never"``) one saved for it, else (``tune="first-call"``)
     tune on ``args``. A failure
@@ -190,7 +190,7 @@ def on_new_signature(f: Any, key: tuple, args: Sequence[Any]) -> None:
     _record(f, key, result)
 
 
-def _record(f: Any, key: tuple, result: TuneResult) -> None:
+def _record(f: TunableFunction, key: tuple, result: TuneResult) -> None:
     state = state_of(f)
     state.results[key] = result
     state.plans[key] = result.plan
@@ -218,7 +218,7 @@ def _record(f: Any, key: tuple, result: TuneResult) -> None:
                   "runs in this process only")
 
 
-def tune_function(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
+def tune_function(f: TunableFunction, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
                   budget: float | str | None = None, target: str | None = None, metric: Metric | None = None,
                   margin: float = 0.0, max_evals: int | None = None, fp64: bool = True,
                   eval_timeout: float | None = None, kws: dict[str, Any] | None = None) -> TuneResult:
@@ -243,7 +243,7 @@ class PlanCheck:
         return self.error <= self.budget
 
 
-def check_plan(f: Any, args: Sequence[Any], metric: Metric | None = None,
+def check_plan(f: TunableFunction, args: Sequence[Any], metric: Metric | None = None,
                kws: dict[str, Any] | None = None) -> PlanCheck:
     """``f.check_plan(*args, **kws)``: the error of the plan the signature of ``args`` / ``kws``
     (resolved as a call resolves them: ``mixjit.arguments``) runs, on them against their reference
@@ -268,18 +268,18 @@ def check_plan(f: Any, args: Sequence[Any], metric: Metric | None = None,
     return check
 
 
-def current_plan(f: Any) -> TunedPlan | None:
+def current_plan(f: TunableFunction) -> TunedPlan | None:
     """The plan of the signature tuned or given a plan last (None before any)."""
     state = state_of(f)
     return state.plans.get(state.last) if state.last is not None else None
 
 
-def last_result(f: Any) -> TuneResult | None:
+def last_result(f: TunableFunction) -> TuneResult | None:
     state = state_of(f)
     return state.results.get(state.last) if state.last is not None else None
 
 
-def use_plan(f: Any, plan_or_path: TunedPlan | str | Path) -> TunedPlan:
+def use_plan(f: TunableFunction, plan_or_path: TunedPlan | str | Path) -> TunedPlan:
     """Run ``plan_or_path`` (a TunedPlan or a plan file) for its signature: now if that signature
     is compiled, else when it compiles. PlanFileError (a ValueError) names the file and why it
     does not fit."""
@@ -305,7 +305,7 @@ def use_plan(f: Any, plan_or_path: TunedPlan | str | Path) -> TunedPlan:
     return plan
 
 
-def save_current_plan(f: Any, path: str | Path | None = None) -> Path:
+def save_current_plan(f: TunableFunction, path: str | Path | None = None) -> Path:
     """Write ``f.plan`` to ``path`` (default: beside Numba's cache of the function)."""
     state = state_of(f)
     plan = current_plan(f)

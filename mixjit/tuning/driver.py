@@ -28,7 +28,7 @@ error, is named in the report with its reason, and the search goes on. Ctrl-C re
 plan found so far (the most precise plan before the reference run), and says so. Tuning leaves
 no trace in the sites' call counters, and no trial plan in this process's plan table: calls of
 the function from other threads run the plan they ran before, then the tuned one. Tunings of
-one function take turns (``tuning_lock``).
+one function take turns (``f.tuning_lock``: mixjit.tuning.protocol).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ import inspect
 import math
 import numbers
 import sys
-import threading
 import time
 import warnings
 import weakref
@@ -61,10 +60,11 @@ from mixjit.tuning.outputs import Metric, Output, check_finite, program_error
 from mixjit.tuning.persistence import PlanSite, TunedPlan, source_hash
 from mixjit.tuning.profiling import TunedSite, site_candidates
 from mixjit.tuning.progress import SearchBar
+from mixjit.tuning.protocol import TunableFunction
 from mixjit.tuning.workers import EvaluationPool, RunLimits, RunTask, check_eval_timeout, warm_executors
 
 __all__ = ["TuneResult", "Validation", "tune", "check_budget", "check_target", "check_metric", "current_plan_error", "plan_error",
-           "signature_sites", "signature_of", "tuning_lock", "MAX_TIGHTENINGS"]
+           "signature_sites", "signature_of", "MAX_TIGHTENINGS"]
 
 MAX_TIGHTENINGS = 3
 """Searches repeated with a larger margin after a validation failure, before falling back to
@@ -196,26 +196,13 @@ def _plan_text(labels: dict[int, str]) -> str:
     return "plan " + (", ".join(f"site {s}: {label}" for s, label in sorted(labels.items())) or "(reference)")
 
 
-_locks_lock = threading.Lock()
-
-
-def tuning_lock(f: Any) -> threading.RLock:
-    """The lock of ``f``'s tunings (and of its first calls, mixjit.decorator): one at a time, so
-    plans and counters stay per tuning and concurrent first calls tune once."""
-    with _locks_lock:
-        lock = f.__dict__.get("_mixjit_tuning_lock")
-        if lock is None:
-            lock = f.__dict__["_mixjit_tuning_lock"] = threading.RLock()
-        return lock
-
-
-def signature_of(f: Any, args: Sequence[Any], kws: dict[str, Any] | None = None) -> tuple:
+def signature_of(f: TunableFunction, args: Sequence[Any], kws: dict[str, Any] | None = None) -> tuple:
     """The overload key of ``args`` / ``kws`` for ``f``, resolved as a call resolves them
     (``mixjit.arguments``: defaults, keywords), compiled if needed."""
     return _compiled(f, resolve_arguments(f, args, kws).key)
 
 
-def _compiled(f: Any, key: tuple) -> tuple:
+def _compiled(f: TunableFunction, key: tuple) -> tuple:
     """``key``, compiled for ``f`` if it is not yet."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", _PERF_WARNING, errors.NumbaPerformanceWarning)
@@ -223,14 +210,14 @@ def _compiled(f: Any, key: tuple) -> tuple:
     return key
 
 
-def signature_sites(f: Any, key: tuple) -> tuple[TunedSite, ...]:
+def signature_sites(f: TunableFunction, key: tuple) -> tuple[TunedSite, ...]:
     """The linked sites of one compiled signature (callees' included), in a stable order."""
     from mixjit.plan import SiteBlock
 
     out: list[TunedSite] = []
-    for block in f._reload_entries(key):
+    for block in f.site_blocks(key):
         if not isinstance(block, SiteBlock):
-            continue  # a compilation that runs as plain Numba (decorator.NotLinked)
+            continue  # a compilation that runs as plain Numba (mixjit.sites.NotLinked)
         for sid, rec in zip(block.site_ids(), block.records):
             out.append(TunedSite(sid, len(out), rec))
     return tuple(out)
@@ -245,7 +232,7 @@ def argtypes_text(key: tuple) -> str:
     return "(" + ", ".join(map(str, key)) + ")"
 
 
-def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
+def tune(f: TunableFunction, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
          budget: float | str | None = None, target: str | None = None, metric: Metric | None = None,
          margin: float = 0.0, max_evals: int | None = None, fp64: bool = True,
          progress: bool = True, eval_timeout: float | None = None, kws: dict[str, Any] | None = None) -> TuneResult:
@@ -288,7 +275,7 @@ def tune(f: Any, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (),
     sites = signature_sites(f, key)
     if not sites:
         raise ValueError(f"mixjit: {qualname}{argtypes_text(key)} has no linked GEMM site to tune")
-    with tuning_lock(f):
+    with f.tuning_lock:
         before = {s.id: get_plan(s.id) for s in sites}
         start = time.process_time()
         try:
@@ -359,7 +346,7 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
     native_error = evaluator.error(native) if native else None  # said when it breaks the budget
     budget = native_budget(native_error) if is_native(asked) else float(asked)
     bar = SearchBar(f"mixjit: tuning {qualname}") if progress else None
-    imported = f._imported(key, raw=True)
+    imported = f.imported(key, raw=True)
     backend = OnlineBackend(imported, sites, logs, full, evaluator, target, bar)
     pipeline = TuningPipeline(imported, backend)
     spec = partial(_tune_spec, budget=budget, target=target, search=search, max_evals=max_evals)
@@ -473,7 +460,7 @@ class _HeldOut:
         return program_error(outcome.outputs, self.reference, metric), ""
 
 
-def current_plan_error(f: Any, key: tuple, args: Sequence[Any], metric: Metric | None) -> float:
+def current_plan_error(f: TunableFunction, key: tuple, args: Sequence[Any], metric: Metric | None) -> float:
     """The program error, by ``metric``, of the plan the sites of signature ``key`` run now, on
     ``args`` against their own reference run (``mixjit.plan.reference_plan``): :func:`plan_error`
     of the current plans."""
@@ -481,7 +468,7 @@ def current_plan_error(f: Any, key: tuple, args: Sequence[Any], metric: Metric |
     return plan_error(f, key, args, current, metric)
 
 
-def plan_error(f: Any, key: tuple, args: Sequence[Any], plans: dict[int, SitePlan], metric: Metric | None) -> float:
+def plan_error(f: TunableFunction, key: tuple, args: Sequence[Any], plans: dict[int, SitePlan], metric: Metric | None) -> float:
     """The program error, by ``metric``, of signature ``key`` with its sites at ``plans`` (sites
     left out: the reference) on ``args``, against its reference run; both runs on copies of
     ``args`` in a worker process (``mixjit.tuning.workers``): the sites' plans and call counters
@@ -489,7 +476,7 @@ def plan_error(f: Any, key: tuple, args: Sequence[Any], plans: dict[int, SitePla
     sites = signature_sites(f, key)
     plans = {**site_plans(sites, {}, {}), **plans}
     warm_executors([(plan, s.dtype) for s in sites for plan in (reference_plan(s.dtype), plans[s.id])])
-    with tuning_lock(f), EvaluationPool(f.overloads[key].entry_point, [args], argument_names(f.py_func, args),
+    with f.tuning_lock, EvaluationPool(f.overloads[key].entry_point, [args], argument_names(f.py_func, args),
                                         [s.id for s in sites]) as pool:
         runner = ProgramRunner(pool)
         reference = runner.reference(sites, None)

@@ -30,6 +30,7 @@ from mixjit.passes.tuning.plan_attr import PLAN_ATTR, SitePlan
 from mixjit.passes.tuning.profile import SiteProfile
 from mixjit.passes.tuning.sites import gemm_sites
 from mixjit.passes.tuning.space import Plan, SearchResult, SiteSpace
+from mixjit.sites import process_site_ids
 from mixjit.tuning.evaluator import OnlineEvaluator
 from mixjit.tuning.profiling import ShapeLog, TunedSite, site_profile
 
@@ -64,11 +65,9 @@ class OnlineBackend:
     def process_ids(self) -> dict[int, int]:
         """Module site id -> process site id (the pass asks the backend only after detect-gemm)."""
         if self._ids is None:
-            from mixjit.decorator import _process_site_ids
-
             self._ids = {}
             for function in self.imported.functions:
-                self._ids.update(_process_site_ids(function) or {})
+                self._ids.update(process_site_ids(function) or {})
         return self._ids
 
     def profile(self, ops: Mapping[int, GemmOp]) -> SiteProfiles:

@@ -15,10 +15,11 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from mixjit.tuning.driver import TuneResult
 from mixjit.tuning.native_budget import budget_text, slowdown_advice
+from mixjit.tuning.protocol import TunableFunction
 
 __all__ = ["report", "report_text", "pareto_plot"]
 
@@ -27,7 +28,7 @@ HEADERS = ("site", "location", "form", "shapes (m x n x k)", "calls", "config", 
 _NUMBERS = (0, 4, 6, 7, 8, 9)  # right-aligned columns
 
 
-def report(f: Any, plot: str | Path | None = None) -> str:
+def report(f: TunableFunction, plot: str | Path | None = None) -> str:
     """The report of ``f``'s last tuning (see the module docstring); also written to ``plot``."""
     from mixjit.tuning.api import current_plan, last_result
 

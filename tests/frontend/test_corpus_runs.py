@@ -16,8 +16,9 @@ from numba import njit
 from numba.core.registry import CPUDispatcher
 
 from mixjit import mixjit
-from mixjit.decorator import FALLBACK_REASON, MixjitWarning
+from mixjit.decorator import MixjitWarning
 from mixjit.numba_pipeline import make_pipeline
+from mixjit.sites import FALLBACK_REASON
 
 
 def _plain(fn):

@@ -12,7 +12,8 @@ from numba import njit, prange, types
 
 from mixjit import mixjit
 from mixjit.cache import MixjitCache
-from mixjit.decorator import NUMBA_OPTIONS, MixjitWarning, Options
+from mixjit.decorator import MixjitWarning
+from mixjit.options import NUMBA_OPTIONS, Options
 
 NATIVE = dict(schemes=["native"])
 A = np.arange(12.0).reshape(3, 4) / 7

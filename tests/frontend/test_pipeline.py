@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 from mixjit import mixjit
-from mixjit.decorator import FALLBACK_REASON, MixjitWarning
+from mixjit.decorator import MixjitWarning
 from mixjit.frontend_pipeline import FRONTEND_PIPELINE, run_frontend_pipeline
 from mixjit.importer import import_function
 from mixjit.ir.diagnostics import Severity
 from mixjit.passes import build_dag
 from mixjit.passes.detect_gemm import DetectGemm, detection_report
 from mixjit.passes.manager import PassFailure
+from mixjit.sites import FALLBACK_REASON
 
 A = np.arange(16.0).reshape(4, 4) / 7.0
 V = np.arange(4.0)

@@ -12,10 +12,11 @@ import pytest
 from numba import errors, types
 from numba.extending import intrinsic
 
-from mixjit import decorator, entry, importer, linking, mixjit, numba_pipeline
-from mixjit.decorator import FALLBACK_REASON, MixjitWarning
+from mixjit import dispatcher, entry, importer, linking, mixjit, numba_pipeline
+from mixjit.decorator import MixjitWarning
 from mixjit.importer import FrontendError
 from mixjit.passes import detect_gemm
+from mixjit.sites import FALLBACK_REASON
 
 A = np.arange(12.0).reshape(3, 4) / 7
 
@@ -50,11 +51,11 @@ def _link_then_fail(state, call, symbol, local, _real=linking.link_gemm_call):
 
 STAGES = {
     "canonicalize-matmul": (numba_pipeline, "canonicalize_matmul", _fail),
-    "callees": (decorator, "_referenced_dispatcher", _fail),
+    "callees": (dispatcher, "_referenced_dispatcher", _fail),
     "import": (importer, "import_typed_ir", _fail),
     "detect-gemm": (detect_gemm, "detect_gemms", _fail),
     "resolve": (linking, "_resolve", _fail),
-    "plan": (decorator, "initial_plan", _fail),
+    "plan": (dispatcher, "initial_plan", _fail),
     "link": (linking, "link_gemm_call", _link_then_fail),
     "lowering": (linking, "site_of", _broken_site_of),
 }
