@@ -323,13 +323,20 @@ def _resolve(state: TypedState, stmts: dict[str, ir.Stmt], site: Any) -> GemmCal
     update = stmts.get(ids["update"]) if "update" in ids else None
     load = stmts.get(ids["load"]) if "load" in ids else None
     store = stmts.get(ids["store"]) if "store" in ids else None
-    if product is None or ("update" in ids and None in (update, load, store)):
+    method = stmts.get(ids["method"]) if "method" in ids else None
+    if (product is None or ("update" in ids and None in (update, load, store))
+            or ("method" in ids and method is None)):
         raise LinkError(
             f"mixjit: GEMM site {site.site} at {site.loc} names statements {ids} that the "
             "imported function does not have (mix.stmts and py.stmt disagree: an importer bug)"
         )
     expr = product.value
-    a, b = (expr.lhs, expr.rhs) if expr.op == "binop" else expr.args
+    if expr.op == "binop":
+        a, b = expr.lhs, expr.rhs
+    elif method is not None:  # a.dot(b): A is the object of the bound method's getattr
+        a, b = method.value.value, expr.args[0]
+    else:
+        a, b = expr.args
     return GemmCall(
         block=int(ids["product"].split(":")[0]), stmt=product, expr=expr, a=a, b=b,
         dtype=state.typemap[product.target.name].dtype, update=update,

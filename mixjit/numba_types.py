@@ -115,7 +115,7 @@ def callee_name(numba_type: Any) -> str | None:
     """What a value of this Numba type calls, by name, or None if it is not a known callable.
 
     ``Function`` types give their typing key's qualified name (``numpy.dot``); bound methods their
-    typing key (``array.transpose``); ``@njit`` dispatchers the Python function's qualified name
+    typing key (``array.transpose``; ``array.dot`` for the method Numba keys ``(Array, "dot")``); ``@njit`` dispatchers the Python function's qualified name
     (a lifted ``with objmode`` block: ``numba.objmode``);
     number classes ``numpy.<type>`` (``numpy.float32``)."""
     if isinstance(numba_type, types.Dispatcher):
@@ -125,7 +125,11 @@ def callee_name(numba_type: Any) -> str | None:
     if isinstance(numba_type, types.NumberClass):
         return f"numpy.{numba_type.instance_type}"
     if isinstance(numba_type, (types.Function, types.BoundFunction)):
-        return qualified_name(numba_type.typing_key)
+        key = numba_type.typing_key
+        if (isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], type)
+                and issubclass(key[0], types.Array) and isinstance(key[1], str)):
+            return f"array.{key[1]}"  # an @overload_method of arrays (``a.dot``): keyed (Array, "dot")
+        return qualified_name(key)
     return None
 
 

@@ -78,7 +78,9 @@ def _operand_text(name: str, transpose: ir.Stmt | None, typemap: dict) -> str:
 def _form(call: GemmCall, roles: dict[str, str], stmts: dict[str, ir.Stmt], state: Any) -> str:
     """The site's statement as the source wrote it, with operands ``a``, ``b`` (and ``c``)."""
     a, b = (_operand_text(n, stmts.get(roles.get(f"trans_{n}", "")), state.typemap) for n in "ab")
-    if call.expr.op != "binop":
+    if "method" in roles:
+        product = f"{a}.dot({b})"
+    elif call.expr.op != "binop":
         product = f"np.dot({a}, {b})"
     elif call.stmt.target.name in matmul_targets(state):
         product = f"np.matmul({a}, {b})"

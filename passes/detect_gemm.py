@@ -1,7 +1,8 @@
 """``detect-gemm``: turn matrix products of imported Python code into ``mix.gemm`` sites.
 
 Candidates are ``py.binop "@"`` and ``py.call`` ops whose ``py.callee`` is ``numpy.dot`` or
-``numpy.matmul`` (the importer records the callee, so this works on a ``.mix`` dump alone).
+``numpy.matmul``, or the array method ``array.dot`` (``a.dot(b)``: A is the object of the
+``py.getattr "dot"`` it calls; the importer records the callee, so this works on a ``.mix`` dump alone).
 A candidate becomes a GEMM when both operands and the result are rank-2 arrays of one element
 type, f32 or f64, and the call has exactly two arguments. Then:
 
@@ -14,7 +15,8 @@ type, f32 or f64, and the call has exactly two arguments. Then:
   line and column, then op order, after the ids already in the module, so ids are the same on
   every compile and re-running the pass keeps existing ids;
 * ``mix.stmts`` records the ``py.stmt`` ids of the statements the site replaces, by role:
-  ``product`` (the ``@``/``np.dot``), ``trans_a``/``trans_b`` (the transposes), and for a fused
+  ``product`` (the ``@``/``np.dot``/``a.dot``), ``method`` (the ``a.dot`` getattr of a method
+  call), ``trans_a``/``trans_b`` (the transposes), and for a fused
   update ``load`` (``C[idx]``), ``update`` (``-=``) and ``store`` (``C[idx] = ...``).
 
 Other candidates (1-D dot products, matrix-vector products, integer, complex or mixed dtypes,
@@ -64,6 +66,8 @@ NOT_GEMM_ATTR = "mix.not_gemm"
 """Attribute of a rejected candidate: ``{reason = "<code>", detail = "..."}``."""
 
 GEMM_CALLEES = frozenset({"numpy.dot", "numpy.matmul"})
+METHOD_CALLEES = frozenset({"array.dot"})
+"""Bound-method callees that are matrix products: ``a.dot(b)``, with ``np.dot(a, b)``'s meaning."""
 TRANSPOSE_CALLEES = frozenset({"numpy.transpose"})
 GEMM_DTYPES = (f32, f64)
 UPDATE_ALPHA = {"-=": -1.0, "+=": 1.0}
@@ -157,15 +161,29 @@ def _is_matrix(t: Type) -> TypeGuard[ArrayType]:
 
 
 # -- candidates and why they are rejected ------------------------------------------------------
+def _bound_dot(op: Operation) -> py.GetAttrOp | None:
+    """The ``a.dot`` getattr that ``op``, a call of the bound method ``a.dot``, calls; else None."""
+    if not isinstance(op, py.CallOp) or callee_of(op) not in METHOD_CALLEES:
+        return None
+    bound = op.func.defining_op
+    return bound if isinstance(bound, py.GetAttrOp) and bound.attr.value == "dot" else None
+
+
 def _candidate_operands(op: Operation) -> tuple[Value, Value] | None | str:
-    """(A, B) of a matrix-product candidate; "out-argument" for np.dot(a, b, out); None if ``op``
-    is not a candidate."""
+    """(A, B) of a matrix-product candidate; "out-argument" for np.dot(a, b, out) or
+    a.dot(b, out); None if ``op`` is not a candidate."""
     if isinstance(op, py.BinOp) and op.op.value == "@":
         return op.lhs, op.rhs
     if isinstance(op, py.CallOp) and callee_of(op) in GEMM_CALLEES:
         if len(op.args) != 2 or op.kwnames:
             return "out-argument"
         return op.args[0], op.args[1]
+    bound = _bound_dot(op)
+    if bound is not None:
+        assert isinstance(op, py.CallOp)
+        if len(op.args) != 1 or op.kwnames:
+            return "out-argument"
+        return bound.obj, op.args[0]
     return None
 
 
@@ -268,6 +286,9 @@ def _fusable_update(product: Operation) -> _Update | None:
 def _rewrite(product: Operation, a: Value, b: Value, fuse: bool) -> GemmOp:
     """Replace ``product`` (and a fusable update) by a ``mix.gemm`` with site id -1 (numbered later)."""
     stmts: dict[str, str | None] = {"product": stmt_of(product)}
+    bound = _bound_dot(product)
+    if bound is not None:
+        stmts["method"] = stmt_of(bound)  # the linker reads A from the ``a.dot`` getattr
     a, trans_a, stmts["trans_a"] = _strip_transpose(a)
     b, trans_b, stmts["trans_b"] = _strip_transpose(b)
     out = product.result.type
