@@ -23,9 +23,10 @@ fraction of a second: the running worker is killed and the KeyboardInterrupt goe
 search, which returns its best plan. ``close()`` (the pool is a context manager) ends the
 worker: none outlives the tuning.
 
-Numba's GNU OpenMP threading layer, once started here (:func:`gnu_openmp_started`), kills
-every forked child (its pool does not survive a fork): the fork then happens with SIGTERM
-ignored, and the child runs its parallel regions on one thread.
+Numba's GNU OpenMP threading layer, once started here (:func:`gnu_openmp_started`: a
+``parallel=True`` function compiled or run), terminates a parallel region run by a forked child
+of this process (its pool does not survive a fork): the worker is then forked twice
+(:class:`DetachedWorker`), which the guard lets through, and runs its parallel regions on one thread.
 
 Where ``fork`` is unavailable or fails, or the worker dies in a run without limits, runs
 happen in the tuning process (one ``MixjitWarning``), bounded by the call limits only (nopython
@@ -37,8 +38,6 @@ dispatched in a fixed order): callers hand it independent tasks and read outcome
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import math
 import multiprocessing
 import os
@@ -195,34 +194,69 @@ def gnu_openmp_started() -> bool:
     return getattr(omppool, "openmp_vendor", "") == "GNU"
 
 
-class _SigtermIgnored:
-    """SIGTERM ignored at the C level (any thread may fork; Python's ``signal.signal`` works in
-    the main thread only) while a fork happens: the child inherits SIG_IGN and survives Numba's
-    GNU OpenMP fork guard, then restores ``previous`` (``_serve``)."""
+class DetachedWorker:
+    """A worker process forked twice, its parent exiting at once, with the interface of
+    ``multiprocessing.Process`` the pool uses (``start``, ``pid``, ``is_alive``, ``exitcode``,
+    ``join``).
 
-    def __init__(self) -> None:
-        self.libc = ctypes.CDLL(None)
-        self.libc.signal.restype = ctypes.c_void_p
-        self.libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
-        self.previous: int | None = None
+    For a process whose GNU OpenMP has started: Numba's guard (in its OpenMP ``parallel_for``)
+    terminates a parallel region run by a *child* of the process that started the pool (it
+    compares ``getppid()`` with that pid), since GNU OpenMP's thread pool does not survive a fork.
+    A grandchild passes the guard, and runs each parallel region on its own thread
+    (``numba.set_num_threads(1)`` in ``_serve``): no pool thread is needed. Its exit status is
+    not ours to read (init reaps it): ``exitcode`` is None."""
 
-    def __enter__(self) -> "_SigtermIgnored":
-        self.previous = self.libc.signal(signal.SIGTERM, _SIG_IGN)
-        return self
+    def __init__(self, target: Callable[..., None], args: tuple) -> None:
+        self.target, self.args = target, args
+        self.pid: int | None = None
+        self.exitcode: int | None = None
 
-    def __exit__(self, *exc: Any) -> None:
-        self.libc.signal(signal.SIGTERM, self.previous)
+    def start(self) -> None:
+        read, write = os.pipe()
+        middle = os.fork()
+        if middle == 0:  # the intermediate process: fork the worker, say its pid, exit
+            code = 1
+            try:
+                os.close(read)
+                worker = os.fork()
+                if worker == 0:
+                    os.close(write)
+                    try:
+                        self.target(*self.args)
+                        code = 0
+                    finally:
+                        os._exit(code)
+                os.write(write, worker.to_bytes(8, "little"))
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        os.waitpid(middle, 0)
+        data = os.read(read, 8)
+        os.close(read)
+        if len(data) != 8:
+            raise OSError("the intermediate process of a detached worker exited without forking it")
+        self.pid = int.from_bytes(data, "little")
 
+    def is_alive(self) -> bool:
+        """Running (not exited, not a zombie waiting for a reaper that does not reap)."""
+        if self.pid is None:
+            return False
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as stat:
+                state = stat.read().rpartition(b")")[2].split()[0]
+        except (OSError, IndexError):
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                return False
+            return True
+        return state not in (b"Z", b"X")
 
-_SIG_IGN = 1
-
-
-def restore_sigterm(previous: int | None) -> None:
-    """In the forked child: SIGTERM's handler as it was before ``_SigtermIgnored``."""
-    libc = ctypes.CDLL(None)
-    libc.signal.restype = ctypes.c_void_p
-    libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
-    libc.signal(signal.SIGTERM, previous)
+    def join(self, timeout: float | None = None) -> None:
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.is_alive() and (end is None or time.monotonic() < end):
+            time.sleep(0.01)
 
 
 def fork_context() -> Any:
@@ -231,16 +265,15 @@ def fork_context() -> Any:
 
 
 def _serve(conn: Any, call: Callable[..., Any], inputs: Sequence[Sequence[Any]], names: Sequence[str],
-           sites: Sequence[int], sigterm: int | None) -> None:
-    """The worker's loop (in the forked child): run each task received, send back its outcome
-    or ("error", exception). Ctrl-C is the parent's to handle: the child ignores SIGINT. Forked
-    from a process whose GNU OpenMP had started (``sigterm``: the SIGTERM handler to restore),
-    its parallel regions run on one thread: the inherited OpenMP pool has no threads."""
+           sites: Sequence[int]) -> None:
+    """The worker's loop (in the forked process): run each task received, send back its outcome
+    or ("error", exception). Ctrl-C is the parent's to handle: the worker ignores SIGINT. Forked
+    from a process whose GNU OpenMP had started (a ``DetachedWorker``), its parallel regions run
+    on one thread: the inherited OpenMP pool has no threads."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if sigterm is not None or gnu_openmp_started():
+    if gnu_openmp_started():
         import numba
 
-        restore_sigterm(sigterm)
         numba.set_num_threads(1)
     while True:
         try:
@@ -313,12 +346,12 @@ class EvaluationPool:
         try:
             context = fork_context()
             parent, child = context.Pipe(duplex=True)
-            guard = _SigtermIgnored() if gnu_openmp_started() else None
-            with guard or contextlib.nullcontext():
-                proc = context.Process(target=_serve, daemon=True, name="mixjit-tuning-worker",
-                                       args=(child, self.call, self.inputs, self.names, self.sites,
-                                             guard.previous if guard is not None else None))
-                proc.start()
+            args = (child, self.call, self.inputs, self.names, self.sites)
+            if gnu_openmp_started():  # Numba's guard stops parallel regions in a child: a grandchild runs them
+                proc: Any = DetachedWorker(_serve, args)
+            else:
+                proc = context.Process(target=_serve, daemon=True, name="mixjit-tuning-worker", args=args)
+            proc.start()
         except (ValueError, OSError) as err:
             self._fall_back(f"{type(err).__name__}: {err}")
             return

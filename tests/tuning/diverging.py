@@ -7,6 +7,7 @@ the Ctrl-C test (``python diverging.py``)."""
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
 
 def ns_inverse(a, x0, eps):
@@ -38,6 +39,21 @@ def stall(a, b, want):
         steps += 1
         s = s * 1.0 + 0.0 * steps
     return s, steps
+
+
+def stall_parallel(a, b, want):
+    """``stall`` with a parallel region first (compiled with ``parallel=True``): a row sum by
+    ``prange``, then the same product and the same loop. Its runs must happen on a worker forked
+    twice once GNU OpenMP has started (mixjit.tuning.workers.DetachedWorker)."""
+    rows = np.zeros(a.shape[0])
+    for i in prange(a.shape[0]):
+        rows[i] = a[i].sum()
+    s = (a @ b).sum()
+    steps = 0
+    while abs(s - want) > 1e-12 * abs(want):
+        steps += 1
+        s = s * 1.0 + 0.0 * steps
+    return s, steps, rows
 
 
 def stall_inputs(n=16, seed=1):

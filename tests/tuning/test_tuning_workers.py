@@ -118,9 +118,9 @@ def test_a_run_past_its_time_limit_is_stopped_and_no_worker_outlives_tune():
 
 
 def test_after_gnu_openmp_started_tuning_still_runs_on_a_worker():
-    """Numba's GNU OpenMP guard kills a child forked after a parallel region ran (a parallel=True
-    function, MixPert's threaded executors): the tuner still forks its worker (SIGTERM ignored
-    across the fork, one thread in the child), so a run past eval_timeout is still stopped."""
+    """After a parallel region ran in this process (a parallel=True function, MixPert's threaded
+    executors), the tuner still forks its worker (twice: DetachedWorker), so a run past
+    eval_timeout is still stopped."""
     proc = _python("""
         import warnings
         import numpy as np
@@ -143,6 +143,34 @@ def test_after_gnu_openmp_started_tuning_still_runs_on_a_worker():
         assert result.stopped_runs and all(r.endswith("timed out after 0.3 s") for r in result.stopped_runs)
         assert result.plan.within_budget
         print("ok", gnu_openmp_started())
+    """, timeout=240, threading_layer="omp")
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
+    assert "Terminating" not in proc.stderr
+
+
+def test_a_parallel_function_tunes_on_a_worker_after_gnu_openmp_started():
+    """A parallel=True function starts GNU OpenMP when it compiles; Numba's guard then stops a
+    parallel region in a child of this process (the worker died and tuning fell back to running
+    here, unbounded, with a warning). The worker is forked twice and runs the region: no warning,
+    the stalled candidates are stopped by time, the parallel part's result is right."""
+    proc = _python("""
+        import warnings
+        import numpy as np
+        import diverging as D
+        from mixjit import mixjit
+        from mixjit.tuning.workers import gnu_openmp_started
+
+        f = mixjit(D.stall_parallel, schemes=D.STALL_SCHEMES, tune="explicit", parallel=True)
+        args = D.stall_inputs()
+        s, steps, rows = f(*args)
+        assert gnu_openmp_started()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            result = f.tune(*args, eval_timeout=0.5, fp64=False)
+        assert result.stopped_runs and all(r.endswith("timed out after 0.5 s") for r in result.stopped_runs)
+        assert result.plan.within_budget
+        assert np.allclose(f(*args)[2], args[0].sum(axis=1), rtol=1e-13, atol=0)
+        print("ok")
     """, timeout=240, threading_layer="omp")
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
     assert "Terminating" not in proc.stderr
