@@ -46,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="candidate schemes of every site, comma-separated (default: the tuner's)")
     run.add_argument("--tune", default="first-call", choices=("first-call", "explicit", "never"),
                      help="when functions are tuned; default on their first call")
+    run.add_argument("--workers", type=int, default=None,
+                     help="worker processes a tuning runs the program on at once; default one per core")
     run.add_argument("--report", type=Path, default=None, help="also write the report to this file")
     run.add_argument("script", help="the Python script to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
@@ -88,7 +90,7 @@ def run_script(script: str, args: Sequence[str], report_path: Path | None = None
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line; the script's exit status, 2 for bad options."""
     ns = _parser().parse_args(argv)
-    options = dict(error_budget=ns.budget, target=ns.target, schemes=ns.schemes, tune=ns.tune)
+    options = dict(error_budget=ns.budget, target=ns.target, schemes=ns.schemes, tune=ns.tune, workers=ns.workers)
     from mixjit.decorator import mixjit
 
     try:

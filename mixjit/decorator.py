@@ -37,6 +37,7 @@ def mixjit(
     metric: Callable[[Any, Any], float] | None = None,
     backend: str = "auto",
     eval_timeout: float | None = None,
+    workers: int | None = None,
     locals: dict[str, Any] | None = None,
     **numba_options: Any,
 ) -> Any:
@@ -60,6 +61,8 @@ def mixjit(
     device): chosen at run time, ``f.sites[i].backend`` says which and why (mixjit.backends);
     ``eval_timeout``: seconds one program run of a tuning may take before it is stopped and
     counted over budget (None: 10x the reference run plus 3 s; docs/frontend_tuning.md);
+    ``workers``: how many worker processes a tuning runs the program on at once (the profile runs
+    and the exhaustive search; None: one per core; 1: one run at a time), with the same plan;
     ``locals`` and every other ``@njit`` option (``parallel``, ``fastmath``, ``nogil``,
     ``boundscheck``, ``error_model``, ``inline``, ...: ``NUMBA_OPTIONS``) as ``@njit`` takes them.
 
@@ -71,10 +74,11 @@ def mixjit(
     if isinstance(fn, list) or (fn is not None and sigutils.is_signature(fn)):
         sigs, fn = (list(fn) if isinstance(fn, list) else [fn]), None
     from mixjit.tuning.api import TUNE_MODES, check_budget, check_metric
-    from mixjit.tuning.workers import check_eval_timeout
+    from mixjit.tuning.workers import check_eval_timeout, check_workers
 
     error_budget = check_budget(error_budget, "error_budget")
     eval_timeout = check_eval_timeout(eval_timeout, "eval_timeout")
+    workers = check_workers(workers, "workers")
     if tune not in TUNE_MODES:
         raise ValueError(f"mixjit: tune={tune!r}; choose one of {', '.join(map(repr, TUNE_MODES))}")
     check_metric(metric)
@@ -87,7 +91,7 @@ def mixjit(
     backends.check_backend(backend)
     if backend == "cuda":
         backends.require_device()
-    options = Options(error_budget, target, schemes, bool(cache), tune, metric, backend, eval_timeout)
+    options = Options(error_budget, target, schemes, bool(cache), tune, metric, backend, eval_timeout, workers)
     targetoptions = check_numba_options(numba_options)
 
     def wrap(func: Callable) -> MixjitDispatcher:

@@ -508,19 +508,21 @@ class MixjitDispatcher(CPUDispatcher):
              budget: float | str | None = None, target: str | None = None,
              metric: Callable[[Any, Any], float] | None = None, margin: float = 0.0,
              max_evals: int | None = None, fp64: bool = True, eval_timeout: float | None = None,
-             **kws: Any) -> Any:
+             workers: int | None = None, **kws: Any) -> Any:
         """Tune the plan of the signature of ``args`` / ``kws`` on them, taken as a call takes them
         (defaults, keyword arguments; ``validate``: held-out argument tuples, with the same keyword
         arguments, the plan must also meet the budget on); returns a ``mixjit.tuning.TuneResult``.
         ``budget`` / ``target``: this tuning's error budget and GPU, in place of the decorator's
         ``error_budget`` / ``target`` (which stay as they were for first-call tuning and plan
         files). ``eval_timeout``: seconds a program run may take before it is stopped (None: the
-        decorator's, else derived from the reference run). docs/frontend_tuning.md."""
+        decorator's, else derived from the reference run). ``workers``: worker processes running
+        the program at once (None: the decorator's, else one per core); the plan does not depend
+        on it. docs/frontend_tuning.md."""
         from mixjit.tuning.api import tune_function
 
         return tune_function(self, args, validate=validate, search=search, budget=budget, target=target,
                              metric=metric, margin=margin, max_evals=max_evals, fp64=fp64,
-                             eval_timeout=eval_timeout, kws=kws)
+                             eval_timeout=eval_timeout, workers=workers, kws=kws)
 
     def check_plan(self, *args: Any, metric: Callable[[Any, Any], float] | None = None, **kws: Any) -> Any:
         """The error of the current plan of the signature of ``args`` / ``kws`` (taken as a call takes

@@ -35,6 +35,7 @@ class Options:
     metric: Callable[[Any, Any], float] | None = None
     backend: str = "auto"
     eval_timeout: float | None = None
+    workers: int | None = None
 
     def tag(self, targetoptions: dict[str, Any], locals: dict[str, Any] | None = None) -> str:
         """The cache tag: these options plus Numba's target options (``parallel``,
@@ -69,7 +70,7 @@ NUMBA_OPTIONS: frozenset[str] = frozenset(
 options: ``parallel``, ``fastmath``, ``nogil``, ``boundscheck``, ``error_model``, ``inline``,
 ...); ``cache``, ``locals`` and signatures are taken too. docs/frontend.md has the table."""
 
-_MIXJIT_OPTIONS = ("error_budget", "target", "schemes", "backend", "eval_timeout")
+_MIXJIT_OPTIONS = ("error_budget", "target", "schemes", "backend", "eval_timeout", "workers")
 
 
 def check_numba_options(options: dict[str, Any]) -> dict[str, Any]:

@@ -124,7 +124,7 @@ def patch_numba(error_budget: float | str = 1e-6, target: str = "h100", schemes:
     import numba.core.decorators as decorators
 
     chosen = dict(error_budget=error_budget, target=target, schemes=schemes, tune=tune, **options)
-    own = {"error_budget", "target", "schemes", "tune", "metric", "backend", "eval_timeout"}
+    own = {"error_budget", "target", "schemes", "tune", "metric", "backend", "eval_timeout", "workers"}
     stray = sorted(set(options) - own)
     if stray:
         raise TypeError(f"mixjit: patch_numba takes mixjit's options ({', '.join(sorted(own))}), not "

@@ -61,7 +61,14 @@ from mixjit.tuning.persistence import PlanSite, TunedPlan, source_hash
 from mixjit.tuning.profiling import TunedSite, site_candidates
 from mixjit.tuning.progress import SearchBar
 from mixjit.tuning.protocol import TunableFunction
-from mixjit.tuning.workers import EvaluationPool, RunLimits, RunTask, check_eval_timeout, warm_executors
+from mixjit.tuning.workers import (
+    EvaluationPool,
+    RunLimits,
+    RunTask,
+    check_eval_timeout,
+    check_workers,
+    warm_executors,
+)
 
 __all__ = ["TuneResult", "Validation", "tune", "check_budget", "check_target", "check_metric", "current_plan_error", "plan_error",
            "signature_sites", "signature_of", "MAX_TIGHTENINGS"]
@@ -235,7 +242,8 @@ def argtypes_text(key: tuple) -> str:
 def tune(f: TunableFunction, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
          budget: float | str | None = None, target: str | None = None, metric: Metric | None = None,
          margin: float = 0.0, max_evals: int | None = None, fp64: bool = True,
-         progress: bool = True, eval_timeout: float | None = None, kws: dict[str, Any] | None = None) -> TuneResult:
+         progress: bool = True, eval_timeout: float | None = None, workers: int | None = None,
+         kws: dict[str, Any] | None = None) -> TuneResult:
     """Tune the signature of ``args`` / ``kws`` (taken as a call takes them: ``mixjit.arguments``;
     each ``validate`` tuple with the same ``kws``; see the module docstring); writes the chosen plan to the
     plan table and returns what was found. ``budget`` / ``target`` / ``eval_timeout`` (None: the
@@ -247,6 +255,7 @@ def tune(f: TunableFunction, args: Sequence[Any], *, validate: Sequence[Sequence
     eval_timeout = check_eval_timeout(eval_timeout, "f.tune(eval_timeout=...)")
     if eval_timeout is None:
         eval_timeout = opts.eval_timeout
+    workers = check_workers(workers, "f.tune(workers=...)") or opts.workers
     budget = opts.error_budget if budget is None else check_budget(budget, "f.tune(budget=...)")
     spec_budget = 1.0 if is_native(budget) else float(budget)  # "native" is resolved once native ran
     target = opts.target if target is None else check_target(target, "f.tune(target=...)")
@@ -280,7 +289,7 @@ def tune(f: TunableFunction, args: Sequence[Any], *, validate: Sequence[Sequence
         start = time.process_time()
         try:
             result = _tune(f, key, args, names, sites, list(validate), search, budget, target, metric,
-                           margin, max_evals, fp64, progress, eval_timeout)
+                           margin, max_evals, fp64, progress, eval_timeout, workers)
         except BaseException:
             for sid, plan in before.items():
                 if plan is not None:
@@ -302,11 +311,12 @@ def _warm(sites: Sequence[TunedSite], schemes: Sequence[str] | None, target: str
 
 
 def _tune(f, key, args, names, sites, validate, search, asked, target, metric, margin, max_evals, fp64,
-          progress, eval_timeout) -> TuneResult:
+          progress, eval_timeout, workers) -> TuneResult:
     opts = f.mixjit_options
     initial = {s.id: initial_plan(opts.schemes, s.dtype) for s in sites}
     _warm(sites, opts.schemes, target, initial)
-    with EvaluationPool(f.overloads[key].entry_point, [args, *validate], names, [s.id for s in sites]) as pool:
+    with EvaluationPool(f.overloads[key].entry_point, [args, *validate], names, [s.id for s in sites],
+                        workers) as pool:
         return _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric, margin, max_evals,
                         fp64, progress, eval_timeout, initial)
 

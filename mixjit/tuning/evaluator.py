@@ -43,6 +43,12 @@ class ProgramRunner:
             self.written = outcome.written
         return outcome
 
+    def run_many(self, plans: Sequence[Mapping[int, SitePlan]]) -> list[RunOutcome]:
+        """Runs under each of ``plans`` (after the reference run), on the pool's workers at once;
+        each outcome what :meth:`run` gives for it alone."""
+        assert self.written is not None, "the reference run decides the outputs first"
+        return self.pool.run_many([RunTask(self.inputs, dict(p), self.written, False, self.limits) for p in plans])
+
     def reference(self, sites: Sequence[TunedSite], eval_timeout: float | None) -> list[Output]:
         """The reference run of this input set (every site at its reference plan, no limits), whose
         wall time and site calls set the limits of the later runs (``RunLimits.from_reference``)."""
@@ -79,8 +85,21 @@ class Judged:
     stopped: str = ""
 
 
+@dataclass(frozen=True)
+class _Measured:
+    """What one run under a plan measured: its error, its error against float64, why it stopped."""
+
+    error: float
+    error_vs_fp64: float | None
+    stopped: str
+
+
 class OnlineEvaluator:
-    """``error(plan)``: the program error of ``plan`` on the sample inputs (an ``Evaluator``)."""
+    """``error(plan)``: the program error of ``plan`` on the sample inputs (an ``Evaluator``).
+
+    ``prefetch(plans)`` runs plans ahead on the pool's workers at once and keeps what each
+    measured; ``error`` then takes it from there, in the search's own order, so the judged
+    plans, their errors and the count of runs are those of the serial search."""
 
     def __init__(self, runner: ProgramRunner, sites: Sequence[TunedSite], spaces: Mapping[int, SiteSpace],
                  reference: Sequence[Output], metric: Metric | None = None,
@@ -93,17 +112,42 @@ class OnlineEvaluator:
         self.fp64 = fp64
         self.judged: list[Judged] = []
         self.runs = 0
+        self._ahead: dict[tuple, _Measured] = {}
 
     def error(self, plan: Plan) -> float:
-        outcome = self.runner.run(site_plans(self.sites, self.spaces, plan))
+        plans = site_plans(self.sites, self.spaces, plan)
+        measured = self._ahead.pop(_key(plans), None) or self._measure(self.runner.run(plans))
         self.runs += 1
+        chosen = {s: self.spaces[s].candidates[i] for s, i in plan.items()}
+        self.judged.append(Judged(dict(plan), measured.error, measured.error_vs_fp64,
+                                  sum(c.time for c in chosen.values()), {s: c.label for s, c in chosen.items()},
+                                  measured.stopped))
+        return measured.error
+
+    def prefetch(self, plans: Sequence[Plan]) -> None:
+        """Run ``plans`` (not yet measured) ahead, as many at once as the pool has workers, and
+        keep what each measured for :meth:`error`."""
+        todo: dict[tuple, dict[int, SitePlan]] = {}
+        for plan in plans:
+            run = site_plans(self.sites, self.spaces, plan)
+            if _key(run) not in self._ahead:
+                todo.setdefault(_key(run), run)
+        batch = max(1, self.runner.pool.workers)
+        keys = list(todo)
+        for start in range(0, len(keys), batch):
+            chunk = keys[start:start + batch]
+            for key, outcome in zip(chunk, self.runner.run_many([todo[k] for k in chunk])):
+                self._ahead[key] = self._measure(outcome)
+
+    def _measure(self, outcome: RunOutcome) -> _Measured:
         outs = outcome.outputs
         err = math.inf if outs is None else program_error(outs, self.reference, self.metric)
         vs64 = fp64_error(outs, self.fp64, self.metric) if self.fp64 is not None and outs is not None else None
-        chosen = {s: self.spaces[s].candidates[i] for s, i in plan.items()}
-        self.judged.append(Judged(dict(plan), err, vs64, sum(c.time for c in chosen.values()),
-                                  {s: c.label for s, c in chosen.items()}, outcome.stopped))
-        return err
+        return _Measured(err, vs64, outcome.stopped)
+
+
+def _key(plans: Mapping[int, SitePlan]) -> tuple:
+    return tuple(sorted(plans.items()))
 
 
 def fp64_error(outs: Sequence[Output], fp64: Sequence[Output], metric: Metric | None = None) -> float:

@@ -75,6 +75,10 @@ class OnlineBackend:
         lowered (every other site at the reference). An error that is not a number (a candidate
         that made the program produce NaN) is recorded as infinite: never within a budget."""
         out = SiteProfiles()
+        self.online.spaces = self.full
+        self.online.prefetch([{pid: i} for site in sorted(ops) for pid in [self.process_ids.get(site)]
+                              if pid in self.sites and pid in self.full
+                              for i in range(len(self.full[pid].candidates))])
         for site, op in sorted(ops.items()):
             pid = self.process_ids.get(site)
             if pid is None or pid not in self.sites:
@@ -83,7 +87,6 @@ class OnlineBackend:
             if pid not in self.full:
                 out.skipped[site] = "it did not run on the sample inputs: it keeps its most precise config"
                 continue
-            self.online.spaces = self.full
             measured = []
             for i, c in enumerate(self.full[pid].candidates):
                 error = self.online.error({pid: i})
@@ -119,6 +122,9 @@ class _ByModuleId:
 
     def error(self, plan: Plan) -> float:
         return self.online.error(_relabel(plan, self.ids))
+
+    def prefetch(self, plans: Sequence[Plan]) -> None:
+        self.online.prefetch([_relabel(p, self.ids) for p in plans])
 
 
 def _relabel(plan: Mapping[int, Any], ids: Mapping[int, int]) -> dict[int, Any]:

@@ -264,17 +264,31 @@ def fork_context() -> Any:
     return multiprocessing.get_context("fork")
 
 
+def _share_cores(threads: int | None, shared: list[int | None]) -> None:
+    """Run on ``threads`` threads (Numba's and BLAS's; None: as inherited), once GNU OpenMP
+    started on one (the inherited OpenMP pool has no threads). ``shared[0]``: the count set last."""
+    one = gnu_openmp_started()
+    want = 1 if one else threads
+    if want == shared[0]:
+        return
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    numba.set_num_threads(min(want or numba.config.NUMBA_NUM_THREADS, numba.config.NUMBA_NUM_THREADS))
+    threadpool_limits(want)  # None: every library back to its default
+    shared[0] = want
+
+
 def _serve(conn: Any, call: Callable[..., Any], inputs: Sequence[Sequence[Any]], names: Sequence[str],
            sites: Sequence[int]) -> None:
-    """The worker's loop (in the forked process): run each task received, send back its outcome
-    or ("error", exception). Ctrl-C is the parent's to handle: the worker ignores SIGINT. Forked
-    from a process whose GNU OpenMP had started (a ``DetachedWorker``), its parallel regions run
-    on one thread: the inherited OpenMP pool has no threads."""
+    """The worker's loop (in the forked process): run each task received with its share of the
+    cores (``(task, threads)``: None when it runs alone; the executors' results do not depend on
+    it), send back its outcome or ("error", exception). Ctrl-C is the parent's to handle: the
+    worker ignores SIGINT. Forked from a process whose GNU OpenMP had started (a
+    ``DetachedWorker``), its parallel regions run on one thread."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if gnu_openmp_started():
-        import numba
-
-        numba.set_num_threads(1)
+    shared: list[int | None] = [None]
+    _share_cores(None, shared)
     while True:
         try:
             task = conn.recv()
@@ -282,6 +296,8 @@ def _serve(conn: Any, call: Callable[..., Any], inputs: Sequence[Sequence[Any]],
             break
         if task is None:
             break
+        task, threads = task
+        _share_cores(threads, shared)
         try:
             reply: Any = ("ok", execute(call, inputs[task.inputs], names, sites, task))
         except Exception as err:  # the program's own exception: the parent raises it
@@ -294,23 +310,75 @@ def _serve(conn: Any, call: Callable[..., Any], inputs: Sequence[Sequence[Any]],
     conn.close()
 
 
+class _Worker:
+    """One worker process and the parent's end of its pipe; ``task`` (its index ``index`` in the
+    batch) and ``started``: the run it is doing (``task`` None when idle)."""
+
+    def __init__(self, proc: Any, conn: Any) -> None:
+        self.proc, self.conn = proc, conn
+        self.task: RunTask | None = None
+        self.index = -1
+        self.started = 0.0
+
+    def stop(self) -> None:
+        """Kill the process (if it still runs) and close the pipe."""
+        if self.proc.is_alive():
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.join()
+        self.conn.close()
+
+    def close(self) -> None:
+        """Ask the process to end; killed if it does not within a second."""
+        try:
+            self.conn.send(None)
+        except (OSError, BrokenPipeError):
+            pass
+        self.proc.join(1.0)
+        self.stop()
+
+    def died(self) -> str:
+        code = self.proc.exitcode
+        return f"its worker process died (exit code {'unknown' if code is None else code})"
+
+
+def default_workers() -> int:
+    """One worker per core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def check_workers(value: Any, where: str) -> int | None:
+    """``value`` if it is None (one per core) or a positive int, else ValueError / TypeError naming ``where``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"mixjit: {where} must be a number of worker processes (or None: one per core), "
+                        f"got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"mixjit: {where} must be at least 1 (1: every run on one worker, in turn), got {value}")
+    return value
+
+
 class EvaluationPool:
-    """Runs a tuning's :class:`RunTask` s on a forked worker process (module docstring).
+    """Runs a tuning's :class:`RunTask` s on forked worker processes (module docstring).
 
     ``call`` is the compiled function, ``inputs`` every input set (the sample first, then the
-    held-out ones), ``names`` the argument names, ``sites`` the process ids of its sites. The
-    worker is forked at the first run (after the caller warmed the executors) and again after a
-    kill. Use as a context manager, or call ``close()``."""
+    held-out ones), ``names`` the argument names, ``sites`` the process ids of its sites;
+    ``workers`` how many processes :meth:`run_many` may use at once (None: one per core;
+    :meth:`run` uses one). A worker is forked when first needed (after the caller warmed the
+    executors) and again after a kill. Use as a context manager, or call ``close()``."""
 
     def __init__(self, call: Callable[..., Any], inputs: Sequence[Sequence[Any]], names: Sequence[str],
-                 sites: Sequence[int]) -> None:
+                 sites: Sequence[int], workers: int | None = 1) -> None:
         self.call = call
         self.inputs = [tuple(v) for v in inputs]
         self.names = tuple(names)
         self.sites = tuple(sites)
+        self.workers = check_workers(workers, "workers") or default_workers()
         self.in_process = False
-        self._proc: Any = None
-        self._conn: Any = None
+        self._workers: list[_Worker | None] = [None] * self.workers
 
     def __enter__(self) -> "EvaluationPool":
         return self
@@ -319,19 +387,93 @@ class EvaluationPool:
         self.close()
 
     def run(self, task: RunTask) -> RunOutcome:
-        """Run ``task`` on the worker (or here when there is none); a run past its time limit
+        """Run ``task`` on a worker (or here when there is none); a run past its time limit
         kills the worker and comes back stopped. KeyboardInterrupt kills the worker and
         propagates; the program's own exceptions propagate."""
-        if not self.in_process and self._proc is None:
-            self._start()
-        if self.in_process:
-            return self._run_here(task)
-        outcome = self._run_on_worker(task)
-        if outcome.stopped and task.limits.seconds is None and not task.limits.calls:
-            # a run without limits (profile, reference) cannot be stopped: its worker died
-            self._fall_back(f"the worker died in a run without limits: {outcome.stopped}")
-            return self._run_here(task)
-        return outcome
+        return self.run_many([task], parallel=1)[0]
+
+    def run_many(self, tasks: Sequence[RunTask], parallel: int | None = None) -> list[RunOutcome]:
+        """Run ``tasks`` on up to ``parallel`` (default: ``workers``) workers at once; their
+        outcomes in the order of ``tasks``, each what :meth:`run` gives for it alone (a worker's
+        state does not depend on the runs it did before). With several at once, each worker runs
+        on its share of the cores (``_share_cores``). The earliest task's program
+        exception propagates, as in a serial loop; Ctrl-C kills every worker and propagates."""
+        width = max(1, min(parallel or self.workers, self.workers, len(tasks)))
+        outcomes: dict[int, RunOutcome] = {}
+        errors: dict[int, BaseException] = {}
+        pending = list(range(len(tasks)))
+        threads = None if width == 1 else max(1, default_workers() // width)
+        try:
+            while pending or self._busy(width):
+                if self.in_process:  # no worker can be forked: the rest here, in order
+                    pending = sorted(pending + [w.index for w in self._busy(width)])
+                    self._stop_all()
+                    for index in pending:
+                        outcomes[index] = self._run_here(tasks[index])
+                    break
+                for slot in range(width):
+                    worker = self._workers[slot]
+                    if pending and (worker is None or worker.task is None):
+                        worker = worker or self._start(slot)
+                        if worker is None:
+                            break
+                        self._send(worker, pending.pop(0), tasks, threads)
+                self._collect(width, outcomes, errors)
+        except BaseException:  # Ctrl-C: the workers are mid-run
+            self._stop_all()
+            raise
+        if errors:
+            raise errors[min(errors)]
+        return [outcomes[i] for i in range(len(tasks))]
+
+    def _busy(self, width: int) -> list[_Worker]:
+        return [w for w in self._workers[:width] if w is not None and w.task is not None]
+
+    @staticmethod
+    def _send(worker: _Worker, index: int, tasks: Sequence[RunTask], threads: int | None) -> None:
+        worker.task, worker.index, worker.started = tasks[index], index, time.monotonic()
+        try:
+            worker.conn.send((worker.task, threads))
+        except (OSError, BrokenPipeError):
+            pass  # found dead by _collect
+
+    def _collect(self, width: int, outcomes: dict[int, RunOutcome], errors: dict[int, BaseException]) -> None:
+        """Wait up to a poll for the busy workers; record the runs that finished, died or ran past
+        their limit."""
+        from multiprocessing.connection import wait
+
+        busy = self._busy(width)
+        if not busy:
+            return
+        ready = wait([w.conn for w in busy], timeout=_POLL_S)
+        for worker in busy:
+            task, index = worker.task, worker.index
+            assert task is not None
+            if worker.conn in ready:
+                try:
+                    kind, value = worker.conn.recv()
+                except (EOFError, OSError):
+                    outcome = self._lost(worker, task, worker.died())
+                else:
+                    worker.task = None
+                    if kind == "error":
+                        errors[index] = value
+                        value = RunOutcome(None, (), math.inf, {}, None, "the program raised")
+                    outcomes[index] = value
+                    continue
+            else:
+                limit = task.limits.seconds
+                if not worker.proc.is_alive() and not worker.conn.poll():
+                    outcome = self._lost(worker, task, worker.died())
+                elif limit is not None and time.monotonic() - worker.started > limit:
+                    outcome = self._lost(worker, task, f"timed out after {limit:.3g} s")
+                else:
+                    continue
+            if task.limits.seconds is None and not task.limits.calls:
+                # a run without limits (profile, reference) cannot be stopped: its worker died
+                self._fall_back(f"the worker died in a run without limits: {outcome.stopped}")
+                outcome = self._run_here(task)
+            outcomes[index] = outcome
 
     def _run_here(self, task: RunTask) -> RunOutcome:
         before = {sid: get_plan(sid) for sid in task.plans}
@@ -342,7 +484,7 @@ class EvaluationPool:
                 if plan is not None:
                     set_plan(sid, plan)
 
-    def _start(self) -> None:
+    def _start(self, slot: int) -> _Worker | None:
         try:
             context = fork_context()
             parent, child = context.Pipe(duplex=True)
@@ -354,9 +496,10 @@ class EvaluationPool:
             proc.start()
         except (ValueError, OSError) as err:
             self._fall_back(f"{type(err).__name__}: {err}")
-            return
+            return None
         child.close()
-        self._proc, self._conn = proc, parent
+        self._workers[slot] = _Worker(proc, parent)
+        return self._workers[slot]
 
     def _fall_back(self, why: str) -> None:
         """Run every later task in this process, with a warning saying ``why``."""
@@ -364,49 +507,23 @@ class EvaluationPool:
 
         self.in_process = True
         warnings.warn(f"mixjit: cannot fork a tuning worker process ({why}); tuning runs in this process, where "
-                      "a run that loops without GEMM calls cannot be stopped", MixjitWarning, stacklevel=5)
+                      "a run that loops without GEMM calls cannot be stopped", MixjitWarning, stacklevel=6)
 
-    def _run_on_worker(self, task: RunTask) -> RunOutcome:
-        limit = task.limits.seconds
-        start = time.monotonic()
-        try:
-            self._conn.send(task)
-            while not self._conn.poll(_POLL_S):
-                if not self._proc.is_alive() and not self._conn.poll():
-                    return self._lost(task, f"its worker process died (exit code {self._proc.exitcode})")
-                if limit is not None and time.monotonic() - start > limit:
-                    return self._lost(task, f"timed out after {limit:.3g} s")
-            kind, value = self._conn.recv()
-        except (EOFError, OSError, BrokenPipeError):
-            return self._lost(task, f"its worker process died (exit code {self._proc.exitcode})")
-        except BaseException:  # Ctrl-C: the worker is mid-run
-            self._stop()
-            raise
-        if kind == "error":
-            raise value
-        return value
-
-    def _lost(self, task: RunTask, why: str) -> RunOutcome:
-        """The run did not finish: kill the worker (a fresh one is forked for the next run)."""
-        self._stop()
+    def _lost(self, worker: _Worker, task: RunTask, why: str) -> RunOutcome:
+        """The run did not finish: kill its worker (a fresh one is forked for the next run)."""
+        worker.stop()
+        self._workers[self._workers.index(worker)] = None
         return RunOutcome(None, task.written or (), math.inf, {}, None, why)
 
-    def _stop(self) -> None:
-        if self._proc is None:
-            return
-        if self._proc.is_alive():
-            os.kill(self._proc.pid, signal.SIGKILL)
-        self._proc.join()
-        self._conn.close()
-        self._proc = self._conn = None
+    def _stop_all(self) -> None:
+        for slot, worker in enumerate(self._workers):
+            if worker is not None:
+                worker.stop()
+                self._workers[slot] = None
 
     def close(self) -> None:
-        """End the worker (asked to stop, killed if it does not within a second)."""
-        if self._proc is None:
-            return
-        try:
-            self._conn.send(None)
-        except (OSError, BrokenPipeError):
-            pass
-        self._proc.join(1.0)
-        self._stop()
+        """End every worker (asked to stop, killed if it does not within a second)."""
+        for slot, worker in enumerate(self._workers):
+            if worker is not None:
+                worker.close()
+                self._workers[slot] = None

@@ -16,12 +16,14 @@ from mixjit.passes.tuning.judge import (
     check_search_inputs,
     effective_budget,
 )
-from mixjit.passes.tuning.space import Evaluator, SearchResult, SiteSpace
+from mixjit.passes.tuning.space import Evaluator, SearchResult, SiteSpace, prefetch
 
 __all__ = ["exhaustive", "plan_count", "SearchTooLarge", "DEFAULT_MAX_PLANS"]
 
 DEFAULT_MAX_PLANS = 4096
 """The default cap on the plans judged: six sites of four candidates each."""
+PREFETCH_CHUNK = 32
+"""Plans told to the evaluator ahead at a time (``prefetch``: judged at once where it can)."""
 
 
 class SearchTooLarge(ValueError):
@@ -60,9 +62,17 @@ def exhaustive(
     sites = sorted(spaces)
     judge = Judge(spaces, evaluator, bound, max_evals, progress, total=count)
     start = {site: 0 for site in sites}
+    plans = (dict(zip(sites, indices)) for indices in itertools.product(*(range(len(spaces[s].candidates))
+                                                                          for s in sites)))
+    limit = count if max_evals is None else min(count, max_evals)
     try:
-        for indices in itertools.product(*(range(len(spaces[s].candidates)) for s in sites)):
-            judge.error(dict(zip(sites, indices)))
+        while chunk := list(itertools.islice(plans, PREFETCH_CHUNK)):
+            try:
+                prefetch(evaluator, chunk[: max(0, limit - len(judge.evaluations))])
+            except KeyboardInterrupt:
+                raise SearchStopped("interrupted") from None
+            for plan in chunk:
+                judge.error(plan)
     except SearchStopped as stop:
         return judge.result(start, stop.reason)
     return judge.result(start, "complete")

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping, Protocol
+from typing import Mapping, Protocol, Sequence
 
-__all__ = ["Candidate", "SiteSpace", "Plan", "Evaluation", "SearchResult", "Evaluator", "plan_time"]
+__all__ = ["Candidate", "SiteSpace", "Plan", "Evaluation", "SearchResult", "Evaluator", "prefetch", "plan_time"]
 
 
 @dataclass(frozen=True)
@@ -92,3 +92,12 @@ class Evaluator(Protocol):
     outputs unless the user gave one). Deterministic for fixed inputs."""
 
     def error(self, plan: Plan) -> float: ...
+
+
+def prefetch(evaluator: Evaluator, plans: Sequence[Plan]) -> None:
+    """Tell ``evaluator`` the plans a search is about to judge, in order, so that one that can
+    (mixjit's online evaluator: worker processes) measures them at once ahead of the ``error``
+    calls. The search's result does not change: ``error`` still judges each plan, in order."""
+    ahead = getattr(evaluator, "prefetch", None)
+    if callable(ahead):
+        ahead(plans)

@@ -1,0 +1,70 @@
+"""Tuning on several worker processes at once (issue 25 item 1): ``workers=N`` runs the profile
+runs and the exhaustive search's plans on N forked workers, and the tuning is the serial one:
+the same chosen plan, the same judged plans with the same errors in the same order, the same
+profiles and the same report rows (greedy with held-out validation, exhaustive, a metric)."""
+
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+
+import numpy as np
+import programs as P
+import pytest
+
+from mixjit import mixjit
+from mixjit.tuning.report import rows
+
+
+def _children() -> set[str]:
+    return {p for t in pathlib.Path(f"/proc/{os.getpid()}/task").iterdir()
+            for p in (t / "children").read_text().split()}
+
+
+def _same(a, b) -> None:
+    """Two tunings agree on everything but the time they took."""
+    assert a.plan.sites == b.plan.sites
+    assert (a.plan.error, a.plan.within_budget) == (b.plan.error, b.plan.within_budget)
+    assert [(e.plan, e.error, e.time) for e in a.search.evaluations] == \
+        [(e.plan, e.error, e.time) for e in b.search.evaluations]
+    assert a.judged == b.judged
+    assert a.profiles == b.profiles
+    assert rows(a) == rows(b)
+    assert a.validation == b.validation
+    assert a.runs == b.runs
+
+
+def _mlp_error(out, ref) -> float:
+    return float(np.max(np.abs(out - ref)) / np.max(np.abs(ref)))
+
+
+@pytest.mark.parametrize("search", ["greedy", "exhaustive"])
+def test_two_workers_tune_exactly_as_one(search):
+    f = mixjit(P.mlp, error_budget=1e-4, tune="explicit", schemes=("mixpert", "native"))
+    args, held_out = P.mlp_inputs(64, 96, 0), P.mlp_inputs(64, 96, 1)
+    f(*args)
+    before = _children()
+    one = f.tune(*args, validate=[held_out], search=search, workers=1, fp64=False)
+    two = f.tune(*args, validate=[held_out], search=search, workers=2, fp64=False)
+    _same(one, two)
+    assert len(one.profiles) == 3 and all(math.isfinite(p.calls) for p in one.profiles.values())
+    assert _children() == before  # no worker outlives tune
+
+
+def test_two_workers_with_a_metric_tune_exactly_as_one():
+    f = mixjit(P.mlp, error_budget=1e-4, tune="explicit", metric=_mlp_error, schemes=("mixpert", "native"))
+    args = P.mlp_inputs(32, 64, 2)
+    f(*args)
+    _same(f.tune(*args, workers=1, fp64=False), f.tune(*args, workers=2, fp64=False))
+
+
+def test_workers_is_checked():
+    with pytest.raises(ValueError, match="workers must be at least 1"):
+        mixjit(P.mlp, workers=0)
+    with pytest.raises(TypeError, match="number of worker processes"):
+        mixjit(P.mlp, workers="2")
+    f = mixjit(P.mlp, tune="explicit", workers=2)
+    assert f.mixjit_options.workers == 2
+    with pytest.raises(ValueError, match=r"f.tune\(workers=...\) must be at least 1"):
+        f.tune(*P.mlp_inputs(8, 8, 0), workers=-1)
