@@ -1,4 +1,6 @@
-"""Site plans: which scheme and config each GEMM site runs, and the plan table.
+"""Site plans: which scheme and config each GEMM site runs, and the plan table: the one owner of
+every per-site record (plan, dtype, requested backend, backend choice and device route, device
+calls and errors).
 
 A ``SitePlan`` is what a site runs: the scheme and config the plan asks for
 (``scheme``, ``config``: a ``Config.label``) and the compiled executor that runs
@@ -11,8 +13,11 @@ The compiled entry (``mixjit.entry``) reads the plan table, one row of
 (``mixjit.entry.EXECUTORS``), the following words that executor's config
 parameters (``Scheme.executor_words(config)``); rows are written through
 ``mixjit.entry.write_plan_row``, which loads the executor when a plan first needs it.
-``set_plan`` writes the row ``mixjit.backends.route`` gives: the site's CPU row, or, for a
-site that runs on a GPU, that row with the device executor's code in word 0.
+``set_plan`` writes the site's CPU row, or, for a site that runs on a device, that row with the
+device executor's code in word 0 (mixjit.device_executor): where it runs is the pure policy
+``mixjit.backend_policy.choose`` over the site's requested backend and its plan, asked whenever
+the site's plan or backend changes (:func:`set_backend`, :func:`reroute`). One lock guards all
+of it, so the row, the recorded choice and the route always agree.
 
 Every scheme declares the compiled executor its sites run (``Scheme.executor``, a
 ``CompiledExecutor``: the same code ``scheme.run`` runs); a scheme without one
@@ -27,12 +32,14 @@ config for float64 sites.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from mixjit import backends
+from mixjit import backend_policy, device_executor
+from mixjit.backend_policy import BackendChoice, check_backend
 from mixjit.entry import (
     EXEC_REFERENCE,
     EXECUTORS,
@@ -40,6 +47,7 @@ from mixjit.entry import (
     PLAN_WORDS,
     REFERENCE_EXECUTOR,
     executor_for,
+    load_executor,
     write_plan_row,
 )
 from mixjit.passes.tuning.candidates import parse_scheme_spec
@@ -153,14 +161,21 @@ def plan_words(plan: SitePlan) -> np.ndarray:
     return row
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()
+"""Guards every per-site record below: a plan, its row, the backend choice and the route change together."""
 _plans: dict[int, SitePlan] = {}
 _dtypes: dict[int, np.dtype] = {}
+_requested: dict[int, str] = {}
+_choices: dict[int, BackendChoice] = {}
+_routes: dict[int, device_executor.Route] = {}
+_calls: dict[int, Counter] = {}
+_errors: dict[int, BaseException] = {}
+_warned: set[int] = set()
 
 
 def set_plan(site: int, plan: SitePlan, dtype: np.dtype | str | None = None) -> None:
-    """Make ``site`` run ``plan`` from its next call on, on the backend it asks for
-    (``mixjit.backends.route``: its CPU executor, or a device). ``dtype``, the site's
+    """Make ``site`` run ``plan`` from its next call on, on the backend it asks for (its CPU
+    executor, or a device: ``mixjit.backend_policy.choose``). ``dtype``, the site's
     element type (remembered for the site's later plans), lets only that dtype's
     executor compile; unknown, the executor is loaded for float32 and float64."""
     if not 0 <= site < MAX_SITES:
@@ -170,13 +185,106 @@ def set_plan(site: int, plan: SitePlan, dtype: np.dtype | str | None = None) -> 
         if dtype is not None:
             _dtypes[site] = np.dtype(dtype)
         known = _dtypes.get(site)
-        write_plan_row(site, backends.route(site, plan, row), None if known is None else (known,))
+        write_plan_row(site, _routed_row(site, plan, row), None if known is None else (known,))
         _plans[site] = plan
+
+
+def _routed_row(site: int, plan: SitePlan, row: np.ndarray) -> np.ndarray:
+    """The row ``site`` runs for ``plan`` (its CPU row ``row``): the same row, or the row with the
+    device executor's code in word 0; records the choice and the route (under ``_lock``)."""
+    choice, dev = backend_policy.choose(_requested.get(site, "auto"), plan, int(row[0]))
+    _choices[site] = choice
+    if dev is None:
+        _routes.pop(site, None)
+        return row
+    load_executor(int(row[0]))  # profiling calls go to it (mixjit.device_executor)
+    _routes[site] = device_executor.Route(plan.scheme, plan.config, dev, int(row[0]))
+    out = np.array(row, dtype=np.int64)
+    out[0] = device_executor_code()
+    return out
 
 
 def get_plan(site: int) -> SitePlan | None:
     """The plan ``site`` runs, or None if it has none."""
     return _plans.get(site)
+
+
+def request(site: int, backend: str) -> None:
+    """Record that ``site`` asks for ``backend``; it applies from the site's next plan."""
+    with _lock:
+        _requested[site] = check_backend(backend)
+
+
+def set_backend(site: int, backend: str) -> BackendChoice | None:
+    """Make ``site`` ask for ``backend`` and route its current plan again (no recompilation);
+    returns what it now runs on (None while it has no plan). On an error (NoDeviceError for
+    ``"cuda"`` without a device) the site keeps what it asked for and ran before."""
+    check_backend(backend)
+    with _lock:
+        before = _requested.get(site)
+        _requested[site] = backend
+        plan = _plans.get(site)
+        try:
+            if plan is not None:
+                set_plan(site, plan)
+        except BaseException:
+            if before is None:
+                _requested.pop(site, None)
+            else:
+                _requested[site] = before
+            raise
+        return _choices.get(site)
+
+
+def reroute(device: Any) -> None:
+    """Route again every site whose calls go to ``device`` (after the sites' device changed)."""
+    with _lock:
+        for site in [s for s, r in _routes.items() if r.device is device]:
+            set_plan(site, _plans[site])
+
+
+def device_executor_code() -> int:
+    """The plan code of the device executor, installed in the entry's table the first time."""
+    return device_executor.install(_LOG)
+
+
+def backend_of(site: int) -> BackendChoice | None:
+    """What ``site`` runs on and why (None before its first plan)."""
+    return _choices.get(site)
+
+
+def device_calls(site: int) -> dict[str, int]:
+    """Where ``site``'s device-executor calls ran: ``{"cuda": n, "cpu: <why>": m}``."""
+    with _lock:
+        return dict(_calls.get(site, {}))
+
+
+def last_error(site: int) -> BaseException | None:
+    """The last exception the device executor met for ``site`` (a device error it recovered from
+    on the CPU, or the one that failed the call with ``STATUS_FAILED``)."""
+    return _errors.get(site)
+
+
+class _DeviceLog:
+    """The plan table's side of the device executor (``mixjit.device_executor.DeviceLog``)."""
+
+    def route(self, site: int) -> device_executor.Route | None:
+        return _routes.get(site)
+
+    def called(self, site: int, where: str) -> None:
+        with _lock:
+            _calls.setdefault(site, Counter())[where] += 1
+
+    def failed(self, site: int, error: BaseException, device_error: bool) -> bool:
+        with _lock:
+            _errors[site] = error
+            first = device_error and site not in _warned
+            if first:
+                _warned.add(site)
+            return first
+
+
+_LOG = _DeviceLog()
 
 
 @dataclass(frozen=True)
@@ -213,7 +321,7 @@ class SiteBlock:
     """The argument types of the compilation, ``(array(float64, 2d, C), int64)``: a helper's
     block keeps the helper's own signature inside its callers."""
     backend: str = "auto"
-    """What its sites run on (``mixjit.backends.BACKENDS``): the ``backend=`` of ``@mixjit``."""
+    """What its sites run on (``mixjit.backend_policy.BACKENDS``): the ``backend=`` of ``@mixjit``."""
 
     def __call__(self) -> int:
         """Register the block (once per process); returns its first site id."""
@@ -224,7 +332,7 @@ class SiteBlock:
         base, created = register_site_block(self.symbol, len(self.records))
         if created:
             for i, plan in enumerate(self.plans):
-                backends.request(base + i, self.backend)
+                request(base + i, self.backend)
                 set_plan(base + i, plan, self.records[i].dtype)
         return base
 

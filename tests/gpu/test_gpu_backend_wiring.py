@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from numba import prange
 
-from mixjit import backends, entry, gemm, mixjit
+from mixjit import backends, device_executor, entry, gemm, mixjit
 from mixjit.plan import get_plan, set_plan
 from mixjit.report import sites_report
 from mixjit.runtime.cuda.device import probe
@@ -157,7 +157,7 @@ def test_the_device_executor_reports_a_call_it_cannot_run():
     code = backends.install_device_executor()
     assert code not in entry.EXECUTORS.values() and code == backends.install_device_executor()
     unrouted = entry.new_site()
-    status = backends._device_gemm(unrouted, entry.DTYPE_F32, 2, 2, 2, 1.0, 0.0, 0, 8, 4, 0, 8, 4, 0, 8, 4)
+    status = device_executor.device_gemm(unrouted, entry.DTYPE_F32, 2, 2, 2, 1.0, 0.0, 0, 8, 4, 0, 8, 4, 0, 8, 4)
     assert status == backends.STATUS_FAILED
     assert "never routed" in str(backends.last_error(unrouted))
     assert "last_error(site)" in entry.ENTRY_ERRORS[entry.executor_status(code, backends.STATUS_FAILED)]
