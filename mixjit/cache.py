@@ -43,10 +43,12 @@ from mixjit.runtime.jit.source_hash import sources_hash
 __all__ = ["ABI_SOURCES", "cache_tag", "MixjitCache", "CacheFileWarning"]
 
 
-ABI_SOURCES: tuple[Path, ...] = (Path(__file__).with_name("linking.py"), Path(__file__).with_name("entry.py"))
+ABI_SOURCES: tuple[Path, ...] = (Path(__file__).with_name("linking.py"),
+                                 Path(__file__).parent / "entry" / "abi.py",
+                                 Path(__file__).parent / "entry" / "tables.py")
 """The modules that define how compiled user code calls the run-time entry: ``linking.py``
-(the ``gemm_alloc`` / ``gemm_update`` wrappers and the call it emits) and ``entry.py`` (the
-entry's C prototype and the tables it reads)."""
+(the ``gemm_alloc`` / ``gemm_update`` wrappers and the call it emits), ``entry/abi.py`` (the
+entry's symbol, C prototype and codes) and ``entry/tables.py`` (the tables it reads)."""
 
 
 def cache_tag(options: dict[str, Any]) -> str:

@@ -38,7 +38,7 @@ def sources_hash(paths: Sequence[Path], root: Path | None = None) -> str:
     by its path relative to ``root`` (``mixpert/executor.py``), so that two files of the
     same name in two packages (``mixpert/executor.py``, ``dfp/executor.py``) never stand
     for each other and a moved file changes the hash; a file outside ``root`` (the module
-    of a kernel defined elsewhere, such as ``mixjit/entry.py``), or any file without
+    of a kernel defined elsewhere, such as ``mixjit/entry/executors.py``), or any file without
     ``root``, by its bare name."""
     h = hashlib.sha256()
     base = None if root is None else root.resolve()

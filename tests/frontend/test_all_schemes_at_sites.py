@@ -103,11 +103,12 @@ def test_executor_loads_from_its_disk_cache_in_a_new_process():
         """
         import numpy as np
         from mixjit import entry
+        from mixjit.entry import executors
         from mixjit.plan import initial_plan, set_plan
 
         assert entry.loaded_executors() == []
         set_plan(entry.new_site(), initial_plan(["int8"], np.float32))
-        fn = entry._executor_functions[entry.EXECUTORS["int8"], entry.DTYPE_F32]
+        fn = executors._executor_functions[entry.EXECUTORS["int8"], entry.DTYPE_F32]
         print(*entry.loaded_executors(), "hits", fn.cache_hits)
         """
     )

@@ -19,8 +19,10 @@ from numba.core.caching import FunctionCache, UserProvidedCacheLocator
 
 from mixjit import cache, entry, mixjit
 from mixjit.cache import CacheFileWarning, MixjitCache, cache_tag
-from mixjit.entry import entry_cfunc
+from mixjit.entry import entry_cfunc, entry_point
+from mixjit.entry.executors import ENTRY_SOURCES, EntryCache, entry_sources_hash
 from mixjit.runtime.jit.cache import RuntimeCache
+from mixjit.runtime.jit.source_hash import sources_hash
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
 from cache_files import CORRUPTIONS, corrupt, load_module  # noqa: E402
@@ -116,10 +118,10 @@ def test_tag_changes_with_the_entry_abi(tmp_path, monkeypatch):
     before = cache_tag(options)
     monkeypatch.setattr(cache, "ABI_SOURCES", tuple(copies))
     assert cache_tag(options) == before  # the same sources, the same tag
-    entry_src = tmp_path / "entry.py"
+    entry_src = tmp_path / "abi.py"
     text = entry_src.read_text()
-    assert "_ENTRY_SIG" in text
-    entry_src.write_text(text.replace("_ENTRY_SIG", "_ENTRY_SIG_V2", 1))
+    assert "ENTRY_SIG = " in text
+    entry_src.write_text(text.replace("types.int64, types.int64,", "types.int64, types.int32,", 1))
     assert cache_tag(options) != before
 
 
@@ -164,9 +166,23 @@ def test_unreadable_cache_file_is_a_miss(tmp_path, how, suffix):
 
 
 def test_the_entry_uses_the_runtime_cache():
-    """The entry's disk cache is the runtime kernels' (tests/runtime/test_runtime_cache.py):
-    keyed on the executor sources it compiles in, unreadable files are misses."""
-    assert type(entry_cfunc()._cache) is RuntimeCache
+    """The entry's disk cache is the runtime kernels' (tests/runtime/test_runtime_cache.py),
+    keyed on the executor sources it compiles in and on every module of the entry package,
+    unreadable files are misses."""
+    cache_of = entry_cfunc()._cache
+    assert type(cache_of) is EntryCache and isinstance(cache_of, RuntimeCache)
+
+
+def test_the_entry_cache_key_covers_every_module_of_the_entry_package():
+    """The entry's compiled code compiles in its sibling modules' intrinsics (tables, BLAS calls,
+    executor table), which lie outside the runtime package ``RuntimeCache`` follows: the key
+    hashes every one of them, so editing any recompiles."""
+    package = Path(entry.__file__).parent
+    assert ENTRY_SOURCES == tuple(sorted(package.glob("*.py")))
+    assert {p.name for p in ENTRY_SOURCES} >= {"abi.py", "tables.py", "blas.py", "executors.py", "entry_point.py"}
+    assert entry_sources_hash() == sources_hash(ENTRY_SOURCES)
+    key = entry_cfunc()._cache._index_key("sig", _Codegen())
+    assert key[-1] == ("mixjit-entry", entry_sources_hash())
 
 
 def test_entry_imports_no_other_frontend_module():
@@ -176,7 +192,8 @@ def test_entry_imports_no_other_frontend_module():
             "if m.startswith('mixjit.') and not m.startswith('mixjit.runtime')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.strip() == "['mixjit.entry']"
+    loaded = eval(proc.stdout.strip())
+    assert loaded and all(m == "mixjit.entry" or m.startswith("mixjit.entry.") for m in loaded), loaded
 
 
 ENTRY_RUN = textwrap.dedent(
@@ -204,9 +221,9 @@ def test_unreadable_entry_cache_is_a_miss(tmp_path, how, suffix):
     """The warm entry's cache files, copied where a subprocess with NUMBA_CACHE_DIR looks,
     then damaged: the subprocess warns once, compiles the entry, runs; the next one loads it."""
     source = Path(entry_cfunc()._cache.cache_path)
-    target = tmp_path / "cache" / UserProvidedCacheLocator.get_suitable_cache_subpath(entry.__file__)
+    target = tmp_path / "cache" / UserProvidedCacheLocator.get_suitable_cache_subpath(entry_point.__file__)
     target.mkdir(parents=True)
-    for path in source.glob("entry._entry-*"):
+    for path in source.glob("entry_point._entry-*"):
         shutil.copy2(path, target)
     damaged = corrupt(target, suffix, how)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))

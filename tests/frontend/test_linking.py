@@ -16,6 +16,7 @@ import pytest
 from numba import njit, prange
 
 from mixjit import entry, gemm
+from mixjit.entry import blas, executors, tables
 from mixjit.linking import (
     LinkError,
     ensure_entry_linked,
@@ -206,7 +207,7 @@ def test_llvm_calls_entry_and_not_blas():
     assert "numba_xxgemm" not in llvm_ir
     # The caller only names the symbol: no process addresses baked into it, so
     # its object code can be cached to disk.
-    assert str(entry._COUNTS_ADDR) not in llvm_ir
+    assert str(tables._COUNTS_ADDR) not in llvm_ir
 
 
 def test_only_taken_sites_are_replaced():
@@ -349,7 +350,7 @@ def test_overlap_test_is_exact_for_column_blocks():
     isz = buf.itemsize
 
     def overlap(c, x):
-        return entry._may_overlap(c.ctypes.data, *c.shape, *c.strides, x.ctypes.data, *x.shape, *x.strides, isz)
+        return blas._may_overlap(c.ctypes.data, *c.shape, *c.strides, x.ctypes.data, *x.shape, *x.strides, isz)
 
     assert not overlap(buf[2:, 2:], buf[2:, :2])  # Cholesky's A22 and A21: interleaved, disjoint
     assert overlap(buf[2:, 2:], buf[2:, 1:3])
@@ -462,7 +463,7 @@ def test_entry_error_codes():
     assert _call_c(entry.new_site(), a, a, c) == entry.ENTRY_NO_PLAN  # no plan set
     for code in (99, -1, 62):  # outside the executor table; inside it, but no executor has the code
         unknown = entry.new_site()
-        entry._PLANS[unknown, 0] = code  # bypasses write_plan_row, which refuses unknown codes
+        tables._PLANS[unknown, 0] = code  # bypasses write_plan_row, which refuses unknown codes
         assert _call_c(unknown, a, a, c) == entry.ENTRY_BAD_EXECUTOR
     assert (c == 0).all()
     limited = _new_site()  # a call that finds its site's counter at the site's call limit fails
@@ -477,13 +478,13 @@ def test_entry_error_codes():
     c[:] = 0
     with pytest.raises(ValueError, match="no compiled executor has plan code 62"):
         entry.write_plan_row(entry.new_site(), (62,))
-    executors = {ex_.code: ex_ for ex_ in map(entry.executor_for, entry.EXECUTORS) if ex_.kernel is not None}
-    refusals = {entry.executor_status(code, s): (e.name, msg) for code, e in executors.items()
+    declared = {ex_.code: ex_ for ex_ in map(entry.executor_for, entry.EXECUTORS) if ex_.kernel is not None}
+    refusals = {entry.executor_status(code, s): (e.name, msg) for code, e in declared.items()
                 for s, msg in e.status_messages.items()}
-    assert len(refusals) == sum(len(e.status_messages) for e in executors.values())  # no two share a code
+    assert len(refusals) == sum(len(e.status_messages) for e in declared.values())  # no two share a code
     # an executor installed at run time (mixjit.backends' device executor, when a test of tests/gpu
     # ran earlier in this process) adds its refusals under its own plan code
-    installed = {status for status in entry.ENTRY_ERRORS if status // entry._STATUS_SPAN in entry._installed}
+    installed = {status for status in entry.ENTRY_ERRORS if status // entry.STATUS_SPAN in executors._installed}
     assert set(entry.ENTRY_ERRORS) == {entry.ENTRY_BAD_SITE, entry.ENTRY_BAD_DTYPE, entry.ENTRY_TOO_LARGE,
                                        entry.ENTRY_BLAS_FAILED, entry.ENTRY_NO_PLAN, entry.ENTRY_BAD_EXECUTOR,
                                        entry.ENTRY_CALL_LIMIT, *refusals, *installed}
@@ -496,7 +497,7 @@ def test_counter_increment_is_an_atomic_rmw_on_the_counter_symbol():
     # inspect; its counting intrinsic is checked in a small function instead.)
     @njit
     def bump(site):
-        return entry._count_call(site)
+        return tables._count_call(site)
 
     site = entry.new_site()
     assert bump(site) == 0 and bump(site) == 1 and entry.call_count(site) == 2
@@ -505,7 +506,7 @@ def test_counter_increment_is_an_atomic_rmw_on_the_counter_symbol():
                      llvm_ir)
     assert slot, "no counter slot computed from the counter array"
     assert re.search(rf"atomicrmw add ptr {re.escape(slot.group(1))}, i64 1 monotonic", llvm_ir)
-    assert str(entry._COUNTS_ADDR) not in llvm_ir  # reached by symbol: cacheable
+    assert str(tables._COUNTS_ADDR) not in llvm_ir  # reached by symbol: cacheable
 
 
 def test_entry_loads_from_disk_cache_in_a_new_process():

@@ -12,7 +12,7 @@ from mixjit.runtime.schemes import get_scheme
 
 def test_the_kernel_cache_key_covers_every_executor_module():
     """The @mixjit entry keys an executor's cache on its kernel's module's sources
-    (entry._ExecutorCache): every module of the MixPert executor (mixpert/: executor, split, pack, driver, words, paths/,
+    (mixjit.entry.executors._ExecutorCache): every module of the MixPert executor (mixpert/: executor, split, pack, driver, words, paths/,
     guarantee/) must be among them, or an
     edit to one of them would keep running stale compiled code."""
     executor_steps = ("executor", "split", "pack", "driver", "words", "paths/*", "guarantee/*")

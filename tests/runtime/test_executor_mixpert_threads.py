@@ -144,6 +144,7 @@ def test_a_site_runs_the_mixpert_executor_loaded_from_the_disk_cache_in_a_new_pr
         """
         import numpy as np
         from mixjit import entry, linking
+        from mixjit.entry import executors
         from mixjit.plan import SitePlan, set_plan
 
         linking.ensure_entry_linked()
@@ -151,7 +152,7 @@ def test_a_site_runs_the_mixpert_executor_loaded_from_the_disk_cache_in_a_new_pr
         set_plan(site, SitePlan("mixpert", "level=IV", "mixpert"))
         a = np.full((8, 8), 0.5, np.float32)
         c = linking.gemm_alloc(a, a, site)
-        print(c[0, 0], entry._executor_functions[entry.EXECUTORS["mixpert"], entry.DTYPE_F32].cache_hits)
+        print(c[0, 0], executors._executor_functions[entry.EXECUTORS["mixpert"], entry.DTYPE_F32].cache_hits)
         """
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)

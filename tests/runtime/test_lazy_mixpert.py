@@ -179,6 +179,7 @@ SITES = """
     import numpy as np
     import mixjit
     from mixjit import entry, mixjit as mixjit_decorator
+    from mixjit.entry import executors
 
     @mixjit_decorator(schemes=("mixpert-fp64",), tune="never")
     def f64(a, b):
@@ -197,7 +198,7 @@ SITES = """
     a, b = (rng.standard_normal((170, 170)).astype(np.float32) for _ in range(2))
     same.append(bool(np.array_equal(f32(a, b), mixjit.gemm(a, b, "mixpert"))))
     code = entry.EXECUTORS["mixpert"]
-    hits = [entry._executor_functions[code, d].cache_hits for d in (entry.DTYPE_F64, entry.DTYPE_F32)]
+    hits = [executors._executor_functions[code, d].cache_hits for d in (entry.DTYPE_F64, entry.DTYPE_F32)]
     print(json.dumps({"same": same, "hits": hits}))
 """
 

@@ -80,9 +80,9 @@ def test_executor_and_entry_depend_on_their_helpers_only():
     assert {"mixpert/executor.py", "mixpert/segments.py", "mixpert/pair_blocks.py", "numerics/exactsum.py"} <= executor
     assert not any(n.startswith("schemes") for n in executor)  # pure-Python schemes do not invalidate kernels
     # the entry calls each executor through its loaded C function's address, whose own cache
-    # (mixjit.entry._ExecutorCache) is keyed on the kernel's sources: the entry's key leaves the
+    # (mixjit.entry.executors._ExecutorCache) is keyed on the kernel's sources: the entry's key leaves the
     # families out, so an edit to one recompiles that family's executor, not the entry
-    entry = names("mixjit.entry")
+    entry = names("mixjit.entry.entry_point")  # the module of the entry cfunc
     assert "schemes/catalog.py" in entry and not {n for n in executor if n.startswith("mixpert/")} & entry
     # no cache machinery (jit/cache.py, jit/source_hash.py); its package jit/ runs on import
     assert names("mixjit.runtime.mixpert.segments") == {"__init__.py", "jit/__init__.py", "mixpert/__init__.py",

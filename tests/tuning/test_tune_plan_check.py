@@ -32,13 +32,13 @@ def tuned():
 def test_on_the_sample_it_measures_what_the_tuner_measured(tuned, recwarn):
     f, result = tuned
     plans = {s.id: get_plan(s.id) for s in f.sites}
-    counts = entry._COUNTS[[s.id for s in f.sites]].copy()
+    counts = entry.site_call_counts([s.id for s in f.sites]).copy()
     check = f.check_plan(*P.mlp64_inputs(0))
     assert check.error == result.plan.error and check.budget == 1e-14 and check.within_budget
     assert not [w for w in recwarn if issubclass(w.category, MixjitWarning)]
     # the plan table and the call counters are as they were
     assert {s.id: get_plan(s.id) for s in f.sites} == plans
-    assert (entry._COUNTS[[s.id for s in f.sites]] == counts).all()
+    assert (entry.site_call_counts([s.id for s in f.sites]) == counts).all()
 
 
 def test_an_input_that_breaks_the_budget_warns(tuned):
