@@ -90,3 +90,18 @@ def test_bad_tuning_options_are_refused_before_any_run(options, message):
     with pytest.raises((ValueError, TypeError), match=message):
         f.tune(*P.mlp64_inputs(0), **options)
     assert not f.signatures  # refused before compiling, let alone running
+
+
+def test_a_search_that_tunes_no_site_is_an_error_not_an_empty_plan():
+    from types import SimpleNamespace
+
+    from mixjit.ir.parser import parse_module
+    from mixjit.passes.tune import Tune
+    from mixjit.tuning.online import TuningPipeline
+
+    text = '"func.func"() <{sym_name = "f", function_type = () -> ()}> ({\n  "func.return"() : () -> ()\n}) : () -> ()\n'
+    pipeline = TuningPipeline(SimpleNamespace(module=parse_module(text, "t.mix")), backend=None)
+    with pytest.raises(RuntimeError, match=r"the tune pass tuned no GEMM site of the imported module "
+                                           r"\(the imported module has no GEMM site\)"):
+        pipeline.search(Tune(budget=1e-6))
+    assert [name for name, _ in pipeline.timings] == ["detect-gemm", "build-dag", "tune"]
