@@ -1,18 +1,21 @@
 """The pass pipeline ``@mixjit`` runs on imported code: ``mixopt``'s passes and pass manager.
 
 ``@mixjit`` does not call passes by hand. When a signature compiles, ``mixjit.linking.find_sites``
-imports the typed Numba IR and hands the module to :func:`run_frontend_pipeline`, which builds
-:data:`FRONTEND_PIPELINE` from the pass registry (as ``mixopt -p`` does) and runs it with the
-pass manager, with verify-each and, on request, IR dumps after every pass and a timing report.
-The result carries the module, the remarks and warnings the passes emitted (detect-gemm's
-rejections among them, as :class:`~mixjit.passes.detect_gemm.NotGemmRemark`) and the run's
+imports the typed Numba IR and hands the module to :func:`run_frontend_pipeline`, which runs
+:data:`FRONTEND_PASSES` (``detect-gemm,build-dag``) with the pass manager, with verify-each and,
+on request, IR dumps after every pass and a timing report. A pipeline is given as pass instances
+(``[DetectGemm(), BuildDag(), Tune(budget=...)]``) or as ``mixopt -p`` text, built from the pass
+registry; both run the same way. The result carries the module, the remarks and warnings the
+passes emitted (detect-gemm's rejections among them, as
+:class:`~mixjit.passes.detect_gemm.NotGemmRemark`), what each pass returned (its
+:class:`~mixjit.passes.pass_base.PassResult`, ``result.result_of(pass_)``) and the run's
 :class:`~mixjit.passes.analysis.AnalysisManager`, from which the GEMM DAG is taken
 (``result.dag``: computed once by build-dag, not recomputed).
 
 Tuning runs the same way: ``f.tune`` (``mixjit.tuning.online``) runs
-``detect-gemm,build-dag,tune{...}`` through :func:`run_frontend_pipeline` with its online
-backend registered, so the tuner is the ``tune`` pass ``mixopt`` runs, with verify-each, remarks
-and timing.
+``[*FRONTEND_PASSES, Tune(...)]`` through :func:`run_frontend_pipeline` with its online backend
+registered and reads the search from the ``tune`` pass's result, so the tuner is the ``tune``
+pass ``mixopt`` runs, with verify-each, remarks and timing.
 
 ``f.ir(*args, pipeline=..., print_ir_after_all=True, timing=True)`` runs the same function on the
 imported module of a ``@mixjit`` function, to see what the JIT's pipeline does. A failing pass
@@ -23,6 +26,7 @@ raises ``PassFailure`` naming it and the passes before it; ``find_sites`` turns 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -30,20 +34,24 @@ from mixjit.ir.diagnostics import Diagnostic
 from mixjit.ir.printer import print_op
 from mixjit.ir.verifier import verify
 from mixjit.passes.analysis import AnalysisManager
-from mixjit.passes.build_dag import GemmDag
-from mixjit.passes.detect_gemm import GemmSite, NotGemmRemark, Rejection, detection_report
+from mixjit.passes.build_dag import BuildDag, GemmDag
+from mixjit.passes.detect_gemm import DetectGemm, GemmSite, NotGemmRemark, Rejection, detection_report
 from mixjit.passes.instrumentation import PrintIRInstrumentation, TimingInstrumentation, VerifyInstrumentation
-from mixjit.passes.manager import PassFailure, PassManager
+from mixjit.passes.manager import PassFailure, PassManager, PipelineRun
+from mixjit.passes.pass_base import ModulePass, PassResult
 from mixjit.passes.pipeline import build_pipeline
 from mixjit.passes.tuning.backend import TuningBackend
 
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["FRONTEND_PIPELINE", "FrontendResult", "run_frontend_pipeline", "failure_stage"]
+__all__ = ["FRONTEND_PASSES", "FRONTEND_PIPELINE", "FrontendResult", "run_frontend_pipeline", "failure_stage"]
 
-FRONTEND_PIPELINE = "detect-gemm,build-dag"
-"""The passes ``@mixjit`` runs on every compiled signature (``mixopt -p`` syntax)."""
+FRONTEND_PASSES: tuple[ModulePass, ...] = (DetectGemm(), BuildDag())
+"""The passes ``@mixjit`` runs on every compiled signature (frozen instances: safe to share)."""
+
+FRONTEND_PIPELINE = ",".join(p.pipeline_spec() for p in FRONTEND_PASSES)
+""":data:`FRONTEND_PASSES` as ``mixopt -p`` text (``detect-gemm,build-dag``)."""
 
 
 @dataclass
@@ -52,12 +60,21 @@ class FrontendResult:
 
     module: Any
     """The ``builtin.module`` the passes ran on (rewritten in place)."""
-    diagnostics: list[Diagnostic]
-    """The remarks and warnings the passes emitted, in order."""
+    run: PipelineRun
+    """The pass manager's run: the passes, what each returned, the remarks and warnings."""
     analyses: AnalysisManager
     """The run's analyses, still valid after the last pass (ask it with ``get``)."""
     timing: TimingInstrumentation | None = None
     """Per-pass times, when the run was asked for them (``timing.report()``)."""
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        """The remarks and warnings the passes emitted, in order."""
+        return self.run.diagnostics
+
+    def result_of(self, pass_: ModulePass) -> PassResult[Any]:
+        """What ``pass_`` (an instance of the pipeline given as instances) returned."""
+        return self.run.result_of(pass_)
 
     @property
     def rejections(self) -> list[Rejection]:
@@ -77,7 +94,7 @@ class FrontendResult:
 
 def run_frontend_pipeline(
     module: Any,
-    pipeline: str = FRONTEND_PIPELINE,
+    pipeline: str | Sequence[ModulePass] = FRONTEND_PASSES,
     *,
     verify_each: bool = True,
     print_ir_after_all: bool | TextIO = False,
@@ -85,7 +102,11 @@ def run_frontend_pipeline(
     analyses: AnalysisManager | None = None,
     tuning_backend: Any = None,
 ) -> FrontendResult:
-    """Run ``pipeline`` (default :data:`FRONTEND_PIPELINE`) on ``module`` with the pass manager.
+    """Run ``pipeline`` (default :data:`FRONTEND_PASSES`) on ``module`` with the pass manager.
+
+    ``pipeline``: pass instances, or ``mixopt -p`` text built from the pass registry; either
+    runs with the same instrumentation, diagnostics and analyses. Ask ``result.result_of(p)``
+    for what an instance ``p`` returned.
 
     ``verify_each`` verifies the IR after every pass (a verifier error fails that pass).
     ``print_ir_after_all`` prints the module after every pass to a stream (``True``: stderr),
@@ -96,7 +117,7 @@ def run_frontend_pipeline(
     offline error model), registered as the run's ``TuningBackend`` analysis. Raises
     ``PipelineError`` for a bad pipeline and ``PassFailure`` (naming the pass and those before it)
     when a pass fails."""
-    passes = build_pipeline(pipeline)
+    passes = build_pipeline(pipeline) if isinstance(pipeline, str) else list(pipeline)
     instrumentations = []
     if verify_each:
         instrumentations.append(VerifyInstrumentation(verify))
@@ -110,8 +131,8 @@ def run_frontend_pipeline(
         analyses = AnalysisManager(module)
     if tuning_backend is not None:
         analyses.register(TuningBackend, lambda _module: tuning_backend)
-    diagnostics = PassManager(passes, instrumentations).run(module, analyses)
-    return FrontendResult(module, diagnostics, analyses, timer)
+    run = PassManager(passes, instrumentations).run_with_results(module, analyses)
+    return FrontendResult(module, run, analyses, timer)
 
 
 def failure_stage(failure: PassFailure) -> str:

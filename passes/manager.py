@@ -16,6 +16,9 @@ the pipeline with a ``PassFailure`` naming the pass and the passes that ran befo
 Passes report remarks and warnings through the ``PassContext`` the manager passes to
 ``ModulePass.run``; ``run`` returns them in the order emitted (a ``PassFailure`` carries
 those emitted before the failure), so the caller decides how to show them.
+``run_with_results`` returns them beside each pass's :class:`~mixjit.passes.pass_base.PassResult`,
+in pipeline order (as torch.fx's pass manager collects its passes' ``PassResult``): how a pass
+hands its caller what it found (``tune``: its search) without a side channel.
 
 Analyses (:mod:`mixjit.passes.analysis`) live in an ``AnalysisManager`` for the run; a pass
 requests them through its context. After each pass the manager drops the cached analyses the
@@ -27,14 +30,15 @@ takes the GEMM DAG from it).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mixjit.ir.collector import paused_collector
 from mixjit.ir.diagnostics import Diagnostic
 from mixjit.passes.analysis import AnalysisManager
-from mixjit.passes.pass_base import ModulePass, PassContext
+from mixjit.passes.pass_base import ModulePass, PassContext, PassResult
 
-__all__ = ["PassInstrumentation", "PassManager", "PassFailure"]
+__all__ = ["PassInstrumentation", "PassManager", "PassFailure", "PipelineRun"]
 
 
 class PassInstrumentation:
@@ -77,8 +81,29 @@ class PassFailure(Exception):
         return f"pass '{self.pass_.pipeline_spec()}' failed (passes run before it: {ran})"
 
 
+@dataclass
+class PipelineRun:
+    """What one run of a pass manager produced."""
+
+    passes: list[ModulePass]
+    """The passes that ran, in order."""
+    results: list[PassResult[Any]]
+    """What each pass returned, in the same order (``PassResult()`` for a pass that returned None)."""
+    diagnostics: list[Diagnostic]
+    """The remarks and warnings the passes emitted, in order."""
+
+    def result_of(self, pass_: ModulePass) -> PassResult[Any]:
+        """The result of ``pass_`` (this very instance, as given to the pass manager)."""
+        for ran, result in zip(self.passes, self.results):
+            if ran is pass_:
+                return result
+        raise KeyError(f"pass '{pass_.pipeline_spec()}' is not one of the passes of this run "
+                       f"({', '.join(p.pipeline_spec() for p in self.passes) or 'none'}); "
+                       "ask for an instance given to the pass manager")
+
+
 class PassManager:
-    """Runs a list of passes over a module with instrumentation."""
+    """Runs a list of passes (``ModulePass`` instances) over a module with instrumentation."""
 
     def __init__(
         self,
@@ -86,6 +111,10 @@ class PassManager:
         instrumentations: Iterable[PassInstrumentation] = (),
     ) -> None:
         self.passes = list(passes)
+        for i, pass_ in enumerate(self.passes):
+            if not isinstance(pass_, ModulePass):
+                raise TypeError(f"pass {i} of the pipeline is a {type(pass_).__name__}, not a ModulePass "
+                                "instance: give instances (DetectGemm(), Tune(budget=...)), not classes or text")
         self.instrumentations = list(instrumentations)
 
     def add_instrumentation(self, instrumentation: PassInstrumentation) -> None:
@@ -93,10 +122,17 @@ class PassManager:
         self.instrumentations.append(instrumentation)
 
     def run(self, module: Any, analyses: AnalysisManager | None = None) -> list[Diagnostic]:
-        """Run every pass on ``module`` in order; return the remarks and warnings they emitted.
+        """Run every pass on ``module`` in order; return the remarks and warnings they emitted
+        (``run_with_results`` also returns what each pass returned)."""
+        return self.run_with_results(module, analyses).diagnostics
+
+    def run_with_results(self, module: Any, analyses: AnalysisManager | None = None) -> PipelineRun:
+        """Run every pass on ``module`` in order; return each pass's ``PassResult`` and the remarks
+        and warnings they emitted.
 
         ``analyses`` (for ``module``; default: a new one) caches the analyses the passes request,
-        and keeps those still valid after the run. Raises PassFailure on the first failure.
+        and keeps those still valid after the run. Raises PassFailure on the first failure (a pass
+        that returns neither None nor a PassResult fails with a TypeError).
         """
         if analyses is None:
             analyses = AnalysisManager(module)
@@ -104,13 +140,15 @@ class PassManager:
             raise ValueError("the AnalysisManager given to PassManager.run belongs to another module; "
                              "make one with AnalysisManager(module)")
         emitted: list[Diagnostic] = []
+        results: list[PassResult[Any]] = []
         context = PassContext(emitted.append, analyses)
         for index, pass_ in enumerate(self.passes):
             for inst in self.instrumentations:
                 inst.before_pass(pass_, module)
             try:
                 with paused_collector():  # see mixjit.ir.collector: a third faster on large IR
-                    pass_.run(module, context)
+                    returned = pass_.run(module, context)
+                results.append(PassResult.of(pass_, returned))
                 analyses.invalidate(pass_.preserved_analyses)
                 for inst in reversed(self.instrumentations):
                     inst.after_pass(pass_, module)
@@ -119,4 +157,4 @@ class PassManager:
                 for inst in reversed(self.instrumentations):
                     inst.after_failure(pass_, module, error)
                 raise PassFailure(pass_, self.passes[:index], error, emitted) from error
-        return emitted
+        return PipelineRun(list(self.passes), results, emitted)

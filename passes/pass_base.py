@@ -25,6 +25,11 @@ fail the pass.
 A pass gets cached analyses (:mod:`mixjit.passes.analysis`) through ``context.analysis(T)`` and
 declares what it keeps valid in ``preserved_analyses`` (default: nothing; ``ALL_ANALYSES`` for a
 pass that only adds attributes no analysis reads).
+
+``run`` (or ``apply``) may return a :class:`PassResult` (torch.fx's ``PassResult``): whether the
+pass changed the module and a pass-specific payload (``tune``: the search it ran). Returning
+None, as most passes do, means "no payload, and the module may have changed". The pass manager
+collects one result per pass, in order (``PassManager.run_with_results``).
 """
 
 from __future__ import annotations
@@ -35,13 +40,13 @@ import re
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from mixjit.ir.diagnostics import Diagnostic, Severity
 from mixjit.ir.location import Location
 from mixjit.passes.analysis import Analysis, AnalysisManager
 
-__all__ = ["ModulePass", "PassContext", "OptionInfo", "OptionError", "option", "is_kebab_case"]
+__all__ = ["ModulePass", "PassContext", "PassResult", "OptionInfo", "OptionError", "option", "is_kebab_case"]
 
 _SCALAR_TYPES: dict[type, str] = {int: "int", float: "float", bool: "bool", str: "str"}
 _KEBAB = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
@@ -246,6 +251,32 @@ class PassContext:
         self.emit(Diagnostic(Severity.WARNING, message, loc, tuple(notes)))
 
 
+PayloadT = TypeVar("PayloadT")
+
+
+@dataclass(frozen=True)
+class PassResult(Generic[PayloadT]):
+    """What one run of a pass returned (torch.fx's ``PassResult``): whether it changed the module,
+    and what it has to tell its caller beyond the IR (``tune``: its search), or None.
+
+    ``modified`` is False only when the pass says it left the module as it was: a pass that returns
+    None is taken to have changed it (the pass manager cannot tell without comparing the IR)."""
+
+    modified: bool = True
+    payload: PayloadT | None = None
+
+    @classmethod
+    def of(cls, pass_: ModulePass, returned: object) -> PassResult[Any]:
+        """What ``pass_.run`` returned, as a PassResult: None becomes ``PassResult()`` (may have
+        changed the module, no payload); anything else but a PassResult is a TypeError."""
+        if returned is None:
+            return PassResult()
+        if not isinstance(returned, PassResult):
+            raise TypeError(f"pass '{pass_.name}' returned a {type(returned).__name__}: run() and apply() "
+                            "return None or a PassResult(modified, payload)")
+        return returned
+
+
 @dataclass(frozen=True)
 class ModulePass:
     """Base class of all passes: subclass as a frozen dataclass and override ``apply`` (or
@@ -256,14 +287,14 @@ class ModulePass:
     """The analyses (classes) this pass keeps valid, or ``ALL_ANALYSES``; the pass manager drops
     every other cached analysis after the pass runs. The default, nothing, is always safe."""
 
-    def apply(self, module: Any) -> None:
-        """Transform ``module`` (a ``builtin.module`` op) in place."""
+    def apply(self, module: Any) -> PassResult[Any] | None:
+        """Transform ``module`` (a ``builtin.module`` op) in place; None, or a :class:`PassResult`."""
         raise NotImplementedError(f"pass '{self.name}' does not implement apply()")
 
-    def run(self, module: Any, context: PassContext) -> None:
+    def run(self, module: Any, context: PassContext) -> PassResult[Any] | None:
         """What the pass manager calls: ``apply(module)`` unless a pass overrides it to emit
-        remarks or warnings through ``context``."""
-        self.apply(module)
+        remarks or warnings through ``context``. None, or a :class:`PassResult`."""
+        return self.apply(module)
 
     @classmethod
     def summary(cls) -> str:

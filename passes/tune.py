@@ -21,6 +21,10 @@ When ``target`` differs from the target the profiles were recorded for, candidat
 re-modeled with the cost model (:mod:`mixjit.passes.tuning.retarget`); without one, that is an
 error naming the mismatch.
 
+The pass returns its search as its :class:`~mixjit.passes.pass_base.PassResult`'s payload, a
+:class:`TuneSearch` (the search's result and the spaces it searched, keyed by module site id):
+the ``@mixjit`` tuner reads it from ``PassManager.run_with_results``, not from the backend.
+
 The GEMM DAG comes from the pass manager's ``GemmDag`` analysis when an earlier pass of the same
 run computed it (``build-dag,tune{...}``); on a dump whose ``build-dag`` ran in an earlier
 ``mixopt`` run, from the ``mix.deps`` attributes it left (the analysis's persisted form).
@@ -38,7 +42,7 @@ from mixjit.ir.dialects.mix import GemmOp
 from mixjit.ir.location import Location
 from mixjit.passes.analysis import ALL_ANALYSES
 from mixjit.passes.build_dag import DEPS_ATTR, GemmDag
-from mixjit.passes.pass_base import ModulePass, OptionError, PassContext, option
+from mixjit.passes.pass_base import ModulePass, OptionError, PassContext, PassResult, option
 from mixjit.passes.registry import register_pass
 from mixjit.passes.tuning.attrs import TuningAttrError
 from mixjit.passes.tuning.backend import Backend, OfflineBackend, SiteProfiles, TuningBackend
@@ -56,7 +60,7 @@ from mixjit.passes.tuning.space import SearchResult, SiteSpace, plan_time
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["Tune", "SEARCHES", "read_deps"]
+__all__ = ["Tune", "TuneSearch", "SEARCHES", "read_deps"]
 
 SEARCHES = ("greedy", "exhaustive")
 
@@ -98,6 +102,15 @@ def read_deps(ops: dict[int, GemmOp]) -> nx.DiGraph:
     return dag
 
 
+@dataclass(frozen=True)
+class TuneSearch:
+    """The payload of the ``tune`` pass's result: what its search found and the spaces it moved in
+    (every tuned site's pruned candidates, most precise first), both keyed by module site id."""
+
+    result: SearchResult
+    spaces: dict[int, SiteSpace]
+
+
 @register_pass
 @dataclass(frozen=True)
 class Tune(ModulePass):
@@ -135,21 +148,22 @@ class Tune(ModulePass):
         if not 0 <= self.margin < 1:
             raise OptionError(f"option 'margin' of pass 'tune' must be in [0, 1), got {self.margin}", "margin", 0)
 
-    def run(self, module: Operation, context: PassContext) -> None:
+    def run(self, module: Operation, context: PassContext) -> PassResult[TuneSearch]:
+        """Tune every site with a profile; the search as the result's payload (None, and the
+        module unchanged, when no site has a profile)."""
         ops = gemm_sites(module)
         if not ops:
-            return
+            return PassResult(modified=False)
         backend = context.analysis(TuningBackend) if context.analyses is not None else OfflineBackend()
         profiles, remodeled = self._profiles(ops, backend, context)
         if not profiles:
-            return
+            return PassResult(modified=False)
         dag = context.cached_analysis(GemmDag)
         if dag is None:  # build-dag ran in an earlier mixopt run: its mix.deps are the DAG
             dag = read_deps(ops)
         ops = {site: op for site, op in ops.items() if site in profiles}  # the sites to tune
         spaces = self._spaces(ops, profiles, context)
         result = self._search(spaces, dag, ops, backend)
-        backend.searched(result, spaces)
         for site, op in ops.items():
             if site in remodeled:  # measured now, or re-modeled for the target: keep the dump consistent
                 op.attributes[PROFILE_ATTR] = profiles[site].to_attr()
@@ -162,6 +176,7 @@ class Tune(ModulePass):
                 f"(most precise: {top.label}, modeled {format_seconds(top.time)})", site_loc(op))
         self._summarize(module, self._target(profiles), spaces, result, backend.model, context,
                         site_loc(ops[min(ops)]))
+        return PassResult(modified=True, payload=TuneSearch(result, spaces))
 
     def _summarize(self, module: Operation, target: str, spaces: dict[int, SiteSpace], result: SearchResult,
                    model: str, context: PassContext, loc: Location) -> None:

@@ -266,7 +266,7 @@ def tune(f: TunableFunction, args: Sequence[Any], *, validate: Sequence[Sequence
     check_metric(metric)
     metric = metric or opts.metric
     try:  # the tune pass checks its options: refuse bad ones before any program run
-        _tune_spec(margin, budget=spec_budget, target=target, search=search, max_evals=max_evals)
+        _tune_pass(margin, budget=spec_budget, target=target, search=search, max_evals=max_evals)
     except ValueError as err:
         raise ValueError(f"mixjit: {err}") from None
     qualname = f.py_func.__qualname__
@@ -359,7 +359,7 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
     imported = f.imported(key, raw=True)
     backend = OnlineBackend(imported, sites, logs, full, evaluator, target, bar)
     pipeline = TuningPipeline(imported, backend)
-    spec = partial(_tune_spec, budget=budget, target=target, search=search, max_evals=max_evals)
+    tune_pass = partial(_tune_pass, budget=budget, target=target, search=search, max_evals=max_evals)
     stopped = "complete"
     search_result: SearchResult | None = None
     validation: list[Validation] = []
@@ -367,14 +367,14 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
         if called:
             held_out = [_HeldOut(ProgramRunner(pool, 1 + i), sites, eval_timeout) for i in range(len(validate))]
             search_result, validation, margin = _search_and_validate(
-                pipeline, spec, evaluator, held_out, budget, margin, metric, notes)
+                pipeline, tune_pass, evaluator, held_out, budget, margin, metric, notes)
     except KeyboardInterrupt:  # the search itself turns Ctrl-C into a result: this came while measuring
         stopped = "interrupted"
         notes.append("interrupted while measuring sites alone: the most precise plan is kept")
     finally:
         if bar is not None:
             bar.close()
-    spaces = backend.spaces if search_result is not None else {}
+    spaces = pipeline.spaces if search_result is not None else {}
     chosen_plan: dict[int, int] = {}
     if search_result is not None:
         stopped = search_result.stopped
@@ -402,9 +402,9 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
                       ref64, pipeline, native_error)
 
 
-def _tune_spec(margin: float, *, budget: float, target: str, search: str, max_evals: int | None) -> str:
-    """The ``tune{...}`` pipeline text of one search (``OptionError`` for a bad option)."""
-    return Tune(budget=budget, target=target, search=search, margin=margin, max_evals=max_evals or 0).pipeline_spec()
+def _tune_pass(margin: float, *, budget: float, target: str, search: str, max_evals: int | None) -> Tune:
+    """The ``tune`` pass of one search (``OptionError`` for a bad option)."""
+    return Tune(budget=budget, target=target, search=search, margin=margin, max_evals=max_evals or 0)
 
 
 def _validation(held_out: Sequence["_HeldOut"], spaces, plan, metric, budget: float) -> list[Validation]:
@@ -412,11 +412,11 @@ def _validation(held_out: Sequence["_HeldOut"], spaces, plan, metric, budget: fl
             for e, why in [h.error(spaces, plan, metric)]]
 
 
-def _search_and_validate(pipeline, spec, evaluator, held_out, budget, margin, metric,
+def _search_and_validate(pipeline, tune_pass, evaluator, held_out, budget, margin, metric,
                          notes) -> tuple[SearchResult, list[Validation], float]:
     for attempt in range(MAX_TIGHTENINGS + 1):
-        result = pipeline.search(spec(margin))
-        spaces = pipeline.backend.spaces
+        result = pipeline.search(tune_pass(margin))
+        spaces = pipeline.spaces
         if result.stopped == "interrupted" or not held_out:
             return result, [], margin
         try:
@@ -439,7 +439,7 @@ def _search_and_validate(pipeline, spec, evaluator, held_out, budget, margin, me
         if new_margin >= 0.999 or attempt == MAX_TIGHTENINGS:
             break
         margin = new_margin
-    spaces = pipeline.backend.spaces
+    spaces = pipeline.spaces
     precise = {sid: 0 for sid in spaces}
     evaluator.spaces = spaces
     fallback = SearchResult(precise, evaluator.error(precise), sum(spaces[s].candidates[0].time for s in spaces),

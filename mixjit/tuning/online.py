@@ -1,16 +1,18 @@
 """The ``@mixjit`` tuner's side of the ``tune`` pass: the online backend and the pipeline runs.
 
-``f.tune`` does not search on its own: it imports the signature's module and runs
-``detect-gemm,build-dag,tune{...}`` (``mixopt``'s passes) through the pass manager, with
-verify-each and per-pass timing, after registering :class:`OnlineBackend` as the run's
-``TuningBackend`` (``mixjit.passes.tuning.backend``). The ``tune`` pass then asks the backend to
-profile its sites (each candidate measured with that site alone lowered, on the sample inputs)
-and to judge plans (``mixjit.tuning.evaluator``: write the plan table, run the compiled function).
-A repeated search (tightened after a validation failure) runs ``tune{..., margin=...}`` again on
-the same module: the profiles are attributes by then, and the DAG is still the cached analysis.
+``f.tune`` does not search on its own: it imports the signature's module and runs the pass
+instances ``[DetectGemm(), BuildDag(), Tune(...)]`` (``mixopt``'s passes) through the pass
+manager, with verify-each and per-pass timing, after registering :class:`OnlineBackend` as the
+run's ``TuningBackend`` (``mixjit.passes.tuning.backend``). The ``tune`` pass then asks the backend
+to profile its sites (each candidate measured with that site alone lowered, on the sample inputs)
+and to judge plans (``mixjit.tuning.evaluator``: write the plan table, run the compiled function),
+and returns its search as its ``PassResult``, which :class:`TuningPipeline` reads. A repeated
+search (tightened after a validation failure) runs ``Tune(..., margin=...)`` again on the same
+module: the profiles are attributes by then, and the DAG is still the cached analysis.
 
 The pass knows sites by their id in the imported module; the compiled code by process site ids
-(``f.sites``). The backend translates between the two.
+(``f.sites``). The backend translates plans it judges; :class:`TuningPipeline` translates the
+search it reads back.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ import math
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
-from mixjit.frontend_pipeline import FRONTEND_PIPELINE, FrontendResult, run_frontend_pipeline
+from mixjit.frontend_pipeline import FRONTEND_PASSES, FrontendResult, run_frontend_pipeline
 from mixjit.ir.attributes import IntegerAttr
 from mixjit.ir.dialects.mix import GemmOp
 from mixjit.passes.build_dag import LOOP_DEPTH_ATTR
 from mixjit.passes.dfp_chain import DfpChain
+from mixjit.passes.tune import Tune, TuneSearch
 from mixjit.passes.tuning.backend import SiteProfiles
 from mixjit.passes.tuning.judge import ProgressCallback
 from mixjit.passes.tuning.plan_attr import PLAN_ATTR, SitePlan
@@ -41,8 +44,7 @@ class OnlineBackend:
     """A ``TuningBackend`` that measures on the sample inputs (see the module docstring).
 
     ``evaluator`` judges plans keyed by process site id over ``full`` (every site's candidates
-    with modeled times). After a search, ``profiles``, ``spaces`` and ``result`` hold what the
-    pass measured and found, keyed by process site id."""
+    with modeled times). ``profiles`` holds the profiles it measured, keyed by process site id."""
 
     model = "online"
 
@@ -58,8 +60,6 @@ class OnlineBackend:
         self._progress = progress
         self._ids: dict[int, int] | None = None
         self.profiles: dict[int, SiteProfile] = {}
-        self.spaces: dict[int, SiteSpace] = {}
-        self.result: SearchResult | None = None
 
     @property
     def process_ids(self) -> dict[int, int]:
@@ -106,12 +106,6 @@ class OnlineBackend:
     def progress(self) -> ProgressCallback | None:
         return self._progress
 
-    def searched(self, result: SearchResult, spaces: Mapping[int, SiteSpace]) -> None:
-        ids = self.process_ids
-        self.spaces = {ids[s]: replace(space, site=ids[s]) for s, space in spaces.items()}
-        evaluations = [replace(e, plan=_relabel(e.plan, ids)) for e in result.evaluations]
-        self.result = replace(result, plan=_relabel(result.plan, ids), evaluations=evaluations)
-
 
 class _ByModuleId:
     """The online evaluator, for plans keyed by module site id."""
@@ -132,25 +126,35 @@ def _relabel(plan: Mapping[int, Any], ids: Mapping[int, int]) -> dict[int, Any]:
 
 
 class TuningPipeline:
-    """The pass-manager runs of one tuning: ``detect-gemm,build-dag,tune{...}`` first, then
-    ``tune{...}`` alone on the same module and analyses for each repeated search."""
+    """The pass-manager runs of one tuning: ``[DetectGemm(), BuildDag(), tune]`` first, then the
+    ``tune`` pass alone on the same module and analyses for each repeated search.
+
+    After a search, ``spaces`` holds the spaces it searched, keyed by process site id."""
 
     def __init__(self, imported: Any, backend: OnlineBackend) -> None:
         self.module = imported.module
         self.backend = backend
         self.runs: list[FrontendResult] = []
+        self.spaces: dict[int, SiteSpace] = {}
 
-    def search(self, tune_spec: str) -> SearchResult:
-        """Run ``tune_spec`` (``Tune(...).pipeline_spec()``) through the pass manager; the search's
-        result, keyed by process site id. ``PassFailure`` when a pass fails."""
+    def search(self, tune: Tune) -> SearchResult:
+        """Run the pass ``tune`` through the pass manager and read its search from the result it
+        returns; the search's result, keyed by process site id. ``PassFailure`` when a pass fails."""
         first = not self.runs
-        pipeline = f"{FRONTEND_PIPELINE},{tune_spec}" if first else tune_spec
-        result = run_frontend_pipeline(self.module, pipeline, timing=True,
-                                       analyses=None if first else self.runs[-1].analyses,
-                                       tuning_backend=self.backend)
-        self.runs.append(result)
-        assert self.backend.result is not None, "the tune pass ran without reporting its search"
-        return self.backend.result
+        run = run_frontend_pipeline(self.module, [*FRONTEND_PASSES, tune] if first else [tune], timing=True,
+                                    analyses=None if first else self.runs[-1].analyses,
+                                    tuning_backend=self.backend)
+        self.runs.append(run)
+        searched = run.result_of(tune).payload
+        if not isinstance(searched, TuneSearch):  # sites ran on the sample inputs, so one should be tuned
+            said = "; ".join(d.message for d in run.diagnostics) or "the imported module has no GEMM site"
+            raise RuntimeError(f"the tune pass tuned no GEMM site of the imported module ({said}); "
+                               "the compiled function's sites and its imported module disagree")
+        ids = self.backend.process_ids
+        self.spaces = {ids[s]: replace(space, site=ids[s]) for s, space in searched.spaces.items()}
+        result = searched.result
+        evaluations = [replace(e, plan=_relabel(e.plan, ids)) for e in result.evaluations]
+        return replace(result, plan=_relabel(result.plan, ids), evaluations=evaluations)
 
     def carry_dfp(self) -> dict[int, SitePlan]:
         """Run ``dfp-chain`` on the module after the last search: the plans it changed, keyed by
@@ -162,7 +166,7 @@ class TuningPipeline:
                     for s, op in gemm_sites(self.module).items() if PLAN_ATTR in op.attributes}
 
         before = plans()
-        self.runs.append(run_frontend_pipeline(self.module, DfpChain.name, timing=True,
+        self.runs.append(run_frontend_pipeline(self.module, [DfpChain()], timing=True,
                                                analyses=self.runs[-1].analyses, tuning_backend=self.backend))
         ids = self.backend.process_ids
         return {ids[s]: plan for s, plan in plans().items()

@@ -1,5 +1,6 @@
 """Where the ``tune`` pass gets what the IR does not carry: profiles of unprofiled sites, the
-evaluator that judges plans, a progress callback, and who to tell the search's result.
+evaluator that judges plans and a progress callback. (The search's result goes back to the
+caller as the pass's ``PassResult``, not through the backend.)
 
 The pass asks its run's analysis manager for :class:`TuningBackend`. By default that is
 :class:`OfflineBackend`: profiles come only from ``mix.profile`` attributes and plans are judged
@@ -22,7 +23,7 @@ from mixjit.passes.analysis import Analysis
 from mixjit.passes.tuning.error_model import ErrorModel
 from mixjit.passes.tuning.judge import ProgressCallback
 from mixjit.passes.tuning.profile import SiteProfile
-from mixjit.passes.tuning.space import Evaluator, SearchResult, SiteSpace
+from mixjit.passes.tuning.space import Evaluator, SiteSpace
 
 __all__ = ["Backend", "OfflineBackend", "TuningBackend", "SiteProfiles"]
 
@@ -54,10 +55,6 @@ class Backend(Protocol):
         """Called after every evaluation of the search (a progress bar), or None."""
         ...
 
-    def searched(self, result: SearchResult, spaces: Mapping[int, SiteSpace]) -> None:
-        """The search's result, before the pass writes it into the IR."""
-        ...
-
 
 class OfflineBackend:
     """The default: profiles only from attributes, plans judged by :class:`ErrorModel`."""
@@ -72,9 +69,6 @@ class OfflineBackend:
 
     def progress(self) -> ProgressCallback | None:
         return None
-
-    def searched(self, result: SearchResult, spaces: Mapping[int, SiteSpace]) -> None:
-        pass
 
 
 class TuningBackend(Analysis):

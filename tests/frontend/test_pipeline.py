@@ -12,12 +12,18 @@ import pytest
 
 from mixjit import mixjit
 from mixjit.decorator import MixjitWarning
-from mixjit.frontend_pipeline import FRONTEND_PIPELINE, run_frontend_pipeline
+from mixjit.frontend_pipeline import FRONTEND_PASSES, FRONTEND_PIPELINE, run_frontend_pipeline
 from mixjit.importer import import_function
 from mixjit.ir.diagnostics import Severity
+from mixjit.ir.printer import print_op
 from mixjit.passes import build_dag
+from mixjit.passes.build_dag import BuildDag
+from mixjit.passes.canonicalize import Canonicalize
+from mixjit.passes.cse import CommonSubexpressionElimination
+from mixjit.passes.dce import DeadCodeElimination
 from mixjit.passes.detect_gemm import DetectGemm, detection_report
 from mixjit.passes.manager import PassFailure
+from mixjit.passes.pass_base import PassResult
 from mixjit.sites import FALLBACK_REASON
 
 A = np.arange(16.0).reshape(4, 4) / 7.0
@@ -47,6 +53,32 @@ def test_the_frontend_pipeline_returns_module_remarks_and_the_dag_analysis():
     dumps = stream.getvalue()
     assert "IR Dump After DetectGemm (detect-gemm)" in dumps and "IR Dump After BuildDag (build-dag)" in dumps
     assert [name for name, _ in result.timing.times] == ["detect-gemm", "build-dag"]
+
+
+def test_a_pipeline_of_pass_instances_runs_as_the_same_pipeline_as_text():
+    text = "detect-gemm{fuse-updates=false},build-dag,canonicalize{max-iterations=3},cse,dce"
+    instances = [DetectGemm(fuse_updates=False), BuildDag(), Canonicalize(max_iterations=3),
+                 CommonSubexpressionElimination(), DeadCodeElimination()]
+    runs = []
+    for pipeline in (text, instances):
+        module = import_function(chain, A, V).module
+        stream = io.StringIO()
+        result = run_frontend_pipeline(module, pipeline, print_ir_after_all=stream, timing=True)
+        runs.append((print_op(result.module), [str(d) for d in result.diagnostics], stream.getvalue(),
+                     [name for name, _ in result.timing.times], sorted(result.dag.edges)))
+    assert runs[0] == runs[1]
+    ir, diagnostics, dumps, names, edges = runs[1]
+    assert "mix.gemm" in ir and "[dot-1d]" in diagnostics[0] and edges == [(0, 1)]
+    assert names == ["detect-gemm{fuse-updates=false}", "build-dag", "canonicalize{max-iterations=3}", "cse", "dce"]
+    assert result.result_of(instances[0]) == PassResult()  # what each instance returned
+    # the default pipeline is these instances, and its text is theirs
+    assert [p.pipeline_spec() for p in FRONTEND_PASSES] == FRONTEND_PIPELINE.split(",")
+
+
+def test_a_pipeline_takes_pass_instances_not_classes():
+    module = import_function(chain, A, V).module
+    with pytest.raises(TypeError, match="pass 1 of the pipeline is a type, not a ModulePass instance"):
+        run_frontend_pipeline(module, [DetectGemm(), BuildDag])
 
 
 def test_verify_each_fails_the_pass_that_broke_the_ir(monkeypatch):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from mixjit.ir.diagnostics import Diagnostic
 from mixjit.ir.location import Location
-from mixjit.passes.pass_base import ModulePass, PassContext, option
+from mixjit.passes.pass_base import ModulePass, PassContext, PassResult, option
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,29 @@ class Chatty(ModulePass):
         module.log.append(self.name)
         context.remark(f"remark {self.text}", Location("k.py", 3, 5), [Diagnostic.note("a note")])
         context.warning(f"warning {self.text}", Location("k.py", 4, 1))
+
+
+@dataclass(frozen=True)
+class Count(ModulePass):
+    """Return how long the module's log is (a payload); change the module only when ``grow``."""
+
+    name = "count"
+    grow: bool = option(False, "append to the log")
+
+    def apply(self, module) -> PassResult[int]:
+        if self.grow:
+            module.log.append(self.name)
+        return PassResult(modified=self.grow, payload=len(module.log))
+
+
+@dataclass(frozen=True)
+class Rude(ModulePass):
+    """Return what a pass may not return."""
+
+    name = "rude"
+
+    def apply(self, module):
+        return True
 
 
 FAKE_REGISTRY = {cls.name: cls for cls in (Tune, Needs, Boom, Mark)}

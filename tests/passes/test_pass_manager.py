@@ -6,7 +6,7 @@ import io
 import re
 
 import pytest
-from fake_passes import Boom, Chatty, FakeModule, Mark, Tune
+from fake_passes import Boom, Chatty, Count, FakeModule, Mark, Rude, Tune
 
 from mixjit.ir.diagnostics import Diagnostic, Severity
 from mixjit.ir.location import Location
@@ -17,7 +17,7 @@ from mixjit.passes.instrumentation import (
     dump_header,
 )
 from mixjit.passes.manager import PassFailure, PassInstrumentation, PassManager
-from mixjit.passes.pass_base import PassContext
+from mixjit.passes.pass_base import PassContext, PassResult
 
 
 class Recorder(PassInstrumentation):
@@ -174,6 +174,39 @@ def test_a_failure_keeps_the_remarks_emitted_before_it():
     with pytest.raises(PassFailure) as info:
         PassManager([Chatty(), Boom(), Chatty(text="never")]).run(FakeModule())
     assert [d.message for d in info.value.emitted] == ["remark hi", "warning hi"]
+
+
+def test_run_with_results_returns_one_pass_result_per_pass_in_order():
+    module = FakeModule()
+    first, second = Count(), Count()  # equal passes, told apart by identity
+    passes = [first, Mark(), Count(grow=True), Chatty(), second]
+    run = PassManager(passes).run_with_results(module)
+    assert run.passes == passes
+    assert run.results == [
+        PassResult(modified=False, payload=0),
+        PassResult(),  # Mark returned None: no payload, and it may have changed the module
+        PassResult(modified=True, payload=2),
+        PassResult(),
+        PassResult(modified=False, payload=3),
+    ]
+    assert run.result_of(first).payload == 0 and run.result_of(second).payload == 3
+    assert [d.message for d in run.diagnostics] == ["remark hi", "warning hi"]
+    with pytest.raises(KeyError, match=r"pass 'count' is not one of the passes of this run"):
+        run.result_of(Count())
+
+
+def test_a_pass_returning_something_else_fails_naming_it():
+    with pytest.raises(PassFailure) as info:
+        PassManager([Mark(), Rude(), Mark(text="never")]).run_with_results(FakeModule())
+    assert isinstance(info.value.cause, TypeError)
+    assert "pass 'rude' returned a bool: run() and apply() return None or a PassResult" in str(info.value)
+
+
+def test_the_pass_manager_takes_pass_instances_only():
+    with pytest.raises(TypeError, match="pass 1 of the pipeline is a str, not a ModulePass instance"):
+        PassManager([Mark(), "mark"])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="pass 0 of the pipeline is a type, not a ModulePass instance"):
+        PassManager([Mark])  # type: ignore[list-item]
 
 
 def test_passes_cannot_emit_errors_they_raise_them():

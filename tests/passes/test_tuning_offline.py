@@ -18,8 +18,8 @@ from mixjit.ir.printer import print_op
 from mixjit.passes import tune as tune_module
 from mixjit.passes.analysis import AnalysisManager
 from mixjit.passes.manager import PassFailure, PassManager
-from mixjit.passes.pass_base import OptionError
-from mixjit.passes.tune import Tune
+from mixjit.passes.pass_base import OptionError, PassResult
+from mixjit.passes.tune import Tune, TuneSearch
 from mixjit.passes.tuning.backend import OfflineBackend, SiteProfiles, TuningBackend
 from mixjit.passes.tuning.candidates import prune_space
 from mixjit.passes.tuning.error_model import ErrorModel, measured_space
@@ -296,8 +296,27 @@ def test_tune_raises_a_predecessor_along_mix_deps():
 
 def test_tune_leaves_a_module_without_sites_alone():
     text = '"func.func"() <{sym_name = "f", function_type = () -> ()}> ({\n  "func.return"() : () -> ()\n}) : () -> ()\n'
-    module, diagnostics = run_tune(text)
-    assert diagnostics == [] and TUNING_ATTR not in module.attributes
+    module = parse_module(text, "t.mix")
+    run = PassManager([Tune()]).run_with_results(module)
+    assert run.diagnostics == [] and TUNING_ATTR not in module.attributes
+    assert run.results == [PassResult(modified=False, payload=None)]
+
+
+def test_tune_returns_its_search_and_the_spaces_it_searched():
+    module = parse_module(module_text([profile(0), profile(1, cands(0.5))]), "t.mix")
+    tune = Tune(budget=1e-5)
+    run = PassManager([tune]).run_with_results(module)
+    result = run.result_of(tune)
+    assert result.modified and isinstance(result.payload, TuneSearch)
+    searched, spaces = result.payload.result, result.payload.spaces
+    assert spaces == {s: prune_space(measured_space(profile(s, c).space())[0])
+                      for s, c in ((0, cands()), (1, cands(0.5)))}
+    # the payload is the plan the pass wrote into the IR, and the search its mix.tuning records
+    assert {s: spaces[s].candidates[i].label for s, i in searched.plan.items()} == \
+        {s: p.label for s, p in plans(module).items()}
+    tuning = module.attributes[TUNING_ATTR]
+    assert searched.within_budget and tuning["error"].value == searched.error
+    assert tuning["evaluations"].value == searched.evaluation_count > 0
 
 
 @pytest.mark.parametrize("options, option", [
@@ -401,7 +420,7 @@ class RecordingBackend:
     model = "recording"
 
     def __init__(self):
-        self.asked, self.judged, self.result = [], [], None
+        self.asked, self.judged = [], []
 
     def profile(self, ops):
         self.asked.append(sorted(ops))
@@ -420,20 +439,20 @@ class RecordingBackend:
     def progress(self):
         return None
 
-    def searched(self, result, spaces):
-        self.result = result
-
 
 def test_tune_profiles_and_judges_through_the_backend_registered_for_the_run():
     module = parse_module(module_text([profile(0), None, None]), "t.mix")
     backend = RecordingBackend()
     analyses = AnalysisManager(module)
     analyses.register(TuningBackend, lambda _module: backend)
-    diagnostics = PassManager([Tune(budget=1e-5)]).run(module, analyses)
+    run = PassManager([Tune(budget=1e-5)]).run_with_results(module, analyses)
+    diagnostics, (tuned,) = run.diagnostics, run.results
     assert backend.asked == [[1, 2]]  # only the sites without mix.profile
-    assert backend.judged and backend.result.evaluation_count == len(backend.judged)
-    assert backend.result.error == pytest.approx(ErrorModel(
-        {s: prune_space(profile(s).space()) for s in (0, 1)}).error(backend.result.plan) + 1e-7)
+    assert tuned.modified and sorted(tuned.payload.spaces) == [0, 1]  # site 2 was left alone
+    searched = tuned.payload.result
+    assert backend.judged and searched.evaluation_count == len(backend.judged)
+    assert searched.error == pytest.approx(ErrorModel(
+        {s: prune_space(profile(s).space()) for s in (0, 1)}).error(searched.plan) + 1e-7)
     ops = {op.site.value: op for op in module.walk() if isinstance(op, GemmOp)}
     assert SiteProfile.from_attr(1, ops[1].attributes["mix.profile"]) == profile(1)  # measured: now in the IR
     assert PLAN_ATTR in ops[0].attributes and PLAN_ATTR in ops[1].attributes

@@ -8,9 +8,11 @@ import programs as P
 import pytest
 
 from mixjit import mixjit
+from mixjit.entry import new_sites
 from mixjit.ir.attributes import DictAttr
 from mixjit.passes import tune as tune_module
 from mixjit.passes.build_dag import GemmDag
+from mixjit.passes.tune import TuneSearch
 from mixjit.passes.tuning.plan_attr import PLAN_ATTR, TUNING_ATTR, SitePlan
 from mixjit.passes.tuning.profile import PROFILE_ATTR
 from mixjit.passes.tuning.sites import gemm_sites
@@ -28,6 +30,7 @@ def test_f_tune_runs_the_tune_pass_through_the_pass_manager(monkeypatch):
         return real_run(self, module, context)
 
     monkeypatch.setattr(tune_module.Tune, "run", spy)
+    new_sites(5)  # the process site ids then differ from the module's 0, 1, 2 (run alone or not)
     f = mixjit(error_budget=1e-15, target=TARGET, tune="explicit", schemes=FP64)(P.mlp)
     result = f.tune(*P.mlp64_inputs(0))
 
@@ -48,6 +51,18 @@ def test_f_tune_runs_the_tune_pass_through_the_pass_manager(monkeypatch):
     assert all(PROFILE_ATTR in op.attributes for op in ops.values())
     chosen = [SitePlan.from_attr(site, op.attributes[PLAN_ATTR]).label for site, op in ops.items()]
     assert chosen == [f"{s.scheme}[{s.config}]" for s in result.plan.sites]
+    # f.tune's search is the one the tune pass returned (its PassResult), keyed by process site id
+    (run,) = result.pipeline.runs
+    assert len(run.run.results) == 3  # detect-gemm, build-dag, tune
+    tuned = run.run.results[-1]
+    assert isinstance(tuned.payload, TuneSearch) and tuned.modified
+    ids = result.pipeline.backend.process_ids
+    assert sorted(ids) == [0, 1, 2] and all(pid != s for s, pid in ids.items())
+    assert {ids[s]: i for s, i in tuned.payload.result.plan.items()} == result.search.plan
+    assert tuned.payload.result.evaluation_count == result.search.evaluation_count
+    assert {ids[s]: space.candidates for s, space in tuned.payload.spaces.items()} == \
+        {pid: space.candidates for pid, space in result.spaces.items()}
+    assert [(pid, space.site) for pid, space in result.spaces.items()] == [(pid, pid) for pid in result.spaces]
 
 
 def test_a_tightened_search_reruns_tune_alone_on_the_cached_dag():
@@ -75,3 +90,18 @@ def test_bad_tuning_options_are_refused_before_any_run(options, message):
     with pytest.raises((ValueError, TypeError), match=message):
         f.tune(*P.mlp64_inputs(0), **options)
     assert not f.signatures  # refused before compiling, let alone running
+
+
+def test_a_search_that_tunes_no_site_is_an_error_not_an_empty_plan():
+    from types import SimpleNamespace
+
+    from mixjit.ir.parser import parse_module
+    from mixjit.passes.tune import Tune
+    from mixjit.tuning.online import TuningPipeline
+
+    text = '"func.func"() <{sym_name = "f", function_type = () -> ()}> ({\n  "func.return"() : () -> ()\n}) : () -> ()\n'
+    pipeline = TuningPipeline(SimpleNamespace(module=parse_module(text, "t.mix")), backend=None)
+    with pytest.raises(RuntimeError, match=r"the tune pass tuned no GEMM site of the imported module "
+                                           r"\(the imported module has no GEMM site\)"):
+        pipeline.search(Tune(budget=1e-6))
+    assert [name for name, _ in pipeline.timings] == ["detect-gemm", "build-dag", "tune"]
