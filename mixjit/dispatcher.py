@@ -574,12 +574,12 @@ class MixjitDispatcher(CPUDispatcher):
         Sites of a function that runs as plain Numba (see ``sites``) are left out."""
         import networkx as nx
 
-        from mixjit.frontend_pipeline import FRONTEND_PIPELINE, run_frontend_pipeline
+        from mixjit.frontend_pipeline import run_frontend_pipeline
 
         argtypes, _ = self._spec_types(spec, kws)
         self.compile(argtypes)
         imported = self.imported(argtypes, raw=True)
-        dag = run_frontend_pipeline(imported.module, FRONTEND_PIPELINE).dag  # the GemmDag analysis
+        dag = run_frontend_pipeline(imported.module).dag  # the frontend passes' GemmDag analysis
         mapping: dict[int, int] = {}
         for function in imported.functions:
             mapping.update(process_site_ids(function) or {})
