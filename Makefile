@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,tools,cuda]'
-	$(PY) -m mixjit.warm  # compile the run-time code once (docs/first_use.md)
+	$(PY) -m mixjit.warm  # compile the run-time code once (docs/results/first_use.md)
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -4,7 +4,7 @@ Ops, values and blocks point at each other, so a function of 100,000 ops is a fe
 objects in reference cycles. While a parse or a pass runs, the collector's generational
 passes keep scanning that live graph and find little to free (a parse frees nothing; a pass
 frees the ops it erased). Pausing it for the duration saves a third of the time at that size
-(docs/ir_scale.md); the garbage a pass leaves is collected once the collector resumes.
+(docs/results/ir_scale.md); the garbage a pass leaves is collected once the collector resumes.
 """
 
 from __future__ import annotations

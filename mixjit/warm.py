@@ -2,7 +2,7 @@
 
 A fresh checkout has no compiled code: the first ``@mixjit`` call compiles the run-time
 entry and, when its plans or its tuning need them, each scheme's executor (Numba, minutes of
-CPU in all; docs/first_use.md). ``make setup`` runs this module once, so that the demo, the
+CPU in all; docs/results/first_use.md). ``make setup`` runs this module once, so that the demo, the
 tests and a user's first call load everything from the disk cache instead. Run it again
 after an upgrade: each line says whether its code was loaded or compiled.
 """

@@ -29,8 +29,8 @@ Usage:
 ``--quick`` runs small sizes in a few seconds (used by tests/tools). Times are the
 best of ``--repeats`` runs (default 3) below n = 2048 and one run from 2048 on, each
 after one untimed call (a size's first call loads the kernels its path needs).
-``--write-docs`` updates the generated section of docs/accuracy.md and the figure
-docs/figures/accuracy_vs_products.png (full runs only).
+``--write-docs`` updates the generated section of docs/results/accuracy.md and the figure
+docs/results/figures/accuracy_vs_products.png (full runs only).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NU
 if __name__ == "__main__":
     # Times are CPU seconds, and a multi-threaded run's CPU seconds also count the BLAS and
     # Numba thread pools' spin-waits: on two cores the same n = 2048 row measured 3.6x and
-    # 6.8x numpy's sgemm single- and two-threaded (docs/accuracy.md, "Speed figures").
+    # 6.8x numpy's sgemm single- and two-threaded (docs/results/accuracy.md, "Speed figures").
     # So the tool runs single-threaded unless the caller sets these variables itself.
     for _var in THREAD_VARS:
         os.environ.setdefault(_var, "1")
@@ -62,8 +62,8 @@ from mixjit.runtime.schemes import Config, RunStats, Scheme, all_schemes
 FULL_SIZES = (256, 512, 1024, 2048)
 QUICK_SIZES = (32, 64)
 DEFAULT_SEED = 20240624
-DOCS = ROOT / "docs" / "accuracy.md"
-FIGURE = ROOT / "docs" / "figures" / "accuracy_vs_products.png"
+DOCS = ROOT / "docs" / "results" / "accuracy.md"
+FIGURE = ROOT / "docs" / "results" / "figures" / "accuracy_vs_products.png"
 SECTION = "accuracy-table"
 DTYPES = ("float32", "float64")
 #: from this size on a row is timed once (a run costs seconds on two cores)
@@ -328,7 +328,7 @@ def measure(rows: Sequence[Row], dists: Sequence[str], sizes: Sequence[int], see
                     rec["numpy_seconds"] = numpy_secs
                     try:
                         # one untimed call first: a size's first call loads the kernels its path
-                        # needs (executors compile or load lazily, docs/first_use.md), which a
+                        # needs (executors compile or load lazily, docs/results/first_use.md), which a
                         # single timed run would count
                         row.run(a, b)
                         (c, stats), secs = cpu_timed(lambda: row.run(a, b), reps)

@@ -24,7 +24,7 @@ Usage:
     python tools/accuracy_ozaki2.py [--quick] [--sizes 256 512 1024] [--seed S]
                                     [--json PATH] [--write-docs]
 
-``--write-docs`` updates the generated "accuracy-ozaki2" section of docs/accuracy.md.
+``--write-docs`` updates the generated "accuracy-ozaki2" section of docs/results/accuracy.md.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from mixjit.runtime.schemes.ozaki2 import Ozaki2Config
 FULL_SIZES = (256, 512, 1024)
 QUICK_SIZES = (32, 64)
 DEFAULT_SEED = 20251124
-DOCS = ROOT / "docs" / "accuracy.md"
+DOCS = ROOT / "docs" / "results" / "accuracy.md"
 SECTION = "accuracy-ozaki2"
 
 #: moduli swept per input dtype (the scheme's configs() and a few below them)
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--long-k", type=int, default=None,
                    help="also float32 GEMMul8 matrices 256 x K x 256 (default 16384 in full runs, off with --quick)")
     p.add_argument("--json", type=str, help="also write every record as JSON here")
-    p.add_argument("--write-docs", action="store_true", help=f"update the {SECTION} section of docs/accuracy.md")
+    p.add_argument("--write-docs", action="store_true", help=f"update the {SECTION} section of docs/results/accuracy.md")
     args = p.parse_args(argv)
     if args.write_docs and args.quick:
         p.error("--write-docs needs a full run; quick numbers do not go into the docs")

@@ -11,7 +11,7 @@ their ratio. The mixjit time is everything a user waits for on a first call in a
 new process: importing the frontend and passes, loading the entry (from Numba's
 disk cache after the first run), compiling the GEMM wrappers, importing the typed
 IR, detect-gemm, linking, and Numba's own compile. ``--write`` replaces the
-generated section of docs/compile_time.md.
+generated section of docs/results/compile_time.md.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def measure(kind: str) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="rounds (each runs both kinds once)")
-    parser.add_argument("--write", action="store_true", help="update docs/compile_time.md")
+    parser.add_argument("--write", action="store_true", help="update docs/results/compile_time.md")
     args = parser.parse_args(argv)
     measure("mixjit")  # warm-up: fills Numba's disk cache of the entry, as any installed copy has it
     times: dict[str, list[float]] = {k: [] for k in KINDS}
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         body = "\n".join(common.provenance(["python", "tools/bench_compile.py", *(argv or sys.argv[1:])], None)
                          + [""] + lines)
-        common.replace_generated_section(common.ROOT / "docs" / "compile_time.md", "compile-time", body)
+        common.replace_generated_section(common.ROOT / "docs" / "results" / "compile_time.md", "compile-time", body)
     return 0
 
 

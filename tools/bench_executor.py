@@ -13,13 +13,13 @@ Speed mode times ``mixjit.gemm(A, B, "mixpert", "level=IV")`` (splitting both
 operands included) and ``A @ B`` in float32 side by side, alternating, several
 repeats, and reports the median ratio; then the same on wide-range data (entries
 ±2^U(-20, 20), where every tile falls back to tf32x3 products), with tf32x3 beside
-it; it writes docs/executor_speed.md.
+it; it writes docs/results/executor_speed.md.
 
 Schemes mode (``--schemes``) times ``scheme.run`` of tf32x3, bf16x3/x6/x9, fp16x2,
 int8 and split (default configs) against ``A @ B`` in float32, alternating, at 512
 and 2048, in CPU time, and records the median ratios under ``--phase`` (``before``:
 the NumPy executors, ``after``: the compiled ones) with the commit measured in
-docs/executor_speed_schemes.json; the table in docs/executor_speed.md (between the
+docs/results/executor_speed_schemes.json; the table in docs/results/executor_speed.md (between the
 ``schemes`` markers) shows both phases. To measure an older commit with this tool:
 
     git archive BASE mixjit runtime ir passes | tar -x -C /tmp/old
@@ -34,27 +34,27 @@ this checkout; it is read before mixjit is imported.)
 time, alternating, and measures both results elementwise against the exact product
 (``|C - AB|_ij / (|A||B|)_ij`` on 400 sampled outputs, exact dot products rounded
 once: runtime/exactsum.exact_dot_round); it rewrites the generated section
-``mixpert-fp64`` of docs/executor_speed.md.
+``mixpert-fp64`` of docs/results/executor_speed.md.
 
 ``--steps`` times each step of the executor one by one (row form, split, the fast
 path with its dgemms, the guarantee check) for level IV, the most precise float32
 config and mixpert-fp64's, in CPU and wall time, with numpy's matmul beside it and
 the whole call; ``--label before|after`` files the run under that name in
-docs/executor_speed_steps.json (with ``--code``, an older commit: the steps are
+docs/results/executor_speed_steps.json (with ``--code``, an older commit: the steps are
 called through functions whose signatures both versions share) and the generated
-section ``steps`` of docs/executor_speed.md shows both.
+section ``steps`` of docs/results/executor_speed.md shows both.
 
 ``--fp64-steps`` times each step of ``mixpert-fp64``'s most precise config alone on
 the ``--fp64`` data (uniform, normal, wide), numpy's dgemm beside it, filed under
-``--label`` in docs/executor_speed_fp64_steps.json; it rewrites the generated section
-``fp64-steps`` of docs/executor_speed.md.
+``--label`` in docs/results/executor_speed_fp64_steps.json; it rewrites the generated section
+``fp64-steps`` of docs/results/executor_speed.md.
 
 ``--threads`` times whole calls of the same three configs with Numba's threads as
 the process has them and with ``numba.set_num_threads(1)``, alternating call by
 call, CPU and wall time; then the fast path with every threadable step forced onto
 threads against forced serial (``fast_path_threads``), which is what the threads
 would cost or gain where the executor's rule (``executor_mixpert_pack.threads_pay``)
-chose them; it writes the generated section ``threads`` of docs/executor_speed.md.
+chose them; it writes the generated section ``threads`` of docs/results/executor_speed.md.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ from common import replace_generated_section  # noqa: E402  (tools/common.py)
 from mixjit import gemm  # noqa: E402
 from mixjit.runtime.schemes import get_scheme  # noqa: E402
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "executor_speed.md"
+DOC = Path(__file__).resolve().parent.parent / "docs" / "results" / "executor_speed.md"
 
 
 def _blas_info() -> str:
@@ -304,7 +304,7 @@ def _scheme_section(data: dict) -> list[str]:
         "Phases: " + "; ".join(f"{p} = commit {data[p]['commit']}, {data[p]['repeats']} repeats, "
                                f"load {data[p]['load']:.1f}" for p in phases)
         + " (before: the NumPy executors; after: the compiled ones). Raw numbers:",
-        "docs/executor_speed_schemes.json.",
+        "docs/results/executor_speed_schemes.json.",
         "",
         f"| scheme config | {head} |",
         "|---|" + "---|" * (len(sizes) * len(phases)),
@@ -710,7 +710,7 @@ def fp64_step_times(n: int, repeats: int) -> list[dict]:
 
 def fp64_steps(sizes: list[int], repeats: int, label: str, commit: str | None, write: bool) -> None:
     """--fp64-steps: :func:`fp64_step_times`, filed under ``label`` in FP64_STEPS_JSON;
-    rewrites the ``fp64-steps`` section of docs/executor_speed.md."""
+    rewrites the ``fp64-steps`` section of docs/results/executor_speed.md."""
     rows = [r for n in sizes for r in fp64_step_times(n, repeats)]
     if not write:
         return
@@ -727,7 +727,7 @@ def _fp64_steps_section(data: dict) -> str:
     lines = [
         "### mixpert-fp64: each step alone",
         "",
-        "Written by `tools/bench_executor.py --fp64-steps` (raw numbers: docs/executor_speed_fp64_steps.json).",
+        "Written by `tools/bench_executor.py --fp64-steps` (raw numbers: docs/results/executor_speed_fp64_steps.json).",
         "`mixpert-fp64`'s most precise config; each step called alone on the same split operands,",
         "median CPU time (`time.process_time`) in ms, beside numpy's float64 `A @ B` of the same",
         "operands in the same run; data as in the section above (seed 0). The fast path's exact",
@@ -794,7 +794,7 @@ def _steps_section(data: dict) -> str:
     lines = [
         "## Where the time goes: each step alone",
         "",
-        "Written by `tools/bench_executor.py --steps` (raw numbers: docs/executor_speed_steps.json).",
+        "Written by `tools/bench_executor.py --steps` (raw numbers: docs/results/executor_speed_steps.json).",
         "Each step of the executor called alone on the same split operands, median CPU time",
         "(`time.process_time`) in ms; uniform [-1, 1] data, seed 0. \"numpy dgemm\" is",
         "numpy's float64 GEMM of the same size times the number of dgemms of the fast path",
@@ -998,7 +998,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--accuracy", action="store_true", help="print the accuracy tables instead")
     p.add_argument("--configs", nargs="+", help="with --accuracy: these config labels instead of the default list")
-    p.add_argument("--no-write", action="store_true", help="do not rewrite docs/executor_speed.md")
+    p.add_argument("--no-write", action="store_true", help="do not rewrite docs/results/executor_speed.md")
     p.add_argument("--schemes", action="store_true", help="time the other emulation schemes instead")
     p.add_argument("--phase", choices=("before", "after"), default="after", help="with --schemes: which column")
     p.add_argument("--commit", help="with --schemes: the commit of the code measured (default: HEAD), e.g. with --code")

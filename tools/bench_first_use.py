@@ -32,8 +32,8 @@ balanced digits, which no direct path takes) linked in and through their lazy ce
 the general path (8x8) from Python and through the sites' trampoline
 (runtime/mixpert/lazy.py). Every run measures them.
 
-``--write`` stores the figures in docs/first_use.json and the generated sections of
-docs/first_use.md (a run of some scenarios keeps the others' figures).
+``--write`` stores the figures in docs/results/first_use.json and the generated sections of
+docs/results/first_use.md (a run of some scenarios keeps the others' figures).
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ from pathlib import Path
 import common
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "docs" / "first_use.json"
-DOC = ROOT / "docs" / "first_use.md"
+RESULTS = ROOT / "docs" / "results" / "first_use.json"
+DOC = ROOT / "docs" / "results" / "first_use.md"
 
 CHILD = """
 import json, sys, time, warnings
@@ -270,7 +270,7 @@ def measure(scenarios: tuple[str, ...]) -> dict:
 
 
 def table(results: dict) -> str:
-    """The Markdown table of ``results`` (what docs/first_use.md shows)."""
+    """The Markdown table of ``results`` (what docs/results/first_use.md shows)."""
     rows = [(f"`{name}`", f"{r['cold_cpu_s']:.1f}", f"{r['warm_cpu_s']:.2f}", ", ".join(r["executors_loaded"]) or "none")
             for name, r in results.items()]
     return "\n".join(common.markdown_table(
@@ -325,9 +325,9 @@ def own_table(results: dict, scenarios: tuple[str, ...] = ("gemm", "cholesky_def
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="write docs/first_use.json and docs/first_use.md")
+    parser.add_argument("--write", action="store_true", help="write docs/results/first_use.json and docs/results/first_use.md")
     parser.add_argument("--only", nargs="+", choices=SCENARIOS, help="measure these scenarios; --write keeps "
-                        "the other scenarios' figures from docs/first_use.json")
+                        "the other scenarios' figures from docs/results/first_use.json")
     parser.add_argument("--calls", action="store_true", help="measure only the per-call costs of the address "
                         "cell and the trampoline")
     args = parser.parse_args()
@@ -347,7 +347,7 @@ def main() -> None:
 
 
 def calls_table(calls: dict) -> str:
-    """The Markdown table docs/first_use.md shows for the measured per-call costs."""
+    """The Markdown table docs/results/first_use.md shows for the measured per-call costs."""
     rows = [(f"small path, mixpert-fp64, {n}x{n}x{n}", "linked into the caller",
              f"{calls[f'small_{n}']['linked_us']:.2f}", "through its address cell",
              f"{calls[f'small_{n}']['cell_us']:.2f}") for n in (4, 32)]

@@ -4,8 +4,8 @@ Each measurement runs in a fresh Python process: it makes the operands (and, for
 the executor up on a small GEMM, so compiling or loading code is not counted), takes its resident
 size as the baseline, resets the kernel's peak-RSS mark (``/proc/self/clear_refs``, Linux), runs
 the GEMM once and reads the peak (``VmHWM``). The result array is counted, as for numpy. Prints
-both peaks and their ratio, and writes them to ``docs/gemm_memory.json`` (``--out``), which
-docs/executor_speed.md cites; issue 26 asks for at most ``TARGET_RATIO`` x numpy's.
+both peaks and their ratio, and writes them to ``docs/results/gemm_memory.json`` (``--out``), which
+docs/results/executor_speed.md cites; issue 26 asks for at most ``TARGET_RATIO`` x numpy's.
 
 For a MixPert scheme a third process runs the general path's steps one by one (both operands
 split, the float64 result scratch, the product: ``runtime/lazy_mixpert.general_gemm`` and
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import common
 
-DEFAULT_OUT = common.ROOT / "docs" / "gemm_memory.json"
+DEFAULT_OUT = common.ROOT / "docs" / "results" / "gemm_memory.json"
 TARGET_RATIO = 4.0
 """mixjit.gemm's peak above baseline may be at most this many times numpy's (issue 26, item 9)."""
 

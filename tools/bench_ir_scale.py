@@ -23,7 +23,7 @@ fastest run is kept. The table gives seconds per stage, the pipeline total
 (parse + verify + dce + cse + canonicalize, the issue's target: 10k ops < 1.5 s, 100k ops
 < 15 s), microseconds per op, and the growth of the total from one size to the next
 divided by the growth in ops (1.0 is linear, the size ratio is quadratic).
-``--write`` replaces the generated section of docs/ir_scale.md.
+``--write`` replaces the generated section of docs/results/ir_scale.md.
 """
 
 from __future__ import annotations
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1000,3000,10000,30000,100000", help="comma-separated op counts")
     parser.add_argument("--shapes", default="chain,mixed", help="comma-separated shapes (chain, mixed)")
     parser.add_argument("--repeats", type=int, default=2, help="runs per size; the fastest is kept")
-    parser.add_argument("--write", action="store_true", help="update docs/ir_scale.md")
+    parser.add_argument("--write", action="store_true", help="update docs/results/ir_scale.md")
     args = parser.parse_args(argv)
     import common
 
@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines))
     if args.write:
         body = "\n".join([*common.provenance(["python", "tools/bench_ir_scale.py", *(argv or sys.argv[1:])], None), "", *lines])
-        common.replace_generated_section(common.ROOT / "docs" / "ir_scale.md", "ir-scale", body)
+        common.replace_generated_section(common.ROOT / "docs" / "results" / "ir_scale.md", "ir-scale", body)
     return 0
 
 

@@ -40,8 +40,8 @@ small path, this is what it compiles before the general path is needed.
 
 The targets (site, per call): at most 5x native at 32x32 and 2x at 4x4 for float32
 level IV, at most 10x for float64 mixpert-fp64 at 32x32. Results go to
-docs/small_sites.json and the generated section ``small-sites`` of
-docs/executor_speed.md.
+docs/results/small_sites.json and the generated section ``small-sites`` of
+docs/results/executor_speed.md.
 """
 
 from __future__ import annotations
@@ -78,8 +78,8 @@ from mixjit.runtime.mixpert.paths.small import (  # noqa: E402
 )
 from mixjit.runtime.schemes import get_scheme  # noqa: E402
 
-DOC = ROOT / "docs" / "executor_speed.md"
-JSON = ROOT / "docs" / "small_sites.json"
+DOC = ROOT / "docs" / "results" / "executor_speed.md"
+JSON = ROOT / "docs" / "results" / "small_sites.json"
 
 #: square sizes of the threshold table
 THRESHOLD_SIZES = (8, 16, 32, 48, 64, 80, 96, 128)

@@ -12,8 +12,8 @@ same inputs, old and new alternating call by call, median CPU time
 one differs. Cases: level IV, the most precise float32 config
 (segments=4,pairs=sig6,align=row), balanced digits with truncation, and
 mixpert-fp64's default config, on seeded uniform [-1, 1] operands. Writes
-docs/executor_speed_split.json and the generated section ``split`` of
-docs/executor_speed.md (the table of the "Split" note).
+docs/results/executor_speed_split.json and the generated section ``split`` of
+docs/results/executor_speed.md (the table of the "Split" note).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from mixjit.runtime.mixpert import segments as new_segments
 from mixjit.runtime.mixpert import split, words
 from mixjit.runtime.schemes import get_scheme
 
-OUT = ROOT / "docs" / "executor_speed_split.json"
-DOC = ROOT / "docs" / "executor_speed.md"
+OUT = ROOT / "docs" / "results" / "executor_speed_split.json"
+DOC = ROOT / "docs" / "results" / "executor_speed.md"
 
 #: (scheme, config label or None for the default config, input dtype)
 CASES = (("mixpert", "level=IV", np.float32), ("mixpert", "segments=4,pairs=sig6,align=row", np.float32),
@@ -121,7 +121,7 @@ def run(before: str, sizes: list[int], repeats: int) -> list[dict]:
 
 
 def _table(data: dict) -> str:
-    """The ``split`` section of docs/executor_speed.md: before and after per config."""
+    """The ``split`` section of docs/results/executor_speed.md: before and after per config."""
     lines = [f"Before ({data['before']}) against after ({data['after']}), one process, alternating, median CPU ms of "
              f"{data['repeats']} ({data['date']}; {data['machine']['cpu']}, {data['machine']['cores']} logical CPUs, "
              f"load average at the end {', '.join(map(str, data['load_average_at_end']))}):", "",

@@ -33,8 +33,8 @@ int8, split, ozaki2), and the exhaustive optimum the targets are checked against
 thousands of program runs, which a 2-core CPU cannot afford.
 
 ``--time-n`` also tunes the Cholesky at that size once (greedy, tightest budget) for the
-tuning-time target. ``--write`` replaces the generated section of docs/tuning.md and writes
-docs/figures/tuner_pareto.png.
+tuning-time target. ``--write`` replaces the generated section of docs/results/tuner.md and writes
+docs/results/figures/tuner_pareto.png.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ OTHER_TARGET = "h100"
 VALIDATE_SEED = 1
 HELD_OUT_SEEDS = (2, 3)
 SECTION = "tuner-bench"
-FIGURE = common.ROOT / "docs" / "figures" / "tuner_pareto.png"
+FIGURE = common.ROOT / "docs" / "results" / "figures" / "tuner_pareto.png"
 
 
 @dataclass(frozen=True)
@@ -483,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budgets", default=",".join(f"{b:.0e}" for b in BUDGETS), help="comma-separated")
     parser.add_argument("--plot", type=Path, default=None, help="write the Pareto plot here")
     parser.add_argument("--write", action="store_true",
-                        help="replace the generated section of docs/tuning.md and write docs/figures/tuner_pareto.png")
+                        help="replace the generated section of docs/results/tuner.md and write docs/results/figures/tuner_pareto.png")
     args = parser.parse_args(argv)
     budgets = tuple(float(b) for b in args.budgets.split(","))
     schemes = tuple(sorted(EXECUTORS)) if args.schemes == "all" else split_scheme_specs(args.schemes)
@@ -502,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         body = "\n".join(common.provenance(["python", "tools/bench_tuner.py", *(argv or sys.argv[1:])], 0) + lines
                          + ["", f"![modeled speedup vs error](figures/{FIGURE.name})"])
-        common.replace_generated_section(common.ROOT / "docs" / "tuning.md", SECTION, body)
+        common.replace_generated_section(common.ROOT / "docs" / "results" / "tuner.md", SECTION, body)
     return 0
 
 

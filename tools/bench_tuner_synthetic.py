@@ -13,7 +13,7 @@ optimum, for three greedy variants (dynamic order, static order, dynamic order w
 predecessor-raising rule), and the evaluations each search needed: greedy with its jumps (the
 default) and judging every step (``jump=False``, which ends at the same plan: checked here).
 Everything is modeled on synthetic numbers: it measures the search, not any hardware.
-``--write`` replaces the generated section of docs/tuning.md.
+``--write`` replaces the generated section of docs/results/tuner.md.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10, help="random problems per row (default 10)")
     parser.add_argument("--sites", default="3,4,5,6", help="site counts, comma-separated (default 3,4,5,6)")
-    parser.add_argument("--write", action="store_true", help="replace the generated section of docs/tuning.md")
+    parser.add_argument("--write", action="store_true", help="replace the generated section of docs/results/tuner.md")
     args = parser.parse_args(argv)
     cpu0 = time.process_time()
     rows = []
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         body = "\n".join(common.provenance(["python", "tools/bench_tuner_synthetic.py", *(argv or sys.argv[1:])], None)
                          + [""] + lines)
-        common.replace_generated_section(common.ROOT / "docs" / "tuning.md", "tuner-synthetic", body)
+        common.replace_generated_section(common.ROOT / "docs" / "results" / "tuner.md", "tuner-synthetic", body)
     return 0
 
 

@@ -9,7 +9,7 @@ tensor-core MMA count, FFMA and IMAD counts) and ptxas's resources per kernel (r
 and the *modeled* cost of running the INT8 products with ``mma.sync`` instead of ``wgmma`` on
 an H100 (runtime/model/costmodel.py with the hardware table's H100 minus its wgmma shapes). Writes
 the generated sections ``cuda-kernels`` and ``cuda-wgmma`` of docs/cuda.md and
-docs/figures/cuda_kernels.json. No GPU is used: nothing here is a measured GPU figure.
+docs/results/figures/cuda_kernels.json. No GPU is used: nothing here is a measured GPU figure.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from mixjit.runtime.model.costmodel import modeled_time
 from mixjit.runtime.model.hardware import get_hardware
 
 DOC = ROOT / "docs" / "cuda.md"
-RESULTS = ROOT / "docs" / "figures" / "cuda_kernels.json"
+RESULTS = ROOT / "docs" / "results" / "figures" / "cuda_kernels.json"
 #: an *assumed* (unsourced) fraction of the INT8 peak that mma.sync sustains on Hopper, for the
 #: sensitivity column only: the hardware table has no mma.sync issue rate for sm_90
 ASSUMED_MMA_SYNC_FRACTION = 0.5

@@ -14,8 +14,8 @@ Usage:
     python tools/encodings_accuracy.py [--quick] [--sizes 128 256] [--seeds 2]
                                        [--json PATH] [--write-docs]
 
-``--write-docs`` rewrites the generated table in docs/numerics.md (section
-"Operand encodings") and docs/encodings_accuracy.json.
+``--write-docs`` rewrites the generated table in docs/results/encodings_accuracy.md (section
+"Operand encodings") and docs/results/encodings_accuracy.json.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from mixjit.runtime.schemes import get_scheme
 
 RATES = (0.0, 0.005, 0.02)
 SEED = 2002
-DOCS = ROOT / "docs" / "numerics.md"
-JSON = ROOT / "docs" / "encodings_accuracy.json"
+DOCS = ROOT / "docs" / "results" / "encodings_accuracy.md"
+JSON = ROOT / "docs" / "results" / "encodings_accuracy.json"
 ENCODINGS = ("int8", "sf16", "sf8", "pct99.9", "pct99", "pct95")
 ROWS: tuple[tuple[str, str], ...] = (
     ("native", "accumulate=blas"),
@@ -95,7 +95,7 @@ def main(argv: list[str]) -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[128, 256])
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--json", default=None, help="write the records here")
-    ap.add_argument("--write-docs", action="store_true", help="update docs/numerics.md and docs/encodings_accuracy.json")
+    ap.add_argument("--write-docs", action="store_true", help="update docs/results/encodings_accuracy.md and docs/results/encodings_accuracy.json")
     args = ap.parse_args(argv)
     if args.quick and args.write_docs:
         ap.error("--write-docs needs a full run (drop --quick)")

@@ -15,7 +15,7 @@ This script computes E[e_r] *exactly* (by enumeration) and the worst case by
 maximisation under several readings of the paper's assumptions, and then measures
 the error of real FP32 scalar products run through the registered ``mixpert``
 scheme (an outer product, i.e. a GEMM with k = 1, so no accumulation or alignment is
-involved). docs/accuracy.md discusses the results.
+involved). docs/results/accuracy.md discusses the results.
 
 Usage: ``python tools/scalar_error.py [--samples N] [--seed S] [--json PATH] [--write-docs]``
 """
@@ -51,7 +51,7 @@ PAPER_WORST = 7.15e-7
 #: segment one bit shorter (seg0_bits=6, x0 in [32, 63])
 MIXPERT_CONFIGS = ("level=IV", "level=full", "level=IV,seg0_bits=6")
 
-DOCS = ROOT / "docs" / "accuracy.md"
+DOCS = ROOT / "docs" / "results" / "accuracy.md"
 SECTION = "scalar-error"
 
 _MID = np.arange(128, dtype=np.float64)  # x1, x2: uniform in [0, 127]
@@ -99,7 +99,7 @@ def _nearest_x3() -> tuple[np.ndarray, np.ndarray]:
 
 
 def paper_models() -> list[SegmentModel]:
-    """The readings compared in docs/accuracy.md, the paper's literal one first."""
+    """The readings compared in docs/results/accuracy.md, the paper's literal one first."""
     trunc, nearest = _truncation_x3(), _nearest_x3()
     no_carry = np.arange(64.0, np.floor(np.sqrt(2.0**13) - 1) + 1)  # 64..89
     full = np.arange(64.0, 128.0)
@@ -256,7 +256,7 @@ def analysis() -> list[dict]:
 
 
 def render(models: list[dict], measured: list[dict], prov: list[str]) -> str:
-    """The Markdown section for docs/accuracy.md (also printed)."""
+    """The Markdown section for docs/results/accuracy.md (also printed)."""
     lines = [*prov, "", "Model of Eq. 6, exact enumeration (paper: "
              f"E[e_r] ≈ {PAPER_EXPECTATION:.3g}, worst ≈ {PAPER_WORST:.3g}):", ""]
     lines += markdown_table(

@@ -34,7 +34,7 @@ One cost of Numba's is cut here too. A jitted caller that passes a constant
 kernel below it. A ``cached_njit`` kernel compiles for the plain types
 (``bool``, ``int64``) instead (``_plain_call_template``): one specialization
 serves every constant, which is about a fifth of a cold MixPert compile
-(docs/first_use.md). Only a kernel that cannot be typed without the literal
+(docs/results/first_use.md). Only a kernel that cannot be typed without the literal
 value still gets a literal specialization.
 """
 

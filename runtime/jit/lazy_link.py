@@ -2,7 +2,7 @@
 
 Numba compiles a jitted callee as a function of its own (typing, lowering, LLVM O3,
 machine code), then links the callee's LLVM module into every caller and optimises
-and code-generates the caller's whole linked module again (docs/first_use.md, "Where
+and code-generates the caller's whole linked module again (docs/results/first_use.md, "Where
 the cold time goes"). For a large kernel that a caller merely calls, such as the
 MixPert small path at the sites' executor, that second pass over the kernel's code
 buys nothing and costs as much as the kernel's own compile.

@@ -16,7 +16,7 @@ The general path's driver is Python (:func:`product`, :func:`multiply_into`): it
 plans in Python (the planners run by Python, :func:`interpreted`, once per config) and calls each
 path's compiled kernel directly, so a kernel compiles (or loads from its disk
 cache) when a call first needs it, as a top-level function that no caller relinks
-(docs/first_use.md). ``mixpert_gemm`` reaches the general path through the
+(docs/results/first_use.md). ``mixpert_gemm`` reaches the general path through the
 trampoline of runtime/mixpert/lazy.py, and Python callers choose small or general
 path in Python (:func:`gemm_from_python`), compiling only the one they take.
 """
@@ -117,7 +117,7 @@ def product(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, out: np.ndar
 
     Python: it plans, then calls each path's compiled kernel, which compiles (or loads
     from its disk cache) the first time a call needs it, as a top-level function that no
-    caller relinks (docs/first_use.md); each is called only with work to do."""
+    caller relinks (docs/results/first_use.md); each is called only with work to do."""
     to32 = bool(params[W_DOMAIN] == DOMAIN_FP32)
     m, K = pa.q.shape
     n = pb.q.shape[0]

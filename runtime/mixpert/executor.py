@@ -44,7 +44,7 @@ exact paths), all giving the same bits. Its modules, one job each:
 The whole executor is compiled (``@cached_njit(nogil=True)``: Numba, disk-cached), so the
 Python API (``scheme.run``) and compiled callers (the @mixjit entry) run the same
 compiled paths; each path compiles when a call first needs it
-(runtime/mixpert/lazy.py, docs/first_use.md):
+(runtime/mixpert/lazy.py, docs/results/first_use.md):
 
 * :func:`mixpert_gemm` ``(a, b, c, params, stats) -> status``: ``C = A @ B`` for
   2-D float32/float64 arrays with any strides; ``params`` is the config as int64

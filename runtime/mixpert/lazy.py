@@ -2,7 +2,7 @@
 
 Numba compiles a jitted callee into its caller: the callee's LLVM module is linked
 into the caller's and the whole is optimised again at O3 and turned into machine
-code, at every level of the call tree (docs/first_use.md, "Where the cold time
+code, at every level of the call tree (docs/results/first_use.md, "Where the cold time
 goes"). A site's executor compiled with the general path inside would pay, on its
 first compile, for every path the general path *could* take (the fast paths, the
 certified and exact paths, both domains' guarantee checks, the recomputations),
@@ -18,7 +18,7 @@ the path, its body one ``numba.objmode`` block that calls :func:`general_gemm`.
 The sites' kernel calls it through an address cell filled at the first call the small
 path leaves (runtime/jit/lazy_link.py's ``unlinked_lazy``), so a site whose calls the small
 path all takes never compiles even the trampoline. A call costs the GIL, the
-boxing of its arguments and a Python call (docs/first_use.md gives the measured
+boxing of its arguments and a Python call (docs/results/first_use.md gives the measured
 cost), negligible beside the work of a general-path GEMM (above ``small_max_work``).
 Arrays pass by reference, so what the path writes lands in the caller's arrays;
 the bits are those of the path called from Python.

@@ -36,7 +36,7 @@ from mixjit.runtime.mixpert.segments import MAGNITUDE, digit_range
 #: the cores are shared (other processes, or OpenBLAS's own threads spinning after
 #: a dgemm) a worker waits for a scheduler time slice, milliseconds; after the
 #: region Numba's workers spin and take CPU from the serial step that follows.
-#: Measured on 2 shared cores (docs/executor_speed.md, "Threads"): level IV at
+#: Measured on 2 shared cores (docs/results/executor_speed.md, "Threads"): level IV at
 #: n = 256 took 56 ms with threaded steps against 5.4 ms serial.
 REGION_COST_NS = 40_000_000
 
@@ -126,7 +126,7 @@ def huge_pages(a) -> None:
     """Advise the whole pages of a fresh contiguous array ``a`` as transparent huge
     pages, before its first touch: Numba's allocator, unlike numpy's, does not, and
     the first touch of a fresh 32 MiB array costs far less in 2 MiB pages than in
-    4 KiB ones (docs/executor_speed.md, steps table). Only memory advice: no value changes, and
+    4 KiB ones (docs/results/executor_speed.md, steps table). Only memory advice: no value changes, and
     a refusal (no THP, an old kernel) is ignored."""
     addr = a.ctypes.data
     lo = (addr + _PAGE - 1) // _PAGE * _PAGE
@@ -315,7 +315,7 @@ def pack_into(out, q, scale, rows, k0: int, k1: int, i0: int, i1: int, segments:
               threads: bool) -> None:
     """:func:`block_operand_into`, on threads when ``threads`` (the caller's decision,
     :func:`threads_pay`). Filling a buffer the caller reuses also spares the page
-    faults of a fresh array (about 10 ms per 32 MB here; docs/executor_speed.md)."""
+    faults of a fresh array (about 10 ms per 32 MB here; docs/results/executor_speed.md)."""
     if threads:
         _block_operand_threads_lazy(out, q, scale, rows, k0, k1, i0, i1, segments, digits, tk)
     else:

@@ -348,7 +348,7 @@ FP64_PRECISE = MixPertFP64Config(segments=9, pairs=slice_pairs(9, 3, 2), tile=(1
 #: per row of an A tile / column of a B tile. Its X is the exact product of the
 #: aligned operands, which keep float32's 24 bits for every element within 4
 #: binades of its group's largest, so RN32(X) is within a few percent of the
-#: correctly rounded product: below float32 BLAS at every size (docs/accuracy.md).
+#: correctly rounded product: below float32 BLAS at every size (docs/results/accuracy.md).
 #: On the CPU its pairs are one rectangle, one float64 GEMM with a certified
 #: rounding (runtime/mixpert/paths/wide.py). Label ``segments=4,pairs=sig6,align=row``.
 FP32_PRECISE = MixPertConfig(segments=4, pairs=significance_pairs(4, 6), align="row")

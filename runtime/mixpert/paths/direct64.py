@@ -376,5 +376,5 @@ def _check_and_recompute(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, 
 
 # reached through a lazy cell (runtime/jit/lazy_link.py): compiled at the first call whose
 # outputs the proof leaves open, not with direct_gemm64 (about 6 s of a first call's
-# compile, docs/first_use.md)
+# compile, docs/results/first_use.md)
 _check_lazy = unlinked_lazy(_check_and_recompute, types.int64)

@@ -99,7 +99,7 @@ from mixjit.runtime.mixpert.words import (
 
 #: largest m*n*k the driver sends to the small path, float32 and float64 domain: the
 #: largest square size of the threshold table of tools/bench_small_sites.py
-#: (docs/executor_speed.md, "Small sites") where the small path's loops (which every
+#: (docs/results/executor_speed.md, "Small sites") where the small path's loops (which every
 #: config can reach; the direct paths are faster still) are faster than the general
 #: path (128 and 64 when they were set; 160 and 64 before the general path's own
 #: speed-ups and the loops' four-row block products)
@@ -447,7 +447,7 @@ def _direct_impl(a, b, c, params, stats):
 
 
 # The larger kernels the small path calls, through address cells (runtime/jit/lazy_link.py): each
-# compiled once, not again inside small_gemm (docs/first_use.md)
+# compiled once, not again inside small_gemm (docs/results/first_use.md)
 _split_far = unlinked(_split)
 _plan_block_array_far = unlinked(plan_block_array)
 _epilogue_many_far = unlinked(epilogue_many)
