@@ -17,7 +17,7 @@ measured on a GPU. It does three things:
    target, at a few square sizes.
 
 ``--write-docs`` replaces the generated sections of docs/costmodel.md. The same
-functions back tests/runtime/test_costmodel.py, which checks that the code's
+functions back tests/runtime/model/test_costmodel.py, which checks that the code's
 constants match the fit.
 """
 

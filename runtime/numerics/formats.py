@@ -6,7 +6,7 @@ round-to-nearest-even), with gradual underflow and overflow to ±inf. NaN stays 
 (a quiet NaN with the input's sign). These are the formats' own IEEE-style roundings,
 exact bit operations, never approximations. The compiled executors round in their
 own code (runtime/multiterm/executor.py), checked against these functions
-(tests/runtime/test_executors_emulation.py): FP16 exactly as ``round_to_fp16``;
+(tests/runtime/multiterm/test_executors_emulation.py): FP16 exactly as ``round_to_fp16``;
 TF32 and BF16 as ``round_to_tf32`` / ``round_to_bf16`` on float32 normal values,
 but with no lower exponent limit below them (docs/numerics.md, tf32x3 step 1).
 

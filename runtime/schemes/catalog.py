@@ -10,7 +10,7 @@ registry (``get_scheme``), the run-time entry's executor table, the default plan
 candidates, the CUDA desc registry and launcher imports, ``mixjit.gemm``'s error for an
 unknown scheme, the accuracy tool.
 
-A pure table: imports neither numba nor numpy (tests/runtime/test_catalog.py checks), so
+A pure table: imports neither numba nor numpy (tests/runtime/schemes/test_catalog.py checks), so
 looking up a name never compiles anything. A new family is one :class:`Family` here (or
 :func:`register_family` for one that lives outside mixjit) plus its package under runtime/.
 """

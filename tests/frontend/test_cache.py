@@ -166,7 +166,7 @@ def test_unreadable_cache_file_is_a_miss(tmp_path, how, suffix):
 
 
 def test_the_entry_uses_the_runtime_cache():
-    """The entry's disk cache is the runtime kernels' (tests/runtime/test_runtime_cache.py),
+    """The entry's disk cache is the runtime kernels' (tests/runtime/jit/test_runtime_cache.py),
     keyed on the executor sources it compiles in and on every module of the entry package,
     unreadable files are misses."""
     cache_of = entry_cfunc()._cache

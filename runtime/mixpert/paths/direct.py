@@ -170,7 +170,7 @@ def _rounded(v: float, splitter: float) -> float:
     float64): ``v`` rounded to ``w`` significant bits, ties to even, by Veltkamp's
     splitting with ``splitter = 2^(53-w) + 1`` in float64 (no FMA, no reassociation).
     Checked against the integer rounding of segments.split_element for every float32
-    significand (tests/runtime/test_mixpert_direct_paths.py); float32 subnormals are normal
+    significand (tests/runtime/mixpert/test_mixpert_direct_paths.py); float32 subnormals are normal
     float64 values, so they are rounded relative to their own leading bit, as step 1
     says. A carry gives ``2^(e+1)``, the value of step 1's renormalised split; the
     truncation at 2^128 is not reproduced (the direct path refuses magnitudes from

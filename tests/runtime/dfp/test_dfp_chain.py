@@ -140,7 +140,7 @@ def test_tuning_a_chained_mixjit_function_carries_the_exponent_it_chose():
 
 # ---- the dfp-chain pass (passes/dfp_chain.py) on the golden test's module ------------------------
 
-GOLDEN = Path(__file__).resolve().parents[1] / "filecheck" / "dfp-chain.mix"
+GOLDEN = Path(__file__).resolve().parents[2] / "filecheck" / "dfp-chain.mix"
 
 
 PLAN_TIME = 1.0e-3  # the mix.tuning modeled_time the module is given before the pass

@@ -18,7 +18,7 @@ from mixjit.runtime.model.costmodel import ModeledTime, modeled_calls_time, mode
 from mixjit.runtime.model.hardware import HARDWARE, Hardware, MmaShape, get_hardware
 from mixjit.runtime.schemes import all_schemes, scheme_aliases
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 REAL = sorted(n for n, h in HARDWARE.items() if h.real)
 F32, F64 = np.float32, np.float64

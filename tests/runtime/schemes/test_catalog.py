@@ -147,7 +147,7 @@ def test_a_toy_family_is_one_catalogue_entry(tmp_path):
     (tmp_path / "toy_family").mkdir()
     (tmp_path / "toy_family" / "__init__.py").write_text("")
     (tmp_path / "toy_family" / "scheme.py").write_text(TOY_SCHEME)
-    tools = Path(__file__).resolve().parents[2] / "tools"
+    tools = Path(__file__).resolve().parents[3] / "tools"
     out = _python(f"""
         import numpy as np
         from mixjit.runtime.schemes import catalog
