@@ -53,7 +53,7 @@ the ``--fp64`` data (uniform, normal, wide), numpy's dgemm beside it, filed unde
 the process has them and with ``numba.set_num_threads(1)``, alternating call by
 call, CPU and wall time; then the fast path with every threadable step forced onto
 threads against forced serial (``fast_path_threads``), which is what the threads
-would cost or gain where the executor's rule (``executor_mixpert_pack.threads_pay``)
+would cost or gain where the executor's rule (``mixpert.pack.threads_pay``)
 chose them; it writes the generated section ``threads`` of docs/results/executor_speed.md.
 """
 
@@ -212,12 +212,12 @@ def _write_doc(rows: list[tuple[int, float, float, float]], wide: list[tuple[int
         "the float32 rate, so one dgemm plus one sgemm's work, about 3x sgemm, is the",
         "floor; the rest is splitting both operands, packing, the rounding epilogue and",
         "step 6 (Numba kernels, one pass each). The whole executor is one compiled driver",
-        "(runtime/executor_mixpert_driver.mixpert_gemm, also what @mixjit sites call), so",
+        "(runtime/mixpert/driver.mixpert_gemm, also what @mixjit sites call), so",
         "there is no Python between the steps.",
         "",
         "Measured on the way (2048, same machine, load 2-4, so +-30 %):",
         "",
-        "- the packer (runtime/segments.pack_groups) was ~180 ms per operand: three",
+        "- the packer (runtime/mixpert/segments.pack_groups) was ~180 ms per operand: three",
         "  passes with per-element branches; now two passes written with selects, one",
         "  split per element (its exponent kept in an int16 scratch), ~45 ms;",
         "- the rounding epilogue called the full midpoint repair of `round32` for almost",
@@ -532,7 +532,7 @@ def step_times(n: int, repeats: int) -> list[dict]:
         plain, huge = _first_touch(n, repeats)
         steps["first touch of a fresh n x n float64 array in compiled code"] = plain
         if huge is not None:
-            steps["the same on huge pages (executor_mixpert_pack.fresh64)"] = huge
+            steps["the same on huge pages (mixpert.pack.fresh64)"] = huge
         out.append({"scheme": scheme_name, "config": cfg_label, "n": n, "steps": steps})
         for k, (cpu, wall) in steps.items():
             print(f"{scheme_name} {cfg_label} n={n} {k:45s} cpu {cpu * 1e3:9.1f} ms  wall {wall * 1e3:9.1f} ms",
@@ -899,7 +899,7 @@ def _threads_section(nt: int, calls: list, forced: list) -> str:
         f"Whole calls (`mixpert_gemm`, uniform data) with the process's {nt} Numba threads and with",
         "`numba.set_num_threads(1)`, alternating call by call, medians (ms) over the calls shown.",
         "The executor runs a step on threads only where t threads would save, on idle cores, at least",
-        f"{REGION_COST_NS / 1e6:.0f} ms of its serial work (`executor_mixpert_pack.threads_pay`, REGION_COST_NS):",
+        f"{REGION_COST_NS / 1e6:.0f} ms of its serial work (`mixpert.pack.threads_pay`, REGION_COST_NS):",
         "",
         f"| config | n | calls | {nt} threads CPU | wall | 1 thread CPU | wall | wall {nt} / 1 |",
         "|---|---|---|---|---|---|---|---|",

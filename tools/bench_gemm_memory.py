@@ -9,7 +9,7 @@ docs/results/executor_speed.md cites; issue 26 asks for at most ``TARGET_RATIO``
 
 For a MixPert scheme a third process runs the general path's steps one by one (both operands
 split, the float64 result scratch, the product: ``runtime/lazy_mixpert.general_gemm`` and
-``executor_mixpert_driver.multiply_into`` unrolled) and records what each adds to the resident
+``mixpert.driver.multiply_into`` unrolled) and records what each adds to the resident
 size and the peak inside the product: where the memory goes.
 
     .venv/bin/python tools/bench_gemm_memory.py [--n 2048] [--dtype float32] [--scheme mixpert]

@@ -28,7 +28,7 @@ rounding, statistics) is the difference.
 *Threshold*: for square n x n x n GEMMs, the small path's direct path (``small_gemm``
 with no size limit) and its loops alone (``small_loops_gemm``) against the general
 path, level IV float32 and mixpert-fp64 float64, same data, alternating;
-``executor_mixpert_small.SMALL_MAX_WORK_FP32`` / ``_FP64`` are chosen from this table
+``mixpert.paths.small.SMALL_MAX_WORK_FP32`` / ``_FP64`` are chosen from this table
 (the largest measured n^3 where the loops, which every config can reach, are faster).
 
 *Compile* (``--compile``; also part of the default run): the CPU seconds of the

@@ -5,8 +5,8 @@
 Loads ``runtime/mixpert/segments.py`` and ``runtime/mixpert/pack.py`` as they were at
 ``--before`` (compiled with plain ``numba.njit``, not cached) beside this checkout's,
 and times ``segments.pack_groups`` (the split of one operand in row form: what
-``executor_mixpert_split.split_rows`` spends most of its time in) and
-``executor_mixpert_pack.pack_into`` (one block operand, all segments, serial) on the
+``mixpert.split.split_rows`` spends most of its time in) and
+``mixpert.pack.pack_into`` (one block operand, all segments, serial) on the
 same inputs, old and new alternating call by call, median CPU time
 (``time.process_time``). Every output is compared bit for bit; the script fails if
 one differs. Cases: level IV, the most precise float32 config
