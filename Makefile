@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: setup test test-slow lint demo clean
+.PHONY: setup test test-slow lint demo clean gpu-check gpu-wheels
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,3 +36,22 @@ demo: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
+
+# A lent GPU machine (docs/cuda_launch.md, "make gpu-check"): one command, no setup, no network.
+# `make gpu-wheels` (here, with network) fills GPU_WHEELS with the wheels that machine may lack,
+# for its Python (3.12); `make gpu-check` there installs from them where needed, builds every
+# kernel, runs tests/gpu and the quick benchmark, and writes GPU_RESULTS (exit 3: no GPU).
+GPU_PYTHON_VERSION ?= 3.12
+GPU_WHEELS ?= build/gpu-wheels
+GPU_RESULTS ?= results/gpu-check
+GPU_TIME_LIMIT ?= 480
+
+gpu-wheels:
+	$(PYTHON) -m pip download --only-binary=:all: --no-deps --python-version $(GPU_PYTHON_VERSION) \
+		--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+		-d $(GPU_WHEELS) "numba>=0.68,<0.69" "llvmlite>=0.50,<0.51" "threadpoolctl>=3.5"
+
+gpu-check:
+	$(PYTHON) tools/gpu_check.py --results $(GPU_RESULTS) --time-limit $(GPU_TIME_LIMIT) \
+		$(if $(wildcard $(GPU_WHEELS)/*.whl),--wheels $(GPU_WHEELS))
+
