@@ -124,6 +124,12 @@ class OnlineEvaluator:
                                   measured.stopped))
         return measured.error
 
+    @property
+    def workers(self) -> int:
+        """How many runs the pool makes at once (``prefetch``); 1 once it runs in this process."""
+        pool = self.runner.pool
+        return 1 if pool.in_process else pool.workers
+
     def prefetch(self, plans: Sequence[Plan]) -> None:
         """Run ``plans`` (not yet measured) ahead, as many at once as the pool has workers, and
         keep what each measured for :meth:`error`."""
@@ -138,6 +144,14 @@ class OnlineEvaluator:
             chunk = keys[start:start + batch]
             for key, outcome in zip(chunk, self.runner.run_many([todo[k] for k in chunk])):
                 self._ahead[key] = self._measure(outcome)
+
+    def speculate(self, plans: Sequence[Plan]) -> None:
+        """Measure ``plans[0]`` (the plan about to be judged) and, alongside it on the other
+        workers, the rest (plans a search may judge next), unless ``plans[0]`` is measured already:
+        then nothing runs, so speculation never delays a judgement."""
+        if not plans or _key(site_plans(self.sites, self.spaces, plans[0])) in self._ahead:
+            return
+        self.prefetch(list(plans)[: max(1, self.workers)])
 
     def _measure(self, outcome: RunOutcome) -> _Measured:
         outs = outcome.outputs

@@ -117,8 +117,15 @@ class _ByModuleId:
     def error(self, plan: Plan) -> float:
         return self.online.error(_relabel(plan, self.ids))
 
+    @property
+    def workers(self) -> int:
+        return self.online.workers
+
     def prefetch(self, plans: Sequence[Plan]) -> None:
         self.online.prefetch([_relabel(p, self.ids) for p in plans])
+
+    def speculate(self, plans: Sequence[Plan]) -> None:
+        self.online.speculate([_relabel(p, self.ids) for p in plans])
 
 
 def _relabel(plan: Mapping[int, Any], ids: Mapping[int, int]) -> dict[int, Any]:

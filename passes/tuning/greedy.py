@@ -162,7 +162,7 @@ def _lower(judge: Judge, spaces: Mapping[int, SiteSpace], plan: dict[int, int], 
             if landed is not None:
                 plan, order = landed
                 continue
-        moved = _step(judge, spaces, plan, site, dag)
+        moved = _step(judge, spaces, plan, site, dag, order)
         if moved is None:
             order.finish(site)  # revert: keep ``plan``; the site is not lowered again
         else:
@@ -206,10 +206,12 @@ def _jump(judge: Judge, spaces: Mapping[int, SiteSpace], plan: dict[int, int],
     if len(chain) < 2:
         return None  # a single step costs one evaluation either way
     fits_up_to, fails_at = -1, len(chain) - 1  # chain[-1] stands for ``plan`` (judged, fits)
+    judge.ahead([chain[i][0] for i in _bisection_points(fits_up_to, fails_at)])
     if judge.fits(judge.error(chain[fails_at][0])):
         return chain[fails_at]
     while fails_at - fits_up_to > 1:
         mid = (fits_up_to + fails_at) // 2
+        judge.ahead([chain[i][0] for i in _bisection_points(fits_up_to, fails_at, first=mid)])
         if judge.fits(judge.error(chain[mid][0])):
             fits_up_to = mid
         else:
@@ -217,28 +219,67 @@ def _jump(judge: Judge, spaces: Mapping[int, SiteSpace], plan: dict[int, int],
     return chain[fits_up_to] if fits_up_to >= 0 else None
 
 
+def _bisection_points(fits_up_to: int, fails_at: int, first: int | None = None) -> list[int]:
+    """The chain indices a bisection between ``fits_up_to`` and ``fails_at`` may judge, in the order
+    the next ones come: ``first`` (default ``fails_at``, the jump's end), then the midpoints of each
+    half (speculation for ``Judge.ahead``: which ones are judged depends on the outcomes)."""
+    out, spans = [fails_at if first is None else first], [(fits_up_to, fails_at)]
+    while spans and len(out) < 8:
+        low, high = spans.pop(0)
+        if high - low > 1:
+            mid = (low + high) // 2
+            if mid not in out:
+                out.append(mid)
+            spans += [(low, mid), (mid, high)]
+    return out
+
+
 def _step(judge: Judge, spaces: Mapping[int, SiteSpace], plan: dict[int, int], site: int,
-          dag: nx.DiGraph | None) -> dict[int, int] | None:
+          dag: nx.DiGraph | None, order: _Order) -> dict[int, int] | None:
     """``plan`` with ``site`` lowered one candidate (with a predecessor raised, if that is what it
-    takes) when that is within budget, else None."""
+    takes) when that is within budget, else None. ``order``: the search's state, for speculation."""
     lowered = {**plan, site: plan[site] + 1}
+    trades = _predecessor_trades(judge, spaces, plan, lowered, site, dag)
+    # judged next: the trades if the step fails, then (no trade fitting) the next site's step from
+    # ``plan``; if it fits, the next step from ``lowered`` (a jump may take another path)
+    judge.ahead([lowered, *trades, *_next_steps(spaces, plan, lowered, site, order)])
     if judge.fits(judge.error(lowered)):
         return lowered
-    return _raise_a_predecessor(judge, spaces, plan, lowered, site, dag)
+    for traded in trades:
+        if judge.fits(judge.error(traded)):
+            return traded
+    return None
 
 
-def _raise_a_predecessor(
+def _next_steps(spaces: Mapping[int, SiteSpace], plan: dict[int, int], lowered: dict[int, int], site: int,
+                order: _Order) -> list[dict[int, int]]:
+    """The step the search takes after lowering ``site`` succeeds (from ``lowered``), then the one
+    after it fails (from ``plan``, ``site`` finished): speculation for ``Judge.ahead``."""
+    out = []
+    after = order.copy()
+    nxt = after.next_site(spaces, lowered)
+    if nxt is not None:
+        out.append({**lowered, nxt: lowered[nxt] + 1})
+    failed = order.copy()
+    failed.finish(site)
+    nxt = failed.next_site(spaces, plan)
+    if nxt is not None:
+        out.append({**plan, nxt: plan[nxt] + 1})
+    return out
+
+
+def _predecessor_trades(
     judge: Judge,
     spaces: Mapping[int, SiteSpace],
     plan: dict[int, int],
     lowered: dict[int, int],
     site: int,
     dag: nx.DiGraph | None,
-) -> dict[int, int] | None:
-    """The first plan ``lowered`` with one predecessor of ``site`` raised a step that is within
-    budget (see the module docstring for which predecessors qualify, in which order), or None."""
+) -> list[dict[int, int]]:
+    """The plans ``lowered`` with one predecessor of ``site`` raised a step that a failing step
+    tries, in the order it tries them (see the module docstring for which predecessors qualify)."""
     if dag is None or site not in dag:
-        return None
+        return []
     site_time = spaces[site].candidates[plan[site]].time
     current_time = judge.time(plan)
     options = []
@@ -253,7 +294,4 @@ def _raise_a_predecessor(
             continue
         raise_cost = cands[plan[pred] - 1].time - cands[plan[pred]].time
         options.append((bool(dag.edges[pred, site].get("carried", False)), raise_cost, pred, traded))
-    for *_, traded in sorted(options, key=lambda o: o[:3]):
-        if judge.fits(judge.error(traded)):
-            return traded
-    return None
+    return [traded for *_, traded in sorted(options, key=lambda o: o[:3])]

@@ -9,10 +9,19 @@ clean stop (:class:`SearchStopped`) so that the search can return its best plan 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from mixjit.passes.tuning.space import Evaluation, Evaluator, Plan, SearchResult, SiteSpace, plan_time
+from mixjit.passes.tuning.space import (
+    Evaluation,
+    Evaluator,
+    Plan,
+    SearchResult,
+    SiteSpace,
+    parallel_runs,
+    plan_time,
+    speculate,
+)
 
 __all__ = ["SearchProgress", "ProgressCallback", "SearchStopped", "Judge", "check_search_inputs", "effective_budget"]
 
@@ -85,6 +94,22 @@ class Judge:
         self.evaluations: list[Evaluation] = []
         self._memo: dict[tuple[tuple[int, int], ...], Evaluation] = {}
         self._best: Evaluation | None = None
+
+    def ahead(self, plans: Sequence[Plan]) -> None:
+        """Speculation: tell an evaluator that measures several plans at once the plans the search
+        may judge next, the first of them the one it judges now (``speculate``); only those not
+        judged yet, as many as it runs at once. Nothing is judged here: the search's record and
+        result are those of a search that told it nothing. A KeyboardInterrupt stops the search."""
+        slots = parallel_runs(self.evaluator)
+        if slots < 2 or not plans or self.known(plans[0]) is not None:
+            return  # one run at a time, or the plan judged now is known: nothing to run alongside
+        todo = [dict(p) for p in plans if self.known(p) is None][:slots]
+        if len(todo) < 2:
+            return
+        try:
+            speculate(self.evaluator, todo)
+        except KeyboardInterrupt:
+            raise SearchStopped("interrupted") from None
 
     def fits(self, error: float) -> bool:
         """Is ``error`` within the bound (NaN never is)?"""

@@ -16,7 +16,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping, Protocol, Sequence
 
-__all__ = ["Candidate", "SiteSpace", "Plan", "Evaluation", "SearchResult", "Evaluator", "prefetch", "plan_time"]
+__all__ = ["Candidate", "SiteSpace", "Plan", "Evaluation", "SearchResult", "Evaluator", "prefetch", "speculate", "parallel_runs",
+           "plan_time"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,23 @@ class Evaluator(Protocol):
     outputs unless the user gave one). Deterministic for fixed inputs."""
 
     def error(self, plan: Plan) -> float: ...
+
+
+def parallel_runs(evaluator: Evaluator) -> int:
+    """How many plans ``evaluator`` measures at once when told them ahead (``prefetch``); 1 when it
+    measures one at a time, where telling it more than the next plan only wastes runs."""
+    workers = getattr(evaluator, "workers", 1)
+    return workers if isinstance(workers, int) and workers > 1 else 1
+
+
+def speculate(evaluator: Evaluator, plans: Sequence[Plan]) -> None:
+    """Tell an evaluator that measures several plans at once the plan a search judges next
+    (``plans[0]``) and those it may judge after it, so that it measures them alongside the first,
+    when the first is not measured yet (a run the search waits for anyway), and nothing otherwise.
+    Results do not change: ``error`` still judges each plan the search asks for, in order."""
+    ahead = getattr(evaluator, "speculate", None)
+    if callable(ahead) and plans:
+        ahead(plans)
 
 
 def prefetch(evaluator: Evaluator, plans: Sequence[Plan]) -> None:
