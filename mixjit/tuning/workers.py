@@ -264,19 +264,37 @@ def fork_context() -> Any:
     return multiprocessing.get_context("fork")
 
 
-def _share_cores(threads: int | None, shared: list[int | None]) -> None:
-    """Run on ``threads`` threads (Numba's and BLAS's; None: as inherited), once GNU OpenMP
-    started on one (the inherited OpenMP pool has no threads). ``shared[0]``: the count set last."""
-    one = gnu_openmp_started()
-    want = 1 if one else threads
-    if want == shared[0]:
-        return
-    import numba
-    from threadpoolctl import threadpool_limits
+class _CoreShare:
+    """A worker's share of the cores for the next run (``set``): Numba's threads and BLAS's.
+    ``threads`` None: as the worker inherited them (BLAS's original limits restored). A worker
+    forked after GNU OpenMP started in the parent runs Numba's regions on one thread (the
+    inherited OpenMP pool has no threads), whatever its share."""
 
-    numba.set_num_threads(min(want or numba.config.NUMBA_NUM_THREADS, numba.config.NUMBA_NUM_THREADS))
-    threadpool_limits(want)  # None: every library back to its default
-    shared[0] = want
+    def __init__(self) -> None:
+        # read at the worker's start: setting Numba's threads below starts its threading layer
+        # here, after which the check would say so of every worker
+        self.one_thread = gnu_openmp_started()
+        self.threads: int | None = None
+        self.limiter: Any = None  # threadpoolctl's BLAS limits in force, whose restore undoes them
+        if self.one_thread:
+            import numba
+
+            numba.set_num_threads(1)
+
+    def set(self, threads: int | None) -> None:
+        if threads == self.threads:
+            return
+        import numba
+        from threadpoolctl import threadpool_limits
+
+        if not self.one_thread:
+            numba.set_num_threads(min(threads or numba.config.NUMBA_NUM_THREADS, numba.config.NUMBA_NUM_THREADS))
+        if self.limiter is not None:
+            self.limiter.restore_original_limits()
+            self.limiter = None
+        if threads is not None:
+            self.limiter = threadpool_limits(threads, user_api="blas")
+        self.threads = threads
 
 
 def _serve(conn: Any, call: Callable[..., Any], inputs: Sequence[Sequence[Any]], names: Sequence[str],
@@ -287,8 +305,7 @@ def _serve(conn: Any, call: Callable[..., Any], inputs: Sequence[Sequence[Any]],
     worker ignores SIGINT. Forked from a process whose GNU OpenMP had started (a
     ``DetachedWorker``), its parallel regions run on one thread."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    shared: list[int | None] = [None]
-    _share_cores(None, shared)
+    cores = _CoreShare()
     while True:
         try:
             task = conn.recv()
@@ -297,7 +314,7 @@ def _serve(conn: Any, call: Callable[..., Any], inputs: Sequence[Sequence[Any]],
         if task is None:
             break
         task, threads = task
-        _share_cores(threads, shared)
+        cores.set(threads)
         try:
             reply: Any = ("ok", execute(call, inputs[task.inputs], names, sites, task))
         except Exception as err:  # the program's own exception: the parent raises it
@@ -396,7 +413,7 @@ class EvaluationPool:
         """Run ``tasks`` on up to ``parallel`` (default: ``workers``) workers at once; their
         outcomes in the order of ``tasks``, each what :meth:`run` gives for it alone (a worker's
         state does not depend on the runs it did before). With several at once, each worker runs
-        on its share of the cores (``_share_cores``). The earliest task's program
+        on its share of the cores (``_CoreShare``). The earliest task's program
         exception propagates, as in a serial loop; Ctrl-C kills every worker and propagates."""
         width = max(1, min(parallel or self.workers, self.workers, len(tasks)))
         outcomes: dict[int, RunOutcome] = {}

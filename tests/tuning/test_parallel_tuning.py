@@ -68,3 +68,24 @@ def test_workers_is_checked():
     assert f.mixjit_options.workers == 2
     with pytest.raises(ValueError, match=r"f.tune\(workers=...\) must be at least 1"):
         f.tune(*P.mlp_inputs(8, 8, 0), workers=-1)
+
+
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return np.array([max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")], dtype=np.int64)
+
+
+def test_a_worker_gets_every_thread_back_for_a_run_alone():
+    """While two runs share the cores each worker runs on its share; a run alone after them runs
+    with the threads the worker inherited (BLAS's limits restored, not left at the share)."""
+    from mixjit.tuning.workers import EvaluationPool, RunTask, default_workers
+
+    inherited = int(_blas_threads()[0])
+    with EvaluationPool(_blas_threads, [()], (), (), workers=2) as pool:
+        alone = pool.run(RunTask(0, {}))
+        shared = pool.run_many([RunTask(0, {}), RunTask(0, {})])
+        again = pool.run(RunTask(0, {}))
+    value = [int(o.outputs[0].value[0]) for o in (alone, *shared, again)]
+    assert value[0] == value[3] == inherited
+    assert value[1] == value[2] == min(inherited, max(1, default_workers() // 2))
