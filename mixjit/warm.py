@@ -97,7 +97,9 @@ def _mixpert_threaded_packing() -> None:
         x = rng.standard_normal((8, 16)).astype(dtype)
         for operand in (x, x[:, ::2]):
             for transpose in (False, True):
-                _row_form_threads(operand, transpose, dtype == np.float32)
+                shape = operand.shape[::-1] if transpose else operand.shape
+                for out_dtype in (np.float64, np.float32) if dtype == np.float32 else (np.float64,):
+                    _row_form_threads(np.empty(shape, out_dtype), operand, transpose, dtype == np.float32)
         params = np.asarray(get_scheme(scheme).default_config(dtype).words(), dtype=np.int64)
         op = prepare_operand(x, False, params)
         rows = np.arange(op.q.shape[0])

@@ -463,7 +463,7 @@ def step_times(n: int, repeats: int) -> list[dict]:
     from mixjit.runtime.mixpert.guarantee.certified import exact_elements, recompute32
     from mixjit.runtime.mixpert.pair_blocks import SPAN_RESERVE, plan_block_array
     from mixjit.runtime.mixpert.paths.fast import fast_path
-    from mixjit.runtime.mixpert.paths.wide import fast32_certified, plan_wide_blocks
+    from mixjit.runtime.mixpert.paths.wide import K_PANEL, fast32_certified, panel_rows, plan_wide_blocks
     from mixjit.runtime.mixpert.segments import width
 
     out = []
@@ -480,8 +480,9 @@ def step_times(n: int, repeats: int) -> list[dict]:
         _, *dgemm = _timed(lambda: a64 @ b64, repeats=repeats)
         ra, *steps["row form A"] = _timed(split.row_form, a, False, to32, repeats=repeats)
         rb, *steps["row form B (transposed)"] = _timed(split.row_form, b, True, to32, repeats=repeats)
-        pa, *steps["split A"] = _timed(split.split_rows, ra, False, params, repeats=repeats)
-        pb, *steps["split B"] = _timed(split.split_rows, rb, True, params, repeats=repeats)
+        qtype = split.mantissa_type(params)
+        pa, *steps["split A"] = _timed(split.split_rows, ra, False, params, qtype, ra, repeats=repeats)
+        pb, *steps["split B"] = _timed(split.split_rows, rb, True, params, qtype, rb, repeats=repeats)
         segs, digits, tk = params[words.W_SEGMENTS], params[words.W_DIGITS], params[words.W_TK]
         pairs = words.kept_pairs(params)
         blocks, _ = plan_block_array(pairs, segs, params[words.W_SEG0_BITS], n, digits,
@@ -495,7 +496,7 @@ def step_times(n: int, repeats: int) -> list[dict]:
             nb = wide.shape[0]
             name = f"fast path, wide ({nb} inexact dgemm{'s' if nb > 1 else ''})"
             doubt, *steps[name] = _timed(fast32_certified, pa.q, pa.scale, pb.q, pb.scale, wide, ea, eb, segs, digits,
-                                         tk, res, repeats=repeats)
+                                         tk, res, panel_rows(n, n, nb), K_PANEL, repeats=repeats)
             skip_a, skip_b = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_)
             _, *steps[f"doubtful outputs summed exactly (exact_elements, {doubt.size})"] = _timed(
                 exact_elements, pa, pb, blocks, ea, eb, params, doubt, skip_a, skip_b, res, repeats=repeats)

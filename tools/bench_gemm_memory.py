@@ -8,7 +8,7 @@ both peaks and their ratio, and writes them to ``docs/results/gemm_memory.json``
 docs/results/executor_speed.md cites; issue 26 asks for at most ``TARGET_RATIO`` x numpy's.
 
 For a MixPert scheme a third process runs the general path's steps one by one (both operands
-split, the float64 result scratch, the product: ``runtime/lazy_mixpert.general_gemm`` and
+split, the result array, the product: ``runtime/mixpert/lazy.general_gemm`` and
 ``mixpert.driver.multiply_into`` unrolled) and records what each adds to the resident
 size and the peak inside the product: where the memory goes.
 
@@ -45,9 +45,9 @@ _CHILD = textwrap.dedent(
     b = rng.standard_normal((n, n)).astype(dtype)
     if how == "stages":
         import mixjit
-        from mixjit.runtime.mixpert.driver import fresh64, product
-        from mixjit.runtime.mixpert.words import N_STATS
-        from mixjit.runtime.mixpert.lazy import prepare_call_operand
+        from mixjit.runtime.mixpert.driver import _result_array, product
+        from mixjit.runtime.mixpert.words import DOMAIN_FP32, N_STATS, W_DOMAIN
+        from mixjit.runtime.mixpert.split import prepare_call_operand
         from mixjit.runtime.schemes.base import resolve_scheme
 
         scheme_obj, fixed = resolve_scheme(scheme)
@@ -55,23 +55,24 @@ _CHILD = textwrap.dedent(
         small = np.ones((64, 64), dtype)
         mixjit.gemm(small, small, scheme)
         out, live = {}, status("VmRSS")
-        for step in ("split A", "split B", "result scratch (float64)"):
+        c = np.empty((n, n), dtype)
+        for step in ("split A", "split B", "result array (c itself, or a float64 scratch)"):
             if step == "split A":
                 pa = prepare_call_operand(a, False, params)
-                out[step + ": raw, q (bytes)"] = [int(pa.raw.nbytes), int(pa.q.nbytes)]
+                out[step + ": raw kept, q (bytes)"] = [int(pa.raw.nbytes), int(pa.q.nbytes)]
             elif step == "split B":
                 pb = prepare_call_operand(b, True, params)
             else:
-                scratch = fresh64(n, n)
+                c[:] = 0.0
+                scratch = _result_array(c, a, b, bool(params[W_DOMAIN] == DOMAIN_FP32))
                 scratch[:] = 0.0
             now = status("VmRSS")
             out[step] = now - live
             live = now
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
-        product(pa, pb, params, scratch, np.zeros(N_STATS, np.int64))
+        product(pa, pb, params, scratch, np.zeros(N_STATS, np.int64), (a, b))
         out["product: peak above its start (packed blocks, block products)"] = status("VmHWM") - live
-        out["result (float32/float64 output)"] = n * n * np.dtype(dtype).itemsize
         print(json.dumps(out))
         raise SystemExit(0)
     if how == "mixjit":

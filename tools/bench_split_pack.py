@@ -100,7 +100,7 @@ def run(before: str, sizes: list[int], repeats: int) -> list[dict]:
             if not all(_same(x, y) for x, y in zip(old_segments.pack_groups(*args), new_segments.pack_groups(*args))):
                 raise SystemExit(f"pack_groups differs from {before} for {cfg.label} at n={n}")
             split_old, split_new = _alternate(old_segments.pack_groups, new_segments.pack_groups, args, repeats)
-            p = split.split_rows(raw, False, params)
+            p = split.split_rows(raw, False, params, split.mantissa_type(params), raw)
             segs, digits, tk = int(params[words.W_SEGMENTS]), int(params[words.W_DIGITS]), int(params[words.W_TK])
             outs = [np.empty((n, n)), np.empty((n, n))]
             pack = [lambda out, m=m: m.pack_into(out, p.q, p.scale, np.arange(n), 0, n, 0, segs - 1, segs, digits, tk,

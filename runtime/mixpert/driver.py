@@ -33,7 +33,7 @@ from numba.core.dispatcher import Dispatcher
 
 from mixjit.runtime.jit.cache import cached_njit
 from mixjit.runtime.jit.lazy_link import unlinked, unlinked_lazy
-from mixjit.runtime.mixpert.guarantee.bound import dropped_weight, fp64_doubtful, lost_rows, recompute
+from mixjit.runtime.mixpert.guarantee.bound import dropped_weight, fp64_doubtful, recompute
 from mixjit.runtime.mixpert.guarantee.certified import certified, exact_elements, recompute32, tf32_split
 from mixjit.runtime.mixpert.guarantee.exact import exact_rows, exact_sets
 from mixjit.runtime.mixpert.lazy import general_gemm, general_gemm_lazy
@@ -41,9 +41,9 @@ from mixjit.runtime.mixpert.pack import fresh64
 from mixjit.runtime.mixpert.pair_blocks import BLOCK_BITS, SPAN_RESERVE, k_bits, plan_block_array
 from mixjit.runtime.mixpert.paths.fast import fast_path
 from mixjit.runtime.mixpert.paths.small import NOT_TAKEN, small_gemm, small_max_work
-from mixjit.runtime.mixpert.paths.wide import WIDE_LIMIT, fast32_certified, plan_wide_blocks
+from mixjit.runtime.mixpert.paths.wide import K_PANEL, WIDE_LIMIT, fast32_certified, panel_rows, plan_wide_blocks
 from mixjit.runtime.mixpert.segments import width
-from mixjit.runtime.mixpert.split import SplitOperand
+from mixjit.runtime.mixpert.split import SplitOperand, row_form
 from mixjit.runtime.mixpert.words import (
     DOMAIN_FP32,
     ERR_K_TOO_LONG,
@@ -111,9 +111,23 @@ def _plans(words: bytes, K: int, reserve: int) -> tuple[np.ndarray, bool, np.nda
     return blocks, bool(ok), wide, width(segments, seg0_bits, digits), dropped
 
 
-def product(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, out: np.ndarray, stats: np.ndarray) -> int:
-    """``out = RN(X)`` (float64 array holding the float32/float64 result) for split
-    operands; fills ``stats``; returns a status.
+def _with_raw(p: SplitOperand, source: np.ndarray | None, side_b: bool) -> SplitOperand:
+    """``p`` holding its values: itself where it kept them, else with them rebuilt from
+    the operand ``source`` it was split from (the float64 row form a kept split holds)."""
+    if p.raw_kept:
+        return p
+    if source is None:
+        raise ValueError("mixpert: a split operand without its values needs the operand it was split from")
+    return p._replace(raw=row_form(source, side_b, True))
+
+
+def product(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, out: np.ndarray, stats: np.ndarray,
+            sources: tuple[np.ndarray, np.ndarray] | None = None) -> int:
+    """``out = RN(X)`` (a float64 array, or a float32 one in the float32 domain, where
+    every result is a float32 value) for split operands; fills ``stats``; returns a
+    status. ``sources``: the operands A and B, for splits that did not keep their values
+    (:func:`prepare_call_operand`): the rare paths that read them (the certified path,
+    step 6's recomputation, the non-finite rule) get them rebuilt, only when they run.
 
     Python: it plans, then calls each path's compiled kernel, which compiles (or loads
     from its disk cache) the first time a call needs it, as a top-level function that no
@@ -148,6 +162,12 @@ def product(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, out: np.ndar
     # dgemms than exact ones (runtime/mixpert/paths/wide.py), the fast path takes every row
     # and column without a fallback tile, whatever its span; same bits
     use_wide = to32 and wide.shape[0] < blocks.shape[0]
+    if out.dtype != np.float64 and not use_wide:
+        # the exact-block fast path uses out as its last dgemm's result: a float64 one
+        scratch = fresh64(m, n)
+        status = product(pa, pb, params, scratch, stats, sources)
+        out[...] = scratch  # exact: the float32 domain's results are float32 values
+        return status
     limit = WIDE_LIMIT if use_wide else 53 - k_bits(K) - int(blocks[:, BLOCK_BITS].max())
     if widest > limit:  # some rows or columns are too wide for the fast path: choose which
         rows, cols = exact_sets(pa.span, pb.span, pa.fb, pb.fb, limit)
@@ -157,10 +177,13 @@ def product(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, out: np.ndar
     if rows.shape[0] < m and cols.shape[0] < n:
         if use_wide:
             doubt = fast32_certified(pa.q, pa.scale, pb.q, pb.scale, wide, ea, eb, segments, params[W_DIGITS],
-                                     params[W_TK], out)
+                                     params[W_TK], out, panel_rows(m, n, wide.shape[0]), K_PANEL)
         else:
             fast_path(pa.q, pa.scale, pb.q, pb.scale, blocks, ea, eb, params, out, to32)
+    a_src, b_src = sources if sources is not None else (None, None)
     if to32 and (rows.shape[0] or cols.shape[0] or doubt.shape[0]):
+        if rows.shape[0] or cols.shape[0] or pa.fb_tiles + pb.fb_tiles:  # read by the certified path only
+            pa, pb = _with_raw(pa, a_src, False), _with_raw(pb, b_src, True)
         if pa.fb_tiles + pb.fb_tiles:
             parts_a = tf32_split(pa.raw)
             parts_b = tf32_split(pb.raw)
@@ -188,8 +211,10 @@ def product(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, out: np.ndar
         if cols.shape[0]:
             exact_rows(pb, pa, blocks, eb, ea, params, cols, out, True, to32)
     if to32:
-        lost_a = np.flatnonzero(lost_rows(pa.raw, pa.q, pa.fb, params[W_TK]))
-        lost_b = np.flatnonzero(lost_rows(pb.raw, pb.q, pb.fb, params[W_TK]))
+        lost_a = np.flatnonzero(pa.lost)
+        lost_b = np.flatnonzero(pb.lost)
+        if lost_a.shape[0] or lost_b.shape[0]:
+            pa, pb = _with_raw(pa, a_src, False), _with_raw(pb, b_src, True)
         if lost_a.shape[0]:
             recompute32(pa.raw, pb.raw, lost_a, out, False)
         if lost_b.shape[0]:
@@ -200,6 +225,7 @@ def product(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, out: np.ndar
         if doubtful.any():
             stats[STAT_RECOMPUTED] = recompute(pa.raw, pb.raw, doubtful, out, False)
     if pa.bad.any() or pb.bad.any():
+        pa, pb = _with_raw(pa, a_src, False), _with_raw(pb, b_src, True)
         stats[STAT_NONFINITE] = nonfinite_rule(pa.raw, pb.raw, pa.bad, pb.bad, out)
     stats[STAT_FALLBACK_TILES] = pa.fb_tiles + pb.fb_tiles
     stats[STAT_EXACT_ROWS] = rows.shape[0]
@@ -207,32 +233,38 @@ def product(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, out: np.ndar
     return OK
 
 
-def _result_array(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Where :func:`multiply_into` has the float64 results written: ``c`` itself where it
-    is a writable C-contiguous float64 array apart from the operands (no scratch, no
-    copy), else a fresh scratch array on huge pages (as ``executor_mixpert_pack.result_array``
-    decides for compiled callers)."""
-    if (c.dtype == np.float64 and c.flags.c_contiguous and c.flags.writeable
-            and not np.may_share_memory(c, a) and not np.may_share_memory(c, b)):
+def _result_array(c: np.ndarray, a: np.ndarray, b: np.ndarray, to32: bool) -> np.ndarray:
+    """Where :func:`multiply_into` has the results written: ``c`` itself where it is a
+    writable C-contiguous array apart from the operands ``a`` and ``b`` (what the
+    paths read) of float64, or of float32 in the float32 domain (every result is a
+    float32 value there: no scratch, no copy), else a fresh float64 scratch array on
+    huge pages (as ``executor_mixpert_pack.result_array`` decides for compiled callers)."""
+    if ((c.dtype == np.float64 or (to32 and c.dtype == np.float32)) and c.flags.c_contiguous
+            and c.flags.writeable and not np.may_share_memory(c, a) and not np.may_share_memory(c, b)):
         return c
     return fresh64(c.shape[0], c.shape[1])
 
 
-def multiply_into(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, c: np.ndarray, stats: np.ndarray) -> int:
+def multiply_into(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, c: np.ndarray, stats: np.ndarray,
+                  sources: tuple[np.ndarray, np.ndarray] | None = None) -> int:
     """``C = A @ B`` under the MixPert semantics for split operands (from
     :func:`prepare_operand`) into ``c`` (m x n, float32/float64, any strides;
     float32 only for the FP32 domain, where the result is exact in it). Fills
     ``stats``; returns 0 or an ``ERR_*`` status (``c`` is then unspecified).
     Python, as :func:`product`; its Python callers are ``general_gemm`` (runtime/mixpert/lazy.py,
-    the sites' general path too) and ``run_mixpert``'s split-once path."""
+    the sites' general path too) and ``run_mixpert``'s split-once path. ``sources``: the
+    operands, for splits that did not keep their values (:func:`product`)."""
     if not interpreted(params_ok)(params, c.itemsize):
         return ERR_PARAMS
     m = pa.q.shape[0]
     n = pb.q.shape[0]
     if c.shape[0] != m or c.shape[1] != n:
         return ERR_SHAPE
-    out = _result_array(c, pa.raw, pb.raw)  # c itself where it can be: no copy
-    status = product(pa, pb, params, out, stats)
+    # c itself where it can be: no copy; apart from what the paths read (the operands
+    # themselves where a split did not keep its values)
+    a, b = sources if sources is not None else (pa.raw, pb.raw)
+    out = _result_array(c, a, b, bool(params[W_DOMAIN] == DOMAIN_FP32))
+    status = product(pa, pb, params, out, stats, sources)
     if status == OK and out is not c:
         c[...] = out  # rounds to c's dtype (exact: the float32 domain's results are float32 values)
     return status
@@ -240,7 +272,7 @@ def multiply_into(pa: SplitOperand, pb: SplitOperand, params: np.ndarray, c: np.
 
 #: the paths :func:`product` reaches, each compiled (or loaded) when a call first needs it
 ON_DEMAND_PATHS = (fast_path, fast32_certified, certified, exact_elements, exact_rows, recompute32, fp64_doubtful,
-                   recompute, nonfinite_rule, exact_sets, lost_rows, tf32_split)
+                   recompute, nonfinite_rule, exact_sets, tf32_split)
 
 
 #: the small path as the sites' kernel calls it: through an address cell, so its code is

@@ -146,7 +146,7 @@ class Prepared:
 
     @property
     def q(self) -> np.ndarray:
-        """Aligned signed mantissas (row form, int64)."""
+        """Aligned signed mantissas (row form; int32 where the config's width allows)."""
         return self.arrays.q
 
     @property

@@ -49,7 +49,7 @@ def general_gemm(a, b, c, params, stats) -> int:
 
     pa = prepare_call_operand(a, False, params)  # A read in place where it can be (no copy)
     pb = prepare_call_operand(b, True, params)
-    return multiply_into(pa, pb, params, c, stats)
+    return multiply_into(pa, pb, params, c, stats, (a, b))
 
 
 @cached_njit
