@@ -88,10 +88,22 @@ def spec_configs(spec: str, dtype: np.dtype | str) -> tuple[Scheme, list[Config]
     base = list(scheme.configs(dt))
     if not parsed.fixed:
         return scheme, base
-    try:
-        return scheme, [scheme.parse_config(label) for label in parsed.labels([c.label for c in base])]
-    except ValueError as err:
-        raise ValueError(f"mixjit: scheme spec {spec!r}: {err}") from None
+    # a base config whose own fields conflict with the fixed ones (mixpert's "level=II" on a
+    # base given by segments and pairs) is left out; a field or value the scheme refuses on
+    # every base (a typo) is an error
+    configs: list[Config] = []
+    first_error: ValueError | None = None
+    for label in parsed.labels([c.label for c in base]):
+        try:
+            config = scheme.parse_config(label)
+        except ValueError as err:
+            first_error = first_error or err
+            continue
+        if config not in configs:
+            configs.append(config)
+    if not configs:
+        raise ValueError(f"mixjit: scheme spec {spec!r}: {first_error}")
+    return scheme, configs
 
 
 def candidate_schemes(schemes: Sequence[str] | None, dtype: np.dtype | str) -> tuple[str, ...]:

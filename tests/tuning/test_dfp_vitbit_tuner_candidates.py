@@ -77,8 +77,16 @@ def test_a_scheme_spec_offers_the_scheme_configs_with_its_fields_fixed():
     assert by["int8[scale=row-col,encoding=sf16]"].products == 4 > by["int8[scale=row-col,encoding=pct99]"].products
 
 
+def test_a_spec_field_that_conflicts_with_some_base_configs_offers_the_others():
+    """mixpert's ``level`` cannot join its most precise config (given by segments and pairs):
+    that base is left out, the levels' bases give the level asked for, once."""
+    cands = site_candidates(np.dtype(np.float32), ["mixpert{level=II|IV}"], [(64, 64, 64, 1)], "a100")
+    assert [c.config for c in cands if c.scheme == "mixpert"] == ["level=II", "level=IV"]
+
+
 @pytest.mark.parametrize("spec, match", [("int8{encodng=sf16}", "encodng"), ("int8{encoding=sf4}", "sf4"),
-                                         ("int8{encoding}", "bad field"), ("nosuch{a=1}", "nosuch")])
+                                         ("int8{encoding}", "bad field"), ("nosuch{a=1}", "nosuch"),
+                                         ("mixpert{level=IX}", "unknown level")])
 def test_a_bad_scheme_spec_is_refused_at_decoration_and_named(spec, match):
     with pytest.raises((ValueError, KeyError), match=match):
         mixjit(schemes=[spec])(_product)
