@@ -1,0 +1,13 @@
+"""Blocked factorizations and solves whose products run under a real GEMM scheme.
+
+Semantics: docs/numerics.md, "linalg". The modules, one job each:
+
+* config.py: a candidate's config (``block``, ``gemm``, ``refine``) and its label;
+* panel.py: the compiled panel steps (Cholesky and LU panels, the block row of U, the
+  in-block triangular substitutions), working precision, no GEMM;
+* factor.py: the blocked drivers (Cholesky, LU with partial pivoting, the blocked
+  triangular solves), GEMM updates through the configured scheme;
+* solve.py: ``cholesky``, ``solve`` and ``inv`` as Numba's ``np.linalg`` checks and raises,
+  iterative refinement, the LAPACK fallback;
+* cost.py: the modeled time of a candidate (GEMM parts from the GEMM cost model).
+"""
