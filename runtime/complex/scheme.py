@@ -107,11 +107,14 @@ COMPLEX = ComplexScheme()
 """The wrapper (stateless, like every scheme)."""
 
 
-def complex_gemm(a: np.ndarray, b: np.ndarray, real: str = "mixpert", config: Config | str | None = None,
+def complex_gemm(a: np.ndarray, b: np.ndarray, real: str | None = None, config: Config | str | None = None,
                  form: int = 4) -> np.ndarray:
     """C = A @ B for complex64/complex128 ``a``, ``b`` as ``form`` real products under scheme
-    ``real`` (a name or alias of the catalogue) with ``config`` (a config of ``real``, its
-    label, or None for its most precise config for the parts' dtype)."""
+    ``real`` (a name or alias of the catalogue; None: the default plan scheme for the parts,
+    mixpert for complex64, mixpert-fp64 for complex128) with ``config`` (a config of ``real``,
+    its label, or None for its most precise config for the parts' dtype)."""
+    if real is None:
+        real = _check_config(COMPLEX.default_config(np.asarray(a).dtype)).real
     scheme, fixed = resolve_scheme(real)
     if config is None:
         config = fixed if fixed is not None else scheme.default_config(working_dtype(np.asarray(a).dtype))

@@ -102,3 +102,15 @@ def test_form3_loses_the_small_imaginary_part_when_parts_are_far_apart():
     e3 = im_error(complex_gemm(a64, b64, "bf16xn", form=3))
     assert e4 < 1e-7
     assert 2.0**17 < e3 / e4 < 2.0**23
+
+
+@pytest.mark.parametrize("cdt", [np.complex64, np.complex128])
+def test_complex_gemm_defaults_to_the_default_config(cdt):
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal((5, 7)) + 1j * rng.standard_normal((5, 7))).astype(cdt)
+    b = (rng.standard_normal((7, 3)) + 1j * rng.standard_normal((7, 3))).astype(cdt)
+    for form in (4, 3):
+        cfg = COMPLEX.default_config(cdt)
+        want = COMPLEX.run(a, b, ComplexConfig(form, cfg.real, cfg.real_config))
+        got = complex_gemm(a, b, form=form)
+        assert got.dtype == np.dtype(cdt) and np.array_equal(got, want)
