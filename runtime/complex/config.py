@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mixjit.runtime.schemes.base import Config, get_scheme
+from mixjit.runtime.schemes.base import Config, Scheme, get_scheme
 
 __all__ = ["FORMS", "ComplexConfig", "working_dtype", "parse_complex_label"]
 
@@ -49,14 +49,28 @@ class ComplexConfig(Config):
         if self.form not in FORMS:
             raise ValueError(f"complex: form={self.form!r} is not a form; choose 4 (four real products) "
                              "or 3 (Gauss: three products, less accurate imaginary parts)")
-        if not isinstance(self.real_config, Config) or isinstance(self.real_config, ComplexConfig):
-            raise TypeError(f"complex: real_config must be a config of the real scheme {self.real!r}, "
-                            f"got {self.real_config!r}")
+        scheme = get_scheme(self.real)  # a scheme name; an alias or unknown name is an error naming the fix
+        if not _config_of(scheme, self.real_config):
+            raise TypeError(f"complex: real_config must be a config of the real scheme {self.real!r} "
+                            f"(one of {self.real!r}'s configs() or its parse_config(label)), got {self.real_config!r}")
 
     @property
     def label(self) -> str:
         """``form=4,real=<scheme>(<real config label>)``."""
         return f"form={self.form},real={self.real}({self.real_config.label})"
+
+
+def _config_of(scheme: Scheme, config: object) -> bool:
+    """``config`` is a valid config of ``scheme``: its label parses back to it. A config of the
+    scheme's own class that its parser refuses raises the parser's error (it names the field)."""
+    if not isinstance(config, Config):
+        return False
+    try:
+        return scheme.parse_config(config.label) == config
+    except ValueError:
+        if type(config) is type(scheme.configs(scheme.dtypes[0])[0]):
+            raise
+        return False
 
 
 def parse_complex_label(text: str) -> ComplexConfig:

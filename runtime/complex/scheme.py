@@ -23,7 +23,7 @@ import numpy as np
 from mixjit.runtime.complex.config import FORMS, ComplexConfig, parse_complex_label, working_dtype
 from mixjit.runtime.complex.epilogue import combine3, combine4
 from mixjit.runtime.schemes import catalog
-from mixjit.runtime.schemes.base import Config, RunStats, Scheme, Work, resolve_scheme
+from mixjit.runtime.schemes.base import Config, RunStats, Scheme, Work, get_scheme, resolve_scheme
 from mixjit.runtime.schemes.emulation import check_operands
 
 __all__ = ["ComplexScheme", "COMPLEX", "complex_gemm"]
@@ -63,7 +63,7 @@ class ComplexScheme(Scheme):
         """C = A @ B for complex ``a`` (m×k) and ``b`` (k×n) of one dtype (any strides)."""
         cfg = _check_config(config)
         a, b, w = _check_operands(a, b)
-        real, _ = resolve_scheme(cfg.real)
+        real = get_scheme(cfg.real)
         _check_part_dtype(real, w)
         ar, ai, br, bi = (np.ascontiguousarray(x, dtype=w) for x in (a.real, a.imag, b.real, b.imag))
         c = np.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
@@ -84,7 +84,7 @@ class ComplexScheme(Scheme):
     def products(self, config: Config) -> int:
         """Full-size low-precision products: ``form`` times the real config's."""
         cfg = _check_config(config)
-        return cfg.form * resolve_scheme(cfg.real)[0].products(cfg.real_config)
+        return cfg.form * get_scheme(cfg.real).products(cfg.real_config)
 
     def work(self, config: Config, m: int, n: int, k: int, dtype: np.dtype | type = np.complex64) -> Work:
         """The ``form`` real products' work summed, plus the wrapper's passes over memory:
@@ -92,7 +92,7 @@ class ComplexScheme(Scheme):
         read back by the epilogue (docs/numerics.md, "Complex products", Cost)."""
         cfg = _check_config(config)
         w = working_dtype(dtype)
-        real = resolve_scheme(cfg.real)[0]
+        real = get_scheme(cfg.real)
         one = real.work(cfg.real_config, m, n, k, w)
         ops = {cls: cfg.form * v for cls, v in one.ops.items()}
         size = w.itemsize

@@ -114,3 +114,12 @@ def test_complex_gemm_defaults_to_the_default_config(cdt):
         want = COMPLEX.run(a, b, ComplexConfig(form, cfg.real, cfg.real_config))
         got = complex_gemm(a, b, form=form)
         assert got.dtype == np.dtype(cdt) and np.array_equal(got, want)
+
+
+def test_a_config_names_a_scheme_and_one_of_its_configs():
+    with pytest.raises(ValueError, match="names one config of scheme 'bf16xn'"):
+        ComplexConfig(4, "bf16x6", get_scheme("bf16xn").parse_config("products=6"))
+    with pytest.raises(TypeError, match="must be a config of the real scheme 'mixpert'"):
+        ComplexConfig(4, "mixpert", get_scheme("tf32x3").default_config())
+    with pytest.raises(ValueError, match="products=2 is not a config"):
+        ComplexConfig(4, "tf32x3", type(get_scheme("tf32x3").default_config())(2))
