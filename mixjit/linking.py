@@ -125,14 +125,17 @@ def ensure_entry_linked() -> int:
         return addr
 
 
+_GEMM_DTYPES = (types.float64, types.float32, types.complex128, types.complex64)
+
+
 def _is_gemm_operand(ty: types.Type) -> bool:
-    return isinstance(ty, types.Array) and ty.ndim == 2 and ty.dtype in (types.float64, types.float32)
+    return isinstance(ty, types.Array) and ty.ndim == 2 and ty.dtype in _GEMM_DTYPES
 
 
 @intrinsic
 def _call_entry(typingctx, site, a, b, c, alpha, beta):
     """Call ``ENTRY_SYMBOL`` for ``c = alpha * a @ b + beta * c`` (2-D arrays of
-    one float dtype); returns the entry's int32 status."""
+    one float or complex dtype); returns the entry's int32 status."""
     if not all(_is_gemm_operand(t) for t in (a, b, c)) or len({a.dtype, b.dtype, c.dtype}) != 1:
         return None
     sig = types.int32(types.intp, a, b, c, types.float64, types.float64)

@@ -19,7 +19,7 @@ type, f32 or f64, and the call has exactly two arguments. Then:
   call), ``trans_a``/``trans_b`` (the transposes), and for a fused
   update ``load`` (``C[idx]``), ``update`` (``-=``) and ``store`` (``C[idx] = ...``).
 
-Other candidates (1-D dot products, matrix-vector products, integer, complex or mixed dtypes,
+Other candidates (1-D dot products, matrix-vector products, integer, float16 or mixed dtypes,
 object-mode values, ``out=`` arguments) are left to Numba and marked
 ``mix.not_gemm = {reason = "<code>", detail = "..."}``, and the pass emits a remark for each
 (``matrix product left to numba: ... [<code>]``, at the Python source location, with the detail
@@ -69,7 +69,7 @@ GEMM_CALLEES = frozenset({"numpy.dot", "numpy.matmul"})
 METHOD_CALLEES = frozenset({"array.dot"})
 """Bound-method callees that are matrix products: ``a.dot(b)``, with ``np.dot(a, b)``'s meaning."""
 TRANSPOSE_CALLEES = frozenset({"numpy.transpose"})
-GEMM_DTYPES = (f32, f64)
+GEMM_DTYPES = (f32, f64, ComplexType(f32), ComplexType(f64))
 UPDATE_ALPHA = {"-=": -1.0, "+=": 1.0}
 
 REASONS: dict[str, str] = {
@@ -79,9 +79,8 @@ REASONS: dict[str, str] = {
     "matrix-vector": "matrix-vector product",
     "batched": "product of arrays that are not both 2-D",
     "integer-dtype": "integer element type",
-    "complex-dtype": "complex element type",
     "mixed-dtype": "operands of different element types",
-    "unsupported-dtype": "element type is neither float32 nor float64",
+    "unsupported-dtype": "element type is not float32, float64, complex64 or complex128",
     "out-argument": "np.dot with an out argument or keywords",
 }
 """Reason code -> what it means, for every way a candidate can be rejected."""
@@ -210,8 +209,6 @@ def _rejection(a: Value, b: Value, out: Type) -> tuple[str, str] | None:
     dtype = ta.dtype
     if isinstance(dtype, IntegerType):
         return "integer-dtype", f"element type {dtype}"
-    if isinstance(dtype, ComplexType):
-        return "complex-dtype", f"element type {dtype}"
     if dtype not in GEMM_DTYPES or not isinstance(out, ArrayType) or out.dtype != dtype:
         return "unsupported-dtype", f"element type {dtype}, result {out}"
     return None

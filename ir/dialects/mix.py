@@ -10,12 +10,13 @@ from mixjit.ir.attributes import ArrayAttr, BoolAttr, FloatAttr, IntegerAttr, St
 from mixjit.ir.core import Operation
 from mixjit.ir.opdef import operand, opt_operand, prop, result
 from mixjit.ir.traits import MemAlloc, MemRead
-from mixjit.ir.types import ArrayType, FloatType, f64, i64
+from mixjit.ir.types import ArrayType, ComplexType, FloatType, f64, i64
 from mixjit.ir.verifier import VerifyError
 
 
 class GemmOp(Operation):
-    """A GEMM: operands A, B and optional C (rank-2 arrays of ``dtype``); ``site`` numbers the
+    """A GEMM: operands A, B and optional C (rank-2 arrays of ``dtype``, a float or complex
+    type); ``site`` numbers the
     GEMM sites of a module; alpha/beta are f64 (beta must be 0 without C)."""
 
     name = "mix.gemm"
@@ -33,8 +34,9 @@ class GemmOp(Operation):
 
     def verify_(self) -> None:
         dtype = self.dtype.value
-        if not isinstance(dtype, FloatType):
-            raise VerifyError(f"dtype must be a float type, got '{dtype}'")
+        if not isinstance(dtype, FloatType) and not (isinstance(dtype, ComplexType)
+                                                     and isinstance(dtype.element, FloatType)):
+            raise VerifyError(f"dtype must be a float or complex type, got '{dtype}'")
         arrays = {"A": self.a, "B": self.b, "C": self.c, "result": self.out}
         for label, value in arrays.items():
             if value is None:

@@ -18,7 +18,10 @@ MAX_SITES = 1 << 16
 
 DTYPE_F64 = 0
 DTYPE_F32 = 1
-DTYPE_CODES: dict[np.dtype, int] = {np.dtype(np.float64): DTYPE_F64, np.dtype(np.float32): DTYPE_F32}
+DTYPE_C128 = 2
+DTYPE_C64 = 3
+DTYPE_CODES: dict[np.dtype, int] = {np.dtype(np.float64): DTYPE_F64, np.dtype(np.float32): DTYPE_F32,
+                                    np.dtype(np.complex128): DTYPE_C128, np.dtype(np.complex64): DTYPE_C64}
 """The ``dtype`` argument of the entry for each supported element type."""
 NUMPY_DTYPES = {code: dt.type for dt, code in DTYPE_CODES.items()}
 
@@ -48,7 +51,8 @@ plan code; this is the view of every family in the catalogue when this module is
 
 ENTRY_ERRORS: dict[int, str] = {
     ENTRY_BAD_SITE: f"site id outside [0, {MAX_SITES}); allocate ids with mixjit.entry.new_site()",
-    ENTRY_BAD_DTYPE: "dtype code is not one of mixjit.entry.DTYPE_CODES (float64, float32)",
+    ENTRY_BAD_DTYPE: "dtype code is not one of mixjit.entry.DTYPE_CODES (float64, float32, complex128, complex64) "
+                     "or the executor does not run it",
     ENTRY_TOO_LARGE: "a dimension or leading dimension exceeds the BLAS int range (2**31-1); split the GEMM",
     ENTRY_BLAS_FAILED: "BLAS is unavailable (Numba found no scipy.linalg.cython_blas); install scipy",
     ENTRY_NO_PLAN: "the site has no plan; give it one with mixjit.plan.set_plan() before it runs",

@@ -9,7 +9,7 @@ import numpy as np
 from llvmlite import ir as llir
 from numba import njit, types
 from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 from numba.np.arrayobj import make_array, populate_array
 
 from mixjit.entry.abi import (
@@ -46,9 +46,17 @@ def _view(typingctx, ptr, rows, cols, s0, s1, dtype):
     return sig, codegen
 
 
+_KINDS = {types.float64: "d", types.float32: "s", types.complex128: "z", types.complex64: "c"}
+
+
 def _blas_kind(dtype):
-    """Numba's BLAS helpers' kind character for a float dtype."""
-    return llir.IntType(8)(ord("d" if dtype == types.float64 else "s"))
+    """Numba's BLAS helpers' kind character for a float or complex dtype."""
+    return llir.IntType(8)(ord(_KINDS[dtype]))
+
+
+def _zero(dtype):
+    """0 as a Python value of ``dtype``'s kind (a constant of a complex type needs a complex)."""
+    return 0j if isinstance(dtype, types.Complex) else 0.0
 
 
 @intrinsic
@@ -82,7 +90,7 @@ def _xxgemm(typingctx, a, b, c, trans_a, ld_a, trans_b, ld_b, ld_c, alpha):
             return builder.bitcast(cgutils.alloca_once_value(builder, value), voidp)
 
         alpha_v = context.cast(builder, alpha, sig.args[-1], dtype)
-        zero = context.get_constant_generic(builder, dtype, 0.0)
+        zero = context.get_constant_generic(builder, dtype, _zero(dtype))
 
         return builder.call(fn, [
             _blas_kind(dtype), trans_char(tb), trans_char(ta), n, m, k,
@@ -142,8 +150,8 @@ def _xxgemv(typingctx, trans, rows, cols, a, lda, x, y):
 
         r, c, ld = (context.cast(builder, args[i], sig.args[i], types.intp) for i in (1, 2, 4))
         return builder.call(fn, [
-            _blas_kind(dtype), trans_c, r, c, slot(1.0), builder.bitcast(av.data, voidp), ld,
-            builder.bitcast(xv.data, voidp), slot(0.0), builder.bitcast(yv.data, voidp),
+            _blas_kind(dtype), trans_c, r, c, slot(1.0 + _zero(dtype)), builder.bitcast(av.data, voidp), ld,
+            builder.bitcast(xv.data, voidp), slot(_zero(dtype)), builder.bitcast(yv.data, voidp),
         ])
 
     return sig, codegen
@@ -311,24 +319,36 @@ def _scale(c, beta):
             c[i, j] = bv * c[i, j] if beta != 0.0 else c.dtype.type(0.0)
 
 
+def _wide_zeros(x, rows, cols):
+    """A new zeroed rows x cols array of ``x``'s widest kind: float64, or complex128 for a complex ``x``.
+    Compiled code only (an overload)."""
+    raise NotImplementedError("_wide_zeros is called from compiled code only")
+
+
+@overload(_wide_zeros)
+def _wide_zeros_impl(x, rows, cols):
+    wide = np.complex128 if isinstance(x.dtype, types.Complex) else np.float64
+    return lambda x, rows, cols: np.zeros((rows, cols), wide)
+
+
 @njit
 def _upcast(x):
-    """A C-ordered float64 copy of a 2-D array."""
-    out = np.empty(x.shape, np.float64)
+    """A C-ordered float64 (complex128) copy of a 2-D float (complex) array."""
+    out = _wide_zeros(x, x.shape[0], x.shape[1])
     _copy_into(out, x)
     return out
 
 
 @njit
 def _reference(dt, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
-    """C = alpha * P + beta * C with P the float64 BLAS product of the upcast operands,
-    the whole right-hand side in float64, rounded once to C's dtype."""
+    """C = alpha * P + beta * C with P the float64 (complex128) BLAS product of the upcast
+    operands, the whole right-hand side in float64 (complex128), rounded once to C's dtype."""
     if max(m, n, k) > _INT_MAX:
         return ENTRY_TOO_LARGE
     cv = _view(c, m, n, cs0, cs1, dt)
     if m == 0 or n == 0:
         return ENTRY_OK
-    tmp = np.zeros((m, n), np.float64)
+    tmp = _wide_zeros(cv, m, n)
     if k > 0:
         a64 = _upcast(_view(a, m, k, as0, as1, dt))
         b64 = _upcast(_view(b, k, n, bs0, bs1, dt))
@@ -339,5 +359,5 @@ def _reference(dt, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
             if beta == 0.0:
                 cv[i, j] = dt(alpha * tmp[i, j])
             else:
-                cv[i, j] = dt(alpha * tmp[i, j] + beta * np.float64(cv[i, j]))
+                cv[i, j] = dt(alpha * tmp[i, j] + beta * cv[i, j])  # beta float64: cv widens exactly
     return ENTRY_OK

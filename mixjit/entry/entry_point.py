@@ -9,8 +9,6 @@ from numba.core import sigutils
 from numba.core.ccallback import CFunc
 
 from mixjit.entry.abi import (
-    DTYPE_F32,
-    DTYPE_F64,
     ENTRY_BAD_DTYPE,
     ENTRY_BAD_EXECUTOR,
     ENTRY_BAD_SITE,
@@ -43,7 +41,7 @@ def _entry(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, 
     limit = _limit_load(site)
     if limit != 0 and calls >= limit:
         return ENTRY_CALL_LIMIT
-    if dtype != DTYPE_F64 and dtype != DTYPE_F32:
+    if dtype < 0 or dtype >= _N_DTYPES:
         return ENTRY_BAD_DTYPE
     executor = _plan_word(site, 0)
     if executor == EXEC_NONE:

@@ -20,6 +20,8 @@ from numba.core.ccallback import CFunc
 from numba.extending import intrinsic
 
 from mixjit.entry.abi import (
+    DTYPE_C64,
+    DTYPE_C128,
     DTYPE_CODES,
     ENTRY_BAD_DTYPE,
     ENTRY_ERRORS,
@@ -133,6 +135,99 @@ def _executor_function(executor: CompiledExecutor, dtype_code: int):
     return run
 
 
+#: the parts' real dtype of each complex entry dtype code
+_PART_DTYPES = {DTYPE_C128: np.float64, DTYPE_C64: np.float32}
+
+
+@njit
+def _parts(x, rdt):
+    """C-ordered real and imaginary parts of the complex 2-D array ``x``, in ``rdt``."""
+    re = np.empty(x.shape, rdt)
+    im = np.empty(x.shape, rdt)
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            v = x[i, j]
+            re[i, j] = v.real
+            im[i, j] = v.imag
+    return re, im
+
+
+@njit
+def _part_sum(x, y):
+    """``x + y`` element by element, one rounding each (form 3's operand sums)."""
+    out = np.empty(x.shape, x.dtype)
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            out[i, j] = x[i, j] + y[i, j]
+    return out
+
+
+def _complex_executor_function(executor: CompiledExecutor, dtype_code: int):
+    """The C-ABI function that runs a complex site (entry code ``dtype_code``) as real products
+    under ``executor`` (docs/numerics.md, "Complex products"): plan row ``[code, form, the real
+    config's words]``; the parts of A and B copied once, ``form`` (4 or 3) products by the real
+    kernel, the complex wrapper's compiled epilogue (runtime/complex/epilogue.py) into C, or into
+    a temporary followed by ``C = alpha * P + beta * C`` as the real executors do."""
+    from mixjit.runtime.complex.epilogue import combine3, combine4
+
+    kernel, code, n_words = executor.kernel, executor.code, executor.n_words
+    n_stats, max_stat, profiled = max(1, executor.n_stats), executor.max_stat, executor.profile_stats
+    dt = NUMPY_DTYPES[dtype_code]
+    rdt = _PART_DTYPES[dtype_code]
+
+    def body(dt, rdt, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
+        if m == 0 or n == 0:
+            return ENTRY_OK
+        form = _plan_word(site, 1)
+        params = stack_array(n_words, np.int64)
+        for w in range(n_words):
+            params[w] = _plan_word(site, 2 + w)
+        stats = stack_array(n_stats, np.int64)
+        ar, ai = _parts(_view(a, m, k, as0, as1, dt), rdt)
+        br, bi = _parts(_view(b, k, n, bs0, bs1, dt), rdt)
+        cv = _view(c, m, n, cs0, cs1, dt)
+        # form 4: Ar·Br, Ai·Bi, Ar·Bi, Ai·Br; form 3: Ar·Br, Ai·Bi, (Ar+Ai)·(Br+Bi)
+        sa, sb = (_part_sum(ar, ai), _part_sum(br, bi)) if form == 3 else (ar, br)
+        count = 4 if form == 4 else 3
+        products = np.empty((count, m, n), rdt)
+        for t in range(count):
+            for w in range(n_stats):
+                stats[w] = 0
+            x = ar if t == 0 or t == 2 else ai
+            y = br if t == 0 or t == 3 else bi
+            if t == 2 and form == 3:
+                x, y = sa, sb
+            status = kernel(any_layout(x), any_layout(y), any_layout(products[t]), params, stats)
+            if status != 0:
+                return STATUS_SPAN * code + status
+            if profiled and _profile_load(0) != 0:
+                _record_stats(site, stats, max_stat)
+        pc, isz = _address(c), cv.itemsize
+        direct = (alpha == 1.0 and beta == 0.0
+                  and not _may_overlap(pc, m, n, cs0, cs1, _address(a), m, k, as0, as1, isz)
+                  and not _may_overlap(pc, m, n, cs0, cs1, _address(b), k, n, bs0, bs1, isz))
+        out = cv if direct else any_layout(np.empty((m, n), dt))
+        if form == 4:
+            combine4(products[0], products[1], products[2], products[3], out)
+        else:
+            combine3(products[0], products[1], products[2], out)
+        if not direct:
+            _axpby(cv, out, alpha, beta)
+        return ENTRY_OK
+
+    name = f"_executor_{executor.name}_{np.dtype(dt).name}"
+    body.__name__ = body.__qualname__ = f"{name}_body"
+    body = njit(inline="always")(body)
+
+    def run(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
+        if dtype != dtype_code:
+            return ENTRY_BAD_DTYPE
+        return body(dt, rdt, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
+
+    run.__name__ = run.__qualname__ = name
+    return run
+
+
 def _builtin_function(code: int, dtype_code: int):
     """The C-ABI function (the entry's signature) of the built-in executor ``code``
     (``EXEC_NATIVE``: BLAS, ``_native``; ``EXEC_REFERENCE``: ``_reference``) for sites of
@@ -234,14 +329,15 @@ def _dtype_codes(dtypes: "Iterable[np.dtype | type | str] | None") -> list[int]:
     for dt in dtypes:
         code = DTYPE_CODES.get(np.dtype(dt))
         if code is None:
-            raise ValueError(f"mixjit: executors run float32 or float64 GEMMs, not {np.dtype(dt)}")
+            raise ValueError(f"mixjit: executors run float32, float64, complex64 or complex128 GEMMs, "
+                             f"not {np.dtype(dt)}")
         codes.append(code)
     return sorted(set(codes))
 
 
 def load_executor(code: int, dtypes: "Iterable[np.dtype | type | str] | None" = None) -> None:
     """Make the executor with plan code ``code`` callable by the entry for sites of ``dtypes``
-    (float32 and/or float64; None: both): compile its C function for each, or load it from the
+    (float32, float64, complex64, complex128; None: all): compile its C function for each, or load it from the
     disk cache, the first time a plan needs it (so a function whose sites run ``native`` never
     compiles emulation code, and one whose sites are float64 never compiles a float32 kernel)."""
     wanted = _dtype_codes(dtypes)
@@ -268,7 +364,8 @@ def load_executor(code: int, dtypes: "Iterable[np.dtype | type | str] | None" = 
             # an executor with parallel regions loaded from the disk cache starts Numba's threading
             # layer by the reload hooks runtime/jit/cache.py saves with it (tests/runtime/
             # test_jit_cache_first_use.py)
-            py_func = _executor_function(executor, dtype_code)
+            make = _complex_executor_function if dtype_code in _PART_DTYPES else _executor_function
+            py_func = make(executor, dtype_code)
             fn = CFunc(py_func, sigutils.normalize_signature(ENTRY_SIG), locals={}, options={"nopython": True})
             fn._cache = _ExecutorCache(py_func, executor)
             fn.compile()
