@@ -42,11 +42,9 @@ from mixjit import backend_policy, device_executor
 from mixjit.backend_policy import BackendChoice, check_backend
 from mixjit.entry import (
     EXEC_REFERENCE,
-    EXECUTORS,
     MAX_SITES,
     PLAN_WORDS,
     REFERENCE_EXECUTOR,
-    executor_for,
     load_executor,
     write_plan_row,
 )
@@ -54,7 +52,9 @@ from mixjit.passes.tuning.candidates import parse_scheme_spec
 from mixjit.runtime.schemes import catalog
 from mixjit.runtime.schemes.base import Config, Scheme, get_scheme
 
-DEFAULT_SCHEMES: dict[str, tuple[str, ...]] = {dt: catalog.default_schemes("plan", dt) for dt in ("float32", "float64")}
+#: the element types of GEMM sites
+SITE_DTYPES = ("float32", "float64", "complex64", "complex128")
+DEFAULT_SCHEMES: dict[str, tuple[str, ...]] = {dt: catalog.default_schemes("plan", dt) for dt in SITE_DTYPES}
 """Candidate schemes of a site when the user gives none, by the site's dtype (the scheme
 catalogue's ``plan`` role: mixjit.runtime.schemes.catalog)."""
 
@@ -128,7 +128,8 @@ def initial_plan(schemes: Sequence[str] | None, dtype: np.dtype | str) -> SitePl
     if not usable:
         raise ValueError(f"mixjit: none of the schemes {list(names)} accepts {dt} operands")
     scheme, configs = spec_configs(usable[0], dt)
-    executor_for(scheme.name)  # every registered scheme has one; a ValueError names the others
+    if not scheme.runs_at_sites:
+        raise ValueError(f"mixjit: scheme {scheme.name!r} has no compiled executor; a site cannot run it")
     config = configs[0] if parse_scheme_spec(usable[0]).fixed else scheme.default_config(dt)
     return SitePlan(scheme.name, config.label, scheme.name)
 
@@ -139,17 +140,19 @@ REFERENCE_CONFIG = "float64-products"
 def reference_plan(dtype: np.dtype | str) -> SitePlan:
     """What a site runs in the tuner's reference run: exact up to its final rounding.
 
-    float32 sites: the entry's reference executor (float64 products of the float32
-    operands, accumulated in float64, rounded once). float64 sites: the most precise
-    ``mixpert-fp64`` config (more mantissa bits than float64 carries, certified final
-    rounding), since no float64 executor is more precise."""
+    float32 and complex64 sites: the entry's reference executor (float64 / complex128 products
+    of the operands, accumulated in that precision, rounded once). float64 sites: the most
+    precise ``mixpert-fp64`` config (more mantissa bits than float64 carries, certified final
+    rounding), since no float64 executor is more precise; complex128 sites: the complex wrapper
+    over it (four such products, each part's sum rounded once)."""
     dt = np.dtype(dtype)
-    if dt == np.float32:
+    if dt in (np.float32, np.complex64):
         return SitePlan(REFERENCE_EXECUTOR, REFERENCE_CONFIG, REFERENCE_EXECUTOR)
-    if dt == np.float64:
-        config = get_scheme("mixpert-fp64").default_config(dt)
-        return SitePlan("mixpert-fp64", config.label, "mixpert-fp64")
-    raise ValueError(f"mixjit: no reference plan for {dt} sites (GEMM sites are float32 or float64)")
+    if dt in (np.float64, np.complex128):
+        name = "mixpert-fp64" if dt == np.float64 else "complex"
+        config = get_scheme(name).default_config(dt)
+        return SitePlan(name, config.label, name)
+    raise ValueError(f"mixjit: no reference plan for {dt} sites (GEMM sites are {', '.join(SITE_DTYPES)})")
 
 
 def plan_words(plan: SitePlan) -> np.ndarray:
@@ -158,17 +161,13 @@ def plan_words(plan: SitePlan) -> np.ndarray:
         row = np.zeros(PLAN_WORDS, dtype=np.int64)
         row[0] = EXEC_REFERENCE
         return row
-    executor = executor_for(plan.executor)
     scheme = get_scheme(plan.executor)
     config = scheme.parse_config(plan.config) if plan.executor == plan.scheme else scheme.default_config()
-    words = scheme.executor_words(config)
-    if len(words) != executor.n_words:
-        raise ValueError(f"mixjit: scheme {scheme.name!r} encodes {len(words)} config words, its executor "
-                         f"{executor.name!r} reads {executor.n_words}; fix its executor_words()")
+    executor, words = scheme.plan_row(config)
     row = np.zeros(PLAN_WORDS, dtype=np.int64)
     if 1 + len(words) > PLAN_WORDS:
         raise ValueError(f"mixjit: executor {executor.name!r} encodes {len(words)} words, the table has {PLAN_WORDS - 1}")
-    row[0] = EXECUTORS[plan.executor]
+    row[0] = executor.code
     row[1: 1 + len(words)] = words
     return row
 

@@ -24,7 +24,7 @@ from mixjit.ir.attributes import ArrayAttr, DictAttr, IntegerAttr, StringAttr
 from mixjit.ir.core import Operation
 from mixjit.ir.diagnostics import Diagnostic, DiagnosticError
 from mixjit.ir.dialects.mix import GemmOp, KernelOp
-from mixjit.ir.types import i64
+from mixjit.ir.types import FloatType, i64
 from mixjit.passes.files import plain_name_problem, write_atomic
 from mixjit.passes.pass_base import ModulePass, OptionError, PassContext, option
 from mixjit.passes.registry import register_pass
@@ -44,6 +44,12 @@ MANIFEST = "manifest.json"
 _DEFAULT_SCHEME = {"f32": ("mixpert", MOST_PRECISE), "f64": ("mixpert-fp64", "")}
 
 
+def _kind(op: GemmOp) -> str:
+    """The site's element type as text: ``f32``, ``f64``, ``complex<f32>``..."""
+    dtype = op.dtype.value
+    return dtype.kind if isinstance(dtype, FloatType) else str(dtype)
+
+
 def site_choice(op: GemmOp) -> tuple[str, str, str]:
     """(scheme, config, where it came from) for a site: ``mix.plan``, ``mix.runs`` or the default."""
     for attr_name in (PLAN_ATTR, RUNS_ATTR):
@@ -52,16 +58,16 @@ def site_choice(op: GemmOp) -> tuple[str, str, str]:
             named, configured = attr.as_dict().get("scheme"), attr.as_dict().get("config")
             if isinstance(named, StringAttr) and isinstance(configured, StringAttr):
                 return named.value, configured.value, attr_name
-    kind = op.dtype.value.kind
+    kind = _kind(op)
     scheme, config = _DEFAULT_SCHEME.get(kind, (f"<none for {kind}>", ""))
     return scheme, config, "default"
 
 
 def _desc(op: GemmOp, arch: str) -> KernelSpec:
     scheme, config, _ = site_choice(op)
-    kind = op.dtype.value.kind
+    kind = _kind(op)
     if kind not in ("f32", "f64"):
-        raise UnsupportedConfig(f"cuda: dtype {kind} has no CUDA kernel")
+        raise UnsupportedConfig(f"cuda: dtype {kind} has no CUDA kernel (the site runs its CPU executor)")
     plain = op.alpha.value == 1.0 and op.beta.value == 0.0
     return kernel_desc(scheme, config, dtype=kind, arch=arch, trans_a=op.trans_a.value,
                        trans_b=op.trans_b.value, alpha_beta="product" if plain else "update")

@@ -131,7 +131,10 @@ def complex_rows(cdt: np.dtype, all_schemes: bool) -> list[ComplexConfig]:
     rows: list[ComplexConfig] = []
     for name in names:
         configs = COMPLEX.configs(cdt, real=name)
-        for cfg in (*configs[: len(FORMS)], *([configs[-len(FORMS)]] if all_schemes else [])):
+        first, last = configs[0].real_config, configs[-1].real_config  # the real scheme's most precise, cheapest
+        wanted = [(form, first) for form in FORMS] + ([(4, last)] if all_schemes else [])
+        for form, real_config in wanted:
+            cfg = next(c for c in configs if (c.form, c.real_config) == (form, real_config))
             if cfg not in rows:
                 rows.append(cfg)
     return rows

@@ -95,6 +95,8 @@ executors' BLAS calls), ``executors`` (the executor table: compiled, loaded, ins
 from __future__ import annotations
 
 from mixjit.entry.abi import (  # noqa: F401
+    DTYPE_C64,
+    DTYPE_C128,
     DTYPE_CODES,
     DTYPE_F32,
     DTYPE_F64,
@@ -165,6 +167,8 @@ __all__ = [
     "MAX_SITES",
     "DTYPE_F64",
     "DTYPE_F32",
+    "DTYPE_C128",
+    "DTYPE_C64",
     "DTYPE_CODES",
     "NUMPY_DTYPES",
     "ENTRY_OK",

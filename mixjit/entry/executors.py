@@ -92,7 +92,7 @@ def _executor_function(executor: CompiledExecutor, dtype_code: int):
     # for P where C = P can be written in place (alpha 1, beta 0, C overlapping neither
     # operand: then alpha * P + beta * C is P, bit for bit); the kernel sees C and the
     # temporary with one type ("A" layout), so it compiles once.
-    def body(dt, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
+    def body(dt, _rdt, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
         if m == 0 or n == 0:
             return ENTRY_OK
         params = stack_array(n_words, np.int64)
@@ -120,8 +120,14 @@ def _executor_function(executor: CompiledExecutor, dtype_code: int):
             _record_stats(site, stats, max_stat)
         return ENTRY_OK
 
-    # One name per executor and dtype: its own cache files, and distinct symbols when several load.
     dt = NUMPY_DTYPES[dtype_code]
+    return _entry_function(body, executor, dtype_code, dt, dt)
+
+
+def _entry_function(body, executor: CompiledExecutor, dtype_code: int, dt, rdt):
+    """The C-ABI function (the entry's signature) running ``body(dt, rdt, site, m, ...)`` for
+    sites of entry dtype code ``dtype_code`` (another dtype gives ``ENTRY_BAD_DTYPE``); one name
+    per executor and dtype: its own cache files, and distinct symbols when several load."""
     name = f"_executor_{executor.name}_{np.dtype(dt).name}"
     body.__name__ = body.__qualname__ = f"{name}_body"
     body = njit(inline="always")(body)
@@ -129,7 +135,7 @@ def _executor_function(executor: CompiledExecutor, dtype_code: int):
     def run(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
         if dtype != dtype_code:
             return ENTRY_BAD_DTYPE
-        return body(dt, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
+        return body(dt, rdt, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
 
     run.__name__ = run.__qualname__ = name
     return run
@@ -215,17 +221,7 @@ def _complex_executor_function(executor: CompiledExecutor, dtype_code: int):
             _axpby(cv, out, alpha, beta)
         return ENTRY_OK
 
-    name = f"_executor_{executor.name}_{np.dtype(dt).name}"
-    body.__name__ = body.__qualname__ = f"{name}_body"
-    body = njit(inline="always")(body)
-
-    def run(site, dtype, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
-        if dtype != dtype_code:
-            return ENTRY_BAD_DTYPE
-        return body(dt, rdt, site, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1)
-
-    run.__name__ = run.__qualname__ = name
-    return run
+    return _entry_function(body, executor, dtype_code, dt, rdt)
 
 
 def _builtin_function(code: int, dtype_code: int):

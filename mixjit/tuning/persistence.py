@@ -265,7 +265,7 @@ def check_fits(plan: TunedPlan, qualname: str, argtypes: str, records: Sequence[
             raise PlanFileError(f"site {i}: {e}") from None
         if np.dtype(rec.dtype) not in scheme.dtypes:
             raise PlanFileError(f"site {i}: scheme {want.scheme!r} does not accept {rec.dtype} operands")
-        if want.scheme not in entry.EXECUTORS:
+        if not scheme.runs_at_sites:
             raise PlanFileError(
                 f"site {i}: scheme {want.scheme!r} has no compiled executor (compiled: {sorted(entry.EXECUTORS)})")
         out.append(want.site_plan())

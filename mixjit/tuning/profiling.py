@@ -33,7 +33,7 @@ import numpy as np
 from mixjit import entry
 from mixjit.passes.tuning.profile import SiteProfile
 from mixjit.passes.tuning.space import Candidate
-from mixjit.plan import SiteRecord, candidate_schemes, spec_configs
+from mixjit.plan import SITE_DTYPES, SiteRecord, candidate_schemes, spec_configs
 from mixjit.runtime.mixpert.executor import (
     STAT_CERTIFIED,
     STAT_EXACT_COLS,
@@ -51,7 +51,7 @@ __all__ = ["TUNING_DEFAULT_SCHEMES", "TunedSite", "ShapeLog", "start_profile", "
            "site_profile"]
 
 TUNING_DEFAULT_SCHEMES: dict[str, tuple[str, ...]] = {
-    dt: catalog.default_schemes("tuning", dt) for dt in ("float32", "float64")}
+    dt: catalog.default_schemes("tuning", dt) for dt in SITE_DTYPES}
 """The candidate schemes of a site of each dtype when the user names none (module docstring):
 the scheme catalogue's ``tuning`` role (mixjit.runtime.schemes.catalog)."""
 
@@ -136,7 +136,7 @@ def site_candidates(dtype: np.dtype, schemes: Sequence[str] | None, shapes: Sequ
     for spec in tuning_schemes(np.dtype(dtype), schemes):
         scheme, configs = spec_configs(spec, dtype)  # a spec such as "int8{encoding=sf16}" fixes fields
         name = scheme.name
-        if dtype not in scheme.dtypes or name not in entry.EXECUTORS:
+        if dtype not in scheme.dtypes or not scheme.runs_at_sites:
             continue
         for config in configs:
             out.append(Candidate(name, config.label, modeled_calls_time(name, config.label, shapes, dtype, target),

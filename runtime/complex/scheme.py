@@ -8,10 +8,10 @@ products run through the real scheme's own compiled executor (``scheme.run``) an
 additions in the compiled epilogue (runtime/complex/epilogue.py). Semantics:
 docs/numerics.md, "Complex products (the wrapper over real schemes)".
 
-It is not a catalogue entry (yet): catalogue schemes are runnable at ``@mixjit`` sites on
-real operands through a ``CompiledExecutor`` plan code, and every consumer of the
-catalogue (the warm-up, the accuracy tool, the site tests) runs them on real data; complex
-sites (detection, plans, tuner candidates) will register it when they exist.
+It is the catalogue's ``complex`` family, without a plan code of its own: a complex site runs
+the real scheme's compiled executor through the entry's complex dtypes (mixjit/entry/
+executors.py: the parts copied once, the real kernel per product, this package's epilogue), its
+plan row ``[real code, form, the real config's words]`` (:meth:`ComplexScheme.plan_row`).
 """
 
 from __future__ import annotations
@@ -23,12 +23,22 @@ import numpy as np
 from mixjit.runtime.complex.config import FORMS, ComplexConfig, parse_complex_label, working_dtype
 from mixjit.runtime.complex.epilogue import combine3, combine4
 from mixjit.runtime.schemes import catalog
-from mixjit.runtime.schemes.base import Config, RunStats, Scheme, Work, get_scheme, resolve_scheme
+from mixjit.runtime.schemes.base import (
+    CompiledExecutor,
+    Config,
+    RunStats,
+    Scheme,
+    Work,
+    get_scheme,
+    register,
+    resolve_scheme,
+)
 from mixjit.runtime.schemes.emulation import check_operands
 
 __all__ = ["ComplexScheme", "COMPLEX", "complex_gemm"]
 
 
+@register
 class ComplexScheme(Scheme):
     """Complex GEMM from real products of the parts under one real scheme (form 4 or 3)."""
 
@@ -39,15 +49,32 @@ class ComplexScheme(Scheme):
     # ------------------------------------------------------------------ configs
 
     def configs(self, dtype: np.dtype | type = np.complex64, real: str | None = None) -> Sequence[Config]:
-        """The configs over real scheme ``real`` for ``dtype`` operands, most precise first: each
-        real config (most precise first) in form 4, then in form 3. ``real=None``: the
-        catalogue's first default plan scheme for the parts' dtype (mixpert, mixpert-fp64)."""
+        """The configs over real scheme ``real`` for ``dtype`` operands, in the order the tuner
+        lowers a site (most precise first, never more products later): by products
+        (``form`` times the real config's) from most to fewest, the real configs' own order
+        and form 4 before form 3 among equals except that on a tie of products form 3,
+        which moves more memory, comes first. ``real=None``: the
+        catalogue's first default plan scheme for the parts' dtype (mixpert for complex64,
+        mixpert-fp64 for complex128: FP32-class-or-better and FP64-class-or-better parts)."""
         w = working_dtype(dtype)
-        name = real if real is not None else catalog.default_schemes("plan", w.name)[0]
-        scheme, fixed = resolve_scheme(name)
+        scheme, fixed = resolve_scheme(real if real is not None else catalog.default_schemes("plan", w.name)[0])
         _check_part_dtype(scheme, w)
         reals = [fixed] if fixed is not None else list(scheme.configs(w))
-        return [ComplexConfig(form, scheme.name, rc) for rc in reals for form in FORMS]
+        configs = [ComplexConfig(form, scheme.name, rc) for rc in reals for form in FORMS]
+        return sorted(configs, key=lambda c: (-self.products(c), c.form))
+
+    # ------------------------------------------------------------------ sites
+
+    @property
+    def runs_at_sites(self) -> bool:
+        """Yes: a complex site runs its real scheme's compiled executor (module docstring)."""
+        return True
+
+    def plan_row(self, config: Config) -> tuple[CompiledExecutor, tuple[int, ...]]:
+        """The real scheme's executor, and the words ``form, *the real config's words``."""
+        cfg = _check_config(config)
+        executor, words = get_scheme(cfg.real).plan_row(cfg.real_config)
+        return executor, (cfg.form, *words)
 
     def default_config(self, dtype: np.dtype | type = np.complex64) -> Config:
         """Form 4 over the most precise config of the default real scheme for ``dtype``."""

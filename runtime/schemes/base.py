@@ -176,6 +176,25 @@ class Scheme(ABC):
         """``config`` as the ``executor.n_words`` int64 words its kernel reads (a plan row's words 1..)."""
         return tuple(int(w) for w in config.words())  # type: ignore[attr-defined]
 
+    @property
+    def runs_at_sites(self) -> bool:
+        """Can ``@mixjit`` sites run this scheme (a compiled executor of its own or, for a
+        wrapper, of the schemes it wraps)?"""
+        return self.executor is not None
+
+    def plan_row(self, config: Config) -> tuple[CompiledExecutor, tuple[int, ...]]:
+        """What a site of ``config`` runs: the compiled executor (word 0 of its plan row is
+        that executor's code) and the words after the code: this scheme's executor and its
+        :meth:`executor_words`. A wrapper names the executor of the scheme it wraps (the
+        complex wrapper: the real scheme's, with the form first)."""
+        if self.executor is None:
+            raise ValueError(f"mixjit: scheme {self.name!r} has no compiled executor; a site cannot run it")
+        words = self.executor_words(config)
+        if len(words) != self.executor.n_words:
+            raise ValueError(f"mixjit: scheme {self.name!r} encodes {len(words)} config words, its executor "
+                             f"{self.executor.name!r} reads {self.executor.n_words}; fix its executor_words()")
+        return self.executor, words
+
     @abstractmethod
     def products(self, config: Config) -> int:
         """Number of full-size low-precision GEMM products ``config`` costs."""

@@ -36,7 +36,8 @@ class Family:
     ``name``: the family (``mixpert``). ``schemes``: the scheme names it registers.
     ``modules``: the modules whose import registers those schemes (``@register``).
     ``dtypes``: the input dtypes its schemes take (names: ``float32``). ``plan_code``: word 0
-    of a plan row naming its compiled executor (1..3 are the entry's built-ins). ``aliases``:
+    of a plan row naming its compiled executor (1..3 are the entry's built-ins); None for a
+    wrapper whose sites run other families' executors (the complex wrapper). ``aliases``:
     name -> (scheme, config label), a name for one config. ``kernels``: the schemes that have
     CUDA kernels, described by ``cuda_desc`` (``module:Class``, a desc with ``for_config``;
     the launchers are that package's ``launchers`` module). ``defaults``: role -> dtype ->
@@ -48,7 +49,7 @@ class Family:
     schemes: tuple[str, ...]
     modules: tuple[str, ...]
     dtypes: tuple[str, ...]
-    plan_code: int
+    plan_code: int | None
     aliases: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     kernels: tuple[str, ...] = ()
     cuda_desc: str | None = None
@@ -87,11 +88,11 @@ class Family:
 _R = "mixjit.runtime"
 _F32, _F64 = "float32", "float64"
 _BOTH = (_F32, _F64)
+_C64, _C128 = "complex64", "complex128"
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("native", ("native",), (f"{_R}.schemes.native",), _BOTH, 1,
-           defaults={"plan": {_F32: {"native": 9}, _F64: {"native": 9}},
-                     "tuning": {_F32: {"native": 9}, _F64: {"native": 9}}}),
+    Family("native", ("native",), (f"{_R}.schemes.native",), (*_BOTH, _C64, _C128), 1,
+           defaults={role: {dt: {"native": 9} for dt in (_F32, _F64, _C64, _C128)} for role in ("plan", "tuning")}),
     Family("multiterm", ("tf32x3", "bf16xn", "fp16x2"),
            (f"{_R}.schemes.tf32x3", f"{_R}.schemes.bf16xn", f"{_R}.schemes.fp16x2"), _BOTH, 5,
            aliases={f"bf16x{p}": ("bf16xn", f"products={p}") for p in (3, 6, 9)},
@@ -109,6 +110,10 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("dfp", ("dfp",), (f"{_R}.schemes.dfp",), _BOTH, 9, carries_chains=True),
     Family("vitbit", ("vitbit",), (f"{_R}.schemes.vitbit",), _BOTH, 10,
            kernels=("vitbit",), cuda_desc=f"{_R}.vitbit.cuda.desc:VitbitDesc"),
+    # complex64/complex128 products as real products under any family's scheme: its sites run
+    # the real scheme's executor (complex entry dtypes), so it has no plan code of its own
+    Family("complex", ("complex",), (f"{_R}.complex.scheme",), (_C64, _C128), None,
+           defaults={role: {_C64: {"complex": 0}, _C128: {"complex": 0}} for role in ("plan", "tuning")}),
 )}
 """The built-in families, in registration order."""
 
@@ -124,7 +129,7 @@ def register_family(family: Family) -> Family:
         raise ValueError(f"scheme family {family.name!r}: name(s) {clash or [family.name]} are taken "
                          f"(by {sorted({taken.get(n, family.name) for n in clash or [family.name]})}); choose others")
     codes = plan_codes()
-    if family.plan_code in codes:
+    if family.plan_code is not None and family.plan_code in codes:
         raise ValueError(f"scheme family {family.name!r}: plan code {family.plan_code} is taken by "
                          f"{codes[family.plan_code]!r}; the next free code is {max(codes) + 1}")
     FAMILIES[family.name] = family
@@ -175,9 +180,12 @@ def kernel_families() -> dict[str, str]:
 
 def plan_code(family: str) -> int:
     """The plan code of ``family``'s compiled executor (what its ``CompiledExecutor`` declares)."""
-    return FAMILIES[family].plan_code
+    code = FAMILIES[family].plan_code
+    if code is None:
+        raise ValueError(f"scheme family {family!r} runs other families' executors and has no plan code")
+    return code
 
 
 def plan_codes() -> dict[int, str]:
     """Plan code -> family."""
-    return {f.plan_code: f.name for f in FAMILIES.values()}
+    return {f.plan_code: f.name for f in FAMILIES.values() if f.plan_code is not None}

@@ -31,6 +31,7 @@ class Native(Scheme):
     name = "native"
     summary = "platform BLAS in the input precision (accumulation order implementation-defined)"
     executor = NATIVE_EXECUTOR
+    dtypes = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64), np.dtype(np.complex128))
 
     def executor_words(self, config: Config) -> tuple[int, ...]:
         self._check(config)
@@ -52,11 +53,15 @@ class Native(Scheme):
         self._check(config)
         return np.matmul(a, b), RunStats(units=1, fallback_unit="gemm")
 
+    def work(self, config: Config, m: int, n: int, k: int, dtype: np.dtype | type = np.float32) -> Work:
+        """One GEMM at the input precision's rate; a complex one is four real products' flops
+        (cgemm/zgemm: four real multiply-adds per complex one)."""
+        self._check(config)
+        dt = np.dtype(dtype)
+        cls = "fp64" if dt in (np.float64, np.complex128) else "fp32"
+        real_products = 4 if dt.kind == "c" else 1
+        return Work(ops={cls: real_products * 2.0 * m * n * k}, bytes_moved=0.0)
+
     def products(self, config: Config) -> int:
         self._check(config)
         return 1
-
-    def work(self, config: Config, m: int, n: int, k: int, dtype: np.dtype | type = np.float32) -> Work:
-        self._check(config)
-        cls = "fp64" if np.dtype(dtype) == np.float64 else "fp32"
-        return Work(ops={cls: 2.0 * m * n * k}, bytes_moved=0.0)

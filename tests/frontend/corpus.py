@@ -324,6 +324,10 @@ def complex_mm(A, B):
     return np.dot(A, B)
 
 
+def complex_conj_t(W, X):
+    return np.conj(W).T @ X + W.conj().T @ X  # conjugations stay Numba's, the transposes fold
+
+
 def dot_out(A, B, C):
     np.dot(A, B, C)
     return C
@@ -392,8 +396,10 @@ CASES: dict[str, Case] = {
     "dot_1d": Case(dot_1d, (V64, V64), rejected=("dot-1d", "dot-1d"), example=lambda r: _arrays(r, (5,), (5,))),
     "matvec": Case(matvec, (F64, V64), rejected=("matrix-vector", "matrix-vector"),
                    example=lambda r: _arrays(r, (4, 4), (4,))),
-    "complex_mm": Case(complex_mm, (C128, C128), rejected=("complex-dtype",),
+    "complex_mm": Case(complex_mm, (C128, C128), (Site("complex<f64>"),),
                        example=lambda r: tuple(x + 1j * x for x in _arrays(r, (3, 3), (3, 3)))),
+    "complex_conj_t": Case(complex_conj_t, (C128, C128), (Site("complex<f64>", trans_a=True),) * 2,
+                           example=lambda r: tuple(x - 2j * x[::-1] for x in _arrays(r, (4, 3), (4, 2)))),
     "dot_out": Case(dot_out, (F64, F64, F64), rejected=("out-argument",),
                     example=lambda r: _arrays(r, (3, 4), (4, 2)) + (np.zeros((3, 2)),)),
 }

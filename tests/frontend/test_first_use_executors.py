@@ -59,5 +59,5 @@ def test_set_plan_remembers_the_site_dtype_for_later_plans(monkeypatch):
 
 
 def test_load_executor_names_an_unsupported_dtype():
-    with pytest.raises(ValueError, match="float32 or float64 GEMMs, not float16"):
+    with pytest.raises(ValueError, match="float32, float64, complex64 or complex128 GEMMs, not float16"):
         entry.load_executor(entry.EXECUTORS["int8"], [np.float16])

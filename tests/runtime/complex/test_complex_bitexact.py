@@ -41,7 +41,7 @@ def _real_config(name: str, which: str, cdt: str):
 
 def test_every_family_is_covered():
     covered = {name for name, _, _ in CASES}
-    assert covered == {s for f in catalog.families() for s in f.schemes}
+    assert covered == {s for f in catalog.families() for s in f.schemes} - {"complex"}  # every real scheme
     assert ("mixpert-fp64", "precise", "complex64") not in CASES  # takes float64 parts only
 
 

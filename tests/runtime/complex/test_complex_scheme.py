@@ -17,7 +17,11 @@ def test_configs_compose_the_real_configs_and_labels_round_trip(cdt, real):
     scheme = get_scheme(configs[0].real)
     w = np.float32 if cdt == np.complex64 else np.float64
     reals = [scheme.parse_config("products=6")] if real == "bf16x6" else list(scheme.configs(w))
-    assert [(c.form, c.real_config) for c in configs] == [(f, rc) for rc in reals for f in (4, 3)]
+    composed = [(f, rc) for rc in reals for f in (4, 3)]
+    assert sorted(map(str, ((c.form, c.real_config) for c in configs))) == sorted(map(str, composed))
+    products = [COMPLEX.products(c) for c in configs]  # the tuner's order: never more products later
+    assert products == sorted(products, reverse=True) and configs[0] == COMPLEX.configs(cdt, real)[0]
+    assert (configs[0].form, configs[0].real_config) == composed[0]
     for c in configs:
         assert COMPLEX.parse_config(c.label) == c
         assert c.label.startswith(f"form={c.form},real={scheme.name}(")

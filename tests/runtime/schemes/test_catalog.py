@@ -49,9 +49,13 @@ def test_every_family_registers_exactly_its_schemes_with_its_plan_code_and_dtype
         for name in family.schemes:
             s = schemes[name]
             assert type(s).__module__ in family.modules, (name, type(s).__module__)
-            assert s.executor is not None and s.executor.code == family.plan_code, name
+            if family.plan_code is None:  # a wrapper: its sites run the wrapped schemes' executors
+                assert s.executor is None and s.runs_at_sites, name
+            else:
+                assert s.executor is not None and s.executor.code == family.plan_code, name
             assert {d.name for d in s.dtypes} <= set(family.dtypes), name
-    assert len(catalog.plan_codes()) == len(catalog.FAMILIES)  # one code per family
+    with_codes = [f for f in catalog.FAMILIES.values() if f.plan_code is not None]
+    assert len(catalog.plan_codes()) == len(with_codes)  # one code per family that has an executor
 
 
 def test_aliases_kernels_and_defaults_come_from_the_catalogue():
