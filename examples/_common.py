@@ -21,17 +21,17 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from mixjit import mixjit
-from mixjit.entry import EXECUTORS
 from mixjit.passes.tuning.candidates import parse_scheme_spec, split_scheme_specs
 from mixjit.report import dag_report, sites_report
 from mixjit.runtime.model.hardware import HARDWARE
+from mixjit.runtime.schemes.base import all_schemes
 from mixjit.tuning import TunedPlan
 from mixjit.tuning.outputs import relative_frobenius  # paper Eq. 10, in float64
 
 __all__ = ["ExampleResult", "Flags", "parse_flags", "spd_matrix", "backward_error", "tuned", "relative_or_mismatch",
            "relative_frobenius", "run_fp64", "upcast", "report"]
 
-DTYPES = ("float32", "float64")
+DTYPES = ("float32", "float64", "complex64", "complex128")
 
 
 @dataclass(frozen=True)
@@ -88,12 +88,13 @@ def parse_flags(doc: str, argv: Sequence[str] | None, *, size: int, size_help: s
     names = args.pop("schemes")
     try:
         schemes = split_scheme_specs(names) if names else None
-        unknown = sorted({parse_scheme_spec(spec).scheme for spec in schemes or ()} - set(EXECUTORS))
+        runnable = {name for name, s in all_schemes().items() if s.runs_at_sites}
+        unknown = sorted({parse_scheme_spec(spec).scheme for spec in schemes or ()} - runnable)
     except ValueError as exc:
         parser.error(f"--schemes: {exc}")
     if unknown:
         parser.error(f"--schemes: {', '.join(unknown)} not known; "
-                     f"schemes a site can run: {', '.join(sorted(EXECUTORS))}")
+                     f"schemes a site can run: {', '.join(sorted(runnable))}")
     common = {k: args.pop(k) for k in ("size", "budget", "target", "dtype", "seed")}
     return Flags(**common, schemes=schemes, extra=args)
 
@@ -142,8 +143,11 @@ def relative_or_mismatch(out: Any, ref: Any) -> float:
 
 
 def upcast(args: Sequence[Any]) -> tuple[Any, ...]:
-    """``args`` with every floating-point array converted to float64 (others unchanged)."""
-    return tuple(a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in args)
+    """``args`` with every floating-point array converted to float64 and every complex one to
+    complex128 (others unchanged)."""
+    wide = {"f": np.float64, "c": np.complex128}
+    return tuple(a.astype(wide[a.dtype.kind]) if isinstance(a, np.ndarray) and a.dtype.kind in wide else a
+                 for a in args)
 
 
 @functools.lru_cache(maxsize=None)

@@ -102,3 +102,12 @@ def test_mlp_predicted_classes_agree_with_fp64(run):
 def test_correlation_finds_the_strongest_pairs(run):
     r = run("correlation", "--size", "4096", "--m", "64", "--n", "64", *FP32_ON_A100)
     assert r.metric >= 0.99
+
+
+def test_schrodinger_packets_keep_their_norm_under_a_complex_emulated_plan(run):
+    """A complex64 site in a loop: the plan runs the complex wrapper (modeled faster on an A100),
+    every packet's norm stays within 1e-3 and each is within 1e-3 of its FP64 propagation."""
+    r = run("schrodinger", "--size", "384", "--packets", "384", "--steps", "2", "--budget", BUDGET,
+            "--target", "a100", "--dtype", "complex64", "--schemes", "complex")
+    assert r.schemes == ("complex",)
+    assert r.metric <= 1e-3 and r.details["fidelity"] >= 1 - 1e-3
