@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
-from mixjit.entry import DTYPE_F64, ENTRY_OK, executor_address, install_executor, profiling
+from mixjit.entry import ENTRY_OK, NUMPY_DTYPES, executor_address, install_executor, profiling
 
 if TYPE_CHECKING:
     from mixjit.runtime.cuda.launch import GemmDevice
@@ -99,7 +99,7 @@ def device_gemm(site: int, dtype_code: int, m: int, n: int, k: int, alpha: float
                                                                b, bs0, bs1, c, cs0, cs1)
             log.called(site, PROFILING)
             return status
-        dt = np.dtype(np.float64 if dtype_code == DTYPE_F64 else np.float32)
+        dt = np.dtype(NUMPY_DTYPES[dtype_code])  # the routing never sends complex sites (no complex kernel)
         if m == 0 or n == 0:
             return ENTRY_OK
         av, bv = _view(a, m, k, as0, as1, dt), _view(b, k, n, bs0, bs1, dt)
