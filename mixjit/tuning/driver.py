@@ -62,7 +62,7 @@ from mixjit.tuning.native_budget import NATIVE, budget_text, is_native, native_b
 from mixjit.tuning.online import OnlineBackend, TuningPipeline
 from mixjit.tuning.outputs import Metric, Output, check_finite, program_error
 from mixjit.tuning.persistence import PlanSite, TunedPlan, source_hash
-from mixjit.tuning.profiling import TunedSite, site_candidates
+from mixjit.tuning.profiling import TunedSite, signature_sites, site_candidates
 from mixjit.tuning.progress import SearchBar
 from mixjit.tuning.protocol import TunableFunction
 from mixjit.tuning.workers import (
@@ -219,19 +219,6 @@ def _compiled(f: TunableFunction, key: tuple) -> tuple:
         warnings.filterwarnings("ignore", _PERF_WARNING, errors.NumbaPerformanceWarning)
         f.compile(key)
     return key
-
-
-def signature_sites(f: TunableFunction, key: tuple) -> tuple[TunedSite, ...]:
-    """The linked sites of one compiled signature (callees' included), in a stable order."""
-    from mixjit.plan import SiteBlock
-
-    out: list[TunedSite] = []
-    for block in f.site_blocks(key):
-        if not isinstance(block, SiteBlock):
-            continue  # a compilation that runs as plain Numba (mixjit.sites.NotLinked)
-        for sid, rec in zip(block.site_ids(), block.records):
-            out.append(TunedSite(sid, len(out), rec))
-    return tuple(out)
 
 
 def argument_names(py_func: Callable, args: Sequence[Any]) -> tuple[str, ...]:
