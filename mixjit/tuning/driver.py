@@ -56,8 +56,8 @@ from mixjit.passes.tuning.profile import SiteProfile
 from mixjit.passes.tuning.space import Candidate, SearchResult, SiteSpace
 from mixjit.plan import SitePlan, get_plan, initial_plan, reference_plan, set_plan
 from mixjit.runtime.schemes import catalog
-from mixjit.tuning.executor_pool import ExecutorPool, Program, check_executor
 from mixjit.tuning.evaluator import Judged, OnlineEvaluator, ProgramRunner, fp64_error, site_plans
+from mixjit.tuning.executor_pool import ExecutorPool, Program, check_executor
 from mixjit.tuning.native_budget import NATIVE, budget_text, is_native, native_budget, native_plan
 from mixjit.tuning.online import OnlineBackend, TuningPipeline
 from mixjit.tuning.outputs import Metric, Output, check_finite, program_error

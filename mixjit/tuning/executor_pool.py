@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 from mixjit.plan import SitePlan
+from mixjit.tuning.profiling import signature_sites
 from mixjit.tuning.workers import EvaluationPool, RunOutcome, RunTask, default_workers, warm_executors
 
 __all__ = ["DISTRIBUTED_EXTRA", "Program", "ExecutorPool", "check_executor", "is_dask_client"]
@@ -116,8 +117,6 @@ _COMPILED: dict[str, _Compiled] = {}
 
 def _compile(program: Program) -> _Compiled:
     """``program``'s function compiled here (once per process) with its executors loaded."""
-    from mixjit.tuning.driver import signature_sites
-
     compiled = _COMPILED.get(program.fingerprint)
     if compiled is None:
         function = pickle.loads(program.function)

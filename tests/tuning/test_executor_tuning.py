@@ -15,11 +15,11 @@ import warnings
 
 import programs as P
 import pytest
+from test_parallel_tuning import _same
 
 from mixjit import mixjit
 from mixjit.runtime.jit.warning import MixjitWarning
 from mixjit.tuning.executor_pool import DISTRIBUTED_EXTRA, check_executor
-from test_parallel_tuning import _same
 
 
 def _tuned():
