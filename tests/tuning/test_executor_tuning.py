@@ -13,6 +13,7 @@ import pickle
 import sys
 import warnings
 
+import diverging as D
 import programs as P
 import pytest
 from test_parallel_tuning import _same
@@ -56,6 +57,24 @@ def test_a_process_pool_tunes_exactly_as_one_worker_and_stays_usable():
         assert _descendants(os.getpid()) == before  # no run's worker left under the pool's processes
         assert pool.submit(sum, [1, 2]).result() == 3  # the user's executor is not shut down
     _same(one, two)
+
+
+def test_a_run_past_its_time_limit_on_an_executor_is_stopped_there_as_here():
+    """A loop with no GEMM call in it is stopped at eval_timeout on the executor's worker too (its
+    child killed there): the same runs are stopped, for the same reason, and the plan is the same;
+    no process is left under the pool's workers."""
+    f = mixjit(D.stall, schemes=D.STALL_SCHEMES, tune="explicit")
+    args = D.stall_inputs()
+    f(*args)
+    one = f.tune(*args, eval_timeout=0.3, fp64=False, workers=1)
+    with concurrent.futures.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+        list(pool.map(_nothing, range(4)))
+        before = _descendants(os.getpid())
+        two = f.tune(*args, eval_timeout=0.3, fp64=False, executor=pool)
+        assert _descendants(os.getpid()) == before
+    assert one.stopped_runs and all(r.endswith("timed out after 0.3 s") for r in one.stopped_runs)
+    _same(one, two)
+    assert one.stopped_runs == two.stopped_runs
 
 
 class _Broken(concurrent.futures.Executor):
