@@ -114,6 +114,32 @@ class MixjitDispatcher(CPUDispatcher):
         if options.cache:
             self.enable_caching()
 
+    # -- pickling ------------------------------------------------------------------
+
+    def _reduce_states(self) -> dict[str, Any]:
+        """Numba's pickled state of a dispatcher (its function, by value where it is not
+        importable, locals, target options; no compiled code) plus mixjit's options, so that a
+        copy rebuilt in another process compiles the same code with the same sites (a tuning's
+        executor workers: mixjit.tuning.executor_pool)."""
+        return {**super()._reduce_states(), "options": self.mixjit_options, "is_callee": self._is_callee}
+
+    @classmethod
+    def _rebuild(cls, uuid: str, py_func: Callable, locals: dict[str, Any], targetoptions: dict[str, Any],
+                 can_compile: bool, sigs: list[Any], options: Options, is_callee: bool) -> "MixjitDispatcher":
+        """The dispatcher pickled by :meth:`_reduce_states`: this process's own where it exists (by
+        its uuid, as Numba does), else a fresh one with the same options and signatures."""
+        try:
+            return cls._memo[uuid]
+        except KeyError:
+            pass
+        self = cls(py_func, options, {k: v for k, v in targetoptions.items() if k != "nopython"},
+                   is_callee=is_callee, locals=locals)
+        self._set_uuid(uuid)
+        for sig in sigs:
+            self.compile(sig)
+        self._can_compile = can_compile
+        return self
+
     # -- Numba dispatcher hooks -------------------------------------------------
 
     def enable_caching(self) -> None:
@@ -508,7 +534,7 @@ class MixjitDispatcher(CPUDispatcher):
              budget: float | str | None = None, target: str | None = None,
              metric: Callable[[Any, Any], float] | None = None, margin: float = 0.0,
              max_evals: int | None = None, fp64: bool = True, eval_timeout: float | None = None,
-             workers: int | None = None, **kws: Any) -> Any:
+             workers: int | None = None, executor: Any = None, **kws: Any) -> Any:
         """Tune the plan of the signature of ``args`` / ``kws`` on them, taken as a call takes them
         (defaults, keyword arguments; ``validate``: held-out argument tuples, with the same keyword
         arguments, the plan must also meet the budget on); returns a ``mixjit.tuning.TuneResult``.
@@ -517,12 +543,14 @@ class MixjitDispatcher(CPUDispatcher):
         files). ``eval_timeout``: seconds a program run may take before it is stopped (None: the
         decorator's, else derived from the reference run). ``workers``: worker processes running
         the program at once (None: the decorator's, else one per core); the plan does not depend
-        on it. docs/frontend_tuning.md."""
+        on it. ``executor``: a ``concurrent.futures`` process pool or a ``distributed.Client`` whose
+        workers run the program in place of ``workers`` (the same plan; docs/tuning.md).
+        docs/frontend_tuning.md."""
         from mixjit.tuning.api import tune_function
 
         return tune_function(self, args, validate=validate, search=search, budget=budget, target=target,
                              metric=metric, margin=margin, max_evals=max_evals, fp64=fp64,
-                             eval_timeout=eval_timeout, workers=workers, kws=kws)
+                             eval_timeout=eval_timeout, workers=workers, executor=executor, kws=kws)
 
     def check_plan(self, *args: Any, metric: Callable[[Any, Any], float] | None = None, **kws: Any) -> Any:
         """The error of the current plan of the signature of ``args`` / ``kws`` (taken as a call takes

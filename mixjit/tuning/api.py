@@ -221,14 +221,14 @@ def _record(f: TunableFunction, key: tuple, result: TuneResult) -> None:
 def tune_function(f: TunableFunction, args: Sequence[Any], *, validate: Sequence[Sequence[Any]] = (), search: str = "greedy",
                   budget: float | str | None = None, target: str | None = None, metric: Metric | None = None,
                   margin: float = 0.0, max_evals: int | None = None, fp64: bool = True,
-                  eval_timeout: float | None = None, workers: int | None = None,
+                  eval_timeout: float | None = None, workers: int | None = None, executor: Any = None,
                   kws: dict[str, Any] | None = None) -> TuneResult:
     """``f.tune(*args, ..., **kws)``: tune the signature of ``args`` / ``kws`` now (see
     ``mixjit.tuning.driver``); ``budget`` / ``target`` (None: the decorator's ``error_budget`` /
     ``target``) for this tuning."""
     result = tune(f, args, validate=validate, search=search, budget=budget, target=target, metric=metric,
                   margin=margin, max_evals=max_evals, fp64=fp64, eval_timeout=eval_timeout, workers=workers,
-                  kws=kws)
+                  executor=executor, kws=kws)
     _record(f, signature_of(f, args, kws), result)
     return result
 

@@ -16,7 +16,8 @@
    judging each plan through the online evaluator (``mixjit.tuning.evaluator``). No
    recompilation: each plan is written to the plan table of a forked worker process
    (``mixjit.tuning.workers``) and the compiled function runs there again on copies of the
-   inputs. Loop depths come from build-dag.
+   inputs; with ``executor=`` (a process pool, a ``distributed.Client``) on that executor's
+   workers instead (``mixjit.tuning.executor_pool``), with the same plan. Loop depths come from build-dag.
 4. **Validation** on held-out inputs: a plan that breaks the budget there is reported and
    the search repeats (``tune{...}`` again, with a safety margin; at most ``MAX_TIGHTENINGS``
    times, then the most precise plan); never silently accepted.
@@ -36,6 +37,8 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+import os
+import pickle
 import sys
 import time
 import warnings
@@ -54,11 +57,12 @@ from mixjit.passes.tuning.space import Candidate, SearchResult, SiteSpace
 from mixjit.plan import SitePlan, get_plan, initial_plan, reference_plan, set_plan
 from mixjit.runtime.schemes import catalog
 from mixjit.tuning.evaluator import Judged, OnlineEvaluator, ProgramRunner, fp64_error, site_plans
+from mixjit.tuning.executor_pool import ExecutorPool, Program, check_executor
 from mixjit.tuning.native_budget import NATIVE, budget_text, is_native, native_budget, native_plan
 from mixjit.tuning.online import OnlineBackend, TuningPipeline
 from mixjit.tuning.outputs import Metric, Output, check_finite, program_error
 from mixjit.tuning.persistence import PlanSite, TunedPlan, source_hash
-from mixjit.tuning.profiling import TunedSite, site_candidates
+from mixjit.tuning.profiling import TunedSite, signature_sites, site_candidates
 from mixjit.tuning.progress import SearchBar
 from mixjit.tuning.protocol import TunableFunction
 from mixjit.tuning.workers import (
@@ -217,19 +221,6 @@ def _compiled(f: TunableFunction, key: tuple) -> tuple:
     return key
 
 
-def signature_sites(f: TunableFunction, key: tuple) -> tuple[TunedSite, ...]:
-    """The linked sites of one compiled signature (callees' included), in a stable order."""
-    from mixjit.plan import SiteBlock
-
-    out: list[TunedSite] = []
-    for block in f.site_blocks(key):
-        if not isinstance(block, SiteBlock):
-            continue  # a compilation that runs as plain Numba (mixjit.sites.NotLinked)
-        for sid, rec in zip(block.site_ids(), block.records):
-            out.append(TunedSite(sid, len(out), rec))
-    return tuple(out)
-
-
 def argument_names(py_func: Callable, args: Sequence[Any]) -> tuple[str, ...]:
     params = list(inspect.signature(py_func).parameters)
     return tuple(params[i] if i < len(params) else f"#{i}" for i in range(len(args)))
@@ -243,18 +234,23 @@ def tune(f: TunableFunction, args: Sequence[Any], *, validate: Sequence[Sequence
          budget: float | str | None = None, target: str | None = None, metric: Metric | None = None,
          margin: float = 0.0, max_evals: int | None = None, fp64: bool = True,
          progress: bool = True, eval_timeout: float | None = None, workers: int | None = None,
-         kws: dict[str, Any] | None = None) -> TuneResult:
+         executor: Any = None, kws: dict[str, Any] | None = None) -> TuneResult:
     """Tune the signature of ``args`` / ``kws`` (taken as a call takes them: ``mixjit.arguments``;
     each ``validate`` tuple with the same ``kws``; see the module docstring); writes the chosen plan to the
     plan table and returns what was found. ``budget`` / ``target`` / ``eval_timeout`` (None: the
     decorator's ``error_budget`` / ``target`` / ``eval_timeout``) are this tuning's. ValueError
     for bad inputs (NaN/Inf samples, a budget that is not positive, an unknown target,
     validation inputs of other types, an eval_timeout that is not a positive number of
-    seconds); TypeError for a target that is not a str."""
+    seconds, ``workers`` and ``executor`` both given); TypeError for a target that is not a str or
+    an ``executor`` that is not one (``mixjit.tuning.executor_pool.check_executor``)."""
     opts = f.mixjit_options
     eval_timeout = check_eval_timeout(eval_timeout, "f.tune(eval_timeout=...)")
     if eval_timeout is None:
         eval_timeout = opts.eval_timeout
+    executor = check_executor(executor, "f.tune(executor=...)")
+    if executor is not None and workers is not None:
+        raise ValueError("mixjit: f.tune got both workers= and executor=; give one: with an executor, its workers "
+                         "run the program (workers= is for worker processes forked on this machine)")
     workers = check_workers(workers, "f.tune(workers=...)") or opts.workers
     budget = opts.error_budget if budget is None else check_budget(budget, "f.tune(budget=...)")
     spec_budget = 1.0 if is_native(budget) else float(budget)  # "native" is resolved once native ran
@@ -289,7 +285,7 @@ def tune(f: TunableFunction, args: Sequence[Any], *, validate: Sequence[Sequence
         start = time.process_time()
         try:
             result = _tune(f, key, args, names, sites, list(validate), search, budget, target, metric,
-                           margin, max_evals, fp64, progress, eval_timeout, workers)
+                           margin, max_evals, fp64, progress, eval_timeout, workers, executor)
         except BaseException:
             for sid, plan in before.items():
                 if plan is not None:
@@ -300,23 +296,31 @@ def tune(f: TunableFunction, args: Sequence[Any], *, validate: Sequence[Sequence
 
 
 def _warm(sites: Sequence[TunedSite], schemes: Sequence[str] | None, target: str,
-          initial: dict[int, SitePlan]) -> None:
-    """Load every executor the tuning's runs may need here, before the worker forks."""
+          initial: dict[int, SitePlan]) -> list[tuple[SitePlan, Any]]:
+    """Load every executor the tuning's runs may need here, before the worker forks; the
+    (plan, dtype) pairs loaded (an executor's workers load them too)."""
     plans = {}
     for s in sites:
         for plan in (initial[s.id], reference_plan(s.dtype),
                      *(SitePlan(c.scheme, c.config, c.scheme) for c in site_candidates(s.dtype, schemes, (), target))):
             plans.setdefault((plan.executor, s.dtype), (plan, s.dtype))
     warm_executors(list(plans.values()))
+    return list(plans.values())
 
 
 def _tune(f, key, args, names, sites, validate, search, asked, target, metric, margin, max_evals, fp64,
-          progress, eval_timeout, workers) -> TuneResult:
+          progress, eval_timeout, workers, executor) -> TuneResult:
     opts = f.mixjit_options
     initial = {s.id: initial_plan(opts.schemes, s.dtype) for s in sites}
-    _warm(sites, opts.schemes, target, initial)
-    with EvaluationPool(f.overloads[key].entry_point, [args, *validate], names, [s.id for s in sites],
-                        workers) as pool:
+    warm = _warm(sites, opts.schemes, target, initial)
+    here = partial(EvaluationPool, f.overloads[key].entry_point, [args, *validate], names, [s.id for s in sites])
+    if executor is None:
+        pool: EvaluationPool | ExecutorPool = here(workers)
+    else:
+        program = Program(pickle.dumps(f), key, tuple(s.id for s in sites), tuple(names),
+                          tuple(tuple(v) for v in (args, *validate)), tuple(warm), os.getpid())
+        pool = ExecutorPool(executor, program, partial(here, 1))
+    with pool:
         return _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric, margin, max_evals,
                         fp64, progress, eval_timeout, initial)
 

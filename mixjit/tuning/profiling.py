@@ -26,7 +26,7 @@ executor on the first call).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -47,7 +47,10 @@ from mixjit.runtime.mixpert.executor import (
 from mixjit.runtime.model.costmodel import modeled_calls_time
 from mixjit.runtime.schemes import catalog
 
-__all__ = ["TUNING_DEFAULT_SCHEMES", "TunedSite", "ShapeLog", "start_profile", "read_profile", "tuning_schemes", "site_candidates",
+if TYPE_CHECKING:
+    from mixjit.tuning.protocol import TunableFunction
+
+__all__ = ["TUNING_DEFAULT_SCHEMES", "TunedSite", "signature_sites", "ShapeLog", "start_profile", "read_profile", "tuning_schemes", "site_candidates",
            "site_profile"]
 
 TUNING_DEFAULT_SCHEMES: dict[str, tuple[str, ...]] = {
@@ -80,6 +83,19 @@ class TunedSite:
     @property
     def dtype(self) -> np.dtype:
         return np.dtype(self.record.dtype)
+
+
+def signature_sites(f: TunableFunction, key: tuple) -> tuple[TunedSite, ...]:
+    """The linked sites of one compiled signature (callees' included), in a stable order."""
+    from mixjit.plan import SiteBlock
+
+    out: list[TunedSite] = []
+    for block in f.site_blocks(key):
+        if not isinstance(block, SiteBlock):
+            continue  # a compilation that runs as plain Numba (mixjit.sites.NotLinked)
+        for sid, rec in zip(block.site_ids(), block.records):
+            out.append(TunedSite(sid, len(out), rec))
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -506,7 +506,9 @@ class EvaluationPool:
             context = fork_context()
             parent, child = context.Pipe(duplex=True)
             args = (child, self.call, self.inputs, self.names, self.sites)
-            if gnu_openmp_started():  # Numba's guard stops parallel regions in a child: a grandchild runs them
+            # Numba's guard stops parallel regions in a child: a grandchild runs them; and a daemonic
+            # process (a Dask worker: mixjit.tuning.executor_pool) may not have multiprocessing children
+            if gnu_openmp_started() or multiprocessing.current_process().daemon:
                 proc: Any = DetachedWorker(_serve, args)
             else:
                 proc = context.Process(target=_serve, daemon=True, name="mixjit-tuning-worker", args=args)
