@@ -321,16 +321,23 @@ def _tune(f, key, args, names, sites, validate, search, asked, target, metric, m
                           tuple(tuple(v) for v in (args, *validate)), tuple(warm), os.getpid())
         pool = ExecutorPool(executor, program, partial(here, 1))
     with pool:
-        return _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric, margin, max_evals,
-                        fp64, progress, eval_timeout, initial)
+        # the bar counts every program run from the start (the profile and reference runs too)
+        bar = SearchBar(f"mixjit: tuning {f.py_func.__qualname__}", workers=pool.workers) if progress else None
+        try:
+            return _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric, margin, max_evals,
+                            fp64, bar, eval_timeout, initial)
+        finally:
+            if bar is not None:
+                bar.close()
 
 
 def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric, margin, max_evals, fp64,
-             progress, eval_timeout, initial) -> TuneResult:
+             bar, eval_timeout, initial) -> TuneResult:
     opts = f.mixjit_options
     qualname = f.py_func.__qualname__
     args = pool.inputs[0]
-    runner = ProgramRunner(pool, 0)
+    on_runs = bar.add_runs if bar is not None else None
+    runner = ProgramRunner(pool, 0, on_runs)
     notes: list[str] = []
     try:
         logs = runner.run(initial, profile=True).logs or {}
@@ -359,7 +366,6 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
     native = native_plan(full)
     native_error = evaluator.error(native) if native else None  # said when it breaks the budget
     budget = native_budget(native_error) if is_native(asked) else float(asked)
-    bar = SearchBar(f"mixjit: tuning {qualname}") if progress else None
     imported = f.imported(key, raw=True)
     backend = OnlineBackend(imported, sites, logs, full, evaluator, target, bar)
     pipeline = TuningPipeline(imported, backend)
@@ -369,15 +375,12 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
     validation: list[Validation] = []
     try:
         if called:
-            held_out = [_HeldOut(ProgramRunner(pool, 1 + i), sites, eval_timeout) for i in range(len(validate))]
+            held_out = [_HeldOut(ProgramRunner(pool, 1 + i, on_runs), sites, eval_timeout) for i in range(len(validate))]
             search_result, validation, margin = _search_and_validate(
                 pipeline, tune_pass, evaluator, held_out, budget, margin, metric, notes)
     except KeyboardInterrupt:  # the search itself turns Ctrl-C into a result: this came while measuring
         stopped = "interrupted"
         notes.append("interrupted while measuring sites alone: the most precise plan is kept")
-    finally:
-        if bar is not None:
-            bar.close()
     spaces = pipeline.spaces if search_result is not None else {}
     chosen_plan: dict[int, int] = {}
     if search_result is not None:

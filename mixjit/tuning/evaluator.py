@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -30,9 +30,10 @@ class ProgramRunner:
     """Runs the compiled signature on one input set of ``pool`` (``inputs``: its index) under a
     plan per site; ``limits`` apply once the input set's reference run set them."""
 
-    def __init__(self, pool: EvaluationPool, inputs: int = 0) -> None:
+    def __init__(self, pool: EvaluationPool, inputs: int = 0, on_runs: Callable[[int], None] | None = None) -> None:
         self.pool = pool
         self.inputs = inputs
+        self.on_runs = on_runs  # told how many runs came back (the progress bar's count)
         self.written: tuple[str, ...] | None = None  # decided by the first (reference) run
         self.limits = RunLimits()
 
@@ -41,13 +42,20 @@ class ProgramRunner:
         outcome = self.pool.run(RunTask(self.inputs, dict(plans), self.written, profile, self.limits))
         if self.written is None and not outcome.stopped:
             self.written = outcome.written
+        self._ran(1)
         return outcome
 
     def run_many(self, plans: Sequence[Mapping[int, SitePlan]]) -> list[RunOutcome]:
         """Runs under each of ``plans`` (after the reference run), on the pool's workers at once;
         each outcome what :meth:`run` gives for it alone."""
         assert self.written is not None, "the reference run decides the outputs first"
-        return self.pool.run_many([RunTask(self.inputs, dict(p), self.written, False, self.limits) for p in plans])
+        outcomes = self.pool.run_many([RunTask(self.inputs, dict(p), self.written, False, self.limits) for p in plans])
+        self._ran(len(outcomes))
+        return outcomes
+
+    def _ran(self, count: int) -> None:
+        if self.on_runs is not None:
+            self.on_runs(count)
 
     def reference(self, sites: Sequence[TunedSite], eval_timeout: float | None) -> list[Output]:
         """The reference run of this input set (every site at its reference plan, no limits), whose

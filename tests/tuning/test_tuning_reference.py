@@ -171,3 +171,44 @@ def test_progress_bar_appears_on_a_terminal_after_its_delay():
     assert quiet.getvalue() == ""  # not a terminal: silent
     text = shown.getvalue()  # a rich bar (transient: it is erased at close, the text stays in the buffer)
     assert "mixjit: tuning f" in text and "3/10" in text and "plans, best 2.00e-07" in text
+
+
+def test_progress_bar_counts_the_runs_of_every_worker():
+    """Program runs are counted as they come back, before the search judges a plan too, with
+    the number of workers that run them."""
+    import io
+
+    from mixjit.passes.tuning.judge import SearchProgress
+    from mixjit.passes.tuning.space import Evaluation
+    from mixjit.tuning.evaluator import ProgramRunner
+    from mixjit.tuning.progress import SearchBar
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    class Pool:  # a pool of 3 workers whose runs come back at once
+        workers = 3
+
+        def run(self, task):
+            return type("Outcome", (), {"stopped": "", "written": ()})()
+
+        def run_many(self, tasks):
+            return [self.run(t) for t in tasks]
+
+    def runs(judged: bool) -> str:  # what the bar last showed (rich draws it on refresh and at close)
+        stream = Tty()
+        bar = SearchBar("mixjit: tuning g", delay=0.0, stream=stream, workers=Pool.workers)
+        runner = ProgramRunner(Pool(), 0, bar.add_runs)
+        runner.run({})  # the reference run decides the outputs
+        runner.run_many([{}, {}, {}, {}])
+        if judged:
+            last = Evaluation({0: 1}, 2e-7, 1e-3)
+            bar(SearchProgress(1, 4, last, last))
+            runner.run_many([{}])
+        assert bar.runs == (6 if judged else 5)
+        bar.close()
+        return stream.getvalue()
+
+    assert "0/?" in runs(False) and "none within budget yet; 5 runs on 3 workers" in runs(False)
+    assert "1/4" in runs(True) and "best 2.00e-07; 6 runs on 3 workers" in runs(True)
