@@ -28,7 +28,9 @@ Numba's GNU OpenMP threading layer, once started here (:func:`gnu_openmp_started
 of this process (its pool does not survive a fork): the worker is then forked twice
 (:class:`DetachedWorker`), which the guard lets through, and runs its parallel regions on one thread.
 
-Where ``fork`` is unavailable or fails, or the worker dies in a run without limits, runs
+A worker that dies in a run is replaced and the run retried once on a fresh worker; a second
+death counts the run as stopped and makes the pool serial (one worker), with a warning. Where
+``fork`` is unavailable or fails, or the worker dies twice in a run without limits, runs
 happen in the tuning process (one ``MixjitWarning``), bounded by the call limits only (nopython
 code cannot be interrupted).
 
@@ -419,6 +421,7 @@ class EvaluationPool:
         outcomes: dict[int, RunOutcome] = {}
         errors: dict[int, BaseException] = {}
         pending = list(range(len(tasks)))
+        retried: set[int] = set()  # tasks whose worker died once: run again on a fresh worker
         threads = None if width == 1 else max(1, default_workers() // width)
         try:
             while pending or self._busy(width):
@@ -435,7 +438,8 @@ class EvaluationPool:
                         if worker is None:
                             break
                         self._send(worker, pending.pop(0), tasks, threads)
-                self._collect(width, outcomes, errors)
+                again = self._collect(width, outcomes, errors, retried)
+                pending[:0] = again  # first, in their order
         except BaseException:  # Ctrl-C: the workers are mid-run
             self._stop_all()
             raise
@@ -454,14 +458,18 @@ class EvaluationPool:
         except (OSError, BrokenPipeError):
             pass  # found dead by _collect
 
-    def _collect(self, width: int, outcomes: dict[int, RunOutcome], errors: dict[int, BaseException]) -> None:
+    def _collect(self, width: int, outcomes: dict[int, RunOutcome], errors: dict[int, BaseException],
+                 retried: set[int]) -> list[int]:
         """Wait up to a poll for the busy workers; record the runs that finished, died or ran past
-        their limit."""
+        their limit. A run whose worker died the first time is not recorded: its index is returned
+        (and added to ``retried``) to run again on a fresh worker; a second death counts the run as
+        stopped and makes the pool serial (one worker) with a warning."""
         from multiprocessing.connection import wait
 
         busy = self._busy(width)
         if not busy:
-            return
+            return []
+        again: list[int] = []
         ready = wait([w.conn for w in busy], timeout=_POLL_S)
         for worker in busy:
             task, index = worker.task, worker.index
@@ -470,6 +478,9 @@ class EvaluationPool:
                 try:
                     kind, value = worker.conn.recv()
                 except (EOFError, OSError):
+                    if self._retry(worker, index, retried):
+                        again.append(index)
+                        continue
                     outcome = self._lost(worker, task, worker.died())
                 else:
                     worker.task = None
@@ -481,6 +492,9 @@ class EvaluationPool:
             else:
                 limit = task.limits.seconds
                 if not worker.proc.is_alive() and not worker.conn.poll():
+                    if self._retry(worker, index, retried):
+                        again.append(index)
+                        continue
                     outcome = self._lost(worker, task, worker.died())
                 elif limit is not None and time.monotonic() - worker.started > limit:
                     outcome = self._lost(worker, task, f"timed out after {limit:.3g} s")
@@ -491,6 +505,22 @@ class EvaluationPool:
                 self._fall_back(f"the worker died in a run without limits: {outcome.stopped}")
                 outcome = self._run_here(task)
             outcomes[index] = outcome
+        return sorted(again)
+
+    def _retry(self, worker: _Worker, index: int, retried: set[int]) -> bool:
+        """The worker of task ``index`` died: retry it once on a fresh worker (True), or, the second
+        time, go serial (one worker at a time) with a warning and let the caller count the run lost."""
+        if index not in retried:
+            retried.add(index)
+            self._lost(worker, worker.task, worker.died())  # kills what is left, frees the slot
+            return True
+        if self.workers > 1:
+            from mixjit.runtime.jit.warning import MixjitWarning
+
+            self.workers = 1
+            warnings.warn(f"mixjit: a tuning worker died twice in one run ({worker.died()}); the run counts as "
+                          "stopped and the rest of the tuning runs one worker at a time", MixjitWarning, stacklevel=6)
+        return False
 
     def _run_here(self, task: RunTask) -> RunOutcome:
         before = {sid: get_plan(sid) for sid in task.plans}

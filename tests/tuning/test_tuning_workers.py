@@ -303,3 +303,41 @@ def test_f_tune_writes_no_trial_plan_into_this_process():
     assert len(seen) >= result.runs - 1 > 3
     assert all(rows == before for rows in seen)
     assert f.call_counts() == counts
+
+
+def test_a_worker_that_dies_is_replaced_and_its_run_retried(tmp_path):
+    """A worker killed in the middle of a candidate's run (here: the program kills its own
+    process once, on its fourth run) is replaced and the run retried: the tuning counts no run
+    as stopped by the death."""
+    script = tmp_path / "prog.py"  # a file: Numba's objmode needs the function's source
+    script.write_text(textwrap.dedent(f"""
+        import os, signal
+        import numpy as np
+        from numba import objmode
+        from mixjit import mixjit
+
+        COUNT, MARKER = {str(tmp_path / 'runs')!r}, {str(tmp_path / 'died')!r}
+
+        def count_run():
+            with open(COUNT, "a") as out:
+                out.write("x")
+            n = os.path.getsize(COUNT)
+            if n == 4 and not os.path.exists(MARKER):  # the fourth run: a candidate's, on a worker
+                open(MARKER, "w").close()
+                os.kill(os.getpid(), signal.SIGKILL)
+            return n
+
+        @mixjit(error_budget=1e-3, target="a100", tune="explicit", workers=2)
+        def f(a, b):
+            with objmode(n="int64"):
+                n = count_run()
+            return a @ b if n > 0 else b
+
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((64, 64)).astype(np.float32)
+        result = f.tune(a, a, fp64=False)
+        print("died", os.path.exists(MARKER), "stopped", [s.reason for s in result.stopped_runs])
+    """))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "died True stopped []" in proc.stdout, proc.stdout + proc.stderr[-2000:]
