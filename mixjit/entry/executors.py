@@ -75,6 +75,17 @@ def _call_executor(typingctx, address, site, dtype, m, n, k, alpha, beta, a, as0
     return sig, codegen
 
 
+@njit(inline="always")
+def _c_is_p(m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1, isz):
+    """May the product ``P`` be written straight into C: alpha 1, beta 0 (``alpha * P + beta * C``
+    is ``P``, bit for bit) and C overlapping neither operand (the executor reads them while it
+    writes C)?"""
+    pc = _address(c)
+    return (alpha == 1.0 and beta == 0.0
+            and not _may_overlap(pc, m, n, cs0, cs1, _address(a), m, k, as0, as1, isz)
+            and not _may_overlap(pc, m, n, cs0, cs1, _address(b), k, n, bs0, bs1, isz))
+
+
 def _executor_function(executor: CompiledExecutor, dtype_code: int):
     """The C-ABI function (the entry's signature) that runs ``executor`` for a site of
     one dtype (entry code ``dtype_code``; another dtype gives ``ENTRY_BAD_DTYPE``):
@@ -104,10 +115,7 @@ def _executor_function(executor: CompiledExecutor, dtype_code: int):
         av = _view(a, m, k, as0, as1, dt)
         bv = _view(b, k, n, bs0, bs1, dt)
         cv = _view(c, m, n, cs0, cs1, dt)
-        pc, isz = _address(c), cv.itemsize
-        if (alpha == 1.0 and beta == 0.0
-                and not _may_overlap(pc, m, n, cs0, cs1, _address(a), m, k, as0, as1, isz)
-                and not _may_overlap(pc, m, n, cs0, cs1, _address(b), k, n, bs0, bs1, isz)):
+        if _c_is_p(m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1, cv.itemsize):
             status = kernel(av, bv, cv, params, stats)
         else:
             tmp = np.empty((m, n), dt)
@@ -208,10 +216,7 @@ def _complex_executor_function(executor: CompiledExecutor, dtype_code: int):
                 return STATUS_SPAN * code + status
             if profiled and _profile_load(0) != 0:
                 _record_stats(site, stats, max_stat)
-        pc, isz = _address(c), cv.itemsize
-        direct = (alpha == 1.0 and beta == 0.0
-                  and not _may_overlap(pc, m, n, cs0, cs1, _address(a), m, k, as0, as1, isz)
-                  and not _may_overlap(pc, m, n, cs0, cs1, _address(b), k, n, bs0, bs1, isz))
+        direct = _c_is_p(m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1, cv.itemsize)
         out = cv if direct else any_layout(np.empty((m, n), dt))
         if form == 4:
             combine4(products[0], products[1], products[2], products[3], out)

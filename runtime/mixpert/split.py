@@ -19,7 +19,7 @@ from numba.extending import overload
 
 from mixjit.runtime.jit.cache import cached_njit
 from mixjit.runtime.mixpert.guarantee.bound import lost_rows
-from mixjit.runtime.mixpert.pack import fresh64, fresh_array, threads_pay
+from mixjit.runtime.mixpert.pack import fresh_array, threads_pay
 from mixjit.runtime.mixpert.segments import ZERO_EXP, max_aligned, pack_groups_into, width
 from mixjit.runtime.mixpert.words import (
     ALIGN_ROW,
@@ -120,14 +120,21 @@ def row_form_into(out, x, transpose: bool, to32: bool) -> None:
 
 
 @cached_njit(nogil=True)
-def row_form(x, transpose: bool, to32: bool):
-    """Contiguous float64 copy of ``x`` (or ``x.T``), rounded to float32 first when
-    the domain is FP32 (:func:`row_form_into`); on huge pages: fewer first-touch page faults."""
+def _row_form_copy(x, transpose: bool, to32: bool, dtype):
+    """A new C-ordered ``dtype`` row form of ``x`` (:func:`row_form_into`), on huge pages:
+    fewer first-touch page faults."""
     r = x.shape[1] if transpose else x.shape[0]
     kk = x.shape[0] if transpose else x.shape[1]
-    out = fresh64(r, kk)
+    out = fresh_array(r, kk, dtype)
     row_form_into(out, x, transpose, to32)
     return out
+
+
+@cached_njit(nogil=True)
+def row_form(x, transpose: bool, to32: bool):
+    """Contiguous float64 copy of ``x`` (or ``x.T``), rounded to float32 first when
+    the domain is FP32 (:func:`row_form_into`)."""
+    return _row_form_copy(x, transpose, to32, np.float64)
 
 
 def row_form32(x, transpose: bool):
@@ -138,26 +145,16 @@ def row_form32(x, transpose: bool):
     raise NotImplementedError("row_form32 is called from compiled code only")
 
 
-@cached_njit(nogil=True)
-def _row_form32_copy(x, transpose: bool):
-    """:func:`row_form32`'s float32 copy."""
-    r = x.shape[1] if transpose else x.shape[0]
-    kk = x.shape[0] if transpose else x.shape[1]
-    out = fresh_array(r, kk, np.float32)
-    row_form_into(out, x, transpose, True)
-    return out
-
-
 @overload(row_form32, jit_options={"nogil": True})
 def _row_form32(x, transpose):
     if isinstance(x, types.Array) and x.ndim == 2 and x.layout == "C" and x.dtype == types.float32:
         def own(x, transpose):
             if not transpose:
                 return x
-            return _row_form32_copy(x, transpose)
+            return _row_form_copy(x, transpose, True, np.float32)
 
         return own
-    return lambda x, transpose: _row_form32_copy(x, transpose)
+    return lambda x, transpose: _row_form_copy(x, transpose, True, np.float32)
 
 
 @cached_njit(nogil=True)
