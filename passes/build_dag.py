@@ -50,7 +50,7 @@ from mixjit.ir.attributes import ArrayAttr, BoolAttr, DictAttr, IntegerAttr, Str
 from mixjit.ir.core import Block, Operation, Region, Value
 from mixjit.ir.diagnostics import Diagnostic, DiagnosticError
 from mixjit.ir.dialects import cf, py
-from mixjit.ir.dialects.mix import GemmOp
+from mixjit.ir.dialects.mix import GemmOp, SiteOp
 from mixjit.ir.types import i64
 from mixjit.passes.aliasing import Kind, alias_roots, function_bodies, op_kind, successor_values, written_values
 from mixjit.passes.analysis import ALL_ANALYSES, Analysis
@@ -85,7 +85,7 @@ class _Body:
     """What the dependence analysis needs to know about one function body."""
 
     name: str
-    gemms: list[GemmOp]
+    gemms: list[SiteOp]
     loops: LoopInfo
     ipdom: dict[Block, Block | None]
     roots: dict[Value, frozenset[Value]]
@@ -163,7 +163,7 @@ class _Dataflow:
         kind = op_kind(op)
         helper_sites = self.body.calls.get(op, frozenset())
         made = frozenset((site, "value") for site in helper_sites)
-        if isinstance(op, GemmOp):
+        if isinstance(op, SiteOp):
             site = op.site.value
             self.depend(guard.union(*(self.content(v, mem) for v in op.operands)), site)
             results = frozenset([(site, "value")])
@@ -210,7 +210,11 @@ class _Dataflow:
                 self.changed = True
 
 
-def _describe(op: GemmOp) -> str:
+def _describe(op: SiteOp) -> str:
+    if not isinstance(op, GemmOp):
+        from mixjit.passes.detect_linalg import describe_linalg
+
+        return describe_linalg(op)  # type: ignore[arg-type]
     product = f"{'A^T' if op.trans_a.value else 'A'} @ {'B^T' if op.trans_b.value else 'B'}"
     if op.c is None:
         return product
@@ -256,11 +260,12 @@ def _add_nodes(graph: nx.DiGraph, name: str, body: _Body) -> None:
             ))
         stmts = op.attributes.get(STMTS_ATTR)
         loops = body.loops
+        product = dict(trans_a=op.trans_a.value, trans_b=op.trans_b.value, alpha=op.alpha.value, beta=op.beta.value,
+                       fused=op.c is not None) if isinstance(op, GemmOp) else {}
         graph.add_node(
             site, function=name, loc=str(op.loc), line=op.loc.line,
             loop_depth=loops.depth(op.parent) if op.parent in loops.order else 0,
-            dtype=str(op.dtype.value), trans_a=op.trans_a.value, trans_b=op.trans_b.value,
-            alpha=op.alpha.value, beta=op.beta.value, fused=op.c is not None, label=_describe(op),
+            dtype=str(op.dtype.value), kind=op.name, label=_describe(op), **product,
             stmts={k: v.value for k, v in stmts.value if isinstance(v, StringAttr)} if isinstance(stmts, DictAttr) else {},
         )
 
@@ -304,7 +309,7 @@ def gemm_dag(module: Operation) -> nx.DiGraph:
 
     graph = nx.DiGraph(name="gemm-dag")
     regions = dict(function_bodies(module))
-    gemms = {name: [op for op in body.walk() if isinstance(op, GemmOp)] for name, body in regions.items()}
+    gemms = {name: [op for op in body.walk() if isinstance(op, SiteOp)] for name, body in regions.items()}
     calls = _helper_calls(regions)
     runs = _sites_run({name: frozenset(op.site.value for op in ops) for name, ops in gemms.items()}, calls)
     found: dict[tuple[int, int], tuple[set[str], bool]] = {}
@@ -361,7 +366,7 @@ def condensation(graph: nx.DiGraph) -> nx.DiGraph:
 def annotate_dag(module: Operation, graph: nx.DiGraph) -> None:
     """Write ``mix.loop_depth`` and ``mix.deps`` (predecessors) on every ``mix.gemm`` of ``module``."""
     for op in module.walk():
-        if not isinstance(op, GemmOp) or op.site.value not in graph:
+        if not isinstance(op, SiteOp) or op.site.value not in graph:
             continue
         site = op.site.value
         op.attributes[LOOP_DEPTH_ATTR] = IntegerAttr(graph.nodes[site]["loop_depth"], i64)

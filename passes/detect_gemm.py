@@ -40,7 +40,7 @@ from mixjit.ir.core import Operation, Value
 from mixjit.ir.diagnostics import Diagnostic, Severity
 from mixjit.ir.dialects import py
 from mixjit.ir.dialects.func import FuncOp
-from mixjit.ir.dialects.mix import GemmOp
+from mixjit.ir.dialects.mix import GemmOp, LinalgOp, SiteOp
 from mixjit.ir.location import Location
 from mixjit.ir.types import ArrayType, ComplexType, IntegerType, OpaqueType, Type, f32, f64, i64
 from mixjit.passes.pass_base import ModulePass, PassContext, option
@@ -82,16 +82,20 @@ REASONS: dict[str, str] = {
     "mixed-dtype": "operands of different element types",
     "unsupported-dtype": "element type is not float32, float64, complex64 or complex128",
     "out-argument": "np.dot with an out argument or keywords",
+    "linalg-dtype": "element type is not float32 or float64 (complex and integer calls stay with LAPACK)",
+    "linalg-shape": "an operand does not have the ranks the call takes (A 2-D, B 1-D or 2-D)",
+    "linalg-arguments": "arguments passed by keyword, or not the number the call takes",
 }
 """Reason code -> what it means, for every way a candidate can be rejected."""
 
 
 @dataclass(frozen=True)
 class GemmSite:
-    """A ``mix.gemm`` op of the module, as the tuner and linker see it."""
+    """A site op of the module (``mix.gemm``, or ``mix.linalg`` in ``linalg_sites``), as the tuner
+    and linker see it."""
 
     site: int
-    op: GemmOp
+    op: GemmOp | LinalgOp
     function: str
     loc: Location
     stmts: dict[str, str]
@@ -107,9 +111,14 @@ class Rejection:
     detail: str
     loc: Location
 
+    @property
+    def what(self) -> str:
+        """``matrix product`` or, for an ``np.linalg`` call, ``linalg call``."""
+        return "linalg call" if (callee_of(self.op) or "").startswith("numpy.linalg.") else "matrix product"
+
     def diagnostic(self) -> NotGemmRemark:
-        """A remark at the candidate: why it is not a GEMM site (carrying this rejection)."""
-        message = f"matrix product left to numba: {REASONS.get(self.reason, 'unknown reason')} [{self.reason}]"
+        """A remark at the candidate: why it is not a site (carrying this rejection)."""
+        message = f"{self.what} left to numba: {REASONS.get(self.reason, 'unknown reason')} [{self.reason}]"
         notes = (Diagnostic.note(self.detail, self.loc),) if self.detail else ()
         return NotGemmRemark(Severity.REMARK, message, self.loc, notes, rejection=self)
 
@@ -133,6 +142,8 @@ class DetectionReport:
 
     sites: list[GemmSite]
     rejected: list[Rejection]
+    linalg_sites: list[GemmSite] = field(default_factory=list)
+    """The ``mix.linalg`` sites (detect-linalg), by site id."""
 
     def diagnostics(self) -> list[Diagnostic]:
         """One remark per site taken and per candidate rejected, in source order."""
@@ -323,7 +334,7 @@ def _functions(module: Operation) -> list[tuple[str, Operation]]:
 def detect_gemms(module: Operation, fuse_updates: bool = True) -> DetectionReport:
     """Rewrite GEMM candidates of ``module`` into ``mix.gemm`` sites and mark the rejected ones
     (see the module docstring); returns the report of the whole module."""
-    used = [op.site.value for op in module.walk() if isinstance(op, GemmOp)]
+    used = [op.site.value for op in module.walk() if isinstance(op, SiteOp)]
     next_site = max(used, default=-1) + 1
     new_sites: list[tuple[tuple, GemmOp]] = []
     for findex, (_, fn) in enumerate(_functions(module)):
@@ -356,14 +367,14 @@ def detect_gemms(module: Operation, fuse_updates: bool = True) -> DetectionRepor
 def detection_report(module: Operation) -> DetectionReport:
     """The sites (``mix.gemm`` ops, by site id) and the rejections (``mix.not_gemm``) of a module
     that ``detect-gemm`` has processed, read from the IR alone."""
-    sites, rejected = [], []
+    sites, linalg, rejected = [], [], []
     for name, fn in _functions(module):
         for op in fn.walk():
-            if isinstance(op, GemmOp):
+            if isinstance(op, (GemmOp, LinalgOp)):
                 stmts = op.attributes.get(STMTS_ATTR)
                 entries = stmts.value if isinstance(stmts, DictAttr) else ()
                 roles = {k: v.value for k, v in entries if isinstance(v, StringAttr)}
-                sites.append(GemmSite(op.site.value, op, name, _loc(op), roles))
+                (sites if isinstance(op, GemmOp) else linalg).append(GemmSite(op.site.value, op, name, _loc(op), roles))
             mark = op.attributes.get(NOT_GEMM_ATTR)
             if isinstance(mark, DictAttr):
                 fields = mark.as_dict()
@@ -372,7 +383,7 @@ def detection_report(module: Operation) -> DetectionReport:
                     op, name, reason.value if isinstance(reason, StringAttr) else "?",
                     detail.value if isinstance(detail, StringAttr) else "", _loc(op),
                 ))
-    return DetectionReport(sorted(sites, key=lambda s: s.site), rejected)
+    return DetectionReport(sorted(sites, key=lambda s: s.site), rejected, sorted(linalg, key=lambda s: s.site))
 
 
 @register_pass

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from mixjit.ir.attributes import ArrayAttr, BoolAttr, DictAttr, IntegerAttr, to_attr
 from mixjit.ir.core import Operation
 from mixjit.ir.diagnostics import Diagnostic, DiagnosticError
-from mixjit.ir.dialects.mix import GemmOp
+from mixjit.ir.dialects.mix import SiteOp
 from mixjit.ir.location import Location
 from mixjit.passes.analysis import ALL_ANALYSES
 from mixjit.passes.build_dag import DEPS_ATTR, GemmDag
@@ -54,7 +54,7 @@ from mixjit.passes.tuning.plan_attr import PLAN_ATTR, TUNING_ATTR, SitePlan
 from mixjit.passes.tuning.profile import PROFILE_ATTR, SiteProfile
 from mixjit.passes.tuning.report import format_seconds
 from mixjit.passes.tuning.retarget import TargetMismatch, cost_model, retarget
-from mixjit.passes.tuning.sites import gemm_sites, site_loc
+from mixjit.passes.tuning.sites import site_loc, tunable_sites
 from mixjit.passes.tuning.space import SearchResult, SiteSpace, plan_time
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ __all__ = ["Tune", "TuneSearch", "SEARCHES", "read_deps"]
 SEARCHES = ("greedy", "exhaustive")
 
 
-def read_deps(ops: dict[int, GemmOp]) -> nx.DiGraph:
+def read_deps(ops: dict[int, SiteOp]) -> nx.DiGraph:
     """The GEMM dependence graph from the sites' ``mix.deps`` attributes (``build-dag``): an edge
     ``p -> s`` with ``carried`` for every entry of ``s``'s deps. DiagnosticError at the site for a
     missing or malformed attribute, or a predecessor that is not a site of the module."""
@@ -79,7 +79,7 @@ def read_deps(ops: dict[int, GemmOp]) -> nx.DiGraph:
         where = f"{DEPS_ATTR} of site {site}"
         if deps is None:
             errors.append(Diagnostic.error(
-                f"GEMM site {site} has no {DEPS_ATTR}: run build-dag before tune (-p \"build-dag,tune{{...}}\")",
+                f"site {site} has no {DEPS_ATTR}: run build-dag before tune (-p \"build-dag,tune{{...}}\")",
                 site_loc(op)))
             continue
         if not isinstance(deps, ArrayAttr):
@@ -151,7 +151,7 @@ class Tune(ModulePass):
     def run(self, module: Operation, context: PassContext) -> PassResult[TuneSearch]:
         """Tune every site with a profile; the search as the result's payload (None, and the
         module unchanged, when no site has a profile)."""
-        ops = gemm_sites(module)
+        ops = tunable_sites(module)
         if not ops:
             return PassResult(modified=False)
         backend = context.analysis(TuningBackend) if context.analyses is not None else OfflineBackend()
@@ -205,7 +205,7 @@ class Tune(ModulePass):
     def _target(self, profiles: dict[int, SiteProfile]) -> str:
         return self.target or profiles[min(profiles)].target
 
-    def _profiles(self, ops: dict[int, GemmOp], backend: Backend,
+    def _profiles(self, ops: dict[int, SiteOp], backend: Backend,
                   context: PassContext) -> tuple[dict[int, SiteProfile], set[int]]:
         """Every site's profile (from ``mix.profile``, else measured by the backend), re-modeled
         for the target when needed, and the sites whose profile attribute must be (re)written.
@@ -229,7 +229,7 @@ class Tune(ModulePass):
                 context.remark(f"site {site} not tuned: {measured.skipped[site]}", site_loc(op))
             else:
                 found[site] = Diagnostic.error(
-                    f"GEMM site {site} has no {PROFILE_ATTR}: tune re-tunes from profiles; profile the program "
+                    f"site {site} has no {PROFILE_ATTR}: tune re-tunes from profiles; profile the program "
                     "on sample inputs (f.tune(...)) and dump it with its profiles", site_loc(op))
         if found:
             raise DiagnosticError([found[site] for site in sorted(found)])
@@ -255,7 +255,7 @@ class Tune(ModulePass):
             raise DiagnosticError(errors)
         return profiles, remodeled
 
-    def _spaces(self, ops: dict[int, GemmOp], profiles: dict[int, SiteProfile],
+    def _spaces(self, ops: dict[int, SiteOp], profiles: dict[int, SiteProfile],
                 context: PassContext) -> dict[int, SiteSpace]:
         """Every site's measured candidates on their Pareto front, most precise first."""
         spaces, errors = {}, []
@@ -263,7 +263,7 @@ class Tune(ModulePass):
             measured, dropped = measured_space(profile.space())
             if measured is None:
                 errors.append(Diagnostic.error(
-                    f"GEMM site {site}: no candidate in its {PROFILE_ATTR} has a measured error; the offline "
+                    f"site {site}: no candidate in its {PROFILE_ATTR} has a measured error; the offline "
                     "model needs each candidate's error measured alone", site_loc(ops[site])))
                 continue
             if dropped:
@@ -274,7 +274,7 @@ class Tune(ModulePass):
             raise DiagnosticError(errors)
         return spaces
 
-    def _search(self, spaces: dict[int, SiteSpace], dag: nx.DiGraph, ops: dict[int, GemmOp],
+    def _search(self, spaces: dict[int, SiteSpace], dag: nx.DiGraph, ops: dict[int, SiteOp],
                 backend: Backend) -> SearchResult:
         evaluator = backend.evaluator(spaces)
         max_evals = self.max_evals or None

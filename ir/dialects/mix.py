@@ -1,7 +1,9 @@
-"""mix dialect: ``mix.gemm``, a GEMM site the tuner assigns a precision scheme to, and
-``mix.kernel``, a generated GPU kernel (``emit-cuda``) that runs some of those sites.
+"""mix dialect: the sites the tuner assigns a scheme to (:class:`SiteOp`): ``mix.gemm``, a GEMM,
+and ``mix.linalg``, an ``np.linalg`` call; and ``mix.kernel``, a generated GPU kernel
+(``emit-cuda``) that runs some GEMM sites.
 
-``out = alpha * op(A) @ op(B) + beta * C`` where ``op`` transposes when ``trans_a``/``trans_b``.
+``mix.gemm``: ``out = alpha * op(A) @ op(B) + beta * C`` where ``op`` transposes when
+``trans_a``/``trans_b``. ``mix.linalg``: ``out = np.linalg.<op>(A[, B])``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,20 @@ from mixjit.ir.types import ArrayType, ComplexType, FloatType, f64, i64
 from mixjit.ir.verifier import VerifyError
 
 
-class GemmOp(Operation):
+class SiteOp(Operation):
+    """A tunable site: an op with a module-wide ``site`` id and an element type ``dtype``
+    (``mix.gemm`` and ``mix.linalg``). Site numbering, the dependence DAG and the tuner work on
+    every SiteOp; what a site computes is its subclass's."""
+
+    site = prop(IntegerAttr)
+    dtype = prop(TypeAttr)
+
+    def _verify_site(self) -> None:
+        if self.site.type != i64 or self.site.value < 0:
+            raise VerifyError(f"site must be a non-negative i64, got {self.site}")
+
+
+class GemmOp(SiteOp):
     """A GEMM: operands A, B and optional C (rank-2 arrays of ``dtype``, a float or complex
     type); ``site`` numbers the
     GEMM sites of a module; alpha/beta are f64 (beta must be 0 without C)."""
@@ -28,8 +43,6 @@ class GemmOp(Operation):
     trans_b = prop(BoolAttr, default=BoolAttr(False))
     alpha = prop(FloatAttr, default=FloatAttr(1.0, f64))
     beta = prop(FloatAttr, default=FloatAttr(0.0, f64))
-    site = prop(IntegerAttr)
-    dtype = prop(TypeAttr)
     traits = (MemRead, MemAlloc)  # reads A, B, C; the result is a new array
 
     def verify_(self) -> None:
@@ -52,8 +65,42 @@ class GemmOp(Operation):
                 raise VerifyError(f"{label} must be an f64 attribute, got {attr}")
         if self.c is None and self.beta.value != 0.0:
             raise VerifyError(f"beta is {self.beta.value} but there is no C operand")
-        if self.site.type != i64 or self.site.value < 0:
-            raise VerifyError(f"site must be a non-negative i64, got {self.site}")
+        self._verify_site()
+
+
+LINALG_OPS = ("cholesky", "solve", "inv")
+"""The ``np.linalg`` functions a ``mix.linalg`` site can be."""
+
+
+class LinalgOp(SiteOp):
+    """``out = np.linalg.<fn>(A[, B])`` (``fn``: ``cholesky``, ``solve`` or ``inv``): A a square
+    rank-2 array of ``dtype`` (f32 or f64), B (``solve`` only) rank 1 or 2 of ``dtype``."""
+
+    name = "mix.linalg"
+    a = operand(ArrayType)
+    b = opt_operand(ArrayType)
+    out = result(ArrayType)
+    fn = prop(StringAttr)
+    traits = (MemRead, MemAlloc)  # reads A (and B); the result is a new array
+
+    def verify_(self) -> None:
+        fn, dtype = self.fn.value, self.dtype.value
+        if fn not in LINALG_OPS:
+            raise VerifyError(f"fn must be one of {', '.join(LINALG_OPS)}, got '{fn}'")
+        if not isinstance(dtype, FloatType):
+            raise VerifyError(f"dtype must be a float type, got '{dtype}'")
+        if (self.b is not None) != (fn == "solve"):
+            raise VerifyError(f"{fn} takes {'A and B' if fn == 'solve' else 'A only'}")
+        for label, value, ranks in (("A", self.a, (2,)), ("B", self.b, (1, 2)), ("result", self.out, (1, 2))):
+            if value is None:
+                continue
+            t = value.type
+            assert isinstance(t, ArrayType)
+            if t.rank not in ranks:
+                raise VerifyError(f"{label} must be a rank-{' or '.join(map(str, ranks))} array, got '{t}'")
+            if t.dtype != dtype:
+                raise VerifyError(f"{label} has element type '{t.dtype}' but dtype is '{dtype}'")
+        self._verify_site()
 
 
 class KernelOp(Operation):

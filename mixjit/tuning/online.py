@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from mixjit.frontend_pipeline import FRONTEND_PASSES, FrontendResult, run_frontend_pipeline
 from mixjit.ir.attributes import IntegerAttr
-from mixjit.ir.dialects.mix import GemmOp
+from mixjit.ir.dialects.mix import SiteOp
 from mixjit.passes.build_dag import LOOP_DEPTH_ATTR
 from mixjit.passes.dfp_chain import DfpChain
 from mixjit.passes.tune import Tune, TuneSearch
@@ -70,7 +70,7 @@ class OnlineBackend:
                 self._ids.update(process_site_ids(function) or {})
         return self._ids
 
-    def profile(self, ops: Mapping[int, GemmOp]) -> SiteProfiles:
+    def profile(self, ops: Mapping[int, SiteOp]) -> SiteProfiles:
         """Measure every candidate of every site that ran on the sample inputs, that site alone
         lowered (every other site at the reference). An error that is not a number (a candidate
         that made the program produce NaN) is recorded as infinite: never within a budget."""

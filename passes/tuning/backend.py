@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
-from mixjit.ir.dialects.mix import GemmOp
+from mixjit.ir.dialects.mix import SiteOp
 from mixjit.passes.analysis import Analysis
 from mixjit.passes.tuning.error_model import ErrorModel
 from mixjit.passes.tuning.judge import ProgressCallback
@@ -43,7 +43,7 @@ class Backend(Protocol):
     model: str
     """How plans are judged, as ``mix.tuning`` records it (``additive``, ``online``)."""
 
-    def profile(self, ops: Mapping[int, GemmOp]) -> SiteProfiles:
+    def profile(self, ops: Mapping[int, SiteOp]) -> SiteProfiles:
         """Profiles of the sites ``ops`` (site id -> op), which carry no ``mix.profile``."""
         ...
 
@@ -61,7 +61,7 @@ class OfflineBackend:
 
     model = "additive"
 
-    def profile(self, ops: Mapping[int, GemmOp]) -> SiteProfiles:
+    def profile(self, ops: Mapping[int, SiteOp]) -> SiteProfiles:
         return SiteProfiles()  # nothing to measure offline: the pass reports the missing profiles
 
     def evaluator(self, spaces: Mapping[int, SiteSpace]) -> Evaluator:

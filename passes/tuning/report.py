@@ -21,7 +21,7 @@ from mixjit.ir.diagnostics import Diagnostic, DiagnosticError
 from mixjit.passes.tuning.attrs import TuningAttrError
 from mixjit.passes.tuning.plan_attr import PLAN_ATTR, TUNING_ATTR, SitePlan
 from mixjit.passes.tuning.profile import PROFILE_ATTR, SiteProfile
-from mixjit.passes.tuning.sites import gemm_sites, site_loc
+from mixjit.passes.tuning.sites import site_loc, tunable_sites
 from mixjit.passes.tuning.space import Candidate
 
 __all__ = ["format_seconds", "format_report", "render_table", "NATIVE_SCHEME"]
@@ -79,7 +79,7 @@ def format_report(module: Operation, stream: TextIO | None = None) -> str:
     ``mix.tuning`` when the module was tuned, rendered for ``stream`` (:func:`render_table`).
     DiagnosticError (at the site) for a malformed ``mix.profile`` or ``mix.plan``."""
     rows, totals, errors = [], [0.0, 0.0], []
-    for site, op in gemm_sites(module).items():
+    for site, op in tunable_sites(module).items():
         try:
             profile = SiteProfile.from_attr(site, op.attributes[PROFILE_ATTR]) \
                 if PROFILE_ATTR in op.attributes else None

@@ -271,7 +271,7 @@ def test_tune_reports_every_bad_site_at_its_location():
         "site = 2 : i64}> {mix.deps = [], mix.profile = " + str(bad))
     messages = failure_messages(text)
     assert messages == [
-        ("prog.py:11:5", "GEMM site 1 has no mix.profile: tune re-tunes from profiles; profile the program on "
+        ("prog.py:11:5", "site 1 has no mix.profile: tune re-tunes from profiles; profile the program on "
                          "sample inputs (f.tune(...)) and dump it with its profiles"),
         ("prog.py:12:5", "bad mix.profile: mix.profile of site 2: missing 'candidates'"),
     ]

@@ -1,0 +1,118 @@
+"""``detect-linalg``: turn ``np.linalg`` calls of imported Python code into ``mix.linalg`` sites.
+
+Candidates are ``py.call`` ops whose ``py.callee`` is ``numpy.linalg.cholesky``,
+``numpy.linalg.solve`` or ``numpy.linalg.inv``. A candidate becomes a site when A is a rank-2
+float32 or float64 array, B (``solve``) a rank-1 or rank-2 array of the same element type, the
+result an array of it, and the call passes its arguments by position. Then the call is replaced
+by a ``mix.linalg`` op (``fn``: the function) with the next free ``site`` id, numbered after the
+ids already in the module (so after detect-gemm's sites), in order of function, source line and
+column; ``mix.stmts`` records the ``py.stmt`` id of the call (role ``call``).
+
+Other candidates (complex or integer operands, batched arrays, keywords) are left to Numba,
+marked ``mix.not_gemm = {reason = "<code>", detail = "..."}`` like detect-gemm's, with a remark
+(``linalg call left to numba: ...``; the reason codes are in detect-gemm's ``REASONS``), so
+``f.sites`` and ``mixopt`` say why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mixjit.ir.attributes import DictAttr, IntegerAttr, StringAttr, TypeAttr
+from mixjit.ir.core import Operation
+from mixjit.ir.dialects import py
+from mixjit.ir.dialects.mix import LinalgOp, SiteOp
+from mixjit.ir.types import ArrayType, Type, f32, f64, i64
+from mixjit.passes.detect_gemm import NOT_GEMM_ATTR, STMTS_ATTR, Rejection, _functions, _loc
+from mixjit.passes.pass_base import ModulePass, PassContext
+from mixjit.passes.py_attrs import callee_of, stmt_of
+from mixjit.passes.registry import register_pass
+
+__all__ = ["DetectLinalg", "detect_linalg", "LINALG_CALLEES", "describe_linalg"]
+
+LINALG_CALLEES = {"numpy.linalg.cholesky": "cholesky", "numpy.linalg.solve": "solve", "numpy.linalg.inv": "inv"}
+"""The ``py.callee`` of each ``np.linalg`` function that can be a site -> its ``fn``."""
+
+LINALG_DTYPES = (f32, f64)
+
+def describe_linalg(op: LinalgOp) -> str:
+    """``f64 solve(A, B)``, ``f32 cholesky(A)``."""
+    return f"{op.dtype.value} {op.fn.value}({'A, B' if op.b is not None else 'A'})"
+
+
+def _rejection(fn: str, op: py.CallOp) -> tuple[str, str] | None:
+    """(reason, detail) when the call ``op`` of ``np.linalg.<fn>`` is not a site, else None."""
+    wanted = 2 if fn == "solve" else 1
+    if op.kwnames or len(op.args) != wanted:
+        return "linalg-arguments", f"np.linalg.{fn} takes {wanted} positional argument(s), got {len(op.args)}"
+    labelled: list[tuple[str, Type, tuple[int, ...]]] = [("A", op.args[0].type, (2,))]
+    if fn == "solve":
+        labelled.append(("B", op.args[1].type, (1, 2)))
+    labelled.append(("the result", op.out.type, (1, 2)))
+    for label, t, _ in labelled:
+        if not isinstance(t, ArrayType):
+            return "not-an-array", f"{label} is {t}"
+    dtypes = {t.dtype for _, t, _ in labelled if isinstance(t, ArrayType)}
+    if len(dtypes) != 1 or next(iter(dtypes)) not in LINALG_DTYPES:
+        return "linalg-dtype", "element types " + ", ".join(sorted(str(d) for d in dtypes))
+    for label, t, ranks in labelled:
+        assert isinstance(t, ArrayType)
+        if t.rank not in ranks:
+            return "linalg-shape", f"{label} is {t.rank}-D"
+    return None
+
+
+def detect_linalg(module: Operation) -> list[Rejection]:
+    """Rewrite the ``np.linalg`` candidates of ``module`` into ``mix.linalg`` sites (see the module
+    docstring); returns the candidates left to Numba, in op order."""
+    used = [op.site.value for op in module.walk() if isinstance(op, SiteOp)]
+    next_site = max(used, default=-1) + 1
+    found: list[tuple[tuple, LinalgOp]] = []
+    rejected: list[Rejection] = []
+    for findex, (name, fn_op) in enumerate(_functions(module)):
+        for position, op in enumerate(list(fn_op.walk())):
+            fn = LINALG_CALLEES.get(callee_of(op) or "") if isinstance(op, py.CallOp) else None
+            if fn is None or op.erased or NOT_GEMM_ATTR in op.attributes:
+                continue
+            assert isinstance(op, py.CallOp)
+            why = _rejection(fn, op)
+            loc = _loc(op)
+            if why is not None:
+                op.attributes[NOT_GEMM_ATTR] = DictAttr({"reason": StringAttr(why[0]), "detail": StringAttr(why[1])})
+                rejected.append(Rejection(op, name, why[0], why[1], loc))
+                continue
+            out_type = op.out.type
+            assert isinstance(out_type, ArrayType)
+            site = LinalgOp.build(a=op.args[0], b=op.args[1] if fn == "solve" else None, out=out_type,
+                                  fn=StringAttr(fn), site=IntegerAttr(0, i64), dtype=TypeAttr(out_type.dtype),
+                                  loc=op.loc)
+            site.text_loc = op.text_loc
+            call_stmt = stmt_of(op)
+            site.attributes[STMTS_ATTR] = DictAttr({"call": StringAttr(call_stmt)} if call_stmt else {})
+            block = op.parent
+            assert block is not None
+            block.insert_op_before(site, op)
+            site.result.name_hint = op.result.name_hint
+            op.result.replace_all_uses_with(site.result)
+            op.erase()
+            found.append(((findex, loc.file, loc.line, loc.col, position), site))
+    for _, site in sorted(found, key=lambda item: item[0]):
+        site.properties["site"] = IntegerAttr(next_site, i64)
+        next_site += 1
+    return rejected
+
+
+@register_pass
+@dataclass(frozen=True)
+class DetectLinalg(ModulePass):
+    """Turn np.linalg cholesky/solve/inv calls on float32/float64 arrays into mix.linalg sites."""
+
+    name = "detect-linalg"
+
+    def apply(self, module: Operation) -> None:
+        detect_linalg(module)
+
+    def run(self, module: Operation, context: PassContext) -> None:
+        """Detect, then emit a remark for every call left to numba, in op order."""
+        for rejection in detect_linalg(module):
+            context.emit(rejection.diagnostic())

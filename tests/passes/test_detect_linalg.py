@@ -1,0 +1,66 @@
+"""detect-linalg on imported Numba functions: sites, numbering after the GEMM sites, rejections
+as remarks through the pass manager, and mix.linalg's verifier."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit
+
+from mixjit.importer import import_function
+from mixjit.ir.dialects.mix import GemmOp, LinalgOp
+from mixjit.ir.parser import parse_module
+from mixjit.ir.verifier import verify_diagnostics
+from mixjit.passes.detect_gemm import DetectGemm, detection_report
+from mixjit.passes.detect_linalg import DetectLinalg
+from mixjit.passes.manager import PassManager
+
+
+def _module(fn, *args):
+    return parse_module(import_function(njit(fn), *args).text(), "linalg.mix")
+
+
+def _mixed(a, b, z):
+    x = np.linalg.solve(a, b)
+    c = a @ x
+    return np.linalg.inv(z), c, np.linalg.cholesky(a)
+
+
+def test_linalg_calls_become_sites_after_the_gemm_sites_and_complex_ones_are_remarked():
+    a, b, z = np.eye(3), np.ones((3, 2)), np.eye(3, dtype=np.complex128)
+    module = _module(_mixed, a, b, z)
+    emitted = PassManager([DetectGemm(), DetectLinalg()]).run(module)
+    report = detection_report(module)
+    assert [(s.site, type(s.op)) for s in report.sites] == [(0, GemmOp)]
+    assert [(s.site, s.op.fn.value) for s in report.linalg_sites] == [(1, "solve"), (2, "cholesky")]
+    assert all(s.stmts.keys() == {"call"} for s in report.linalg_sites)
+    linalg_rejections = [r for r in report.rejected if r.reason == "linalg-dtype"]
+    assert len(linalg_rejections) == 1 and linalg_rejections[0].what == "linalg call"
+    assert [d.message for d in emitted] == [
+        "linalg call left to numba: element type is not float32 or float64 (complex and integer calls stay "
+        "with LAPACK) [linalg-dtype]"]
+    assert not any(isinstance(op, LinalgOp) and op.fn.value == "inv" for op in module.walk())
+
+
+def test_rerunning_detect_linalg_keeps_the_ids():
+    module = _module(_mixed, np.eye(3), np.ones((3, 2)), np.eye(3, dtype=np.complex128))
+    PassManager([DetectGemm(), DetectLinalg()]).run(module)
+    before = [(s.site, s.op.fn.value) for s in detection_report(module).linalg_sites]
+    PassManager([DetectLinalg()]).run(module)
+    assert [(s.site, s.op.fn.value) for s in detection_report(module).linalg_sites] == before
+
+
+@pytest.mark.parametrize("fn, operands, message", [
+    ("qr", "%a", "fn must be one of cholesky, solve, inv"),
+    ("solve", "%a", "solve takes A and B"),
+    ("inv", "%a, %a", "inv takes A only"),
+])
+def test_the_verifier_rejects_malformed_linalg_ops(fn, operands, message):
+    types = ", ".join(["!py.array<f64, 2, C>"] * (operands.count(",") + 1))
+    text = f'''"func.func"() <{{sym_name = "f", function_type = (!py.array<f64, 2, C>) -> ()}}> ({{
+^bb0(%a: !py.array<f64, 2, C>):
+  %x = "mix.linalg"({operands}) <{{dtype = f64, fn = "{fn}", site = 0 : i64}}> : ({types}) -> !py.array<f64, 2, C>
+  "func.return"() : () -> ()
+}}) : () -> ()'''
+    module = parse_module(text, verify=False)
+    assert any(message in d.message for d in verify_diagnostics(module))
