@@ -41,9 +41,10 @@ from numba.core.typing.typeof import Purpose, typeof
 
 from mixjit import linking
 from mixjit.cache import MixjitCache
+from mixjit.linalg_link import link_linalg_call, resolve_linalg
 from mixjit.numba_pipeline import StageError, make_pipeline, stage
 from mixjit.options import Options
-from mixjit.plan import SiteBlock, SiteRecord, get_plan, initial_plan
+from mixjit.plan import SiteBlock, SiteRecord, get_plan, initial_plan, linalg_native_plan
 from mixjit.runtime.jit.warning import MixjitWarning
 from mixjit.sites import (
     FALLBACK_REASON,
@@ -398,19 +399,23 @@ class MixjitDispatcher(CPUDispatcher):
         qualname = state.func_id.func_qualname
         signature = f"({signature_text(tuple(state.args))})"
         found = linking.find_sites(state)
+        with stage("resolve"):  # the mix.linalg sites, numbered after the GEMM sites
+            linalg_calls = [resolve_linalg(state, found.imported.stmts, s) for s in found.pipeline.linalg_sites]
         with stage("plan"):
             calls = found.calls
             records = tuple(
                 SiteRecord(qualname, source_loc(c.loc), str(c.dtype), form, c.alpha, c.beta)
                 for c, form in zip(calls, statement_forms(found, state))
-            )
+            ) + tuple(SiteRecord(qualname, source_loc(c.loc), str(c.dtype), c.form, op=c.fn)
+                      for c in linalg_calls)
             attempt.records = records
             rejected = tuple(
                 SiteRecord(qualname, f"{r.loc.file}:{r.loc.line}", "", r.op.name, reason=f"{r.reason}: {r.detail}")
                 for r in found.rejected
             ) + tuple(objmode_products(qualname, state.func_ir))
             schemes = self.mixjit_options.schemes
-            plans = tuple(initial_plan(schemes, np.dtype(str(c.dtype))) for c in calls)
+            plans = tuple(initial_plan(schemes, np.dtype(str(c.dtype))) for c in calls) + \
+                tuple(linalg_native_plan() for _ in linalg_calls)
             block = SiteBlock(_block_symbol(), records, plans, rejected, signature, self.mixjit_options.backend)
         with stage("link"):
             if self._compilations:
@@ -420,8 +425,11 @@ class MixjitDispatcher(CPUDispatcher):
             for local, call in enumerate(calls):
                 attempt.linked = True  # from here on the Numba IR is rewritten
                 linking.link_gemm_call(state, call, block.symbol, local)
+            for local, lcall in enumerate(linalg_calls, start=len(calls)):
+                attempt.linked = True
+                link_linalg_call(state, lcall, block.symbol, local)
         state.reload_init.append(block)
-        return bool(calls)
+        return bool(records)
 
     # -- what the user inspects ----------------------------------------------
 

@@ -2,7 +2,7 @@
 
 ``@mixjit`` does not call passes by hand. When a signature compiles, ``mixjit.linking.find_sites``
 imports the typed Numba IR and hands the module to :func:`run_frontend_pipeline`, which runs
-:data:`FRONTEND_PASSES` (``detect-gemm,build-dag``) with the pass manager, with verify-each and,
+:data:`FRONTEND_PASSES` (``detect-gemm,detect-linalg,build-dag``) with the pass manager, with verify-each and,
 on request, IR dumps after every pass and a timing report. A pipeline is given as pass instances
 (``[DetectGemm(), BuildDag(), Tune(budget=...)]``) or as ``mixopt -p`` text, built from the pass
 registry; both run the same way. The result carries the module, the remarks and warnings the
@@ -36,6 +36,7 @@ from mixjit.ir.verifier import verify
 from mixjit.passes.analysis import AnalysisManager
 from mixjit.passes.build_dag import BuildDag, GemmDag
 from mixjit.passes.detect_gemm import DetectGemm, GemmSite, NotGemmRemark, Rejection, detection_report
+from mixjit.passes.detect_linalg import DetectLinalg
 from mixjit.passes.instrumentation import PrintIRInstrumentation, TimingInstrumentation, VerifyInstrumentation
 from mixjit.passes.manager import PassFailure, PassManager, PipelineRun
 from mixjit.passes.pass_base import ModulePass, PassResult
@@ -47,11 +48,11 @@ if TYPE_CHECKING:
 
 __all__ = ["FRONTEND_PASSES", "FRONTEND_PIPELINE", "FrontendResult", "run_frontend_pipeline", "failure_stage"]
 
-FRONTEND_PASSES: tuple[ModulePass, ...] = (DetectGemm(), BuildDag())
+FRONTEND_PASSES: tuple[ModulePass, ...] = (DetectGemm(), DetectLinalg(), BuildDag())
 """The passes ``@mixjit`` runs on every compiled signature (frozen instances: safe to share)."""
 
 FRONTEND_PIPELINE = ",".join(p.pipeline_spec() for p in FRONTEND_PASSES)
-""":data:`FRONTEND_PASSES` as ``mixopt -p`` text (``detect-gemm,build-dag``)."""
+""":data:`FRONTEND_PASSES` as ``mixopt -p`` text (``detect-gemm,detect-linalg,build-dag``)."""
 
 
 @dataclass
@@ -85,6 +86,11 @@ class FrontendResult:
     def sites(self) -> list[GemmSite]:
         """The ``mix.gemm`` sites of the module, by site id."""
         return detection_report(self.module).sites
+
+    @property
+    def linalg_sites(self) -> list[GemmSite]:
+        """The ``mix.linalg`` sites of the module (detect-linalg), by site id."""
+        return detection_report(self.module).linalg_sites
 
     @property
     def dag(self) -> nx.DiGraph:

@@ -404,6 +404,30 @@ def _remove_stmt(state: TypedState, stmt: ir.Stmt) -> None:
     raise LinkError(f"mixjit: the statement {stmt} at {stmt.loc.short()} is in no block (a linking bug)")
 
 
+def site_var_stmts(state: TypedState, scope: ir.Scope, loc: ir.Loc, block_symbol: str,
+                   local: int) -> tuple[list[ir.Assign], ir.Var]:
+    """Typed statements computing the site id ``base + local`` of site block ``block_symbol`` into
+    a new variable, and that variable (what a linked call passes as its site)."""
+    local_def, local_var = _const(state, scope, loc, local, types.intp, "site_local")
+    site_fn = site_of(block_symbol)
+    state.typingctx.refresh()  # a new site_of intrinsic registers its typing on creation
+    site_defs, site_call, site_sig = _typed_call(state, scope, loc, site_fn, [local_var], "site_of")
+    site_var = scope.redefine("$mixjit_site", loc)
+    state.typemap[site_var.name] = site_sig.return_type
+    state.func_ir._definitions[site_var.name] = [site_call]
+    return [local_def, *site_defs, ir.Assign(site_call, site_var, loc)], site_var
+
+
+def replace_value(state: TypedState, target: ir.Assign, new: ir.Expr) -> None:
+    """Make ``target`` assign ``new`` instead of its old value, keeping ``calltypes`` and
+    ``func_ir._definitions`` consistent."""
+    old = target.value
+    state.calltypes.pop(old, None)
+    defs = state.func_ir._definitions[target.target.name]
+    defs[:] = [new if d is old else d for d in defs]
+    target.value = new
+
+
 def link_gemm_call(state: TypedState, call: GemmCall, block_symbol: str, local: int) -> None:
     """Replace ``call`` in the typed IR by a call of the entry for site
     ``local`` of the site block ``block_symbol``.
@@ -423,15 +447,7 @@ def link_gemm_call(state: TypedState, call: GemmCall, block_symbol: str, local: 
             "it was found; link each GemmCall once, right after finding it"
         )
     loc, scope = call.stmt.loc, block.scope
-    new_stmts: list[ir.Assign] = []
-    local_def, local_var = _const(state, scope, loc, local, types.intp, "site_local")
-    site_fn = site_of(block_symbol)
-    state.typingctx.refresh()  # a new site_of intrinsic registers its typing on creation
-    site_defs, site_call, site_sig = _typed_call(state, scope, loc, site_fn, [local_var], "site_of")
-    site_var = scope.redefine("$mixjit_site", loc)
-    state.typemap[site_var.name] = site_sig.return_type
-    func_ir._definitions[site_var.name] = [site_call]
-    new_stmts += [local_def, *site_defs, ir.Assign(site_call, site_var, loc)]
+    new_stmts, site_var = site_var_stmts(state, scope, loc, block_symbol, local)
 
     if call.update is None:
         target = call.stmt
@@ -451,11 +467,7 @@ def link_gemm_call(state: TypedState, call: GemmCall, block_symbol: str, local: 
         )
     new_stmts += fn_defs
 
-    old = target.value
-    state.calltypes.pop(old, None)
-    defs = func_ir._definitions[target.target.name]
-    defs[:] = [new if d is old else d for d in defs]
-    target.value = new
+    replace_value(state, target, new)
     if call.update is not None:  # the product's own statement goes away
         state.calltypes.pop(call.expr, None)
         func_ir._definitions[call.stmt.target.name].remove(call.expr)

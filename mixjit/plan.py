@@ -41,6 +41,7 @@ import numpy as np
 from mixjit import backend_policy, device_executor
 from mixjit.backend_policy import BackendChoice, check_backend
 from mixjit.entry import (
+    EXEC_LINALG,
     EXEC_REFERENCE,
     MAX_SITES,
     PLAN_WORDS,
@@ -135,6 +136,15 @@ def initial_plan(schemes: Sequence[str] | None, dtype: np.dtype | str) -> SitePl
 
 
 REFERENCE_CONFIG = "float64-products"
+LINALG_SCHEME = "linalg"
+"""The scheme of a ``mix.linalg`` site's blocked candidates (runtime/linalg; mixjit.linalg_link)."""
+
+
+def linalg_native_plan() -> SitePlan:
+    """A linalg site's plan before tuning (and its reference): ``native``, the LAPACK call Numba
+    makes (the wrapper calls Numba's own ``np.linalg`` when word 0 is ``EXEC_NATIVE``)."""
+    native = get_scheme("native")
+    return SitePlan(native.name, native.default_config().label, native.name)
 
 
 def reference_plan(dtype: np.dtype | str) -> SitePlan:
@@ -157,9 +167,9 @@ def reference_plan(dtype: np.dtype | str) -> SitePlan:
 
 def plan_words(plan: SitePlan) -> np.ndarray:
     """The plan-table row of ``plan``: executor code, then its config words."""
-    if plan.executor == REFERENCE_EXECUTOR:
+    if plan.executor in (REFERENCE_EXECUTOR, LINALG_SCHEME):
         row = np.zeros(PLAN_WORDS, dtype=np.int64)
-        row[0] = EXEC_REFERENCE
+        row[0] = EXEC_REFERENCE if plan.executor == REFERENCE_EXECUTOR else EXEC_LINALG
         return row
     scheme = get_scheme(plan.executor)
     config = scheme.parse_config(plan.config) if plan.executor == plan.scheme else scheme.default_config()
@@ -203,6 +213,10 @@ def set_plan(site: int, plan: SitePlan, dtype: np.dtype | str | None = None) -> 
 def _routed_row(site: int, plan: SitePlan, row: np.ndarray) -> np.ndarray:
     """The row ``site`` runs for ``plan`` (its CPU row ``row``): the same row, or the row with the
     device executor's code in word 0; records the choice and the route (under ``_lock``)."""
+    if row[0] == EXEC_LINALG:
+        _choices[site] = BackendChoice(_requested.get(site, "auto"), "cpu", "a linalg site's blocked candidates run on the CPU")
+        _routes.pop(site, None)
+        return row
     choice, dev = backend_policy.choose(_requested.get(site, "auto"), plan, int(row[0]))
     _choices[site] = choice
     if dev is None:
@@ -303,7 +317,7 @@ class SiteRecord:
     """What a GEMM candidate is, independent of the process: the function
     holding it, its source location, dtype, the form of the statement and the
     alpha/beta it computes with; ``reason`` says why a candidate was not taken
-    (empty for a linked site)."""
+    (empty for a linked site); ``op``: ``gemm``, or the ``np.linalg`` function of a linalg site."""
 
     function: str
     loc: str
@@ -312,6 +326,7 @@ class SiteRecord:
     alpha: float = 1.0
     beta: float = 0.0
     reason: str = ""
+    op: str = "gemm"
 
 
 @dataclass(frozen=True)

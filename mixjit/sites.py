@@ -170,7 +170,7 @@ def annotate_sites(imported: Any) -> None:
     sites is compiled and linked. Otherwise (not compiled yet, or run as plain Numba) the module's own ids stay,
     so that no two ops share an id."""
     from mixjit.ir.attributes import IntegerAttr, to_attr
-    from mixjit.ir.dialects.mix import GemmOp
+    from mixjit.ir.dialects.mix import SiteOp
     from mixjit.ir.types import i64
 
     mappings = [(f, process_site_ids(f)) for f in imported.functions]
@@ -179,7 +179,7 @@ def annotate_sites(imported: Any) -> None:
     every = {m: p for _, ids in mappings for m, p in ids.items()}
     for function, ids in mappings:
         for op in function.func.walk():
-            if isinstance(op, GemmOp):
+            if isinstance(op, SiteOp):
                 sid = ids[op.site.value]
                 op.site = IntegerAttr(sid, i64)
                 _relabel_deps(op, every)
@@ -210,9 +210,9 @@ def process_site_ids(function: Any) -> dict[int, int] | None:
     k-th site of the function is the k-th record of the site block its compilation made (both
     number the sites in source order). None when that compilation linked no site (not compiled
     yet, or it runs as plain Numba); RuntimeError when the sites disagree."""
-    from mixjit.ir.dialects.mix import GemmOp
+    from mixjit.ir.dialects.mix import SiteOp
 
-    module_ids = sorted(op.site.value for op in function.func.walk() if isinstance(op, GemmOp))
+    module_ids = sorted(op.site.value for op in function.func.walk() if isinstance(op, SiteOp))
     if not module_ids:
         return {}
     disp = function.source

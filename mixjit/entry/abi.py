@@ -71,6 +71,9 @@ PLAN_WORDS = 16
 EXEC_NONE = 0
 EXEC_NATIVE = 1
 EXEC_REFERENCE = 3
+EXEC_LINALG = MAX_EXECUTOR_CODE + 1
+"""Word 0 of a ``mix.linalg`` site running a blocked candidate (mixjit.linalg_link): not an
+executor of the entry (a linalg site never calls the entry), so outside the executor codes."""
 REFERENCE_EXECUTOR = "reference"
 """The reference executor (word 0 = ``EXEC_REFERENCE``): not a scheme, so not in EXECUTORS."""
 

@@ -27,6 +27,7 @@ from mixjit.entry.abi import (
     ENTRY_ERRORS,
     ENTRY_OK,
     ENTRY_SIG,
+    EXEC_LINALG,
     EXEC_NATIVE,
     EXEC_NONE,
     EXEC_REFERENCE,
@@ -438,7 +439,7 @@ def write_plan_row(site: int, row: "np.ndarray | tuple[int, ...]",
     if len(row) > PLAN_WORDS:
         raise ValueError(f"mixjit: a plan row has {len(row)} words, the table has {PLAN_WORDS}")
     words[: len(row)] = row
-    if words[0] != EXEC_NONE:
+    if words[0] not in (EXEC_NONE, EXEC_LINALG):  # a linalg site's blocked plan loads no entry executor
         load_executor(int(words[0]), dtypes)
     _PLANS[site, 1:] = words[1:]
     _PLANS[site, 0] = words[0]

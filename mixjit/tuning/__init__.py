@@ -6,7 +6,7 @@ held-out inputs, save and load plans, report. docs/frontend_tuning.md.
 Modules: ``outputs`` (what a run produces, the error metric), ``profiling`` (shape log,
 statistics, candidates with modeled times), ``evaluator`` (the online ``Evaluator``),
 ``online`` (the backend that lets the ``tune`` pass measure and judge online, and the pass
-manager runs of ``detect-gemm,build-dag,tune{...}``), ``driver`` (``tune``), ``persistence`` (plan files), ``report`` (table, Pareto plot),
+manager runs of ``detect-gemm,detect-linalg,build-dag,tune{...}``), ``driver`` (``tune``), ``persistence`` (plan files), ``report`` (table, Pareto plot),
 ``progress`` (progress line), ``api`` (what the dispatcher's methods call),
 ``annotate`` (``mix.profile`` attributes for dumps).
 """

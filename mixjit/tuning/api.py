@@ -39,7 +39,6 @@ from mixjit.tuning.persistence import (
     save_plan,
     source_hash,
 )
-from mixjit.tuning.profiling import site_candidates
 from mixjit.tuning.protocol import TunableFunction
 
 __all__ = ["TUNE_MODES", "TuningState", "PlanCheck", "check_budget", "check_metric", "on_new_signature",
@@ -151,7 +150,7 @@ def _measured(f: TunableFunction, key: tuple, plan: TunedPlan, args: Sequence[An
 def _has_choice(f: TunableFunction, key: tuple) -> bool:
     """Does any site of ``key`` have more than one candidate (else there is nothing to tune)?"""
     o = f.mixjit_options
-    return any(len(site_candidates(s.dtype, o.schemes, (), o.target)) > 1 for s in signature_sites(f, key))
+    return any(len(s.candidates(o.schemes, (), o.target)) > 1 for s in signature_sites(f, key))
 
 
 def on_new_signature(f: TunableFunction, key: tuple, args: Sequence[Any]) -> None:

@@ -8,7 +8,7 @@
 2. **Reference**: one run under the reference plan (``mixjit.plan.reference_plan``); its
    outputs are what every plan is measured against. Optionally the whole program in
    float64 (plain Numba, float32 inputs upcast), for information, compared by the same metric.
-3. **The tune pass**: the signature's module runs ``detect-gemm,build-dag,tune{...}`` through
+3. **The tune pass**: the signature's module runs ``detect-gemm,detect-linalg,build-dag,tune{...}`` through
    the pass manager (``mixjit.tuning.online``), as ``mixopt`` runs it, with the online backend
    registered: the pass has each site's candidates (with *modeled* times on the target)
    measured alone (that site lowered, every other site at the reference), prunes them to the
@@ -54,7 +54,7 @@ from mixjit.arguments import resolve_arguments
 from mixjit.passes.tune import Tune
 from mixjit.passes.tuning.profile import SiteProfile
 from mixjit.passes.tuning.space import Candidate, SearchResult, SiteSpace
-from mixjit.plan import SitePlan, get_plan, initial_plan, reference_plan, set_plan
+from mixjit.plan import SitePlan, get_plan, set_plan
 from mixjit.runtime.schemes import catalog
 from mixjit.tuning.evaluator import Judged, OnlineEvaluator, ProgramRunner, fp64_error, site_plans
 from mixjit.tuning.executor_pool import ExecutorPool, Program, check_executor
@@ -62,7 +62,7 @@ from mixjit.tuning.native_budget import NATIVE, budget_text, is_native, native_b
 from mixjit.tuning.online import OnlineBackend, TuningPipeline
 from mixjit.tuning.outputs import Metric, Output, check_finite, program_error
 from mixjit.tuning.persistence import PlanSite, TunedPlan, source_hash
-from mixjit.tuning.profiling import TunedSite, signature_sites, site_candidates
+from mixjit.tuning.profiling import TunedSite, signature_sites
 from mixjit.tuning.progress import SearchBar
 from mixjit.tuning.protocol import TunableFunction
 from mixjit.tuning.workers import (
@@ -118,7 +118,7 @@ class TuneResult:
     runs: int = 0
     reference_vs_fp64: float | None = None
     pipeline: TuningPipeline | None = None
-    """The pass-manager runs of the search (``detect-gemm,build-dag,tune{...}``, then ``tune{...}``
+    """The pass-manager runs of the search (``detect-gemm,detect-linalg,build-dag,tune{...}``, then ``tune{...}``
     for each tightened search): their remarks, warnings, per-pass timing and the tuned module."""
     native_error: float | None = None
     """The program's error with every site native, against the reference run (``native_budget``)."""
@@ -301,8 +301,8 @@ def _warm(sites: Sequence[TunedSite], schemes: Sequence[str] | None, target: str
     (plan, dtype) pairs loaded (an executor's workers load them too)."""
     plans = {}
     for s in sites:
-        for plan in (initial[s.id], reference_plan(s.dtype),
-                     *(SitePlan(c.scheme, c.config, c.scheme) for c in site_candidates(s.dtype, schemes, (), target))):
+        for plan in (initial[s.id], s.reference_plan(),
+                     *(SitePlan(c.scheme, c.config, c.scheme) for c in s.candidates(schemes, (), target))):
             plans.setdefault((plan.executor, s.dtype), (plan, s.dtype))
     warm_executors(list(plans.values()))
     return list(plans.values())
@@ -311,7 +311,7 @@ def _warm(sites: Sequence[TunedSite], schemes: Sequence[str] | None, target: str
 def _tune(f, key, args, names, sites, validate, search, asked, target, metric, margin, max_evals, fp64,
           progress, eval_timeout, workers, executor) -> TuneResult:
     opts = f.mixjit_options
-    initial = {s.id: initial_plan(opts.schemes, s.dtype) for s in sites}
+    initial = {s.id: s.initial_plan(opts.schemes) for s in sites}
     warm = _warm(sites, opts.schemes, target, initial)
     here = partial(EvaluationPool, f.overloads[key].entry_point, [args, *validate], names, [s.id for s in sites])
     if executor is None:
@@ -360,7 +360,7 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
         elif logs[s.id].unlogged_calls:
             notes.append(f"site {s.index}: {logs[s.id].unlogged_calls} calls of shapes beyond the shape log "
                          "are not in its modeled time")
-    full = {s.id: SiteSpace(s.id, site_candidates(s.dtype, opts.schemes, logs[s.id].shapes, target))
+    full = {s.id: SiteSpace(s.id, s.candidates(opts.schemes, logs[s.id].shapes, target))
             for s in called}
     evaluator = OnlineEvaluator(runner, sites, full, reference, metric, fp64_outs)
     native = native_plan(full)
@@ -391,7 +391,7 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
     chosen = {sid: spaces[sid].candidates[i] for sid, i in chosen_plan.items()}
     # a family that carries values along chains of its sites (dfp: block exponents; same bits,
     # less work) re-plans them after the search (Family.carries_chains in the scheme catalogue)
-    if any(catalog.family_of(c.scheme).carries_chains for c in chosen.values()):
+    if any(getattr(catalog.family_of(c.scheme), "carries_chains", False) for c in chosen.values()):
         for sid, carried in pipeline.carry_dfp().items():
             if sid in chosen:
                 chosen[sid] = replace(chosen[sid], config=carried.config, time=carried.modeled_time)
@@ -492,7 +492,7 @@ def plan_error(f: TunableFunction, key: tuple, args: Sequence[Any], plans: dict[
     here are left as they were. Infinite when the run is stopped at its limits."""
     sites = signature_sites(f, key)
     plans = {**site_plans(sites, {}, {}), **plans}
-    warm_executors([(plan, s.dtype) for s in sites for plan in (reference_plan(s.dtype), plans[s.id])])
+    warm_executors([(plan, s.dtype) for s in sites for plan in (s.reference_plan(), plans[s.id])])
     with f.tuning_lock, EvaluationPool(f.overloads[key].entry_point, [args], argument_names(f.py_func, args),
                                         [s.id for s in sites]) as pool:
         runner = ProgramRunner(pool)

@@ -18,7 +18,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from mixjit.passes.tuning.space import Plan, SiteSpace
-from mixjit.plan import SitePlan, reference_plan
+from mixjit.plan import SitePlan
 from mixjit.tuning.outputs import Metric, Output, program_error
 from mixjit.tuning.profiling import TunedSite
 from mixjit.tuning.workers import EvaluationPool, RunLimits, RunOutcome, RunTask
@@ -74,7 +74,7 @@ def site_plans(sites: Sequence[TunedSite], spaces: Mapping[int, SiteSpace], plan
             c = spaces[site.id].candidates[plan[site.id]]
             out[site.id] = SitePlan(c.scheme, c.config, c.scheme)
         else:
-            out[site.id] = reference_plan(site.dtype)
+            out[site.id] = site.reference_plan()
     return out
 
 

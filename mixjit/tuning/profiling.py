@@ -33,7 +33,17 @@ import numpy as np
 from mixjit import entry
 from mixjit.passes.tuning.profile import SiteProfile
 from mixjit.passes.tuning.space import Candidate
-from mixjit.plan import SITE_DTYPES, SiteRecord, candidate_schemes, spec_configs
+from mixjit.plan import (
+    LINALG_SCHEME,
+    SITE_DTYPES,
+    SitePlan,
+    SiteRecord,
+    candidate_schemes,
+    initial_plan,
+    linalg_native_plan,
+    reference_plan,
+    spec_configs,
+)
 from mixjit.runtime.mixpert.executor import (
     STAT_CERTIFIED,
     STAT_EXACT_COLS,
@@ -50,8 +60,8 @@ from mixjit.runtime.schemes import catalog
 if TYPE_CHECKING:
     from mixjit.tuning.protocol import TunableFunction
 
-__all__ = ["TUNING_DEFAULT_SCHEMES", "TunedSite", "signature_sites", "ShapeLog", "start_profile", "read_profile", "tuning_schemes", "site_candidates",
-           "site_profile"]
+__all__ = ["TUNING_DEFAULT_SCHEMES", "TunedSite", "signature_sites", "ShapeLog", "start_profile", "read_profile",
+           "tuning_schemes", "site_candidates", "linalg_candidates", "site_profile"]
 
 TUNING_DEFAULT_SCHEMES: dict[str, tuple[str, ...]] = {
     dt: catalog.default_schemes("tuning", dt) for dt in SITE_DTYPES}
@@ -83,6 +93,29 @@ class TunedSite:
     @property
     def dtype(self) -> np.dtype:
         return np.dtype(self.record.dtype)
+
+    @property
+    def linalg(self) -> str | None:
+        """The ``np.linalg`` function of a linalg site (``solve``), None for a GEMM site."""
+        op = getattr(self.record, "op", "gemm")
+        return None if op == "gemm" else op
+
+    def initial_plan(self, schemes: Sequence[str] | None) -> SitePlan:
+        """Its plan before tuning: a GEMM site's first candidate scheme at its most precise
+        config (``mixjit.plan.initial_plan``), a linalg site's ``native`` LAPACK call."""
+        return linalg_native_plan() if self.linalg else initial_plan(schemes, self.dtype)
+
+    def reference_plan(self) -> SitePlan:
+        """What it runs in the tuner's reference run (``mixjit.plan.reference_plan``; a linalg
+        site: the LAPACK call, the reference's choice)."""
+        return linalg_native_plan() if self.linalg else reference_plan(self.dtype)
+
+    def candidates(self, schemes: Sequence[str] | None, shapes: Sequence[tuple[int, int, int, int]],
+                   target: str) -> tuple[Candidate, ...]:
+        """Its candidates (:func:`site_candidates`, :func:`linalg_candidates`)."""
+        if self.linalg:
+            return linalg_candidates(self.linalg, self.dtype, schemes, shapes, target)
+        return site_candidates(self.dtype, schemes, shapes, target)
 
 
 def signature_sites(f: TunableFunction, key: tuple) -> tuple[TunedSite, ...]:
@@ -157,6 +190,36 @@ def site_candidates(dtype: np.dtype, schemes: Sequence[str] | None, shapes: Sequ
         for config in configs:
             out.append(Candidate(name, config.label, modeled_calls_time(name, config.label, shapes, dtype, target),
                                  scheme.products(config)))
+    return tuple(out)
+
+
+def linalg_candidates(fn: str, dtype: np.dtype, schemes: Sequence[str] | None,
+                      shapes: Sequence[tuple[int, int, int, int]], target: str) -> tuple[Candidate, ...]:
+    """The candidates of a ``np.linalg.<fn>`` site of ``dtype``: ``native`` (the LAPACK call) and a
+    blocked candidate (scheme ``linalg``) per GEMM config the site's dtype would offer a GEMM site
+    (:func:`site_candidates`, ``native`` left out), at the block size the cost model prices fastest
+    over ``shapes``, without refinement and (``solve``, ``inv``) with it. With ``shapes`` (the
+    profiled ``(n, nrhs, n, calls)``), a blocked candidate not modeled faster than ``native`` is
+    left out: the reference runs ``native``, so it would be slower and no more precise."""
+    from mixjit.runtime.linalg.config import BLOCK_SIZES, LAPACK, LinalgConfig
+    from mixjit.runtime.linalg.cost import modeled_linalg_time
+
+    def modeled(config: LinalgConfig | str) -> float:
+        return sum(calls * modeled_linalg_time(fn, n, nrhs, config, dtype, target) for n, nrhs, _, calls in shapes)
+
+    native = linalg_native_plan()
+    out = [Candidate(native.scheme, native.config, modeled(LAPACK))]
+    refines = (False,) if fn == "cholesky" else (False, True)
+    for gemm in site_candidates(dtype, schemes, (), target):
+        if gemm.scheme == native.scheme:
+            continue
+        for refine in refines:
+            configs = [LinalgConfig(nb, gemm.scheme, gemm.config, refine) for nb in BLOCK_SIZES]
+            best = min(configs, key=modeled)
+            time = modeled(best)
+            if shapes and time >= out[0].time:
+                continue
+            out.append(Candidate(LINALG_SCHEME, best.label, time, gemm.products))
     return tuple(out)
 
 

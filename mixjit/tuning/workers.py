@@ -49,8 +49,10 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from mixjit import entry
-from mixjit.plan import SitePlan, get_plan, plan_words, set_plan
+from mixjit.plan import LINALG_SCHEME, SitePlan, get_plan, plan_words, set_plan
 from mixjit.tuning.outputs import Output, collect, copy_args, written_arguments
 from mixjit.tuning.profiling import read_profile, start_profile
 
@@ -136,9 +138,22 @@ def warm_executors(plans: Sequence[tuple[SitePlan, Any]]) -> None:
     from mixjit.runtime.jit.lazy_link import fill_lazy_cells
 
     for plan, dtype in plans:
+        if plan.scheme == LINALG_SCHEME:
+            warm_linalg(plan.config, dtype)
+            continue
         code = int(plan_words(plan)[0])
         entry.load_executor(code, [dtype])
     fill_lazy_cells(package="mixjit")
+
+
+def warm_linalg(config: str, dtype: Any) -> None:
+    """Compile what a linalg site's blocked candidate runs (its panel steps and its GEMM scheme's
+    executor) by running it on a small matrix."""
+    from mixjit.runtime.linalg.solve import run_linalg
+
+    a = np.eye(4, dtype=np.dtype(dtype)) * 2
+    run_linalg("solve", a, a[:, :1].copy(), config)
+    run_linalg("cholesky", a, None, config.replace("refine=on", "refine=off"))
 
 
 def execute(call: Callable[..., Any], args: Sequence[Any], names: Sequence[str], sites: Sequence[int],

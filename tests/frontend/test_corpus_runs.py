@@ -55,6 +55,6 @@ def test_corpus_function_runs_under_mixjit_like_njit(name):
     fallbacks = [str(w.message) for w in caught if "runs as plain Numba, its GEMMs not linked" in str(w.message)]
     assert not fallbacks
     assert not [s for s in mine.sites if s.reason.startswith(FALLBACK_REASON)]
-    taken = [s for s in mine.sites if s.taken]
+    taken = [s for s in mine.sites if s.taken and not s.form.startswith("np.linalg.")]  # GEMM sites
     assert len(taken) == len(case.sites) and all(s.calls > 0 for s in taken)
     assert sorted(s.reason.split(":")[0] for s in mine.sites if not s.taken) == sorted(case.rejected)

@@ -40,7 +40,7 @@ def test_the_frontend_pipeline_returns_module_remarks_and_the_dag_analysis():
     module = import_function(chain, A, V).module
     stream = io.StringIO()
     result = run_frontend_pipeline(module, print_ir_after_all=stream, timing=True)
-    assert FRONTEND_PIPELINE == "detect-gemm,build-dag"
+    assert FRONTEND_PIPELINE == "detect-gemm,detect-linalg,build-dag"
     assert [s.site for s in result.sites] == [0, 1]
     # rejections come through the remark channel, with their structured record
     (remark,) = [d for d in result.diagnostics if d.severity is Severity.REMARK]
@@ -52,7 +52,7 @@ def test_the_frontend_pipeline_returns_module_remarks_and_the_dag_analysis():
     assert result.analyses.computations == {"gemm-dag": 1}
     dumps = stream.getvalue()
     assert "IR Dump After DetectGemm (detect-gemm)" in dumps and "IR Dump After BuildDag (build-dag)" in dumps
-    assert [name for name, _ in result.timing.times] == ["detect-gemm", "build-dag"]
+    assert [name for name, _ in result.timing.times] == ["detect-gemm", "detect-linalg", "build-dag"]
 
 
 def test_a_pipeline_of_pass_instances_runs_as_the_same_pipeline_as_text():
@@ -119,6 +119,6 @@ def test_a_failing_pass_falls_back_to_plain_numba_naming_it_and_the_passes_befor
         warnings.simplefilter("always")
         np.testing.assert_allclose(f(A), A @ A.T, rtol=1e-13)
     (warning,) = [str(w.message) for w in caught if issubclass(w.category, MixjitWarning)]
-    assert "mixjit's build-dag (after detect-gemm) stage failed (RuntimeError: injected failure)" in warning
+    assert "mixjit's build-dag (after detect-gemm, detect-linalg) stage failed (RuntimeError: injected failure)" in warning
     (site,) = f.sites
-    assert not site.taken and site.reason.startswith(f"{FALLBACK_REASON}: mixjit's build-dag (after detect-gemm)")
+    assert not site.taken and site.reason.startswith(f"{FALLBACK_REASON}: mixjit's build-dag (after detect-gemm, detect-linalg)")

@@ -1,4 +1,4 @@
-"""One pipeline: ``f.tune`` runs mixopt's ``detect-gemm,build-dag,tune{...}`` through the pass
+"""One pipeline: ``f.tune`` runs mixopt's ``detect-gemm,detect-linalg,build-dag,tune{...}`` through the pass
 manager, with the online backend injected, rather than a search of its own."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def test_f_tune_runs_the_tune_pass_through_the_pass_manager(monkeypatch):
 
     assert runs == ["tune{budget=1e-15,target=jetson-agx-orin}"]
     # the timing instrumentation of the pass manager saw the whole pipeline, in order
-    assert [name for name, _ in result.pipeline.timings] == ["detect-gemm", "build-dag", runs[0]]
+    assert [name for name, _ in result.pipeline.timings] == ["detect-gemm", "detect-linalg", "build-dag", runs[0]]
     # the pass's remarks: one per site and the summary, with the search's evaluation count
     messages = [d.message for d in result.pipeline.diagnostics]
     assert sum(m.startswith("site ") for m in messages) == 3
@@ -53,7 +53,7 @@ def test_f_tune_runs_the_tune_pass_through_the_pass_manager(monkeypatch):
     assert chosen == [f"{s.scheme}[{s.config}]" for s in result.plan.sites]
     # f.tune's search is the one the tune pass returned (its PassResult), keyed by process site id
     (run,) = result.pipeline.runs
-    assert len(run.run.results) == 3  # detect-gemm, build-dag, tune
+    assert len(run.run.results) == 4  # detect-gemm, detect-linalg, build-dag, tune
     tuned = run.run.results[-1]
     assert isinstance(tuned.payload, TuneSearch) and tuned.modified
     ids = result.pipeline.backend.process_ids
@@ -71,9 +71,9 @@ def test_a_tightened_search_reruns_tune_alone_on_the_cached_dag():
     result = f.tune(*P.mlp64_inputs(0), validate=[P.mlp64_inputs(1, scale=100.0)])  # held-out errors 100x the sample's
     assert any("searching again with margin" in n for n in result.notes)
     names = [name for name, _ in result.pipeline.timings]
-    assert names[:2] == ["detect-gemm", "build-dag"] and len(names) >= 4
-    assert all(name.startswith("tune{") for name in names[2:])
-    assert "margin=" in names[3]
+    assert names[:3] == ["detect-gemm", "detect-linalg", "build-dag"] and len(names) >= 5
+    assert all(name.startswith("tune{") for name in names[3:])
+    assert "margin=" in names[4]
     last = result.pipeline.runs[-1].analyses
     assert last.is_cached(GemmDag) and last.computations["gemm-dag"] == 1  # computed once, by build-dag
 
@@ -104,4 +104,4 @@ def test_a_search_that_tunes_no_site_is_an_error_not_an_empty_plan():
     with pytest.raises(RuntimeError, match=r"the tune pass tuned no GEMM site of the imported module "
                                            r"\(the imported module has no GEMM site\)"):
         pipeline.search(Tune(budget=1e-6))
-    assert [name for name, _ in pipeline.timings] == ["detect-gemm", "build-dag", "tune"]
+    assert [name for name, _ in pipeline.timings] == ["detect-gemm", "detect-linalg", "build-dag", "tune"]

@@ -1,0 +1,125 @@
+"""``np.linalg`` calls inside ``@mixjit`` functions are sites (detect-linalg, mixjit.linalg_link):
+native is bit for bit what ``@njit`` gives, errors included; a blocked plan runs runtime/linalg
+with Numba's result types; the tuner picks blocked candidates where the cost model says they pay,
+within an FP64-class budget; dumps re-tune offline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit
+
+from mixjit import mixjit, mixopt
+from mixjit.linalg_link import linalg_stats
+from mixjit.plan import SitePlan, set_plan
+from mixjit.runtime.linalg.solve import run_linalg
+
+
+def _gp(k, y):
+    l = np.linalg.cholesky(k)
+    alpha = np.linalg.solve(k, y)
+    beta = np.linalg.solve(k, y[:, 0])
+    return l, alpha, beta, np.linalg.inv(k)
+
+
+def _spd(n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 3))
+    d = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+    return np.exp(-0.5 * d) + 1e-2 * np.eye(n)
+
+
+def _blocked(fn_name: str) -> str:
+    refine = "off" if fn_name == "cholesky" else "on"
+    return f"block=64,gemm=mixpert-fp64[segments=7,pairs=sig6],refine={refine}"
+
+
+@pytest.fixture(scope="module")
+def gp():
+    return mixjit(tune="never")(_gp)
+
+
+def test_linalg_calls_are_sites_that_run_native_bit_for_bit(gp):
+    k, y = _spd(96), np.random.default_rng(1).standard_normal((96, 3))
+    out, ref = gp(k, y), njit(_gp)(k, y)
+    for got, want in zip(out, ref):
+        assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
+        assert got.flags.f_contiguous == want.flags.f_contiguous and got.flags.c_contiguous == want.flags.c_contiguous
+    sites = gp.sites
+    assert [s.form for s in sites] == ["np.linalg.cholesky(a)", "np.linalg.solve(a, b)", "np.linalg.solve(a, b)",
+                                       "np.linalg.inv(a)"]
+    assert all(s.taken and s.plan.scheme == "native" and s.calls >= 1 for s in sites)
+
+
+def test_native_linalg_sites_raise_numbas_errors(gp):
+    singular = np.ones((8, 8))
+    with pytest.raises(np.linalg.LinAlgError) as mine:
+        gp(singular, np.ones((8, 2)))
+    with pytest.raises(np.linalg.LinAlgError) as numba_s:
+        njit(_gp)(singular, np.ones((8, 2)))
+    assert str(mine.value) == str(numba_s.value)
+
+
+def test_a_blocked_plan_runs_runtime_linalg_with_numbas_result_types(gp):
+    k, y = _spd(150, 2), np.random.default_rng(3).standard_normal((150, 2))
+    ref = njit(_gp)(k, y)
+    gp(k, y)
+    sites = gp.sites
+    try:
+        for s in sites:
+            set_plan(s.id, SitePlan("linalg", _blocked(s.form.split("(")[0].split(".")[-1]), "linalg"))
+        before = [linalg_stats(s.id).get("calls", 0) for s in sites]
+        out = gp(k, y)
+        after = [linalg_stats(s.id).get("calls", 0) for s in sites]
+    finally:
+        for s in sites:
+            set_plan(s.id, SitePlan("native", "accumulate=blas", "native"))
+    assert [a - b for a, b in zip(after, before)] == [1, 1, 1, 1]
+    for got, want, fn, args in zip(out, ref, ("cholesky", "solve", "solve", "inv"),
+                                   ((k, None), (k, y), (k, y[:, 0].copy()), (k, None))):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.flags.f_contiguous == want.flags.f_contiguous
+        expected, _ = run_linalg(fn, args[0], args[1], _blocked(fn))  # the executor's bits
+        assert np.array_equal(got, expected)
+        assert np.abs(got - want).max() <= 1e-10 * np.abs(want).max()
+
+
+def test_complex_linalg_calls_stay_with_numba_and_say_why():
+    @mixjit(tune="never")
+    def zinv(z):
+        return np.linalg.inv(z)
+
+    z = np.eye(4, dtype=np.complex128) * (2 + 1j)
+    with pytest.warns(UserWarning, match="runs as plain Numba"):
+        got = zinv(z)
+    assert np.array_equal(got, njit(zinv.py_func)(z))
+    rejected = [s for s in zinv.sites if not s.taken]
+    assert len(rejected) == 1 and "linalg-dtype" in rejected[0].reason
+
+
+def test_tuning_picks_blocked_candidates_where_they_pay_within_an_fp64_budget(tmp_path):
+    @mixjit(tune="never")
+    def fit(k, y):
+        l = np.linalg.cholesky(k)
+        return l, np.linalg.solve(k, y)
+
+    k, y = _spd(384, 4), np.random.default_rng(5).standard_normal((384, 4))
+    # rtx4090: FP64 at 1/64 of FP32, so the cost model prices INT8-emulated FP64 products
+    # below LAPACK's native ones at this size
+    result = fit.tune(k, y, budget=1e-10, target="rtx4090", workers=1)
+    plans = [s.plan for s in fit.sites]
+    assert any(p.scheme == "linalg" for p in plans), plans
+    assert result.plan.within_budget and result.plan.error <= 1e-10
+    assert result.plan.modeled_time_s < result.plan.native_modeled_time_s
+    lref, xref = njit(fit.py_func)(k, y)
+    l, x = fit(k, y)
+    assert np.abs(x - xref).max() <= 1e-10 * np.abs(xref).max()  # FP64-class
+    # a dump of the tuned function re-tunes offline: the linalg sites carry their profiles
+    from mixjit.tuning.annotate import profiled_module
+    text = profiled_module(fit, k, y).text()
+    assert text.count('"mix.linalg"') == 2 and "mix.profile" in text
+    dump = tmp_path / "fit.mix"
+    dump.write_text(text)
+    assert mixopt.main([str(dump), "-p", "tune{budget=1e-10}", "-o", str(tmp_path / "out.mix")]) == 0
+    tuned = (tmp_path / "out.mix").read_text()
+    assert tuned.count("mix.plan = {") == 2
