@@ -123,3 +123,21 @@ def test_tuning_picks_blocked_candidates_where_they_pay_within_an_fp64_budget(tm
     assert mixopt.main([str(dump), "-p", "tune{budget=1e-10}", "-o", str(tmp_path / "out.mix")]) == 0
     tuned = (tmp_path / "out.mix").read_text()
     assert tuned.count("mix.plan = {") == 2
+
+
+def test_an_fp64_budget_picks_the_refined_candidate_where_it_is_modeled_faster_than_lapack():
+    """FP32-class products (mixpert) cannot meet an FP64-class budget in a factorization alone;
+    with iterative refinement they can. On a Jetson AGX Orin (weak FP64) at n = 768 the cost
+    model prices the refined solve below LAPACK, so the tuner must choose it, and its error on
+    the solution must be FP64-class."""
+    @mixjit(tune="never", schemes=("mixpert",))
+    def solve(k, y):
+        return np.linalg.solve(k, y)
+
+    k, y = _spd(768, 6), np.random.default_rng(7).standard_normal((768, 1))
+    result = solve.tune(k, y, budget=1e-10, target="jetson-agx-orin", workers=1)
+    plan = solve.sites[0].plan
+    assert plan.scheme == "linalg" and plan.config.endswith("refine=on"), plan
+    assert result.plan.within_budget and result.plan.modeled_time_s < result.plan.native_modeled_time_s
+    x, ref = solve(k, y), njit(solve.py_func)(k, y)
+    assert np.abs(x - ref).max() <= 1e-10 * np.abs(ref).max()
