@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from mixjit.runtime.jit.blas_accumulate import gemm_accumulate
+from mixjit.runtime.jit.blas import gemm_accumulate
 from mixjit.runtime.jit.cache import cached_njit
 from mixjit.runtime.mixpert.guarantee.ziv import certain32, times_pow2
 from mixjit.runtime.mixpert.pack import PACK_NS, huge_pages, pack_block, threads_pay
@@ -138,7 +138,7 @@ def fast32_certified(aq, ascale, bq, bscale, blocks, ea, eb, segments: int, digi
 
     By panels: rows of A in panels of ``mp`` rows (:func:`panel_rows`), K in panels of
     ``kp`` columns (:data:`K_PANEL`), each K-panel's dgemm added to the panel's
-    block product by BLAS (``beta = 1``, runtime/jit/blas_accumulate.py) (B's K-panels packed again for each row panel: a little packing
+    block product by BLAS (``beta = 1``, runtime/jit/blas.py) (B's K-panels packed again for each row panel: a little packing
     for memory that does not grow with the GEMM). A sum in parts is a float64 sum of
     the same products in another order: the bound below holds for any order."""
     m, K = aq.shape

@@ -1,13 +1,13 @@
 """The float32 wide fast path by panels (runtime/mixpert/paths/wide.py): rows of A and
 columns of K taken in parts give the bits of the whole, and BLAS's accumulating dgemm
-(runtime/jit/blas_accumulate.py) adds a product in place."""
+(runtime/jit/blas.py) adds a product in place."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from mixjit.runtime.jit.blas_accumulate import gemm_accumulate
+from mixjit.runtime.jit.blas import gemm_accumulate
 from mixjit.runtime.mixpert.driver import _plans
 from mixjit.runtime.mixpert.paths.wide import fast32_certified
 from mixjit.runtime.mixpert.split import prepare_call_operand
