@@ -20,6 +20,7 @@ from mixjit.entry.abi import (
 from mixjit.entry.tables import (
     _address,
 )
+from mixjit.runtime.jit.blas import blas_kind, xxgemm, zero_of
 
 
 @intrinsic
@@ -46,62 +47,6 @@ def _view(typingctx, ptr, rows, cols, s0, s1, dtype):
     return sig, codegen
 
 
-_KINDS = {types.float64: "d", types.float32: "s", types.complex128: "z", types.complex64: "c"}
-
-
-def _blas_kind(dtype):
-    """Numba's BLAS helpers' kind character for a float or complex dtype."""
-    return llir.IntType(8)(ord(_KINDS[dtype]))
-
-
-def _zero(dtype):
-    """0 as a Python value of ``dtype``'s kind (a constant of a complex type needs a complex)."""
-    return 0j if isinstance(dtype, types.Complex) else 0.0
-
-
-@intrinsic
-def _xxgemm(typingctx, a, b, c, trans_a, ld_a, trans_b, ld_b, ld_c, alpha):
-    """BLAS ``c = alpha * a @ b`` on row-major-addressed 2-D arrays through Numba's
-    ``numba_xxgemm`` helper (column-major BLAS computing ``c^T = b^T a^T``).
-    ``trans_x`` is 0 when x is stored row by row (pass x^T as is), 1 when stored
-    column by column; ``ld_x`` the matching leading dimension in elements.
-    Returns BLAS's status (0 = done)."""
-    sig = types.int32(a, b, c, trans_a, ld_a, trans_b, ld_b, ld_c, alpha)
-
-    def codegen(context, builder, sig, args):
-        dtype = sig.args[0].dtype
-        av, bv, cv = (make_array(t)(context, builder, v) for t, v in zip(sig.args[:3], args[:3]))
-        ta, lda, tb, ldb, ldc, alpha = args[3:]
-        m, k = cgutils.unpack_tuple(builder, av.shape)
-        n = cgutils.unpack_tuple(builder, bv.shape)[1]
-        i8, voidp = llir.IntType(8), llir.IntType(8).as_pointer()
-        intp = context.get_value_type(types.intp)
-        fnty = llir.FunctionType(
-            llir.IntType(32),
-            [i8, i8, i8, intp, intp, intp, voidp, voidp, intp, voidp, intp, voidp, voidp, intp],
-        )
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "numba_xxgemm")
-
-        def trans_char(flag):
-            is_t = builder.icmp_signed("!=", flag, flag.type(0))
-            return builder.select(is_t, i8(ord("t")), i8(ord("n")))
-
-        def slot(value):
-            return builder.bitcast(cgutils.alloca_once_value(builder, value), voidp)
-
-        alpha_v = context.cast(builder, alpha, sig.args[-1], dtype)
-        zero = context.get_constant_generic(builder, dtype, _zero(dtype))
-
-        return builder.call(fn, [
-            _blas_kind(dtype), trans_char(tb), trans_char(ta), n, m, k,
-            slot(alpha_v), builder.bitcast(bv.data, voidp), ldb,
-            builder.bitcast(av.data, voidp), lda,
-            slot(zero), builder.bitcast(cv.data, voidp), ldc,
-        ])
-
-    return sig, codegen
-
-
 @intrinsic
 def _xxdot(typingctx, k, x, y, out):
     """``out[0, 0] = x . y`` over k unit-stride elements by BLAS dot through Numba's
@@ -119,7 +64,7 @@ def _xxdot(typingctx, k, x, y, out):
         fn = cgutils.get_or_insert_function(builder.module, fnty, "numba_xxdot")
         n = context.cast(builder, args[0], sig.args[0], types.intp)
         pointers = [builder.bitcast(v.data, voidp) for v in (xv, yv, ov)]
-        return builder.call(fn, [_blas_kind(dtype), i8(0), n, *pointers])
+        return builder.call(fn, [blas_kind(dtype), i8(0), n, *pointers])
 
     return sig, codegen
 
@@ -150,8 +95,8 @@ def _xxgemv(typingctx, trans, rows, cols, a, lda, x, y):
 
         r, c, ld = (context.cast(builder, args[i], sig.args[i], types.intp) for i in (1, 2, 4))
         return builder.call(fn, [
-            _blas_kind(dtype), trans_c, r, c, slot(1.0 + _zero(dtype)), builder.bitcast(av.data, voidp), ld,
-            builder.bitcast(xv.data, voidp), slot(_zero(dtype)), builder.bitcast(yv.data, voidp),
+            blas_kind(dtype), trans_c, r, c, slot(1.0 + zero_of(dtype)), builder.bitcast(av.data, voidp), ld,
+            builder.bitcast(xv.data, voidp), slot(zero_of(dtype)), builder.bitcast(yv.data, voidp),
         ])
 
     return sig, codegen
@@ -257,10 +202,10 @@ def _native(dt, isz, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1
         and not _may_overlap(pc, m, n, cs0, cs1, _address(b), k, n, bs0, bs1, isz)
     )
     if direct:
-        status = _xxgemm(av, bv, cv, ta, lda, tb, ldb, ldc, alpha)
+        status = xxgemm(av, bv, cv, ta, lda, tb, ldb, ldc, alpha, 0.0)
     else:
         tmp = np.empty((m, n), dt)
-        status = _xxgemm(av, bv, tmp, ta, lda, tb, ldb, n, 1.0)
+        status = xxgemm(av, bv, tmp, ta, lda, tb, ldb, n, 1.0, 0.0)
         if status == 0:
             _axpby(cv, tmp, alpha, beta)
     return ENTRY_OK if status == 0 else ENTRY_BLAS_FAILED
@@ -352,7 +297,7 @@ def _reference(dt, m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1):
     if k > 0:
         a64 = _upcast(_view(a, m, k, as0, as1, dt))
         b64 = _upcast(_view(b, k, n, bs0, bs1, dt))
-        if _xxgemm(a64, b64, tmp, 0, k, 0, n, n, 1.0) != 0:
+        if xxgemm(a64, b64, tmp, 0, k, 0, n, n, 1.0, 0.0) != 0:
             return ENTRY_BLAS_FAILED
     for i in range(m):
         for j in range(n):

@@ -1,52 +1,80 @@
-"""``acc += x @ y.T`` in float64 through BLAS's dgemm with ``beta = 1``, from compiled code.
+"""The compiled BLAS gemm call: :func:`xxgemm`, ``c = alpha * a @ b + beta * c`` through the BLAS
+entry Numba's ``np.dot`` calls (``numba_xxgemm`` of Numba's helper library, SciPy's BLAS), so the
+gemm is the one ``np.dot`` runs, with the transposition flags, leading dimensions and ``beta``
+that ``np.dot`` does not expose.
 
-``np.dot(x, y.T, out)`` in Numba always writes ``out`` (``beta = 0``), so summing products
-in parts (the MixPert wide path's K-panels, runtime/mixpert/paths/wide.py) would need a
-second array and a pass adding it: memory and time this spares. It calls the same BLAS
-entry Numba's ``np.dot`` calls (``numba_xxgemm`` of Numba's helper library, SciPy's BLAS),
-so the dgemm is the one ``np.dot`` runs.
+Its users: the entry's built-in ``native`` and ``reference`` executors (mixjit/entry/blas.py,
+``beta = 0``) and :func:`gemm_accumulate` (``beta = 1``): summing products in parts (the MixPert
+wide path's K-panels, runtime/mixpert/paths/wide.py) with ``np.dot(x, y.T, out)`` would need a
+second array and a pass adding it, memory and time this spares.
 """
 
 from __future__ import annotations
 
-from llvmlite import ir
+from llvmlite import ir as llir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+from numba.np.arrayobj import make_array
 from numba.np.linalg import ensure_blas
 
 from mixjit.runtime.jit.cache import cached_njit
 
-__all__ = ["gemm_accumulate"]
+__all__ = ["xxgemm", "gemm_accumulate", "blas_kind", "zero_of"]
 
-_CHAR = ir.IntType(8)
+_KINDS = {types.float64: "d", types.float32: "s", types.complex128: "z", types.complex64: "c"}
+
+
+def blas_kind(dtype):
+    """Numba's BLAS helpers' kind character for a float or complex dtype, as an LLVM i8."""
+    return llir.IntType(8)(ord(_KINDS[dtype]))
+
+
+def zero_of(dtype):
+    """0 as a Python value of ``dtype``'s kind (a constant of a complex type needs a complex)."""
+    return 0j if isinstance(dtype, types.Complex) else 0.0
 
 
 @intrinsic
-def _dgemm_nt_acc(typingctx, x, y, acc):
-    """``numba_xxgemm('d', 't', 'n', n, r, k, 1, y, k, x, k, 1, acc, n)``: row-major
-    ``acc (r x n) += x (r x k) @ y (n x k).T`` read as column-major ``accᵀ += y xᵀ``."""
+def xxgemm(typingctx, a, b, c, trans_a, ld_a, trans_b, ld_b, ld_c, alpha, beta):
+    """BLAS ``c = alpha * a @ b + beta * c`` on row-major-addressed 2-D arrays of one float or
+    complex dtype through Numba's ``numba_xxgemm`` helper (column-major BLAS computing
+    ``c^T = b^T a^T``). ``trans_x`` is 0 when x is stored row by row (pass x^T as is), 1 when
+    stored column by column; ``ld_x`` the matching leading dimension in elements. ``beta = 0``
+    never reads ``c``. Returns BLAS's status (0 = done)."""
     ensure_blas()
-    f64 = types.Array(types.float64, 2, "C")
-    if not all(isinstance(t, types.Array) and t.dtype == types.float64 and t.ndim == 2 and t.layout == "C"
-               for t in (x, y, acc)):
+    if not all(isinstance(t, types.Array) and t.ndim == 2 and t.dtype in _KINDS for t in (a, b, c)) \
+            or len({a.dtype, b.dtype, c.dtype}) != 1:
         return None
-    sig = types.int32(x, y, acc)
+    sig = types.int32(a, b, c, trans_a, ld_a, trans_b, ld_b, ld_c, alpha, beta)
 
-    def codegen(context, builder, signature, args):
-        xa, ya, ca = (context.make_array(f64)(context, builder, v) for v in args)
+    def codegen(context, builder, sig, args):
+        dtype = sig.args[0].dtype
+        av, bv, cv = (make_array(t)(context, builder, v) for t, v in zip(sig.args[:3], args[:3]))
+        ta, lda, tb, ldb, ldc, alpha_arg, beta_arg = args[3:]
+        m, k = cgutils.unpack_tuple(builder, av.shape)
+        n = cgutils.unpack_tuple(builder, bv.shape)[1]
+        i8, voidp = llir.IntType(8), llir.IntType(8).as_pointer()
         intp = context.get_value_type(types.intp)
-        void_p = cgutils.voidptr_t
-        fnty = ir.FunctionType(ir.IntType(32), [_CHAR, _CHAR, _CHAR, intp, intp, intp, void_p, void_p, intp,
-                                                void_p, intp, void_p, void_p, intp])
+        fnty = llir.FunctionType(
+            llir.IntType(32),
+            [i8, i8, i8, intp, intp, intp, voidp, voidp, intp, voidp, intp, voidp, voidp, intp],
+        )
         fn = cgutils.get_or_insert_function(builder.module, fnty, "numba_xxgemm")
-        r, k = cgutils.unpack_tuple(builder, xa.shape, 2)
-        n = cgutils.unpack_tuple(builder, ya.shape, 2)[0]
-        one = cgutils.alloca_once_value(builder, ir.Constant(ir.DoubleType(), 1.0))
-        return builder.call(fn, (
-            ir.Constant(_CHAR, ord("d")), ir.Constant(_CHAR, ord("t")), ir.Constant(_CHAR, ord("n")),
-            n, r, k, builder.bitcast(one, void_p), builder.bitcast(ya.data, void_p), k,
-            builder.bitcast(xa.data, void_p), k, builder.bitcast(one, void_p), builder.bitcast(ca.data, void_p), n))
+
+        def trans_char(flag):
+            is_t = builder.icmp_signed("!=", flag, flag.type(0))
+            return builder.select(is_t, i8(ord("t")), i8(ord("n")))
+
+        def slot(value, ty):
+            return builder.bitcast(cgutils.alloca_once_value(builder, context.cast(builder, value, ty, dtype)), voidp)
+
+        return builder.call(fn, [
+            blas_kind(dtype), trans_char(tb), trans_char(ta), n, m, k,
+            slot(alpha_arg, sig.args[-2]), builder.bitcast(bv.data, voidp), ldb,
+            builder.bitcast(av.data, voidp), lda,
+            slot(beta_arg, sig.args[-1]), builder.bitcast(cv.data, voidp), ldc,
+        ])
 
     return sig, codegen
 
@@ -59,5 +87,6 @@ def gemm_accumulate(x, y, acc) -> None:
         raise ValueError("gemm_accumulate: shapes disagree")
     if x.shape[0] == 0 or y.shape[0] == 0 or x.shape[1] == 0:
         return
-    if _dgemm_nt_acc(x, y, acc) != 0:
+    k = x.shape[1]
+    if xxgemm(x, y.T, acc, 0, k, 1, k, acc.shape[1], 1.0, 1.0) != 0:
         raise RuntimeError("gemm_accumulate: BLAS dgemm failed")
