@@ -115,9 +115,9 @@ def test_which_complex_gemms_the_kernels_take():
     c64, c128 = np.dtype(np.complex64), np.dtype(np.complex128)
     assert launcher.why_not("form=4,real=mixpert(level=IV)", c64, "sm_90") == ""
     assert launcher.why_not("form=3,real=ozaki2(moduli=8)", c128, "sm_80") == ""
-    assert "float32 operands (the complex kernels read complex64 or complex128; @mixjit complex sites are not " \
-           "routed to a device yet" in \
-           launcher.why_not("form=4,real=mixpert(level=IV)", np.dtype(np.float32), "sm_90")
+    assert launcher.why_not("form=4,real=mixpert(level=IV)", np.dtype(np.float32), "sm_90").startswith(
+        "@mixjit complex sites are not routed to a device yet (the complex kernels take complex64 or complex128 "
+        "operands, not float32, through cuda_gemm")
     assert "real products run mixpert-fp64[], which has none" in launcher.why_not("", c128, "sm_90")
     assert "mode=accurate" in launcher.why_not("form=4,real=ozaki2(mode=accurate)", c128, "sm_90")
     # bit-equal exactly when the real kernels are: a @mixjit site takes only those
@@ -159,3 +159,23 @@ def test_gpu_non_finite_parts_are_handed_back():
     c, where = launch.cuda_gemm(a, b, "complex", "form=4,real=mixpert(level=IV)")
     assert where.startswith("cpu: kernel status") and _same_bits(
         c, launch.cpu_gemm("complex", a, b, "form=4,real=mixpert(level=IV)"))
+
+
+def test_a_mixjit_complex_site_stays_on_its_cpu_executor_and_says_why(device):
+    """Complex sites are not routed to a device (the device executor's update is real arithmetic;
+    the backend policy asks without the site's dtype): the site runs its CPU executor, says why,
+    and no kernel is launched."""
+    from mixjit import backends, gemm, mixjit
+
+    @mixjit(schemes=("complex",), tune="never")
+    def f(a, b):
+        return a @ b
+
+    a, b = _operands(np.complex64, 6, 5, 4)
+    with backends.use_device(launch.CudaBackend(device)):
+        c = f(a, b)
+        (site,) = f.sites
+        assert site.backend.runs == "cpu" and site.backend.reason.startswith(
+            "@mixjit complex sites are not routed to a device yet")
+    assert not device.driver.launches()
+    assert c.tobytes() == gemm(a, b, "complex").tobytes()

@@ -55,8 +55,9 @@ class ComplexLauncher(KernelLauncher):
     def why_not(self, config: str, dtype: np.dtype, arch: str) -> str:
         dt = np.dtype(dtype)
         if dt.name not in PART_DTYPES:
-            return (f"{dt} operands (the complex kernels read complex64 or complex128; @mixjit complex sites are "
-                    "not routed to a device yet: docs/cuda.md, \"Complex sites\")")
+            # the backend policy asks without the site's dtype (float32): that is a @mixjit site
+            return ("@mixjit complex sites are not routed to a device yet (the complex kernels take complex64 or "
+                    f"complex128 operands, not {dt}, through cuda_gemm: docs/cuda.md, \"Complex sites\")")
         try:
             desc = self.desc(config, dt, arch)
         except (UnsupportedConfig, ValueError) as exc:
