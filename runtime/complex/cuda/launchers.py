@@ -76,7 +76,8 @@ class ComplexLauncher(KernelLauncher):
     def prepare(self, dev: CudaDevice, a: np.ndarray, b: np.ndarray, config: str) -> PreparedGemm:
         desc = self.desc(config, a.dtype, dev.status.target)
         real = launcher_for(desc.real.scheme)
-        assert isinstance(real, DescLauncher), f"{desc.real.scheme}'s launcher composes only as a DescLauncher"
+        if real is None:
+            raise UnsupportedConfig(f"cuda: the real scheme {desc.real.scheme!r} has kernels but no launcher")
         (m, k), n = a.shape, b.shape[1]
         combine, = desc.launches(m, n, k)
         bufs = BufferSet(dev)
