@@ -99,7 +99,8 @@ def device_gemm(site: int, dtype_code: int, m: int, n: int, k: int, alpha: float
                                                                b, bs0, bs1, c, cs0, cs1)
             log.called(site, PROFILING)
             return status
-        dt = np.dtype(NUMPY_DTYPES[dtype_code])  # the routing never sends complex sites (no complex kernel)
+        dt = np.dtype(NUMPY_DTYPES[dtype_code])  # the routing never sends complex sites (the complex launcher
+        # refuses them: runtime/complex/cuda/launchers.py why_not; docs/cuda.md "Complex sites")
         if m == 0 or n == 0:
             return ENTRY_OK
         av, bv = _view(a, m, k, as0, as1, dt), _view(b, k, n, bs0, bs1, dt)

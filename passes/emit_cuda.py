@@ -3,11 +3,15 @@
 For each ``mix.gemm`` the pass takes its chosen candidate: the tune pass's ``mix.plan``
 (``{scheme, config, ...}``), else the frontend's ``mix.runs`` (the plan the compiled site runs),
 else the default scheme for its dtype at its most precise config (``mixpert[segments=4,pairs=sig6,align=row]``
-for f32). It renders the kernel of that scheme's family (runtime/cuda/registry.py: mixpert,
-tf32x3, bf16xN, ...) for that config, dtype, transposes and alpha/beta mode
-(:class:`~mixjit.runtime.cuda.desc.KernelDesc`), and attaches one ``mix.kernel`` op per distinct
-kernel to the module (name, scheme, config, arch, source hash, file, sites). A site whose scheme
-or config has no CUDA kernel gets a remark saying why; it keeps its CPU executor.
+for f32, form 4 over it for complex<f32>). It renders the kernel of that scheme's family
+(runtime/cuda/registry.py: mixpert, tf32x3, bf16xN, ...) for that config, dtype, transposes and
+alpha/beta mode (:class:`~mixjit.runtime.cuda.desc.KernelDesc`), and attaches one ``mix.kernel``
+op per distinct kernel to the module (name, scheme, config, arch, source hash, file, sites). A
+complex site (the ``complex`` wrapper, docs/cuda.md "Complex sites") gets two: the real scheme's
+kernel for the parts' products (in product mode, shared with real sites of the same desc) and
+the complex epilogue (its alpha/beta mode). A site whose scheme or config has no CUDA kernel
+gets a remark saying why (for a complex site: which real config has none); it keeps its CPU
+executor.
 
 The pass only renders (no compiler, no I/O, no numba); ``mixopt --emit-dir DIR`` writes the
 sources and a manifest with :func:`write_kernels`, only inside DIR: a ``file`` that is not a
@@ -41,7 +45,11 @@ __all__ = ["EmitCuda", "RUNS_ATTR", "site_choice", "site_kernels", "KernelFile",
 #: the frontend's plan attribute (mixjit/decorator.py RUNS_ATTR; passes may not import mixjit)
 RUNS_ATTR = "mix.runs"
 MANIFEST = "manifest.json"
-_DEFAULT_SCHEME = {"f32": ("mixpert", MOST_PRECISE), "f64": ("mixpert-fp64", "")}
+_DEFAULT_SCHEME = {"f32": ("mixpert", MOST_PRECISE), "f64": ("mixpert-fp64", ""),
+                   "complex<f32>": ("complex", f"form=4,real=mixpert({MOST_PRECISE})"),
+                   "complex<f64>": ("complex", "form=4,real=mixpert-fp64()")}
+#: the parts' dtype of each complex site dtype
+_COMPLEX_PARTS = {"complex<f32>": "f32", "complex<f64>": "f64"}
 
 
 def _kind(op: GemmOp) -> str:
@@ -63,14 +71,23 @@ def site_choice(op: GemmOp) -> tuple[str, str, str]:
     return scheme, config, "default"
 
 
-def _desc(op: GemmOp, arch: str) -> KernelSpec:
+def _descs(op: GemmOp, arch: str) -> list[KernelSpec]:
+    """The descs of a site's kernels: its scheme's; for a complex site the real products' and the
+    complex epilogue's (runtime/complex/cuda/desc.py)."""
     scheme, config, _ = site_choice(op)
     kind = _kind(op)
+    plain = op.alpha.value == 1.0 and op.beta.value == 0.0
+    fields = dict(arch=arch, trans_a=op.trans_a.value, trans_b=op.trans_b.value,
+                  alpha_beta="product" if plain else "update")
+    if kind in _COMPLEX_PARTS:
+        if scheme != "complex":
+            raise UnsupportedConfig(f"cuda: a {kind} site under {scheme!r} has no CUDA kernel; complex sites have "
+                                    "kernels under the complex wrapper (scheme 'complex')")
+        desc = kernel_desc(scheme, config, dtype=_COMPLEX_PARTS[kind], **fields)
+        return [desc.real, desc]  # type: ignore[attr-defined]  # a ComplexDesc
     if kind not in ("f32", "f64"):
         raise UnsupportedConfig(f"cuda: dtype {kind} has no CUDA kernel (the site runs its CPU executor)")
-    plain = op.alpha.value == 1.0 and op.beta.value == 0.0
-    return kernel_desc(scheme, config, dtype=kind, arch=arch, trans_a=op.trans_a.value,
-                       trans_b=op.trans_b.value, alpha_beta="product" if plain else "update")
+    return [kernel_desc(scheme, config, dtype=kind, **fields)]
 
 
 @dataclass(frozen=True)
@@ -82,18 +99,19 @@ class SiteKernels:
 
 
 def site_kernels(module: Operation, arch: str) -> SiteKernels:
-    """Render the kernel of every site (shared by sites with the same desc)."""
+    """Render the kernels of every site (each shared by the sites with the same desc)."""
     kernels: dict[str, tuple[KernelSource, list[int]]] = {}
     skipped: dict[int, str] = {}
     for site, op in gemm_sites(module).items():
         try:
-            desc = _desc(op, arch)
+            descs = _descs(op, arch)
         except ValueError as exc:  # UnsupportedConfig, or a malformed label
             skipped[site] = str(exc)
             continue
-        if desc.name not in kernels:
-            kernels[desc.name] = (render(desc), [])
-        kernels[desc.name][1].append(site)
+        for desc in descs:
+            if desc.name not in kernels:
+                kernels[desc.name] = (render(desc), [])
+            kernels[desc.name][1].append(site)
     return SiteKernels(kernels, skipped)
 
 

@@ -10,11 +10,11 @@ parentheses, so any real label nests without escaping (no real label holds paren
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from mixjit.runtime.complex.label import split_complex_label
 from mixjit.runtime.schemes.base import Config, Scheme, get_scheme
 
 __all__ = ["FORMS", "ComplexConfig", "working_dtype", "parse_complex_label"]
@@ -23,8 +23,6 @@ FORMS = (4, 3)
 """The forms, most precise first: four real products, or Gauss's three (docs/numerics.md)."""
 
 _PART_DTYPES = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
-
-_LABEL = re.compile(r"form=(?P<form>[^,]*),real=(?P<real>[A-Za-z0-9_-]+)\((?P<config>.*)\)")
 
 
 def working_dtype(dtype: np.dtype | type) -> np.dtype:
@@ -75,13 +73,6 @@ def _config_of(scheme: Scheme, config: object) -> bool:
 
 def parse_complex_label(text: str) -> ComplexConfig:
     """Inverse of :attr:`ComplexConfig.label`; ValueError naming the bad part."""
-    match = _LABEL.fullmatch(text.strip())
-    if match is None:
-        raise ValueError(f"complex: bad config {text!r}; write form=<4|3>,real=<scheme>(<its config label>), "
-                         "e.g. 'form=4,real=tf32x3(products=3)'")
-    try:
-        form = int(match["form"])
-    except ValueError:
-        raise ValueError(f"complex: form={match['form']!r} in {text!r} is not 4 or 3") from None
-    scheme = get_scheme(match["real"])
-    return ComplexConfig(form, scheme.name, scheme.parse_config(match["config"]))
+    form, real, config = split_complex_label(text)
+    scheme = get_scheme(real)
+    return ComplexConfig(form, scheme.name, scheme.parse_config(config))

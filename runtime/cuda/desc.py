@@ -133,16 +133,21 @@ class KernelSpec:
                f"{'t' if self.trans_b else 'n'}_{self.alpha_beta}"
         return re.sub(r"[^0-9A-Za-z]+", "_", text).strip("_")
 
-    def common_problems(self, mma_m: int, mma_n: int) -> list[str]:
-        """The checks every GEMM desc shares: dtype, arch, alpha/beta mode, warp grid and tile."""
+    def target_problems(self) -> list[str]:
+        """The checks every desc shares, GEMM or not: dtype, arch, alpha/beta mode."""
         out = []
-        bm, bn = self.block
         if self.dtype not in DTYPES:
             out.append(f"dtype {self.dtype!r} is not one of {DTYPES}")
         if self.arch not in ARCHS:
             out.append(f"arch {self.arch!r} is not one of {ARCHS}")
         if self.alpha_beta not in ALPHA_BETA_MODES:
             out.append(f"alpha_beta {self.alpha_beta!r} is not one of {ALPHA_BETA_MODES}")
+        return out
+
+    def common_problems(self, mma_m: int, mma_n: int) -> list[str]:
+        """The checks every GEMM desc shares: :meth:`target_problems`, warp grid and tile."""
+        out = self.target_problems()
+        bm, bn = self.block
         if bm % self.warps[0] or bn % self.warps[1]:
             out.append(f"block {bm}x{bn} is not divisible by the warp grid {self.warps}")
         else:

@@ -111,8 +111,10 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("vitbit", ("vitbit",), (f"{_R}.schemes.vitbit",), _BOTH, 10,
            kernels=("vitbit",), cuda_desc=f"{_R}.vitbit.cuda.desc:VitbitDesc"),
     # complex64/complex128 products as real products under any family's scheme: its sites run
-    # the real scheme's executor (complex entry dtypes), so it has no plan code of its own
+    # the real scheme's executor (complex entry dtypes), so it has no plan code of its own; its
+    # kernels are the real scheme's for the parts' products plus the complex epilogue
     Family("complex", ("complex",), (f"{_R}.complex.scheme",), (_C64, _C128), None,
+           kernels=("complex",), cuda_desc=f"{_R}.complex.cuda.desc:ComplexDesc",
            defaults={role: {_C64: {"complex": 0}, _C128: {"complex": 0}} for role in ("plan", "tuning")}),
 )}
 """The built-in families, in registration order."""

@@ -90,3 +90,52 @@ def test_every_kernel_family_is_emitted_and_unsupported_modes_are_remarked():
     kernels = {k.scheme.value: [s.value for s in k.sites] for k in module.walk() if isinstance(k, KernelOp)}
     assert kernels == {"ozaki2": [0], "split": [1]}
     assert any("site 2 keeps its CPU executor" in str(r) and "product mode" in str(r) for r in remarks), remarks
+
+
+COMPLEX_SITES = """"func.func"() <{sym_name = "z", function_type = (!py.array<complex<f32>, 2, C>, !py.array<complex<f64>, 2, C>, !py.array<f32, 2, C>) -> ()}> ({
+^bb0(%c: !py.array<complex<f32>, 2, C>, %z: !py.array<complex<f64>, 2, C>, %x: !py.array<f32, 2, C>):
+  %a = "mix.gemm"(%c, %c) <{dtype = complex<f32>, site = 0 : i64}> {mix.plan = {config = "form=3,real=mixpert(level=IV)", modeled_time = 1.0e-04 : f64, scheme = "complex"}} : (!py.array<complex<f32>, 2, C>, !py.array<complex<f32>, 2, C>) -> !py.array<complex<f32>, 2, C> loc("z.py":2:8)
+  %b = "mix.gemm"(%x, %x) <{dtype = f32, site = 1 : i64}> {mix.plan = {config = "level=IV", modeled_time = 1.0e-04 : f64, scheme = "mixpert"}} : (!py.array<f32, 2, C>, !py.array<f32, 2, C>) -> !py.array<f32, 2, C> loc("z.py":3:8)
+  %d = "mix.gemm"(%z, %z, %z) <{alpha = -1.0 : f64, beta = 1.0 : f64, dtype = complex<f64>, site = 2 : i64}> {mix.plan = {config = "form=4,real=ozaki2(moduli=14)", modeled_time = 1.0e-04 : f64, scheme = "complex"}} : (!py.array<complex<f64>, 2, C>, !py.array<complex<f64>, 2, C>, !py.array<complex<f64>, 2, C>) -> !py.array<complex<f64>, 2, C> loc("z.py":4:8)
+  %e = "mix.gemm"(%z, %z) <{dtype = complex<f64>, site = 3 : i64}> : (!py.array<complex<f64>, 2, C>, !py.array<complex<f64>, 2, C>) -> !py.array<complex<f64>, 2, C> loc("z.py":5:8)
+  %f = "mix.gemm"(%c, %c) <{dtype = complex<f32>, site = 4 : i64}> {mix.plan = {config = "", modeled_time = 1.0e-04 : f64, scheme = "native"}} : (!py.array<complex<f32>, 2, C>, !py.array<complex<f32>, 2, C>) -> !py.array<complex<f32>, 2, C> loc("z.py":6:8)
+  %g = "mix.gemm"(%c, %c) <{dtype = complex<f32>, site = 5 : i64}> : (!py.array<complex<f32>, 2, C>, !py.array<complex<f32>, 2, C>) -> !py.array<complex<f32>, 2, C> loc("z.py":7:8)
+  "func.return"() : () -> ()
+}) : () -> ()
+"""
+
+
+def test_complex_sites_get_the_real_kernels_and_the_complex_epilogue(tmp_path):
+    """A complex site's kernels are its real scheme's (product mode, shared with a real site of the
+    same desc) and the complex epilogue (the site's alpha/beta mode: C -= A@B on complex128 under
+    Ozaki-II, whose own kernel has only product mode); a complex site whose real config has no
+    kernel, or that runs another scheme, keeps its CPU executor with a remark saying which."""
+    from mixjit.runtime.cuda.registry import kernel_desc
+
+    module = parse_module(COMPLEX_SITES, "z.mix")
+    remarks = []
+    EmitCuda(arch="sm_90").run(module, PassContext(remarks.append))
+    kernels = {k.sym_name.value: (k.scheme.value, k.config.value, [s.value for s in k.sites])
+               for k in module.walk() if isinstance(k, KernelOp)}
+    c64 = kernel_desc("complex", "form=3,real=mixpert(level=IV)", "f32", arch="sm_90")
+    c128 = kernel_desc("complex", "form=4,real=ozaki2(moduli=14)", "f64", arch="sm_90", alpha_beta="update")
+    default = kernel_desc("complex", f"form=4,real=mixpert({MOST_PRECISE})", "f32", arch="sm_90")
+    assert kernels == {
+        c64.real.name: ("mixpert", "level=IV", [0, 1]),  # one kernel for the complex site's parts and the real site
+        c64.name: ("complex", "form=3,real=mixpert(level=IV)", [0]),
+        c128.real.name: ("ozaki2", "moduli=14", [2]),
+        c128.name: ("complex", "form=4,real=ozaki2(moduli=14)", [2]),
+        default.real.name: ("mixpert", MOST_PRECISE, [5]),
+        default.name: ("complex", f"form=4,real=mixpert({MOST_PRECISE})", [5]),
+    }
+    assert c128.real.alpha_beta == "product" and c128.alpha_beta == "update"
+    said = [str(r) for r in remarks]
+    assert len(said) == 2, said
+    assert "site 3 keeps its CPU executor" in said[0] and "real products run mixpert-fp64[], which has none" in said[0]
+    assert "site 4 keeps its CPU executor" in said[1] and "complex<f32> site under 'native'" in said[1]
+    manifest = json.loads(write_kernels(module, tmp_path).read_text())
+    entries = {k["name"]: k["entry_points"] for k in manifest["kernels"]}
+    assert entries[c64.name] == ["complex_combine"]
+    assert entries[c64.real.name] == ["mixpert_pack_a", "mixpert_pack_b", "mixpert_gemm"]
+    source = (tmp_path / f"{c128.name}.cu").read_text()
+    assert source == render(c128).source and "constexpr bool kAlphaBetaUpdate = true;" in source

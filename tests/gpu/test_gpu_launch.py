@@ -51,7 +51,7 @@ def test_without_a_device_the_cpu_executor_runs_and_says_why():
 def test_a_scheme_without_kernels_or_a_config_without_one_says_why():
     backend = CudaBackend()
     assert backend.why_not("native", "") == ("scheme 'native' has no CUDA kernel (schemes with kernels: bf16xn, "
-                                             "mixpert, ozaki2, split, tf32x3, vitbit)")
+                                             "complex, mixpert, ozaki2, split, tf32x3, vitbit)")
     assert "tile k=48 is not a multiple of the MMA k=32" in backend.why_not("mixpert", "level=IV,tile=16x48x8")
     assert "mode=accurate: the accurate mode's bound GEMM is not on the GPU" in backend.why_not("ozaki2",
                                                                                                  "mode=accurate")
@@ -177,11 +177,13 @@ SHAPES = [(64, 32, 32), (37, 70, 45), (1, 1, 1), (17, 33, 9), (513, 1000, 257), 
 EXACT = ("mixpert", "ozaki2", "vitbit")
 #: kernels with the tensor core's FP32 accumulator (not bit-specified): within docs/cuda.md's bound
 ACCUMULATED = ("tf32x3", "bf16xn", "split")
+#: complex GEMMs composed of the kernels above: bit-equal where the real kernels are (tests/gpu/test_gpu_complex.py)
+COMPOSED = ("complex",)
 CASES = [(scheme, dt) for scheme in EXACT for dt in ("float32", "float64")]
 
 
 def test_every_kernel_scheme_is_tested_for_bits_or_for_the_bound():
-    assert sorted(EXACT + ACCUMULATED) == sorted(kernel_schemes())
+    assert sorted(EXACT + ACCUMULATED + COMPOSED) == sorted(kernel_schemes())
 
 
 @pytest.mark.parametrize("scheme,dtype", CASES)
