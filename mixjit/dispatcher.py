@@ -542,7 +542,7 @@ class MixjitDispatcher(CPUDispatcher):
              budget: float | str | None = None, target: str | None = None,
              metric: Callable[[Any, Any], float] | None = None, margin: float = 0.0,
              max_evals: int | None = None, fp64: bool = True, eval_timeout: float | None = None,
-             workers: int | None = None, executor: Any = None, **kws: Any) -> Any:
+             workers: int | None = None, executor: Any = None, reuse: bool = True, **kws: Any) -> Any:
         """Tune the plan of the signature of ``args`` / ``kws`` on them, taken as a call takes them
         (defaults, keyword arguments; ``validate``: held-out argument tuples, with the same keyword
         arguments, the plan must also meet the budget on); returns a ``mixjit.tuning.TuneResult``.
@@ -552,13 +552,16 @@ class MixjitDispatcher(CPUDispatcher):
         decorator's, else derived from the reference run). ``workers``: worker processes running
         the program at once (None: the decorator's, else one per core); the plan does not depend
         on it. ``executor``: a ``concurrent.futures`` process pool or a ``distributed.Client`` whose
-        workers run the program in place of ``workers`` (the same plan; docs/tuning.md).
-        docs/frontend_tuning.md."""
+        workers run the program in place of ``workers`` (the same plan; docs/tuning.md). ``reuse``:
+        take the errors an earlier tuning of this program on these inputs measured (another budget
+        or target, an interrupted session), kept beside Numba's cache; False measures everything
+        again. docs/frontend_tuning.md."""
         from mixjit.tuning.api import tune_function
 
         return tune_function(self, args, validate=validate, search=search, budget=budget, target=target,
                              metric=metric, margin=margin, max_evals=max_evals, fp64=fp64,
-                             eval_timeout=eval_timeout, workers=workers, executor=executor, kws=kws)
+                             eval_timeout=eval_timeout, workers=workers, executor=executor, kws=kws,
+                             reuse=reuse)
 
     def check_plan(self, *args: Any, metric: Callable[[Any, Any], float] | None = None, **kws: Any) -> Any:
         """The error of the current plan of the signature of ``args`` / ``kws`` (taken as a call takes

@@ -235,7 +235,7 @@ def offline_retune(f: Any, result: TuneResult, args: tuple, budget: float) -> tu
 
 
 def _exhaustive_all(f: Any, args: tuple, budget: float) -> TuneResult:
-    return tune(f, args, search="exhaustive", budget=budget, target=TARGET, fp64=False, progress=False)
+    return tune(f, args, search="exhaustive", budget=budget, target=TARGET, fp64=False, progress=False, reuse=False)
 
 
 def bench_program(program: Program, budgets: Sequence[float] = BUDGETS, *, with_exhaustive: bool = True,
@@ -269,7 +269,7 @@ def bench_program(program: Program, budgets: Sequence[float] = BUDGETS, *, with_
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             result = tune(f, args, validate=validate, search="greedy", budget=budget, target=TARGET, fp64=False,
-                          progress=False)
+                          progress=False, reuse=False)
         g = result.search
         notes = list(result.notes)
         if ex_spaces is not None and any(ex_spaces[s].candidates != result.spaces[s].candidates for s in ex_spaces):
@@ -316,7 +316,7 @@ def time_cholesky(n: int, budget: float = BUDGETS[0], block: int = 32,
         warnings.simplefilter("ignore")
         f(*args)
         result = tune(f, args, validate=[program.make_args(VALIDATE_SEED)], budget=budget, target=TARGET,
-                      fp64=False, progress=False)
+                      fp64=False, progress=False, reuse=False)
     return result.seconds, result.runs, len(result.spaces)
 
 

@@ -221,13 +221,13 @@ def tune_function(f: TunableFunction, args: Sequence[Any], *, validate: Sequence
                   budget: float | str | None = None, target: str | None = None, metric: Metric | None = None,
                   margin: float = 0.0, max_evals: int | None = None, fp64: bool = True,
                   eval_timeout: float | None = None, workers: int | None = None, executor: Any = None,
-                  kws: dict[str, Any] | None = None) -> TuneResult:
+                  kws: dict[str, Any] | None = None, reuse: bool = True) -> TuneResult:
     """``f.tune(*args, ..., **kws)``: tune the signature of ``args`` / ``kws`` now (see
     ``mixjit.tuning.driver``); ``budget`` / ``target`` (None: the decorator's ``error_budget`` /
     ``target``) for this tuning."""
     result = tune(f, args, validate=validate, search=search, budget=budget, target=target, metric=metric,
                   margin=margin, max_evals=max_evals, fp64=fp64, eval_timeout=eval_timeout, workers=workers,
-                  executor=executor, kws=kws)
+                  executor=executor, kws=kws, reuse=reuse)
     _record(f, signature_of(f, args, kws), result)
     return result
 

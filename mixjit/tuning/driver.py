@@ -56,6 +56,7 @@ from mixjit.passes.tuning.profile import SiteProfile
 from mixjit.passes.tuning.space import Candidate, SearchResult, SiteSpace
 from mixjit.plan import SitePlan, get_plan, set_plan
 from mixjit.runtime.schemes import catalog
+from mixjit.tuning.eval_cache import EvaluationCache
 from mixjit.tuning.evaluator import Judged, OnlineEvaluator, ProgramRunner, fp64_error, site_plans
 from mixjit.tuning.executor_pool import ExecutorPool, Program, check_executor
 from mixjit.tuning.native_budget import NATIVE, budget_text, is_native, native_budget, native_plan
@@ -234,7 +235,7 @@ def tune(f: TunableFunction, args: Sequence[Any], *, validate: Sequence[Sequence
          budget: float | str | None = None, target: str | None = None, metric: Metric | None = None,
          margin: float = 0.0, max_evals: int | None = None, fp64: bool = True,
          progress: bool = True, eval_timeout: float | None = None, workers: int | None = None,
-         executor: Any = None, kws: dict[str, Any] | None = None) -> TuneResult:
+         executor: Any = None, kws: dict[str, Any] | None = None, reuse: bool = True) -> TuneResult:
     """Tune the signature of ``args`` / ``kws`` (taken as a call takes them: ``mixjit.arguments``;
     each ``validate`` tuple with the same ``kws``; see the module docstring); writes the chosen plan to the
     plan table and returns what was found. ``budget`` / ``target`` / ``eval_timeout`` (None: the
@@ -242,7 +243,9 @@ def tune(f: TunableFunction, args: Sequence[Any], *, validate: Sequence[Sequence
     for bad inputs (NaN/Inf samples, a budget that is not positive, an unknown target,
     validation inputs of other types, an eval_timeout that is not a positive number of
     seconds, ``workers`` and ``executor`` both given); TypeError for a target that is not a str or
-    an ``executor`` that is not one (``mixjit.tuning.executor_pool.check_executor``)."""
+    an ``executor`` that is not one (``mixjit.tuning.executor_pool.check_executor``). ``reuse``:
+    take the errors an earlier tuning of the same program on the same inputs measured, and keep
+    the new ones (mixjit.tuning.eval_cache); False measures every plan again."""
     opts = f.mixjit_options
     eval_timeout = check_eval_timeout(eval_timeout, "f.tune(eval_timeout=...)")
     if eval_timeout is None:
@@ -280,12 +283,15 @@ def tune(f: TunableFunction, args: Sequence[Any], *, validate: Sequence[Sequence
     sites = signature_sites(f, key)
     if not sites:
         raise ValueError(f"mixjit: {qualname}{argtypes_text(key)} has no linked GEMM site to tune")
+    if not isinstance(reuse, bool):
+        raise TypeError(f"mixjit: f.tune(reuse=...) must be True or False, got {reuse!r}")
+    cache = EvaluationCache.for_tuning(f.py_func, argtypes_text(key), args, metric) if reuse else None
     with f.tuning_lock:
         before = {s.id: get_plan(s.id) for s in sites}
         start = time.process_time()
         try:
             result = _tune(f, key, args, names, sites, list(validate), search, budget, target, metric,
-                           margin, max_evals, fp64, progress, eval_timeout, workers, executor)
+                           margin, max_evals, fp64, progress, eval_timeout, workers, executor, cache)
         except BaseException:
             for sid, plan in before.items():
                 if plan is not None:
@@ -309,7 +315,7 @@ def _warm(sites: Sequence[TunedSite], schemes: Sequence[str] | None, target: str
 
 
 def _tune(f, key, args, names, sites, validate, search, asked, target, metric, margin, max_evals, fp64,
-          progress, eval_timeout, workers, executor) -> TuneResult:
+          progress, eval_timeout, workers, executor, cache) -> TuneResult:
     opts = f.mixjit_options
     initial = {s.id: s.initial_plan(opts.schemes) for s in sites}
     warm = _warm(sites, opts.schemes, target, initial)
@@ -325,14 +331,14 @@ def _tune(f, key, args, names, sites, validate, search, asked, target, metric, m
         bar = SearchBar(f"mixjit: tuning {f.py_func.__qualname__}", workers=pool.workers) if progress else None
         try:
             return _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric, margin, max_evals,
-                            fp64, bar, eval_timeout, initial)
+                            fp64, bar, eval_timeout, initial, cache)
         finally:
             if bar is not None:
                 bar.close()
 
 
 def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric, margin, max_evals, fp64,
-             bar, eval_timeout, initial) -> TuneResult:
+             bar, eval_timeout, initial, cache) -> TuneResult:
     opts = f.mixjit_options
     qualname = f.py_func.__qualname__
     args = pool.inputs[0]
@@ -362,7 +368,7 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
                          "are not in its modeled time")
     full = {s.id: SiteSpace(s.id, s.candidates(opts.schemes, logs[s.id].shapes, target))
             for s in called}
-    evaluator = OnlineEvaluator(runner, sites, full, reference, metric, fp64_outs)
+    evaluator = OnlineEvaluator(runner, sites, full, reference, metric, fp64_outs, cache)
     native = native_plan(full)
     native_error = evaluator.error(native) if native else None  # said when it breaks the budget
     budget = native_budget(native_error) if is_native(asked) else float(asked)
@@ -402,6 +408,9 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
     error = search_result.error if search_result is not None else None
     if validation and any(not v.within_budget for v in validation):
         within = False
+    if cache is not None and cache.reused:
+        where = f" ({cache.path})" if cache.path is not None else ""
+        notes.append(f"reused {cache.reused} error(s) an earlier tuning of this program on these inputs measured{where}")
     ref64 = fp64_error(reference, fp64_outs, metric) if fp64_outs is not None else None
     plan = _tuned_plan(f, key, target, asked, sites, initial, chosen, full, error, within, native_error)
     return TuneResult(qualname, argtypes_text(key), target, budget, sites, dict(backend.profiles), spaces, chosen,

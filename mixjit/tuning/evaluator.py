@@ -19,6 +19,7 @@ import numpy as np
 
 from mixjit.passes.tuning.space import Plan, SiteSpace
 from mixjit.plan import SitePlan
+from mixjit.tuning.eval_cache import EvaluationCache, Measured
 from mixjit.tuning.outputs import Metric, Output, program_error
 from mixjit.tuning.profiling import TunedSite
 from mixjit.tuning.workers import EvaluationPool, RunLimits, RunOutcome, RunTask
@@ -93,25 +94,19 @@ class Judged:
     stopped: str = ""
 
 
-@dataclass(frozen=True)
-class _Measured:
-    """What one run under a plan measured: its error, its error against float64, why it stopped."""
-
-    error: float
-    error_vs_fp64: float | None
-    stopped: str
-
-
 class OnlineEvaluator:
     """``error(plan)``: the program error of ``plan`` on the sample inputs (an ``Evaluator``).
 
     ``prefetch(plans)`` runs plans ahead on the pool's workers at once and keeps what each
     measured; ``error`` then takes it from there, in the search's own order, so the judged
-    plans, their errors and the count of runs are those of the serial search."""
+    plans, their errors and the count of runs are those of the serial search.
+
+    ``cache`` (mixjit.tuning.eval_cache) gives the errors an earlier tuning of the same program on
+    the same inputs measured, and keeps every new one: a plan found there is not run again."""
 
     def __init__(self, runner: ProgramRunner, sites: Sequence[TunedSite], spaces: Mapping[int, SiteSpace],
                  reference: Sequence[Output], metric: Metric | None = None,
-                 fp64: Sequence[Output] | None = None) -> None:
+                 fp64: Sequence[Output] | None = None, cache: EvaluationCache | None = None) -> None:
         self.runner = runner
         self.sites = tuple(sites)
         self.spaces = spaces
@@ -120,12 +115,21 @@ class OnlineEvaluator:
         self.fp64 = fp64
         self.judged: list[Judged] = []
         self.runs = 0
-        self._ahead: dict[tuple, _Measured] = {}
+        self._ahead: dict[tuple, Measured] = {}
+        self.cache = cache
+        self._index = {s.id: s.index for s in self.sites}
+        self._reused: set[tuple] = set()  # plans measured ahead whose error came from the cache
 
     def error(self, plan: Plan) -> float:
         plans = site_plans(self.sites, self.spaces, plan)
-        measured = self._ahead.pop(_key(plans), None) or self._measure(self.runner.run(plans))
-        self.runs += 1
+        measured = self._ahead.pop(_key(plans), None)
+        reused = _key(plans) in self._reused
+        if measured is None:
+            measured = self._cached(plans)
+            reused = measured is not None
+        if measured is None:
+            measured = self._store(plans, self._measure(self.runner.run(plans)))
+        self.runs += 0 if reused else 1  # program runs: an error taken from the cache ran nothing
         chosen = {s: self.spaces[s].candidates[i] for s, i in plan.items()}
         self.judged.append(Judged(dict(plan), measured.error, measured.error_vs_fp64,
                                   sum(c.time for c in chosen.values()), {s: c.label for s, c in chosen.items()},
@@ -144,14 +148,20 @@ class OnlineEvaluator:
         todo: dict[tuple, dict[int, SitePlan]] = {}
         for plan in plans:
             run = site_plans(self.sites, self.spaces, plan)
-            if _key(run) not in self._ahead:
+            if _key(run) in self._ahead:
+                continue
+            found = self._cached(run)
+            if found is not None:
+                self._ahead[_key(run)] = found
+                self._reused.add(_key(run))
+            else:
                 todo.setdefault(_key(run), run)
         batch = max(1, self.runner.pool.workers)
         keys = list(todo)
         for start in range(0, len(keys), batch):
             chunk = keys[start:start + batch]
             for key, outcome in zip(chunk, self.runner.run_many([todo[k] for k in chunk])):
-                self._ahead[key] = self._measure(outcome)
+                self._ahead[key] = self._store(todo[key], self._measure(outcome))
 
     def speculate(self, plans: Sequence[Plan]) -> None:
         """Measure ``plans[0]`` (the plan about to be judged) and, alongside it on the other
@@ -161,11 +171,22 @@ class OnlineEvaluator:
             return
         self.prefetch(list(plans)[: max(1, self.workers)])
 
-    def _measure(self, outcome: RunOutcome) -> _Measured:
+    def _cached(self, plans: Mapping[int, SitePlan]) -> Measured | None:
+        if self.cache is None:
+            return None
+        return self.cache.get(EvaluationCache.plan_key(plans, self._index), self.fp64 is not None)
+
+    def _store(self, plans: Mapping[int, SitePlan], measured: Measured) -> Measured:
+        # a run stopped at its limits is not kept: a time limit depends on this session's machine
+        if self.cache is not None and not measured.stopped:
+            self.cache.put(EvaluationCache.plan_key(plans, self._index), measured)
+        return measured
+
+    def _measure(self, outcome: RunOutcome) -> Measured:
         outs = outcome.outputs
         err = math.inf if outs is None else program_error(outs, self.reference, self.metric)
         vs64 = fp64_error(outs, self.fp64, self.metric) if self.fp64 is not None and outs is not None else None
-        return _Measured(err, vs64, outcome.stopped)
+        return Measured(err, vs64, outcome.stopped)
 
 
 def _key(plans: Mapping[int, SitePlan]) -> tuple:

@@ -49,11 +49,11 @@ def _nothing(_: int) -> int:
 
 def test_a_process_pool_tunes_exactly_as_one_worker_and_stays_usable():
     f, args, held_out = _tuned()
-    one = f.tune(*args, validate=[held_out], workers=1, fp64=False)
+    one = f.tune(*args, validate=[held_out], workers=1, fp64=False, reuse=False)
     with concurrent.futures.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
         list(pool.map(_nothing, range(4)))  # its workers started
         before = _descendants(os.getpid())
-        two = f.tune(*args, validate=[held_out], executor=pool, fp64=False)
+        two = f.tune(*args, validate=[held_out], executor=pool, fp64=False, reuse=False)
         assert _descendants(os.getpid()) == before  # no run's worker left under the pool's processes
         assert pool.submit(sum, [1, 2]).result() == 3  # the user's executor is not shut down
     _same(one, two)
@@ -66,11 +66,11 @@ def test_a_run_past_its_time_limit_on_an_executor_is_stopped_there_as_here():
     f = mixjit(D.stall, schemes=D.STALL_SCHEMES, tune="explicit")
     args = D.stall_inputs()
     f(*args)
-    one = f.tune(*args, eval_timeout=0.3, fp64=False, workers=1)
+    one = f.tune(*args, eval_timeout=0.3, fp64=False, workers=1, reuse=False)
     with concurrent.futures.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
         list(pool.map(_nothing, range(4)))
         before = _descendants(os.getpid())
-        two = f.tune(*args, eval_timeout=0.3, fp64=False, executor=pool)
+        two = f.tune(*args, eval_timeout=0.3, fp64=False, executor=pool, reuse=False)
         assert _descendants(os.getpid()) == before
     assert one.stopped_runs and all(r.endswith("timed out after 0.3 s") for r in one.stopped_runs)
     _same(one, two)
@@ -86,9 +86,9 @@ class _Broken(concurrent.futures.Executor):
 
 def test_a_failing_executor_falls_back_to_a_local_worker_with_a_warning():
     f, args, held_out = _tuned()
-    one = f.tune(*args, search="exhaustive", workers=1, fp64=False)
+    one = f.tune(*args, search="exhaustive", workers=1, fp64=False, reuse=False)
     with pytest.warns(MixjitWarning, match="executor failed .*the cluster is gone"):
-        two = f.tune(*args, search="exhaustive", executor=_Broken(), fp64=False)
+        two = f.tune(*args, search="exhaustive", executor=_Broken(), fp64=False, reuse=False)
     _same(one, two)
 
 
@@ -123,15 +123,15 @@ def test_a_dask_local_cluster_tunes_exactly_as_one_worker():
     distributed = pytest.importorskip("distributed", reason=f"Dask support is optional: {DISTRIBUTED_EXTRA}")
     mixjit(P.mlp, tune="never")(*P.mlp_inputs(8, 8, 0))  # site ids here now differ from a fresh worker's
     f, args, held_out = _tuned()
-    one = f.tune(*args, validate=[held_out], workers=1, fp64=False)
+    one = f.tune(*args, validate=[held_out], workers=1, fp64=False, reuse=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # Dask's own, at start-up
         with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) \
                 as cluster, distributed.Client(cluster) as client:
-            two = f.tune(*args, validate=[held_out], executor=client, fp64=False)
-            exhaustive = f.tune(*args, search="exhaustive", executor=client, fp64=False)
+            two = f.tune(*args, validate=[held_out], executor=client, fp64=False, reuse=False)
+            exhaustive = f.tune(*args, search="exhaustive", executor=client, fp64=False, reuse=False)
     _same(one, two)
-    _same(f.tune(*args, search="exhaustive", workers=1, fp64=False), exhaustive)
+    _same(f.tune(*args, search="exhaustive", workers=1, fp64=False, reuse=False), exhaustive)
 
 
 def test_a_dask_cluster_of_threads_in_this_process_is_refused():
@@ -141,4 +141,4 @@ def test_a_dask_cluster_of_threads_in_this_process_is_refused():
         warnings.simplefilter("ignore", DeprecationWarning)
         with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster, \
                 distributed.Client(cluster) as client, pytest.raises(ValueError, match="runs its tasks in this process"):
-            f.tune(*args, executor=client, fp64=False)
+            f.tune(*args, executor=client, fp64=False, reuse=False)

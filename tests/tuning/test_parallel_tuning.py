@@ -45,8 +45,8 @@ def test_two_workers_tune_exactly_as_one(search):
     args, held_out = P.mlp_inputs(64, 96, 0), P.mlp_inputs(64, 96, 1)
     f(*args)
     before = _children()
-    one = f.tune(*args, validate=[held_out], search=search, workers=1, fp64=False)
-    two = f.tune(*args, validate=[held_out], search=search, workers=2, fp64=False)
+    one = f.tune(*args, validate=[held_out], search=search, workers=1, fp64=False, reuse=False)
+    two = f.tune(*args, validate=[held_out], search=search, workers=2, fp64=False, reuse=False)
     _same(one, two)
     assert len(one.profiles) == 3 and all(math.isfinite(p.calls) for p in one.profiles.values())
     assert _children() == before  # no worker outlives tune
@@ -56,7 +56,7 @@ def test_two_workers_with_a_metric_tune_exactly_as_one():
     f = mixjit(P.mlp, error_budget=1e-4, tune="explicit", metric=_mlp_error, schemes=("mixpert", "native"))
     args = P.mlp_inputs(32, 64, 2)
     f(*args)
-    _same(f.tune(*args, workers=1, fp64=False), f.tune(*args, workers=2, fp64=False))
+    _same(f.tune(*args, workers=1, fp64=False, reuse=False), f.tune(*args, workers=2, fp64=False, reuse=False))
 
 
 def test_workers_is_checked():
