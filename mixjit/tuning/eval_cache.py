@@ -18,7 +18,8 @@ defined in an interactive session): a header line, then one line per measured pl
      "error": 2.1e-07, "error_vs_fp64": 2.3e-07, "stopped": ""}
 
 The key hashes the function's source, the argument types, every sample input's dtype, shape and
-bytes (scalars by value), the metric (its source; none: relative Frobenius), mixjit's version and
+bytes (scalars by value), the metric (its source and the values its closure holds; none: relative
+Frobenius; a metric that reads other state should be tuned with ``reuse=False``), mixjit's version and
 the executors' sources (:func:`executors_hash`: the runtime package and the entry): an edited program, other inputs or a changed
 executor never meet an old file. A plan is the full plan of every site, by site index (stable
 across processes) and scheme, config and executor. Lines appended as errors are measured, so a
@@ -78,15 +79,27 @@ def inputs_hash(args: Sequence[Any]) -> str:
 
 
 def _metric_id(metric: Callable[..., float] | None) -> str:
+    """The metric's identity: its name, source, and the values its closure and defaults hold (an
+    object whose repr carries its address makes the key differ in every process: no reuse)."""
     if metric is None:
         return "relative-frobenius"
+    h = hashlib.sha256()
     try:
-        text = inspect.getsource(metric)
+        h.update(inspect.getsource(metric).encode())
     except (OSError, TypeError):
         code = getattr(metric, "__code__", None)
-        text = code.co_code.hex() if code is not None else repr(metric)
-    return f"{getattr(metric, '__module__', '')}.{getattr(metric, '__qualname__', '')}:" + \
-        hashlib.sha256(text.encode()).hexdigest()
+        h.update(code.co_code if code is not None else repr(metric).encode())
+    cells = tuple(c.cell_contents for c in (getattr(metric, "__closure__", None) or ()) if _has_contents(c))
+    _update(h, (cells, getattr(metric, "__defaults__", None) or ()))
+    return f"{getattr(metric, '__module__', '')}.{getattr(metric, '__qualname__', '')}:{h.hexdigest()}"
+
+
+def _has_contents(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # an empty cell
+        return False
+    return True
 
 
 @functools.cache

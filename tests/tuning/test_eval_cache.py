@@ -82,3 +82,15 @@ def test_a_damaged_file_loses_only_its_damaged_lines(program):
     again = f.tune(*_inputs(0), budget=1e-6)
     assert _reused(again) == first.runs - 1  # every plan but the truncated one
     assert again.plan.sites == first.plan.sites
+
+
+def test_metrics_with_the_same_source_but_other_captured_values_do_not_share_errors(program):
+    def scaled(scale):
+        def metric(out, ref):
+            return scale * float(np.abs(out - ref).max() / np.abs(ref).max())
+        return metric
+
+    f = program.mlp
+    f.tune(*_inputs(0), budget=1e-6, metric=scaled(1.0))
+    assert _reused(f.tune(*_inputs(0), budget=1e-6, metric=scaled(2.0))) == 0
+    assert _reused(f.tune(*_inputs(0), budget=1e-6, metric=scaled(1.0))) > 0
