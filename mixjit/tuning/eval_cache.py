@@ -96,10 +96,12 @@ def _metric_id(metric: Callable[..., float] | None) -> str:
 
 def _has_contents(cell: Any) -> bool:
     try:
-        cell.cell_contents
+        return cell.cell_contents is not _EMPTY
     except ValueError:  # an empty cell
         return False
-    return True
+
+
+_EMPTY = object()
 
 
 @functools.cache
