@@ -123,6 +123,10 @@ class TuneResult:
     for each tightened search): their remarks, warnings, per-pass timing and the tuned module."""
     native_error: float | None = None
     """The program's error with every site native, against the reference run (``native_budget``)."""
+    schedule: list[list[float]] = field(default_factory=list)
+    """The tuning's program runs in order, as groups it could make at once (the profile runs, an
+    exhaustive search's plans; a greedy step alone), each run's wall seconds in the worker: what
+    tools/bench_tuning_workers.py replays on more workers."""
 
     @property
     def error(self) -> float | None:
@@ -379,6 +383,7 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
     stopped = "complete"
     search_result: SearchResult | None = None
     validation: list[Validation] = []
+    held_out: list[_HeldOut] = []
     try:
         if called:
             held_out = [_HeldOut(ProgramRunner(pool, 1 + i, on_runs), sites, eval_timeout) for i in range(len(validate))]
@@ -415,7 +420,7 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
     plan = _tuned_plan(f, key, target, asked, sites, initial, chosen, full, error, within, native_error)
     return TuneResult(qualname, argtypes_text(key), target, budget, sites, dict(backend.profiles), spaces, chosen,
                       plan, search_result, evaluator.judged, validation, margin, stopped, notes, 0.0, evaluator.runs,
-                      ref64, pipeline, native_error)
+                      ref64, pipeline, native_error, runner.schedule + [g for h in held_out for g in h.runner.schedule])
 
 
 def _tune_pass(margin: float, *, budget: float, target: str, search: str, max_evals: int | None) -> Tune:

@@ -12,8 +12,9 @@ stopped at its limit counts as an infinite error, and says why (``Judged.stopped
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -37,13 +38,27 @@ class ProgramRunner:
         self.on_runs = on_runs  # told how many runs came back (the progress bar's count)
         self.written: tuple[str, ...] | None = None  # decided by the first (reference) run
         self.limits = RunLimits()
+        self.schedule: list[list[float]] = []
+        """Each run's wall seconds, in groups of runs that could go at once (:meth:`group`)."""
+        self._group: list[float] | None = None
+
+    @contextmanager
+    def group(self) -> Iterator[None]:
+        """Runs made inside are one group of the schedule (runs independent of each other)."""
+        self._group = []
+        try:
+            yield
+        finally:
+            if self._group:
+                self.schedule.append(self._group)
+            self._group = None
 
     def run(self, plans: Mapping[int, SitePlan], profile: bool = False) -> RunOutcome:
         """One run; the first decides which argument arrays count as outputs (those it wrote)."""
         outcome = self.pool.run(RunTask(self.inputs, dict(plans), self.written, profile, self.limits))
         if self.written is None and not outcome.stopped:
             self.written = outcome.written
-        self._ran(1)
+        self._ran([outcome])
         return outcome
 
     def run_many(self, plans: Sequence[Mapping[int, SitePlan]]) -> list[RunOutcome]:
@@ -51,12 +66,17 @@ class ProgramRunner:
         each outcome what :meth:`run` gives for it alone."""
         assert self.written is not None, "the reference run decides the outputs first"
         outcomes = self.pool.run_many([RunTask(self.inputs, dict(p), self.written, False, self.limits) for p in plans])
-        self._ran(len(outcomes))
+        self._ran(outcomes)
         return outcomes
 
-    def _ran(self, count: int) -> None:
+    def _ran(self, outcomes: Sequence[RunOutcome]) -> None:
+        seconds = [o.seconds for o in outcomes]
+        if self._group is not None:
+            self._group.extend(seconds)
+        else:
+            self.schedule.append(seconds)
         if self.on_runs is not None:
-            self.on_runs(count)
+            self.on_runs(len(outcomes))
 
     def reference(self, sites: Sequence[TunedSite], eval_timeout: float | None) -> list[Output]:
         """The reference run of this input set (every site at its reference plan, no limits), whose
@@ -158,10 +178,11 @@ class OnlineEvaluator:
                 todo.setdefault(_key(run), run)
         batch = max(1, self.runner.pool.workers)
         keys = list(todo)
-        for start in range(0, len(keys), batch):
-            chunk = keys[start:start + batch]
-            for key, outcome in zip(chunk, self.runner.run_many([todo[k] for k in chunk])):
-                self._ahead[key] = self._store(todo[key], self._measure(outcome))
+        with self.runner.group():  # the plans are independent: one group of the schedule
+            for start in range(0, len(keys), batch):
+                chunk = keys[start:start + batch]
+                for key, outcome in zip(chunk, self.runner.run_many([todo[k] for k in chunk])):
+                    self._ahead[key] = self._store(todo[key], self._measure(outcome))
 
     def speculate(self, plans: Sequence[Plan]) -> None:
         """Measure ``plans[0]`` (the plan about to be judged) and, alongside it on the other
