@@ -8,7 +8,8 @@ by a ``mix.linalg`` op (``fn``: the function) with the next free ``site`` id, nu
 ids already in the module (so after detect-gemm's sites), in order of function, source line and
 column; ``mix.stmts`` records the ``py.stmt`` id of the call (role ``call``).
 
-Other candidates (complex or integer operands, batched arrays, keywords) are left to Numba,
+Other candidates (complex or integer operands, batched arrays, keywords; ``lstsq``, ``det`` and
+``slogdet``, with the reason: :data:`LEFT_TO_LAPACK`) are left to Numba,
 marked ``mix.not_gemm = {reason = "<code>", detail = "..."}`` like detect-gemm's, with a remark
 (``linalg call left to numba: ...``; the reason codes are in detect-gemm's ``REASONS``), so
 ``f.sites`` and ``mixopt`` say why.
@@ -34,6 +35,10 @@ LINALG_CALLEES = {"numpy.linalg.cholesky": "cholesky", "numpy.linalg.solve": "so
 """The ``py.callee`` of each ``np.linalg`` function that can be a site -> its ``fn``."""
 
 LINALG_DTYPES = (f32, f64)
+
+LEFT_TO_LAPACK = {"numpy.linalg.lstsq": "linalg-lstsq", "numpy.linalg.det": "linalg-scalar",
+                  "numpy.linalg.slogdet": "linalg-scalar"}
+"""``np.linalg`` functions detect-linalg does not take, with the reason code its remark gives."""
 
 def describe_linalg(op: LinalgOp) -> str:
     """``f64 solve(A, B)``, ``f32 cholesky(A)``."""
@@ -71,11 +76,13 @@ def detect_linalg(module: Operation) -> list[Rejection]:
     rejected: list[Rejection] = []
     for findex, (name, fn_op) in enumerate(_functions(module)):
         for position, op in enumerate(list(fn_op.walk())):
-            fn = LINALG_CALLEES.get(callee_of(op) or "") if isinstance(op, py.CallOp) else None
-            if fn is None or op.erased or NOT_GEMM_ATTR in op.attributes:
+            callee = (callee_of(op) or "") if isinstance(op, py.CallOp) else ""
+            fn = LINALG_CALLEES.get(callee)
+            if (fn is None and callee not in LEFT_TO_LAPACK) or op.erased or NOT_GEMM_ATTR in op.attributes:
                 continue
             assert isinstance(op, py.CallOp)
-            why = _rejection(fn, op)
+            why = _rejection(fn, op) if fn is not None else \
+                (LEFT_TO_LAPACK[callee], f"np.linalg.{callee.rsplit('.', 1)[1]}")
             loc = _loc(op)
             if why is not None:
                 op.attributes[NOT_GEMM_ATTR] = DictAttr({"reason": StringAttr(why[0]), "detail": StringAttr(why[1])})

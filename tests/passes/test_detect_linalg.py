@@ -64,3 +64,18 @@ def test_the_verifier_rejects_malformed_linalg_ops(fn, operands, message):
 }}) : () -> ()'''
     module = parse_module(text, verify=False)
     assert any(message in d.message for d in verify_diagnostics(module))
+
+
+def _left(a, b):
+    x, res, rank, sv = np.linalg.lstsq(a, b)
+    return x, np.linalg.det(a), np.linalg.slogdet(a)
+
+
+def test_lstsq_det_and_slogdet_stay_with_lapack_and_say_why():
+    module = _module(_left, np.eye(3), np.ones((3, 2)))
+    emitted = PassManager([DetectGemm(), DetectLinalg()]).run(module)
+    report = detection_report(module)
+    assert not report.linalg_sites
+    assert sorted(r.reason for r in report.rejected) == ["linalg-lstsq", "linalg-scalar", "linalg-scalar"]
+    assert all(d.message.startswith("linalg call left to numba: ") for d in emitted)
+    assert any("singular values and rank" in d.message for d in emitted)
