@@ -15,6 +15,8 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from mixjit.entry import EXEC_NATIVE, EXEC_REFERENCE
 
 if TYPE_CHECKING:
@@ -84,10 +86,11 @@ def require_device() -> None:
                             "(CUDA where a device exists, else the CPU executor) or backend='cpu'")
 
 
-def choose(requested: str, plan: Any, cpu_code: int) -> "tuple[BackendChoice, GemmDevice | None]":
-    """Where a site that asks for ``requested`` runs ``plan`` (a ``mixjit.plan.SitePlan``) whose CPU
-    plan row names executor ``cpu_code``: the choice, and the device when it runs on one.
-    NoDeviceError for ``"cuda"`` without a device."""
+def choose(requested: str, plan: Any, cpu_code: int,
+           dtype: Any = np.float32) -> "tuple[BackendChoice, GemmDevice | None]":
+    """Where a site of element type ``dtype`` that asks for ``requested`` runs ``plan`` (a
+    ``mixjit.plan.SitePlan``) whose CPU plan row names executor ``cpu_code``: the choice, and the
+    device when it runs on one. NoDeviceError for ``"cuda"`` without a device."""
     if requested == "cpu":
         return BackendChoice(requested, "cpu", "backend='cpu' was asked for"), None
     dev = current_device()
@@ -98,7 +101,7 @@ def choose(requested: str, plan: Any, cpu_code: int) -> "tuple[BackendChoice, Ge
         return BackendChoice(requested, "cpu", why), None
     if plan.executor != plan.scheme:
         return BackendChoice(requested, "cpu", f"the plan runs the {plan.executor} executor"), None
-    why = dev.why_not(plan.scheme, plan.config)
+    why = dev.why_not(plan.scheme, plan.config, np.dtype(dtype))
     if why:
         return BackendChoice(requested, "cpu", why), None
     if cpu_code in (EXEC_NATIVE, EXEC_REFERENCE):

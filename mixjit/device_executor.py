@@ -70,12 +70,38 @@ def _view(ptr: int | None, rows: int, cols: int, s0: int, s1: int, dtype: np.dty
 
 def _axpby(c: np.ndarray, p: np.ndarray, alpha: float, beta: float) -> None:
     """c = alpha * p + beta * c in c's dtype, each operation rounded on its own (the entry's
-    ``_axpby``: beta == 0 overwrites c, so NaNs in c do not survive)."""
+    ``_axpby``: beta == 0 overwrites c, so NaNs in c do not survive). Complex: Numba's complex
+    product with ``alpha + 0i`` (and ``beta + 0i``), term by term as Numba computes it
+    (``(xr*yr - xi*yi, xr*yi + xi*yr)``), never NumPy's complex multiply, whose loops may fuse."""
+    if np.iscomplexobj(c):
+        zero = c.real.dtype.type(0.0)
+        tr, ti = _cmul(c.real.dtype.type(alpha), zero, p.real, p.imag)
+        if beta != 0.0:
+            ur, ui = _cmul(c.real.dtype.type(beta), zero, c.real, c.imag)
+            tr, ti = tr + ur, ti + ui
+        c.real[...], c.imag[...] = tr, ti
+        return
     av, bv = c.dtype.type(alpha), c.dtype.type(beta)
     if beta == 0.0:
         c[...] = av * p
     else:
         c[...] = av * p + bv * c
+
+
+def _c_is_p(m: int, n: int, k: int, alpha: float, beta: float, a: int | None, as0: int, as1: int, b: int | None,
+            bs0: int, bs1: int, c: int | None, cs0: int, cs1: int, isz: int) -> bool:
+    """The CPU executors' rule (mixjit.entry.executors._c_is_p): alpha 1, beta 0 and C overlapping
+    neither operand, so C is P itself."""
+    from mixjit.entry.blas import _may_overlap
+
+    return (alpha == 1.0 and beta == 0.0
+            and not _may_overlap(c or 0, m, n, cs0, cs1, a or 0, m, k, as0, as1, isz)
+            and not _may_overlap(c or 0, m, n, cs0, cs1, b or 0, k, n, bs0, bs1, isz))
+
+
+def _cmul(xr: Any, xi: Any, yr: np.ndarray, yi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``x * y`` for complex ``x = xr + xi i`` by Numba's formula, each operation rounded on its own."""
+    return np.subtract(xr * yr, xi * yi), np.add(xr * yi, xi * yr)
 
 
 _log: DeviceLog | None = None
@@ -99,8 +125,7 @@ def device_gemm(site: int, dtype_code: int, m: int, n: int, k: int, alpha: float
                                                                b, bs0, bs1, c, cs0, cs1)
             log.called(site, PROFILING)
             return status
-        dt = np.dtype(NUMPY_DTYPES[dtype_code])  # the routing never sends complex sites (the complex launcher
-        # refuses them: runtime/complex/cuda/launchers.py why_not; docs/cuda.md "Complex sites")
+        dt = np.dtype(NUMPY_DTYPES[dtype_code])
         if m == 0 or n == 0:
             return ENTRY_OK
         av, bv = _view(a, m, k, as0, as1, dt), _view(b, k, n, bs0, bs1, dt)
@@ -114,7 +139,11 @@ def device_gemm(site: int, dtype_code: int, m: int, n: int, k: int, alpha: float
             p, where = cpu_gemm(route.scheme, av, bv, route.config), f"cpu: device error: {type(exc).__name__}: {exc}"
             if log.failed(site, exc, device_error=True):
                 _warn(site, where)
-        _axpby(_view(c, m, n, cs0, cs1, dt), p, alpha, beta)
+        cv = _view(c, m, n, cs0, cs1, dt)
+        if _c_is_p(m, n, k, alpha, beta, a, as0, as1, b, bs0, bs1, c, cs0, cs1, dt.itemsize):
+            cv[...] = p  # as the CPU executors write P straight into C (no multiply by 1 + 0i)
+        else:
+            _axpby(cv, p, alpha, beta)
         log.called(site, where)
         return ENTRY_OK
     except BaseException as exc:  # an exception must not cross the C frame: the entry reports it

@@ -217,7 +217,8 @@ def _routed_row(site: int, plan: SitePlan, row: np.ndarray) -> np.ndarray:
         _choices[site] = BackendChoice(_requested.get(site, "auto"), "cpu", "a linalg site's blocked candidates run on the CPU")
         _routes.pop(site, None)
         return row
-    choice, dev = backend_policy.choose(_requested.get(site, "auto"), plan, int(row[0]))
+    choice, dev = backend_policy.choose(_requested.get(site, "auto"), plan, int(row[0]),
+                                        _dtypes.get(site, np.dtype(np.float32)))
     _choices[site] = choice
     if dev is None:
         _routes.pop(site, None)

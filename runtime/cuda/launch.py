@@ -48,15 +48,16 @@ class HandBack(Exception):
 
 class GemmDevice(Protocol):
     """What a ``@mixjit`` site's device backend must do (the launch interface): ``name`` shown in
-    ``f.sites``; ``status()`` -> (usable, why not); ``why_not(scheme, config)`` -> "" when the
-    device has kernels for ``scheme[config]``, else the reason; ``gemm(scheme, A, B, config)``
+    ``f.sites``; ``status()`` -> (usable, why not); ``why_not(scheme, config, dtype)`` -> "" when the
+    device has kernels for ``scheme[config]`` on ``dtype`` operands (the site's element type), else
+    the reason; ``gemm(scheme, A, B, config)``
     -> (A @ B bit-equal to ``scheme``'s CPU executor, ``"cuda"`` or ``"cpu: <why>"``)."""
 
     name: str
 
     def status(self) -> tuple[bool, str]: ...
 
-    def why_not(self, scheme: str, config: str) -> str: ...
+    def why_not(self, scheme: str, config: str, dtype: np.dtype | type = np.float32) -> str: ...
 
     def gemm(self, scheme: str, a: np.ndarray, b: np.ndarray, config: str) -> tuple[np.ndarray, str]: ...
 

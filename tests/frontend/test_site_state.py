@@ -19,7 +19,9 @@ class _Device:
     def status(self):
         return True, ""
 
-    def why_not(self, scheme, config):
+    def why_not(self, scheme, config, dtype=np.float32):
+        if np.dtype(dtype) != np.float32:
+            return f"no {np.dtype(dtype)} kernel"
         return "" if scheme == "mixpert" else f"no {scheme} kernel"
 
 
@@ -66,6 +68,8 @@ def test_the_policy_is_a_function_of_request_plan_and_device():
         assert backend_policy.choose("cpu", plan, code)[0].runs == "cpu"
         choice, dev = backend_policy.choose("auto", plan, code)
         assert choice.runs == "fake" and dev is not None
+        # the site's dtype reaches the device: a float64 site of a float32-only device stays on the CPU
+        assert backend_policy.choose("auto", plan, code, np.float64)[0].reason == "no float64 kernel"
         native = SitePlan("native", "accumulate=blas", "native")
         assert "no native kernel" in backend_policy.choose("auto", native, entry.EXEC_NATIVE)[0].reason
     finally:

@@ -27,12 +27,14 @@ class FakeDevice:
                  refuse: str = "") -> None:
         self.schemes, self.fail, self.where, self.refuse = schemes, fail, where, refuse
         self.calls: list[tuple[str, str, tuple[int, int], tuple[int, int]]] = []
+        self.asked_dtypes: set[np.dtype] = set()
         self.threads: set[int] = set()
 
     def status(self):
         return True, ""
 
-    def why_not(self, scheme, config):
+    def why_not(self, scheme, config, dtype=np.float32):
+        self.asked_dtypes.add(np.dtype(dtype))
         if scheme not in self.schemes:
             return f"scheme {scheme!r} has no fake kernel"
         return self.refuse if self.refuse and self.refuse in config else ""
@@ -233,3 +235,43 @@ def test_a_site_inside_prange_reaches_the_device_from_the_worker_threads():
     config = get_plan(sid).config
     for i in range(6):
         assert got[i].tobytes() == gemm(a[i], b[i], "mixpert", config).tobytes()
+
+
+@mixjit(schemes=("complex",), tune="never")
+def _complex_sites(a, b, c):
+    p = a @ b
+    c[1:, :] -= a[1:, :] @ b  # a fused update: alpha = -1, beta = 1
+    return p
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # inf * 0 in the update, as on the CPU
+def test_a_complex_site_is_routed_with_its_dtype_and_updates_c_as_the_cpu_executor_does():
+    """The policy asks the device with the site's dtype (complex64), the routed site runs through
+    the device executor, and its C = alpha*P + beta*C is Numba's complex arithmetic bit for bit,
+    also where P's parts are infinite or NaN (NumPy's complex multiply may differ there)."""
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal((9, 7)) + 1j * rng.standard_normal((9, 7))).astype(np.complex64)
+    b = (rng.standard_normal((7, 5)) + 1j * rng.standard_normal((7, 5))).astype(np.complex64)
+    b[0, 0] = complex(np.inf, 1.0)  # a non-finite part in some products
+    c0 = (rng.standard_normal((9, 5)) + 1j * rng.standard_normal((9, 5))).astype(np.complex64)
+    c0[2, 3] = complex(np.nan, -0.0)
+    fake = FakeDevice(schemes=("complex",))
+    with backends.use_device(fake):
+        c_dev = c0.copy()
+        p_dev = _complex_sites(a, b, c_dev)
+        sites = _site_ids(_complex_sites)
+        for sid in sites:
+            backends.set_backend(sid, "auto")
+        before = len(fake.calls)
+        c_dev = c0.copy()
+        p_dev = _complex_sites(a, b, c_dev)
+        assert [backends.backend_of(s).runs for s in sites] == ["fake", "fake"]
+        assert np.dtype(np.complex64) in fake.asked_dtypes and len(fake.calls) - before == 2
+        for sid in sites:
+            backends.set_backend(sid, "cpu")
+        c_cpu = c0.copy()
+        p_cpu = _complex_sites(a, b, c_cpu)
+        for sid in sites:
+            backends.set_backend(sid, "auto")
+    assert p_dev.tobytes() == p_cpu.tobytes()
+    assert c_dev.tobytes() == c_cpu.tobytes()

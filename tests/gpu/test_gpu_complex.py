@@ -115,9 +115,8 @@ def test_which_complex_gemms_the_kernels_take():
     c64, c128 = np.dtype(np.complex64), np.dtype(np.complex128)
     assert launcher.why_not("form=4,real=mixpert(level=IV)", c64, "sm_90") == ""
     assert launcher.why_not("form=3,real=ozaki2(moduli=8)", c128, "sm_80") == ""
-    assert launcher.why_not("form=4,real=mixpert(level=IV)", np.dtype(np.float32), "sm_90").startswith(
-        "@mixjit complex sites are not routed to a device yet (the complex kernels take complex64 or complex128 "
-        "operands, not float32, through cuda_gemm")
+    assert launcher.why_not("form=4,real=mixpert(level=IV)", np.dtype(np.float32), "sm_90") == \
+        "float32 operands (the complex kernels take complex64 or complex128)"
     assert "real products run mixpert-fp64[], which has none" in launcher.why_not("", c128, "sm_90")
     assert "mode=accurate" in launcher.why_not("form=4,real=ozaki2(mode=accurate)", c128, "sm_90")
     # bit-equal exactly when the real kernels are: a @mixjit site takes only those
@@ -161,11 +160,12 @@ def test_gpu_non_finite_parts_are_handed_back():
         c, launch.cpu_gemm("complex", a, b, "form=4,real=mixpert(level=IV)"))
 
 
-def test_a_mixjit_complex_site_stays_on_its_cpu_executor_and_says_why(device):
-    """Complex sites are not routed to a device (the device executor's update is real arithmetic;
-    the backend policy asks without the site's dtype): the site runs its CPU executor, says why,
-    and no kernel is launched."""
-    from mixjit import backends, gemm, mixjit
+def test_a_mixjit_complex_site_is_routed_to_the_device_and_launches_the_complex_kernels(device):
+    """The backend policy asks the device with the site's dtype (complex64), so a @mixjit complex
+    site runs through the device executor: the real kernels and the epilogue are launched on the
+    stand-in driver (whose memory reads as zeros; the update's bits against the CPU executor are
+    checked with a device that computes: tests/gpu/test_gpu_backend_wiring.py)."""
+    from mixjit import backends, mixjit
 
     @mixjit(schemes=("complex",), tune="never")
     def f(a, b):
@@ -175,7 +175,8 @@ def test_a_mixjit_complex_site_stays_on_its_cpu_executor_and_says_why(device):
     with backends.use_device(launch.CudaBackend(device)):
         c = f(a, b)
         (site,) = f.sites
-        assert site.backend.runs == "cpu" and site.backend.reason.startswith(
-            "@mixjit complex sites are not routed to a device yet")
-    assert not device.driver.launches()
-    assert c.tobytes() == gemm(a, b, "complex").tobytes()
+        assert site.backend.runs == "cuda", site.backend.reason
+        backends.set_backend(site.id, "cpu")  # leave no routed row behind
+    names = [name for name, *_ in device.driver.launches()]
+    assert "complex_combine" in names and len(names) > 1, names  # real products, then the epilogue
+    assert c.shape == (6, 4) and c.dtype == np.complex64

@@ -55,9 +55,7 @@ class ComplexLauncher(KernelLauncher):
     def why_not(self, config: str, dtype: np.dtype, arch: str) -> str:
         dt = np.dtype(dtype)
         if dt.name not in PART_DTYPES:
-            # the backend policy asks without the site's dtype (float32): that is a @mixjit site
-            return ("@mixjit complex sites are not routed to a device yet (the complex kernels take complex64 or "
-                    f"complex128 operands, not {dt}, through cuda_gemm: docs/cuda.md, \"Complex sites\")")
+            return f"{dt} operands (the complex kernels take complex64 or complex128)"
         try:
             desc = self.desc(config, dt, arch)
         except (UnsupportedConfig, ValueError) as exc:
