@@ -34,7 +34,7 @@ import numpy as np
 
 from mixjit import entry
 from mixjit.passes.files import write_atomic
-from mixjit.plan import SitePlan
+from mixjit.plan import LINALG_SCHEME, SitePlan
 from mixjit.runtime.schemes.base import get_scheme
 from mixjit.tuning.native_budget import is_native, native_budget
 
@@ -210,6 +210,27 @@ def default_plan_path(py_func: Callable, argtypes: str, target: str, budget: flo
     return directory / f"{py_func.__module__}.{py_func.__qualname__}-{key}.mixplan.json"
 
 
+def _check_linalg_site(i: int, want: PlanSite, rec: Any) -> None:
+    """PlanFileError unless ``want`` is a plan an np.linalg site can run: ``native`` (its LAPACK
+    call), or ``linalg[...]`` whose GEMM scheme accepts the site's dtype and runs at sites."""
+    from mixjit.runtime.linalg.config import LinalgConfig
+
+    if want.scheme not in ("native", LINALG_SCHEME):
+        raise PlanFileError(f"site {i}: {rec.form} is an np.linalg site; its plan is native or "
+                            f"{LINALG_SCHEME}[block=...,gemm=...,refine=...], not {want.scheme!r}")
+    try:
+        if want.scheme == "native":
+            get_scheme("native").parse_config(want.config)
+            return
+        config = LinalgConfig.parse(want.config)
+    except ValueError as e:
+        raise PlanFileError(f"site {i}: {e}") from None
+    gemm = get_scheme(config.gemm_scheme)
+    if np.dtype(rec.dtype) not in gemm.dtypes or not gemm.runs_at_sites:
+        raise PlanFileError(f"site {i}: the products' scheme {config.gemm_scheme!r} cannot run {rec.dtype} products "
+                            "at a site")
+
+
 #: largest plan file read (a plan of thousands of sites is well below it)
 MAX_PLAN_BYTES = 16 * 2**20
 
@@ -258,6 +279,12 @@ def check_fits(plan: TunedPlan, qualname: str, argtypes: str, records: Sequence[
             if getattr(want, name) != getattr(rec, name):
                 raise PlanFileError(
                     f"site {i}: {name} is {getattr(want, name)!r} in the plan, {getattr(rec, name)!r} in the function")
+        if getattr(rec, "op", "gemm") != "gemm":  # an np.linalg site: native or a blocked candidate
+            _check_linalg_site(i, want, rec)
+            out.append(want.site_plan())
+            continue
+        if want.scheme == LINALG_SCHEME:
+            raise PlanFileError(f"site {i}: {rec.form} is a GEMM site; scheme {LINALG_SCHEME!r} is for np.linalg sites")
         try:
             scheme = get_scheme(want.scheme)
             scheme.parse_config(want.config)

@@ -141,3 +141,34 @@ def test_an_fp64_budget_picks_the_refined_candidate_where_it_is_modeled_faster_t
     assert result.plan.within_budget and result.plan.modeled_time_s < result.plan.native_modeled_time_s
     x, ref = solve(k, y), njit(solve.py_func)(k, y)
     assert np.abs(x - ref).max() <= 1e-10 * np.abs(ref).max()
+
+
+def test_a_saved_plan_of_linalg_sites_loads_into_a_fresh_function_and_bad_ones_are_refused(tmp_path):
+    import json
+
+    from mixjit.tuning.persistence import PlanFileError
+
+    @mixjit(tune="never", schemes=("mixpert-fp64",))
+    def fit(k, y):
+        return np.linalg.solve(k, y) @ y.T
+
+    k, y = _spd(512, 8), np.random.default_rng(9).standard_normal((512, 2))
+    fit.tune(k, y, budget=1e-10, target="rtx4090", workers=1, reuse=False)
+    path = fit.save_plan(tmp_path / "fit.mixplan.json")
+    saved = [(s.scheme, s.config) for s in fit.plan.sites]
+    assert any(scheme == "linalg" for scheme, _ in saved)
+    fresh = mixjit(tune="never", schemes=("mixpert-fp64",))(fit.py_func)
+    fresh.use_plan(path)
+    out = fresh(k, y)
+    assert [(s.plan.scheme, s.plan.config) for s in fresh.sites] == saved
+    assert out.tobytes() == fit(k, y).tobytes()
+    data = json.loads(path.read_text())
+    linalg_site = next(s for s in data["sites"] if s["scheme"] == "linalg")
+    for scheme, config, why in [("mixpert", "level=IV", "is an np.linalg site"),
+                                ("linalg", "block=64,gemm=complex[form=4,real=mixpert(level=IV)],refine=on", "cannot run float64 products"),
+                                ("linalg", "block=64", "bad config")]:
+        linalg_site.update(scheme=scheme, config=config)
+        bad = tmp_path / f"bad-{scheme}-{len(config)}.mixplan.json"
+        bad.write_text(json.dumps(data))
+        with pytest.raises(PlanFileError, match=why):
+            fresh.use_plan(bad)  # compiled: the plan is checked against its sites now
