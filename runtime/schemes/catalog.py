@@ -101,7 +101,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("split", ("split",), (f"{_R}.schemes.split",), _BOTH, 7,
            kernels=("split",), cuda_desc=f"{_R}.split.cuda.desc:SplitDesc"),
     Family("mixpert", ("mixpert", "mixpert-fp64"), (f"{_R}.schemes.mixpert",), _BOTH, 4,
-           kernels=("mixpert",), cuda_desc=f"{_R}.mixpert.cuda.desc:KernelDesc",
+           kernels=("mixpert", "mixpert-fp64"), cuda_desc=f"{_R}.mixpert.cuda.desc:KernelDesc",
            defaults={"plan": {_F32: {"mixpert": 0}, _F64: {"mixpert-fp64": 0}},
                      "tuning": {_F32: {"mixpert": 0}, _F64: {"mixpert-fp64": 0, "mixpert": 2}}}),
     Family("ozaki2", ("ozaki2",), (f"{_R}.schemes.ozaki2",), _BOTH, 8,
