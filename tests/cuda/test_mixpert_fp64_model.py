@@ -11,10 +11,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from mixjit.ir.dialects.mix import KernelOp
+from mixjit.ir.dialects.mix import GemmOp, KernelOp
 from mixjit.ir.parser import parse_module
-from mixjit.passes.emit_cuda import EmitCuda, site_kernels
+from mixjit.passes.emit_cuda import EmitCuda, site_choice, site_kernels
 from mixjit.passes.manager import PassManager
+from mixjit.passes.pipeline import build_pipeline
 from mixjit.runtime.cuda import fragments
 from mixjit.runtime.cuda.desc import MMA_K, UnsupportedConfig
 from mixjit.runtime.cuda.registry import kernel_desc
@@ -248,3 +249,26 @@ def test_emit_cuda_emits_a_kernel_for_every_site_tuned_to_mixpert_fp64():
     kernels = [op for op in module.walk() if isinstance(op, KernelOp)]
     assert [k.scheme.value for k in kernels] == ["mixpert-fp64"] * (len(configs) + 1)
     assert [k.config.value for k in kernels] == configs + [""]
+
+
+def test_tune_then_emit_cuda_gives_a_float64_site_its_mixpert_fp64_kernel():
+    """The tune pass picks mixpert-fp64 for a profiled float64 site (the most precise config is the
+    fastest candidate within the budget), then emit-cuda renders that plan's kernel."""
+    candidates = ", ".join(
+        f'{{config = "{c}", error = {e}, products = {p} : i64, scheme = "{s}", time = {t}}}'
+        for s, c, e, p, t in [("mixpert-fp64", CONFIGS[0], "1.0e-16", 54, "3.0e-04"),
+                              ("native", "accumulate=blas", "2.0e-16", 1, "5.5e-04"),
+                              ("ozaki2", "moduli=14", "4.0e-16", 14, "4.0e-04")])
+    text = f""""func.func"() <{{sym_name = "f", function_type = (!py.array<f64, 2, C>) -> ()}}> ({{
+^bb0(%d: !py.array<f64, 2, C>):
+  %s = "mix.gemm"(%d, %d) <{{dtype = f64, site = 0 : i64}}> {{mix.deps = [], mix.loop_depth = 0 : i64, mix.profile = {{calls = 1 : i64, candidates = [{candidates}], dtype = "float64", loop_depth = 0 : i64, shapes = [[1024, 1024, 1024, 1]], target = "a100"}}}} : (!py.array<f64, 2, C>, !py.array<f64, 2, C>) -> !py.array<f64, 2, C> loc("f.py":2:8)
+  "func.return"() : () -> ()
+}}) : () -> ()
+"""
+    module = parse_module(text, "f.mix")
+    PassManager(build_pipeline("tune{budget=1e-12,target=a100},emit-cuda{arch=sm_90}")).run(module)
+    site = next(op for op in module.walk() if isinstance(op, GemmOp))
+    assert site_choice(site)[:2] == ("mixpert-fp64", CONFIGS[0])
+    kernels = [op for op in module.walk() if isinstance(op, KernelOp)]
+    assert [(k.scheme.value, k.config.value, k.sites.value[0].value) for k in kernels] == [
+        ("mixpert-fp64", CONFIGS[0], 0)]
