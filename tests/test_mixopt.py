@@ -379,7 +379,7 @@ FILECHECK = Path(__file__).resolve().parent / "filecheck"
 
 @pytest.fixture(scope="module")
 def kernel_dump(tmp_path_factory) -> str:
-    """emit-cuda.mix after emit-cuda: a module with six mix.kernel ops."""
+    """emit-cuda.mix after emit-cuda: a module with seven mix.kernel ops."""
     path = tmp_path_factory.mktemp("dump") / "kernels.mix"
     code, _, err = run([str(FILECHECK / "emit-cuda.mix"), "-p", "emit-cuda", "-o", str(path)])
     assert code == 0, err

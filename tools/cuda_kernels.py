@@ -3,7 +3,7 @@
     python tools/cuda_kernels.py [--configs level=IV level=I ...] [--no-write]
 
 For each kernel (MixPert at ``--configs``, plus tf32x3, bf16xN, the Ozaki-II residue kernels,
-split and vitbit at fixed configs) and arch: the SASS instruction checks (the main loop's
+split, vitbit, mixpert-fp64 and int8 at fixed configs) and arch: the SASS instruction checks (the main loop's
 tensor-core MMA count, FFMA and IMAD counts) and ptxas's resources per kernel (registers, shared memory, spills) from
 ``cuobjdump -res-usage``;
 and the *modeled* cost of running the INT8 products with ``mma.sync`` instead of ``wgmma`` on
@@ -44,7 +44,9 @@ OTHER_KERNELS = [("tf32x3", "products=3", {}), ("tf32x3", "products=1", {}), ("b
                  ("bf16xn", "products=6", {}), ("bf16xn", "products=3", {}), ("ozaki2", "moduli=8", {}),
                  ("ozaki2", "moduli=14", {"dtype": "f64"}), ("split", "fp16=auto", {}),
                  ("split", "fp16=auto", {"block": (64, 128), "warps": (2, 2)}), ("vitbit", "bits=8", {}),
-                 ("vitbit", "bits=4", {})]
+                 ("vitbit", "bits=4", {}),
+                 ("mixpert-fp64", "segments=9,pairs=slices3sig2,tile=16x4096x8", {"dtype": "f64"}),
+                 ("mixpert-fp64", "", {"dtype": "f64"}), ("int8", "", {})]
 #: the tensor-core MMA opcodes counted in each kernel
 MMA_OPCODES = ("IMMA.16832.S8.S8", "HMMA.1688.F32.TF32", "HMMA.16816.F32.BF16", "HMMA.16816.F32")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["a_element", "b_element", "c_element", "mma_m16n8k32", "round_to_f32", "axpby", "u32", "A_LOADS",
+__all__ = ["a_element", "b_element", "c_element", "mma_m16n8k32", "round_to_f32", "round_to_float", "axpby", "u32", "A_LOADS",
            "B_LOADS", "LANES"]
 
 #: the kernel's fragment loads from shared memory (mixpert_gemm.cu, and the other INT8 GEMMs):
@@ -76,18 +76,25 @@ def mma_m16n8k32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 # -- packer ------------------------------------------------------------------------------------
 # -- epilogue rounding -------------------------------------------------------------------------
-def round_to_f32(acc: int, scale: int) -> np.float32:
-    """mixpert_common.cuh round_to_f32: RN32(acc * 2^scale), ties to even; a zero result
-    (exact, or after rounding: underflow) is +0, as the CPU executor writes it."""
+#: (significand bits, largest exponent, exponent of the smallest subnormal's lsb, negated) per format
+_FORMATS = {np.dtype(np.float32): (24, 127, 149), np.dtype(np.float64): (53, 1023, 1074)}
+
+
+def round_to_float(acc: int, scale: int, dtype: type) -> np.floating:
+    """RN(acc * 2^scale) in ``dtype`` (float32: mixpert_common.cuh round_to_f32; float64:
+    mixpert_fp64_common.cuh round_to_f64), ties to even, gradual underflow, overflow to inf; a
+    zero result (exact, or after rounding: underflow) is +0, as the CPU executors write it."""
+    kind = np.dtype(dtype)
+    digits, emax, tiny = _FORMATS[kind]
     if acc == 0:
-        return np.float32(0.0)
+        return kind.type(0.0)
     neg = acc < 0
     mag = -acc if neg else acc
     nb = mag.bit_length()
     lead = nb - 1 + scale
-    if lead > 127:
-        return np.float32(-np.inf if neg else np.inf)
-    keep = min(lead + 150, 24)
+    if lead > emax:
+        return kind.type(-np.inf if neg else np.inf)
+    keep = min(lead + tiny + 1, digits)
     drop = nb - keep
     if drop <= 0:
         q = mag << -drop
@@ -100,10 +107,15 @@ def round_to_f32(acc: int, scale: int) -> np.float32:
         if round_bit and (sticky or q & 1):
             q += 1
     if q == 0:
-        return np.float32(0.0)
-    with np.errstate(over="ignore"):  # rounding up past FLT_MAX gives inf, as RN32 does
-        r = np.float32(np.ldexp(np.float64(q), scale + drop))
+        return kind.type(0.0)
+    with np.errstate(over="ignore"):  # rounding up past the largest finite value gives inf, as RN does
+        r = kind.type(np.ldexp(np.float64(q), scale + drop))
     return -r if neg else r
+
+
+def round_to_f32(acc: int, scale: int) -> np.float32:
+    """mixpert_common.cuh round_to_f32: RN32(acc * 2^scale) (:func:`round_to_float`)."""
+    return round_to_float(acc, scale, np.float32)
 
 
 def u32(tile: np.ndarray, rows: np.ndarray, col0: np.ndarray) -> np.ndarray:

@@ -49,8 +49,8 @@ def test_rerunning_replaces_the_kernels():
     _run(module)
     assert print_op(module) == once
     kernels = _run(module, "sm_90")
-    assert {k.arch.value for k in kernels} == {"sm_90"} and len(kernels) == 6
-    assert {k.scheme.value for k in kernels} == {"mixpert", "tf32x3", "bf16xn"}
+    assert {k.arch.value for k in kernels} == {"sm_90"} and len(kernels) == 7
+    assert {k.scheme.value for k in kernels} == {"mixpert", "mixpert-fp64", "tf32x3", "bf16xn"}
 
 
 def test_kernel_hash_is_the_rendered_source(tmp_path):

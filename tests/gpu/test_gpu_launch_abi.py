@@ -102,16 +102,17 @@ def _kernel_params(desc: KernelSpec) -> dict[str, list[type]]:
 
 
 #: (scheme, config) -> every launcher registered, with a representative config each
-LAUNCHED = [("mixpert", "level=IV"), ("tf32x3", "products=3"), ("bf16xn", "products=9"), ("bf16xn", "products=3"),
+LAUNCHED = [("mixpert", "level=IV"), ("int8", ""), ("tf32x3", "products=3"), ("bf16xn", "products=9"), ("bf16xn", "products=3"),
             ("ozaki2", "moduli=8"), ("split", "fp16=0.25"), ("vitbit", "bits=8"), ("vitbit", "bits=4,target=h100")]
 
 
-#: launchers of complex operands, checked in their own module with the same driver stand-in
-COMPLEX_LAUNCHED = {"complex": "tests/gpu/test_gpu_complex.py"}
+#: launchers whose arguments are checked by their own module (with this module's driver stand-in)
+CHECKED_ELSEWHERE = {"mixpert-fp64": "tests/gpu/test_gpu_mixpert_fp64.py",  # its host step reads C back
+                     "complex": "tests/gpu/test_gpu_complex.py"}  # complex operands
 
 
 def test_every_launcher_is_checked_here():
-    assert sorted({s for s, _ in LAUNCHED} | set(COMPLEX_LAUNCHED)) == sorted(launch.kernel_schemes())
+    assert sorted({s for s, _ in LAUNCHED} | set(CHECKED_ELSEWHERE)) == sorted(launch.kernel_schemes())
 
 
 def _expected_launches(scheme, config, desc, a, b):

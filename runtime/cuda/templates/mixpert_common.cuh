@@ -100,3 +100,65 @@ __device__ float round_to_f32(I128 acc, int scale) {
     const float r = (float)ldexp((double)q, scale + drop);
     return neg ? -r : r;
 }
+
+// The planes each packer writes: their count and the segment each holds (kSegA / kSegB).
+struct PlanesA {
+    static constexpr int kCount = kPlanesA;
+    typedef kSegA Seg;
+};
+struct PlanesB {
+    static constexpr int kCount = kPlanesB;
+    typedef kSegB Seg;
+};
+
+// The GEMMs' shared-memory stages and their cp.async fill (mixpert_gemm.cu, mixpert_fp64_gemm.cu):
+// every kept plane of A and B for one 32-wide K chunk.
+constexpr int kChunk = 32;  // the MMA k
+constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+
+struct SharedTiles {
+    i8 a[kStages][kPlanesA][kBlockM][kChunk];
+    i8 b[kStages][kPlanesB][kBlockN][kChunk];
+};
+
+// Copy K chunk `chunk` of every A and B plane of this CTA into stage `stage` (16 B per cp.async).
+__device__ __forceinline__ void load_chunk(SharedTiles& s, int stage, int chunk, const i8* __restrict__ pa,
+                                           const i8* __restrict__ pb, int m0, int n0, int m_pad, int n_pad,
+                                           int k_pad) {
+    constexpr int kUnitsA = kPlanesA * kBlockM * 2;
+    constexpr int kUnitsB = kPlanesB * kBlockN * 2;
+    const int k0 = chunk * kChunk;
+    for (int u = threadIdx.x; u < kUnitsA + kUnitsB; u += kThreads) {
+        if (u < kUnitsA) {
+            const int plane = u / (kBlockM * 2), row = (u / 2) % kBlockM, half = u % 2;
+            cp_async_16(&s.a[stage][plane][row][16 * half],
+                        pa + ((i64)plane * m_pad + m0 + row) * k_pad + k0 + 16 * half);
+        } else {
+            const int v = u - kUnitsA;
+            const int plane = v / (kBlockN * 2), col = (v / 2) % kBlockN, half = v % 2;
+            cp_async_16(&s.b[stage][plane][col][16 * half],
+                        pb + ((i64)plane * n_pad + n0 + col) * k_pad + k0 + 16 * half);
+        }
+    }
+}
+
+// Element with no nonzero product along K: no scale (its result is +0).
+constexpr int kNoScale = 0x7FFFFFFF;
+
+// The GEMMs' prescan: the smallest E_A + E_B along K of each element this thread owns in its warp's
+// kM×kN m16n8 tiles (kNoScale: none), and a span check against the exact accumulator's kAccBits.
+template <int kM, int kN>
+__device__ __forceinline__ void prescan_scales(int (&emin)[kM][kN][4], const int* __restrict__ gexp_a,
+                                               const int* __restrict__ gexp_b, int ktiles, int row0, int col0, int g,
+                                               int t, u32* __restrict__ status) {
+    for_each_fragment_element<kM, kN>(row0, col0, g, t, [&](int mi, int ni, int c, int row, int col) {
+        int lo = kNoScale, hi = kZeroExp;
+        for (int kt = 0; kt < ktiles; ++kt) {
+            const int ea = gexp_a[(i64)row * ktiles + kt], eb = gexp_b[(i64)col * ktiles + kt];
+            if (ea != kZeroExp && eb != kZeroExp) { lo = min(lo, ea + eb); hi = max(hi, ea + eb); }
+        }
+        emin[mi][ni][c] = lo;
+        const int kt_bits = 32 - __clz(ktiles);
+        if (hi != kZeroExp && hi - lo + kPartialBits + kt_bits > kAccBits) atomicOr(status, kStatusSpan);
+    });
+}

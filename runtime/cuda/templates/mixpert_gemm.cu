@@ -11,37 +11,9 @@
 //   C (16×8):       c0 = C[g][2t], c1 = C[g][2t+1], c2 = C[g+8][2t], c3 = C[g+8][2t+1]
 // runtime/cuda/fragments.py models exactly this arithmetic on the CPU.
 
-constexpr int kChunk = 32;  // the MMA k
-constexpr int kThreads = 32 * kWarpsM * kWarpsN;
 constexpr int kMmaM = kWarpTileM / 16;
 constexpr int kMmaN = kWarpTileN / 8;
 constexpr int kChunksPerKTile = kTileK / kChunk;
-
-struct SharedTiles {
-    i8 a[kStages][kPlanesA][kBlockM][kChunk];
-    i8 b[kStages][kPlanesB][kBlockN][kChunk];
-};
-
-// Copy K chunk `chunk` of every A and B plane of this CTA into stage `stage` (16 B per cp.async).
-__device__ __forceinline__ void load_chunk(SharedTiles& s, int stage, int chunk, const i8* __restrict__ pa,
-                                           const i8* __restrict__ pb, int m0, int n0, int m_pad, int n_pad,
-                                           int k_pad) {
-    constexpr int kUnitsA = kPlanesA * kBlockM * 2;
-    constexpr int kUnitsB = kPlanesB * kBlockN * 2;
-    const int k0 = chunk * kChunk;
-    for (int u = threadIdx.x; u < kUnitsA + kUnitsB; u += kThreads) {
-        if (u < kUnitsA) {
-            const int plane = u / (kBlockM * 2), row = (u / 2) % kBlockM, half = u % 2;
-            cp_async_16(&s.a[stage][plane][row][16 * half],
-                        pa + ((i64)plane * m_pad + m0 + row) * k_pad + k0 + 16 * half);
-        } else {
-            const int v = u - kUnitsA;
-            const int plane = v / (kBlockN * 2), col = (v / 2) % kBlockN, half = v % 2;
-            cp_async_16(&s.b[stage][plane][col][16 * half],
-                        pb + ((i64)plane * n_pad + n0 + col) * k_pad + k0 + 16 * half);
-        }
-    }
-}
 
 // grid (N_pad / kBlockN, M_pad / kBlockM), block kThreads
 extern "C" __global__ void __launch_bounds__(kThreads)
@@ -56,20 +28,8 @@ mixpert_gemm(const i8* __restrict__ planes_a, const i8* __restrict__ planes_b, c
     const int ktiles = k_pad / kTileK;
     const int chunks = k_pad / kChunk;
 
-    // Prescan: the smallest E_A + E_B along K of each element this thread owns (kNoScale: none),
-    // and a span check against the accumulator's width.
-    constexpr int kNoScale = 0x7FFFFFFF;
     int emin[kMmaM][kMmaN][4];
-    for_each_fragment_element<kMmaM, kMmaN>(m0 + wm0, n0 + wn0, g, t, [&](int mi, int ni, int c, int row, int col) {
-        int lo = kNoScale, hi = kZeroExp;
-        for (int kt = 0; kt < ktiles; ++kt) {
-            const int ea = gexp_a[(i64)row * ktiles + kt], eb = gexp_b[(i64)col * ktiles + kt];
-            if (ea != kZeroExp && eb != kZeroExp) { lo = min(lo, ea + eb); hi = max(hi, ea + eb); }
-        }
-        emin[mi][ni][c] = lo;
-        const int kt_bits = 32 - __clz(ktiles);
-        if (hi != kZeroExp && hi - lo + kPartialBits + kt_bits > kAccBits) atomicOr(status, kStatusSpan);
-    });
+    prescan_scales(emin, gexp_a, gexp_b, ktiles, m0 + wm0, n0 + wn0, g, t, status);
 
     I128 acc[kMmaM][kMmaN][4];
     i64 part[kMmaM][kMmaN][4];

@@ -86,15 +86,6 @@ __device__ __forceinline__ void pack_operand(const InT* __restrict__ x, i64 ld, 
     if (tx == 0 && ty == 0 && kFallbackBits >= 0 && 8 * s_far > s_nonzero) atomicOr(status, kStatusFallback);
 }
 
-struct PlanesA {
-    static constexpr int kCount = kPlanesA;
-    typedef kSegA Seg;
-};
-struct PlanesB {
-    static constexpr int kCount = kPlanesB;
-    typedef kSegB Seg;
-};
-
 // grid (K_pad / kTileK, M_pad / kTileM), block (kTileK, kTileM)
 extern "C" __global__ void __launch_bounds__(kTileK * kTileM)
 mixpert_pack_a(const InT* __restrict__ a, i64 lda, int m, int k, int m_pad, int k_pad, i8* __restrict__ planes,

@@ -80,9 +80,14 @@ class KernelDesc(KernelSpec):
     # -- construction -----------------------------------------------------------------------
     @staticmethod
     def for_config(scheme: str, config: str, dtype: str = "f32", **kw: Any) -> "KernelDesc":
-        """The desc of ``scheme[config]`` (a mixpert label such as ``level=IV``); UnsupportedConfig
-        names what the kernels lack (another scheme, a tile that is not a
+        """The desc of ``scheme[config]`` (a mixpert label such as ``level=IV``; for ``mixpert-fp64``,
+        the family's other scheme, its :class:`~mixjit.runtime.mixpert.cuda.fp64_desc.Fp64Desc`);
+        UnsupportedConfig names what the kernels lack (another scheme, a tile that is not a
         multiple of the MMA shape, ...), ValueError a malformed label."""
+        if scheme == "mixpert-fp64":  # the family's other scheme: its own desc (one cuda_desc per family)
+            from mixjit.runtime.mixpert.cuda.fp64_desc import Fp64Desc
+
+            return Fp64Desc.for_config(scheme, config, dtype, **kw)
         if scheme != "mixpert":
             raise UnsupportedConfig(f"cuda: KernelDesc is the mixpert desc, not {scheme!r}: use "
                                     "mixjit.runtime.cuda.registry.kernel_desc")

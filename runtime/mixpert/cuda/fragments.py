@@ -47,23 +47,30 @@ def _bit_length(v: np.ndarray) -> np.ndarray:
     return n
 
 
-def _split(bits: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """mixpert_common.cuh split_element, vectorised: magnitudes M and exponents e."""
-    be = ((bits >> 23) & 0xFF).astype(np.int64)
-    frac = (bits & 0x7FFFFF).astype(np.int64)
+#: (significand bits p, largest exponent) of the formats the packers split: float32, float64
+F32_FORMAT, F64_FORMAT = (24, 127), (53, 1023)
+
+
+def _split(bits: np.ndarray, width: int, fmt: tuple[int, int] = F32_FORMAT) -> tuple[np.ndarray, np.ndarray]:
+    """The packers' element split, vectorised (``bits``: the float's bits as non-negative integers;
+    float32: mixpert_common.cuh split_element, float64: mixpert_fp64_common.cuh split_element64):
+    magnitudes M and exponents e, RNE to ``width`` bits, a carry past the largest exponent truncated."""
+    p, emax = fmt
+    be = (bits >> (p - 1)).astype(np.int64) & (2 * emax + 1)
+    frac = (bits & ((1 << (p - 1)) - 1)).astype(np.int64)
     nb = _bit_length(frac)
     sub = be == 0
-    mant = np.where(sub, frac << np.clip(24 - nb, 0, 63), frac | (1 << 23))
-    e = np.where(sub, -149 + nb - 1, be - 127)
-    if width >= 24:
-        return mant << (width - 24), e
-    sh = 24 - width
+    mant = np.where(sub, frac << np.clip(p - nb, 0, 63), frac | (1 << (p - 1)))
+    e = np.where(sub, -(emax + p - 2) + nb - 1, be - emax)
+    if width >= p:
+        return mant << (width - p), e
+    sh = p - width
     m = mant >> sh
     rem = mant & ((1 << sh) - 1)
     half = 1 << (sh - 1)
     m = m + ((rem > half) | ((rem == half) & ((m & 1) == 1)))
     carry = m == (1 << width)
-    top = carry & (e >= 127)
+    top = carry & (e >= emax)
     m = np.where(top, m - 1, np.where(carry, 1 << (width - 1), m))
     e = np.where(carry & ~top, e + 1, e)
     return m, e
@@ -153,6 +160,24 @@ def _load_chunk(desc: KernelDesc, pa: np.ndarray, pb: np.ndarray, m0: int, n0: i
     return sa, sb
 
 
+def warp_scales(A: Packed, B: Packed, row0: int, col0: int, mi_n: int, ni_n: int) -> tuple:
+    """The GEMMs' prescan (mixpert_common.cuh prescan_scales) for one warp tile at (row0, col0) of
+    mi_n × ni_n m16n8 tiles: each element's (lane, mi, ni, c) row and column as the kernel computes
+    them, their group exponents per k-tile, which k-tiles have a nonzero product, the smallest and
+    largest E_A + E_B among those, and whether any has one."""
+    g, t, c_idx = LANES // 4, LANES % 4, np.arange(4)
+    rows = (row0 + 16 * np.arange(mi_n)[None, :, None, None] + g[:, None, None, None]
+            + 8 * (c_idx // 2)[None, None, None, :]) + 0 * np.arange(ni_n)[None, None, :, None]
+    cols = (col0 + 8 * np.arange(ni_n)[None, None, :, None] + 2 * t[:, None, None, None]
+            + (c_idx % 2)[None, None, None, :]) + 0 * np.arange(mi_n)[None, :, None, None]
+    ea_all, eb_all = A.gexp[rows], B.gexp[cols]  # (..., ktiles)
+    valid = (ea_all != ZERO_EXP) & (eb_all != ZERO_EXP)
+    sums = np.where(valid, ea_all + eb_all, 0)
+    emin = np.where(valid, sums, np.iinfo(np.int64).max).min(axis=-1)
+    emax = np.where(valid, sums, np.iinfo(np.int64).min).max(axis=-1)
+    return rows, cols, ea_all, eb_all, valid, emin, emax, valid.any(axis=-1)
+
+
 def run_gemm(a: np.ndarray, b: np.ndarray, desc: KernelDesc, alpha: float = 1.0, beta: float = 0.0,
              c: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """The three kernels of ``desc`` on ``a`` (m×k) and ``b`` (k×n): (C, status). C has the
@@ -183,19 +208,7 @@ def run_gemm(a: np.ndarray, b: np.ndarray, desc: KernelDesc, alpha: float = 1.0,
             m0, n0 = by * bm, bx * bn
             for warp in range(desc.warps[0] * desc.warps[1]):
                 wm0, wn0 = (warp // desc.warps[1]) * wm, (warp % desc.warps[1]) * wn
-                # element (lane, mi, ni, c) -> global row / column, as the kernel computes them
-                c_idx = np.arange(4)
-                rows = (m0 + wm0 + 16 * np.arange(mi_n)[None, :, None, None] + g[:, None, None, None]
-                        + 8 * (c_idx // 2)[None, None, None, :]) + 0 * np.arange(ni_n)[None, None, :, None]
-                cols = (n0 + wn0 + 8 * np.arange(ni_n)[None, None, :, None] + 2 * t[:, None, None, None]
-                        + (c_idx % 2)[None, None, None, :]) + 0 * np.arange(mi_n)[None, :, None, None]
-                ea_all = A.gexp[rows]  # (..., ktiles)
-                eb_all = B.gexp[cols]
-                valid = (ea_all != ZERO_EXP) & (eb_all != ZERO_EXP)
-                sums = np.where(valid, ea_all + eb_all, 0)
-                emin = np.where(valid, sums, np.iinfo(np.int64).max).min(axis=-1)
-                emax = np.where(valid, sums, np.iinfo(np.int64).min).max(axis=-1)
-                anyv = valid.any(axis=-1)
+                rows, cols, ea_all, eb_all, valid, emin, emax, anyv = warp_scales(A, B, m0 + wm0, n0 + wn0, mi_n, ni_n)
                 if (anyv & (emax - emin + desc.partial_bits + int(ktiles).bit_length() > 126)).any():
                     status |= STATUS_SPAN
                 acc = np.zeros(rows.shape, object)

@@ -1,0 +1,1 @@
+"""The int8 scheme's CUDA kernel description, CPU model of the kernels and launcher."""

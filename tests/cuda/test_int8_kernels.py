@@ -1,0 +1,102 @@
+"""The int8 scheme's kernels: the CPU model (runtime/int8/cuda/fragments.py) bit-exact against the
+CPU executor, the desc's refusals, and the builds for sm_80 and sm_90 (the IMMA main loop, no spills).
+The GPU runs are tests/gpu/test_gpu_launch.py's exact-kernel tests; the launch ABI is
+tests/gpu/test_gpu_launch_abi.py's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mixjit.runtime.cuda.build import CompilerNotFound, find_compiler
+from mixjit.runtime.cuda.desc import ARCHS, UnsupportedConfig
+from mixjit.runtime.cuda.launch import cpu_gemm
+from mixjit.runtime.cuda.registry import kernel_desc
+from mixjit.runtime.cuda.sass import ToolNotFound, find_tool, opcode_counts
+from mixjit.runtime.int8.cuda import fragments
+from mixjit.runtime.int8.cuda.desc import MAX_K, parse_int8_label
+from mixjit.runtime.int8.cuda.fragments import run_int8
+from mixjit.runtime.mixpert.cuda.fragments import STATUS_NONFINITE
+from mixjit.runtime.schemes import get_scheme
+
+
+def _inputs(kind: str, m: int, k: int, n: int, dtype, seed: int):
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    if kind == "wide":  # rows and columns over many binades, a zero row and column, tiny values
+        a *= np.exp2(rng.integers(-100, 100, (m, 1))) * np.exp2(rng.integers(-20, 1, (m, k)))
+        b *= np.exp2(rng.integers(-100, 100, (1, n)))
+        a[0], b[:, -1] = 0.0, 0.0
+    elif kind == "edges":  # results beyond FLT_MAX, negative underflow to +0, exact cancellation (m, n >= 3)
+        a, b = np.resize(a, (max(m, 3), k)), np.resize(b, (k, max(n, 3)))
+        a[0], b[:, 0] = 3e38, 10.0
+        a[1], b[:, 1] = -1e-30, 1e-30
+        a[2, : k // 2 * 2] = np.tile([1.0, -1.0], k // 2)
+    return a.astype(dtype), b.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["random", "wide", "edges"])
+@pytest.mark.parametrize("shape", [(37, 70, 45), (1, 1, 1), (130, 33, 70)])
+def test_model_is_the_executors_bits(dtype, kind, shape):
+    a, b = _inputs(kind, *shape, dtype, seed=sum(shape))
+    got, status = run_int8(a, b, kernel_desc("int8", "", "f64" if dtype == np.float64 else "f32"))
+    assert status == 0
+    want = cpu_gemm("int8", a, b, "")
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_a_wrong_rounding_of_the_quotient_is_caught(monkeypatch):
+    """The check has teeth: quantizing with round-half-away instead of rint changes the bits."""
+    monkeypatch.setattr(fragments.np, "rint", lambda x: np.trunc(x + np.copysign(0.5, x)))
+    a, b = _inputs("random", 64, 64, 16, np.float32, seed=1)
+    a[:, 0] = 127.0 / 2  # amax 127/2: s = 0.5, and a[:, 1] = 0.25 gives v/s = 0.5, a tie
+    a[:, 1] = 0.25
+    got, _ = run_int8(a, b, kernel_desc("int8", ""))
+    assert got.tobytes() != cpu_gemm("int8", a, b, "").tobytes()
+
+
+def test_an_inf_sets_the_status():
+    a, b = np.ones((4, 8), np.float32), np.ones((8, 3), np.float32)
+    a[1, 1] = np.inf
+    assert run_int8(a, b, kernel_desc("int8", ""))[1] == STATUS_NONFINITE
+
+
+def test_labels_are_the_schemes_and_encodings_are_refused():
+    scheme = get_scheme("int8")
+    for label in ("", "scale=row-col", "encoding=sf16", "encoding=pct50"):
+        cfg = scheme.parse_config(label)
+        assert parse_int8_label(label) == (cfg.scale, cfg.encoding)
+    with pytest.raises(UnsupportedConfig, match="encodings are not on the GPU"):
+        kernel_desc("int8", "encoding=sf16")
+    with pytest.raises(UnsupportedConfig, match="product only"):
+        kernel_desc("int8", "", alpha_beta="update")
+    with pytest.raises(ValueError, match="K=.* INT32"):
+        kernel_desc("int8", "").launches(8, 8, MAX_K + 1)
+    assert MAX_K * 127 * 127 < 2**31 <= (MAX_K + 1) * 127 * 127
+
+
+def _tools() -> str:
+    try:
+        find_compiler()
+        find_tool()
+    except (CompilerNotFound, ToolNotFound) as exc:
+        return str(exc)
+    return ""
+
+
+@pytest.mark.skipif(bool(_tools()), reason=_tools() or "tools found")
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_builds_with_the_imma_main_loop_and_no_spills(cubin, sass, usage, arch, dtype):
+    desc = kernel_desc("int8", "", dtype, arch=arch)
+    path = cubin(desc)
+    text, resources = sass(path), usage(path)
+    assert set(desc.entry_points) <= set(text) and set(desc.entry_points) <= set(resources)
+    entry, opcode, count = desc.main_loop_mma()
+    ops = opcode_counts(text[entry])
+    assert ops[opcode] >= count and ops["FFMA"] == 0, ops.most_common(12)
+    assert not any(r.spills for r in resources.values())
+    if arch == "sm_80":
+        gemm = desc.launches(100, 70, 90)[2]
+        assert resources[gemm.entry].shared_bytes == gemm.shared_bytes
