@@ -109,7 +109,8 @@ def test_complex_sites_get_the_real_kernels_and_the_complex_epilogue(tmp_path):
     """A complex site's kernels are its real scheme's (product mode, shared with a real site of the
     same desc) and the complex epilogue (the site's alpha/beta mode: C -= A@B on complex128 under
     Ozaki-II, whose own kernel has only product mode); a complex site whose real config has no
-    kernel, or that runs another scheme, keeps its CPU executor with a remark saying which."""
+    kernel, or that runs another scheme, keeps its CPU executor with a remark saying which (complex128's
+    default, over mixpert-fp64, has kernels since mixpert-fp64 has)."""
     from mixjit.runtime.cuda.registry import kernel_desc
 
     module = parse_module(COMPLEX_SITES, "z.mix")
@@ -120,6 +121,7 @@ def test_complex_sites_get_the_real_kernels_and_the_complex_epilogue(tmp_path):
     c64 = kernel_desc("complex", "form=3,real=mixpert(level=IV)", "f32", arch="sm_90")
     c128 = kernel_desc("complex", "form=4,real=ozaki2(moduli=14)", "f64", arch="sm_90", alpha_beta="update")
     default = kernel_desc("complex", f"form=4,real=mixpert({MOST_PRECISE})", "f32", arch="sm_90")
+    z128 = kernel_desc("complex", "form=4,real=mixpert-fp64()", "f64", arch="sm_90")  # complex128's default
     assert kernels == {
         c64.real.name: ("mixpert", "level=IV", [0, 1]),  # one kernel for the complex site's parts and the real site
         c64.name: ("complex", "form=3,real=mixpert(level=IV)", [0]),
@@ -127,12 +129,13 @@ def test_complex_sites_get_the_real_kernels_and_the_complex_epilogue(tmp_path):
         c128.name: ("complex", "form=4,real=ozaki2(moduli=14)", [2]),
         default.real.name: ("mixpert", MOST_PRECISE, [5]),
         default.name: ("complex", f"form=4,real=mixpert({MOST_PRECISE})", [5]),
+        z128.real.name: ("mixpert-fp64", "", [3]),
+        z128.name: ("complex", "form=4,real=mixpert-fp64()", [3]),
     }
     assert c128.real.alpha_beta == "product" and c128.alpha_beta == "update"
     said = [str(r) for r in remarks]
-    assert len(said) == 2, said
-    assert "site 3 keeps its CPU executor" in said[0] and "real products run mixpert-fp64[], which has none" in said[0]
-    assert "site 4 keeps its CPU executor" in said[1] and "complex<f32> site under 'native'" in said[1]
+    assert len(said) == 1, said
+    assert "site 4 keeps its CPU executor" in said[0] and "complex<f32> site under 'native'" in said[0]
     manifest = json.loads(write_kernels(module, tmp_path).read_text())
     entries = {k["name"]: k["entry_points"] for k in manifest["kernels"]}
     assert entries[c64.name] == ["complex_combine"]
