@@ -151,7 +151,8 @@ class DetectionReport:
     def diagnostics(self) -> list[Diagnostic]:
         """One remark per site taken and per candidate rejected, in source order."""
         taken = [
-            Diagnostic(Severity.REMARK, f"GEMM site {s.site}: {_describe(s.op)}", s.loc) for s in self.sites
+            Diagnostic(Severity.REMARK, f"GEMM site {s.site}: {_describe(s.op)}", s.loc)
+            for s in self.sites if isinstance(s.op, GemmOp)
         ]
         out = taken + [r.diagnostic() for r in self.rejected]
         return sorted(out, key=lambda d: (d.loc.file, d.loc.line, d.loc.col))
@@ -370,7 +371,9 @@ def detect_gemms(module: Operation, fuse_updates: bool = True) -> DetectionRepor
 def detection_report(module: Operation) -> DetectionReport:
     """The sites (``mix.gemm`` ops, by site id) and the rejections (``mix.not_gemm``) of a module
     that ``detect-gemm`` has processed, read from the IR alone."""
-    sites, linalg, rejected = [], [], []
+    sites: list[GemmSite] = []
+    linalg: list[GemmSite] = []
+    rejected: list[Rejection] = []
     for name, fn in _functions(module):
         for op in fn.walk():
             if isinstance(op, (GemmOp, LinalgOp)):

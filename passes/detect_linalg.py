@@ -89,7 +89,7 @@ def detect_linalg(module: Operation) -> list[Rejection]:
                 rejected.append(Rejection(op, name, why[0], why[1], loc))
                 continue
             out_type = op.out.type
-            assert isinstance(out_type, ArrayType)
+            assert isinstance(out_type, ArrayType) and fn is not None  # _rejection refused everything else
             site = LinalgOp.build(a=op.args[0], b=op.args[1] if fn == "solve" else None, out=out_type,
                                   fn=StringAttr(fn), site=IntegerAttr(0, i64), dtype=TypeAttr(out_type.dtype),
                                   loc=op.loc)
