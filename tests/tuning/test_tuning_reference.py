@@ -191,7 +191,7 @@ def test_progress_bar_counts_the_runs_of_every_worker():
         workers = 3
 
         def run(self, task):
-            return type("Outcome", (), {"stopped": "", "written": ()})()
+            return type("Outcome", (), {"stopped": "", "written": (), "seconds": 0.0})()
 
         def run_many(self, tasks):
             return [self.run(t) for t in tasks]
