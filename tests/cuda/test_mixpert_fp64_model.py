@@ -19,7 +19,7 @@ from mixjit.passes.pipeline import build_pipeline
 from mixjit.runtime.cuda import fragments
 from mixjit.runtime.cuda.desc import MMA_K, UnsupportedConfig
 from mixjit.runtime.cuda.registry import kernel_desc
-from mixjit.runtime.mixpert.cuda import fp64_fragments
+from mixjit.runtime.mixpert.cuda import fragments as mixpert_fragments
 from mixjit.runtime.mixpert.cuda.fp64_desc import Fp64Desc
 from mixjit.runtime.mixpert.cuda.fp64_fragments import pack_operand64, run_gemm64
 from mixjit.runtime.mixpert.cuda.fragments import STATUS_NONFINITE, STATUS_SPAN
@@ -167,7 +167,8 @@ def test_packer_planes_and_exponents_are_the_executors_split(config):
 def test_a_wrong_fragment_layout_is_caught(monkeypatch):
     """The bit-equality check has teeth: rows g and g+8 of the A fragment swapped (under the most
     precise config, whose outputs step 6 certifies rather than recomputes)."""
-    monkeypatch.setattr(fp64_fragments, "A_LOADS", ((8, 0), (0, 0), (8, 16), (0, 16)))
+    # the fragment loads are the float32 model's (chunk_products), shared by both kernels' models
+    monkeypatch.setattr(mixpert_fragments, "A_LOADS", ((8, 0), (0, 0), (8, 16), (0, 16)))
     a, b = _inputs("normal", 16, 32, 8, 4)
     with pytest.raises(AssertionError, match="not RN64"):
         _check(a, b, CONFIGS[0])

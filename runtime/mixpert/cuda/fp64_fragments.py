@@ -3,7 +3,7 @@
 It runs the same arithmetic as mixpert_fp64_pack.cu and mixpert_fp64_gemm.cu, driven by the same
 :class:`~mixjit.runtime.mixpert.cuda.fp64_desc.Fp64Desc`: the float64 split (mixpert's ``_split``), the group exponents
 and alignment shift, the sign-magnitude digit planes, the cp.async copy of each 32-wide K chunk
-(mixpert's ``_load_chunk``), the per-lane fragment loads and the MMA as the PTX ISA defines it
+(mixpert's ``chunk_products``: the chunk's loads, the per-lane fragments and the MMA as the PTX ISA defines it
 (runtime/cuda/fragments.py), the INT32 accumulator of each diagonal and its flushes, the exact
 accumulator and the single rounding to float64. Its result is the kernel's ``P = RN64(X)``;
 :func:`~mixjit.runtime.mixpert.cuda.host_check.guarantee_on_host` then gives the CPU executor's
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from mixjit.runtime.cuda.desc import MMA_K, cdiv
-from mixjit.runtime.cuda.fragments import A_LOADS, B_LOADS, LANES, mma_m16n8k32, round_to_float, u32
+from mixjit.runtime.cuda.fragments import round_to_float
 from mixjit.runtime.mixpert.cuda.fp64_desc import Fp64Desc
 from mixjit.runtime.mixpert.cuda.fragments import (
     F64_FORMAT,
@@ -24,9 +24,9 @@ from mixjit.runtime.mixpert.cuda.fragments import (
     STATUS_SPAN,
     ZERO_EXP,
     Packed,
-    _load_chunk,
     _shift,
     _split,
+    chunk_products,
     warp_scales,
 )
 
@@ -81,7 +81,6 @@ def run_gemm64(a: np.ndarray, b: np.ndarray, desc: Fp64Desc) -> tuple[np.ndarray
     wm, wn = desc.warp_tile
     mi_n, ni_n = wm // 16, wn // 8
     ktiles, chunks, per_ktile = cdiv(k_pad, tk), k_pad // MMA_K, tk // MMA_K
-    g, t = LANES // 4, LANES % 4
     out = np.zeros((m, n), np.float64)
     for by in range(m_pad // bm):
         for bx in range(n_pad // bn):
@@ -94,15 +93,8 @@ def run_gemm64(a: np.ndarray, b: np.ndarray, desc: Fp64Desc) -> tuple[np.ndarray
                 acc = np.zeros(rows.shape, object)
                 diag = np.zeros((len(shifts),) + rows.shape, np.int64)
                 for chunk in range(chunks):
-                    sa, sb = _load_chunk(desc, A.planes, B.planes, m0, n0, chunk)
-                    for pa, pb, dg in pairs:
-                        for mi in range(mi_n):
-                            r = wm0 + 16 * mi + g
-                            fa = np.stack([u32(sa[pa], r + dr, dc + 4 * t) for dr, dc in A_LOADS], axis=1)
-                            for ni in range(ni_n):
-                                cidx = wn0 + 8 * ni + g
-                                fb = np.stack([u32(sb[pb], cidx, dc + 4 * t) for dc in B_LOADS], axis=1)
-                                diag[dg, :, mi, ni, :] += mma_m16n8k32(fa, fb)
+                    for dg, mi, ni, d in chunk_products(desc, A, B, m0, n0, chunk, wm0, wn0, mi_n, ni_n, pairs):
+                        diag[dg, :, mi, ni, :] += d
                     assert np.abs(diag).max(initial=0) < 2**31, "a diagonal's INT32 accumulator overflowed"
                     kt, in_tile = chunk // per_ktile, chunk % per_ktile
                     if (in_tile + 1) % flush == 0 or in_tile + 1 == per_ktile or chunk + 1 == chunks:

@@ -16,6 +16,7 @@ the CPU executor (``mixjit.gemm(..., scheme="mixpert")``). NumPy only; no numba.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 
@@ -160,6 +161,24 @@ def _load_chunk(desc: KernelDesc, pa: np.ndarray, pb: np.ndarray, m0: int, n0: i
     return sa, sb
 
 
+def chunk_products(desc: KernelDesc, A: Packed, B: Packed, m0: int, n0: int, chunk: int, wm0: int, wn0: int,
+                   mi_n: int, ni_n: int, pairs: list[tuple[int, int, int]]) -> Iterator[tuple[int, int, int, np.ndarray]]:
+    """One K chunk of a warp's MMAs, as the GEMM kernels' main loop issues them (the float32 and
+    float64 kernels alike): the chunk loaded (:func:`_load_chunk`), then for each kept pair
+    ``(plane of A, plane of B, tag)`` and each fragment ``(mi, ni)``, ``(tag, mi, ni, P)`` with P the
+    m16n8k32 INT32 product per lane. The caller accumulates P by its tag (a shift, a diagonal)."""
+    sa, sb = _load_chunk(desc, A.planes, B.planes, m0, n0, chunk)
+    g, t = LANES // 4, LANES % 4
+    for pa, pb, tag in pairs:
+        for mi in range(mi_n):
+            r = wm0 + 16 * mi + g
+            fa = np.stack([u32(sa[pa], r + dr, dc + 4 * t) for dr, dc in A_LOADS], axis=1)
+            for ni in range(ni_n):
+                cidx = wn0 + 8 * ni + g
+                fb = np.stack([u32(sb[pb], cidx, dc + 4 * t) for dc in B_LOADS], axis=1)
+                yield tag, mi, ni, mma_m16n8k32(fa, fb)
+
+
 def warp_scales(A: Packed, B: Packed, row0: int, col0: int, mi_n: int, ni_n: int) -> tuple:
     """The GEMMs' prescan (mixpert_common.cuh prescan_scales) for one warp tile at (row0, col0) of
     mi_n × ni_n m16n8 tiles: each element's (lane, mi, ni, c) row and column as the kernel computes
@@ -200,7 +219,6 @@ def run_gemm(a: np.ndarray, b: np.ndarray, desc: KernelDesc, alpha: float = 1.0,
     mi_n, ni_n = wm // 16, wn // 8
     ktiles, chunks = k_pad // tk, k_pad // MMA_K
     per_ktile = tk // MMA_K
-    g, t = LANES // 4, LANES % 4
     out = np.zeros((m, n), a.dtype)
     width = desc.width
     for by in range(m_pad // bm):
@@ -214,16 +232,8 @@ def run_gemm(a: np.ndarray, b: np.ndarray, desc: KernelDesc, alpha: float = 1.0,
                 acc = np.zeros(rows.shape, object)
                 part = np.zeros(rows.shape, np.int64)
                 for chunk in range(chunks):
-                    sa, sb = _load_chunk(desc, A.planes, B.planes, m0, n0, chunk)
-                    for pa, pb, shift in pairs:
-                        for mi in range(mi_n):
-                            r = wm0 + 16 * mi + g
-                            fa = np.stack([u32(sa[pa], r + dr, dc + 4 * t) for dr, dc in A_LOADS], axis=1)
-                            for ni in range(ni_n):
-                                cidx = wn0 + 8 * ni + g
-                                fb = np.stack([u32(sb[pb], cidx, dc + 4 * t) for dc in B_LOADS], axis=1)
-                                d = mma_m16n8k32(fa, fb).astype(np.int64)
-                                part[:, mi, ni, :] += d << shift
+                    for shift, mi, ni, d in chunk_products(desc, A, B, m0, n0, chunk, wm0, wn0, mi_n, ni_n, pairs):
+                        part[:, mi, ni, :] += d.astype(np.int64) << shift
                     if (chunk + 1) % per_ktile == 0:
                         kt = chunk // per_ktile
                         ok = valid[..., kt] & (part != 0)
