@@ -7,7 +7,9 @@ Semantics: docs/numerics.md, "linalg". The modules, one job each:
   in-block triangular substitutions), working precision, no GEMM;
 * factor.py: the blocked drivers (Cholesky, LU with partial pivoting, the blocked
   triangular solves), GEMM updates through the configured scheme;
-* solve.py: ``cholesky``, ``solve`` and ``inv`` as Numba's ``np.linalg`` checks and raises,
-  iterative refinement, the LAPACK fallback;
+* refine.py: the iterative-refinement loop (residual and test given by the caller);
+* lstsq.py: ``lstsq``'s solution by the normal equations, the uniqueness test, refinement;
+* solve.py: ``cholesky``, ``solve``, ``inv`` and ``lstsq`` as Numba's ``np.linalg`` checks and
+  raises (the executor, ``run_linalg``), the LAPACK fallback;
 * cost.py: the modeled time of a candidate (GEMM parts from the GEMM cost model).
 """

@@ -17,7 +17,7 @@ from mixjit.runtime.schemes.base import Config, get_scheme
 __all__ = ["LinalgConfig", "OPS", "BLOCK_SIZES", "LAPACK"]
 
 #: the ``np.linalg`` functions a linalg site can be
-OPS = ("cholesky", "solve", "inv")
+OPS = ("cholesky", "solve", "inv", "lstsq")
 #: block sizes the tuner offers
 BLOCK_SIZES = (64, 128, 256)
 #: the label of the native candidate: the LAPACK call Numba makes

@@ -20,7 +20,8 @@ from mixjit.runtime.linalg.panel import (
     zero_upper,
 )
 
-__all__ = ["Breakdown", "Products", "cholesky_blocked", "lu_blocked", "lu_solve_blocked"]
+__all__ = ["Breakdown", "Products", "cholesky_blocked", "lu_blocked", "triangular_solves", "lu_solve_blocked",
+           "cholesky_solve_blocked", "mirror_lower"]
 
 
 class Breakdown(Exception):
@@ -43,18 +44,22 @@ class Products:
         self.fallbacks = 0
         self.reasons: set[str] = set()
 
-    def subtract(self, w: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
-        """``w ← w − GEMM(x, y)``: the product in the scheme's semantics, one rounding per
-        element for the difference."""
-        if w.size == 0 or x.shape[1] == 0:
-            return
+    def product(self, x: np.ndarray, y: np.ndarray, dtype: np.dtype) -> np.ndarray:
+        """``GEMM(x, y)`` in the scheme's semantics, as a ``dtype`` array (its fallbacks counted)."""
         # C-ordered operands: a native (BLAS) product's bits can depend on their layout
         p, stats = self.scheme.run_with_stats(np.ascontiguousarray(x), np.ascontiguousarray(y), self.config)
         self.calls += 1
         if stats.fallbacks:
             self.fallbacks += stats.fallbacks
             self.reasons.add(f"{stats.fallbacks} {stats.fallback_unit}(s) of a product: {stats.fallback_reason}")
-        np.subtract(w, p.astype(w.dtype, copy=False), out=w)
+        return p.astype(dtype, copy=False)
+
+    def subtract(self, w: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
+        """``w ← w − GEMM(x, y)``: the product in the scheme's semantics, one rounding per
+        element for the difference."""
+        if w.size == 0 or x.shape[1] == 0:
+            return
+        np.subtract(w, self.product(x, y, w.dtype), out=w)
 
 
 def _panels(n: int, nb: int) -> list[tuple[int, int]]:
@@ -91,16 +96,35 @@ def lu_blocked(a: np.ndarray, config: LinalgConfig, products: Products) -> tuple
     return w, perm
 
 
-def lu_solve_blocked(w: np.ndarray, perm: np.ndarray, b: np.ndarray, config: LinalgConfig,
-                     products: Products) -> np.ndarray:
-    """``X`` with ``A X = B`` from :func:`lu_blocked`'s factors (``b`` n x r): the blocked
-    forward and back substitutions."""
-    y = np.array(b[perm], order="C", dtype=w.dtype, copy=True)
+def triangular_solves(w: np.ndarray, y: np.ndarray, config: LinalgConfig, products: Products,
+                      unit_lower: bool) -> np.ndarray:
+    """``Y ← U⁻¹ L⁻¹ Y`` (``y`` n x r, C order, overwritten and returned) with L the lower triangle
+    of ``w`` (unit when ``unit_lower``: LU's) and U its upper triangle: the blocked forward and
+    back substitutions."""
     panels = _panels(w.shape[0], config.block)
     for j0, j1 in panels:
-        forward_block(w, y, j0, j1)
+        forward_block(w, y, j0, j1, unit_lower)
         products.subtract(y[j1:], w[j1:, j0:j1], y[j0:j1])
     for j0, j1 in reversed(panels):
         backward_block(w, y, j0, j1)
         products.subtract(y[:j0], w[:j0, j0:j1], y[j0:j1])
     return y
+
+
+def lu_solve_blocked(w: np.ndarray, perm: np.ndarray, b: np.ndarray, config: LinalgConfig,
+                     products: Products) -> np.ndarray:
+    """``X`` with ``A X = B`` from :func:`lu_blocked`'s factors (``b`` n x r)."""
+    y = np.array(b[perm], order="C", dtype=w.dtype, copy=True)
+    return triangular_solves(w, y, config, products, unit_lower=True)
+
+
+def cholesky_solve_blocked(w: np.ndarray, b: np.ndarray, config: LinalgConfig, products: Products) -> np.ndarray:
+    """``X`` with ``L Lᵀ X = B`` (``b`` n x r) where ``w`` holds L (:func:`cholesky_blocked`) in its
+    lower triangle and Lᵀ above it (:func:`mirror_lower`)."""
+    y = np.array(b, order="C", dtype=w.dtype, copy=True)
+    return triangular_solves(w, y, config, products, unit_lower=False)
+
+
+def mirror_lower(l: np.ndarray) -> np.ndarray:
+    """``L`` in the lower triangle and ``Lᵀ`` above it (one array for :func:`cholesky_solve_blocked`)."""
+    return np.ascontiguousarray(np.tril(l) + np.triu(l.T, 1))

@@ -84,15 +84,20 @@ def u_block_row(w, j0: int, j1: int) -> None:
 
 
 @cached_njit(nogil=True)
-def forward_block(w, y, j0: int, j1: int) -> None:
-    """In-block forward substitution with the unit lower ``w[j0:j1, j0:j1]`` on rows
-    ``j0 .. j1-1`` of ``y`` (every column)."""
+def forward_block(w, y, j0: int, j1: int, unit: bool) -> None:
+    """In-block forward substitution with the lower ``w[j0:j1, j0:j1]`` on rows ``j0 .. j1-1``
+    of ``y`` (every column), top row first (each row's products subtracted in increasing ``k``),
+    then, unless ``unit`` (LU's unit lower L), the row divided by ``w_ii`` (a Cholesky factor)."""
     r = y.shape[1]
-    for i in range(j0 + 1, j1):
+    for i in range(j0, j1):
         for k in range(j0, i):
             lik = w[i, k]
             for c in range(r):
                 y[i, c] = y[i, c] - lik * y[k, c]
+        if not unit:
+            d = w[i, i]
+            for c in range(r):
+                y[i, c] = y[i, c] / d
 
 
 @cached_njit(nogil=True)

@@ -1,5 +1,6 @@
-"""``cholesky``, ``solve`` and ``inv`` under a linalg config, as Numba's ``np.linalg`` checks
-and raises, with iterative refinement and the LAPACK fallback (docs/numerics.md, "linalg").
+"""``cholesky``, ``solve``, ``inv`` and ``lstsq`` (its solution) under a linalg config, as Numba's
+``np.linalg`` checks and raises, with iterative refinement and the LAPACK fallback
+(docs/numerics.md, "linalg"; least squares: runtime/linalg/lstsq.py).
 
 :func:`run_linalg` is the executor: ``(result, RunStats)``. A breakdown of the blocked
 factorization, or a refinement that does not converge, is recomputed by LAPACK (Numba's own
@@ -16,13 +17,11 @@ import numpy as np
 from mixjit.runtime.jit.cache import cached_njit
 from mixjit.runtime.linalg.config import LAPACK, OPS, LinalgConfig, working_dtype
 from mixjit.runtime.linalg.factor import Breakdown, Products, cholesky_blocked, lu_blocked, lu_solve_blocked
+from mixjit.runtime.linalg.lstsq import Handback, lstsq_normal
+from mixjit.runtime.linalg.refine import REFINE_MAX_STEPS, refine
 from mixjit.runtime.schemes.base import RunStats
 
 __all__ = ["run_linalg", "REFINE_MAX_STEPS", "lapack"]
-
-#: corrections iterative refinement makes at most before the LAPACK fallback (LAPACK's dsgesv: 30)
-REFINE_MAX_STEPS = 30
-
 
 def _check_square(a: np.ndarray) -> None:
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
@@ -50,8 +49,13 @@ def _numba_inv(a):
     return np.linalg.inv(a)
 
 
+@cached_njit
+def _numba_lstsq(a, b):
+    return np.linalg.lstsq(a, b)[0]
+
+
 def lapack(op: str, a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-    """The ``lapack`` candidate: Numba's own ``np.linalg`` (potrf, gesv, getrf + getri), so
+    """The ``lapack`` candidate: Numba's own ``np.linalg`` (potrf, gesv, getrf + getri, gelsd), so
     the result and the errors are bit for bit what ``@njit`` gives."""
     if op == "cholesky":
         return _numba_cholesky(a)
@@ -59,22 +63,22 @@ def lapack(op: str, a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
         return _numba_solve(a, b)
     if op == "inv":
         return _numba_inv(a)
+    if op == "lstsq":
+        return _numba_lstsq(a, b)
     raise ValueError(f"linalg: unknown op {op!r}; ops are {', '.join(OPS)}")
 
 
-def _refine(a: np.ndarray, b2: np.ndarray, x: np.ndarray, solve_lu) -> tuple[np.ndarray, int, bool]:
-    """Iterative refinement of ``x`` (n x r) for ``a x = b2``: ``(x, corrections, converged)``."""
-    n = a.shape[0]
+def _residual_test(a: np.ndarray, b2: np.ndarray):
+    """The solve's residual and stopping test: ``R = B − A·X``, per column
+    ``‖R_c‖∞ ≤ ‖X_c‖∞ · ‖A‖∞ · ε · √n``."""
     eps = float(np.finfo(a.dtype).eps) / 2.0  # unit roundoff
-    cte = float(np.abs(a).sum(axis=1).max()) * eps * math.sqrt(n)
-    for step in range(REFINE_MAX_STEPS + 1):
+    cte = float(np.abs(a).sum(axis=1).max()) * eps * math.sqrt(a.shape[0])
+
+    def residual(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         r = b2 - a @ x
-        if (np.abs(r).max(axis=0) <= np.abs(x).max(axis=0) * cte).all():
-            return x, step, True
-        if step == REFINE_MAX_STEPS:
-            break
-        x = x + solve_lu(r)
-    return x, REFINE_MAX_STEPS, False
+        return r, np.abs(r).max(axis=0) <= np.abs(x).max(axis=0) * cte
+
+    return residual
 
 
 def run_linalg(op: str, a: np.ndarray, b: np.ndarray | None, config: LinalgConfig | str) -> tuple[np.ndarray, RunStats]:
@@ -85,13 +89,17 @@ def run_linalg(op: str, a: np.ndarray, b: np.ndarray | None, config: LinalgConfi
     if op not in OPS:
         raise ValueError(f"linalg: unknown op {op!r}; ops are {', '.join(OPS)}")
     a = np.asarray(a)
-    _check_square(a)
-    if op == "solve":
+    if op in ("solve", "lstsq"):
         if b is None:
-            raise ValueError("linalg: solve takes a right-hand side b")
+            raise ValueError(f"linalg: {op} takes a right-hand side b")
         b = np.asarray(b)
-    if op != "cholesky":
-        _check_finite(a, *(() if b is None else (b,)))
+    if op == "lstsq":
+        if not _lstsq_operands_ok(a, b):  # LAPACK raises Numba's error for them
+            return lapack(op, a, b), _stats(None, "operands the normal equations do not take: computed by LAPACK", 0)
+    else:
+        _check_square(a)
+        if op != "cholesky":
+            _check_finite(a, *(() if b is None else (b,)))
     if config == LAPACK:
         return lapack(op, a, b), RunStats(units=1, fallback_unit="call")
     cfg = config if isinstance(config, LinalgConfig) else LinalgConfig.parse(config)
@@ -101,12 +109,19 @@ def run_linalg(op: str, a: np.ndarray, b: np.ndarray | None, config: LinalgConfi
     products = Products(cfg)
     steps = 0
     try:
+        if op == "lstsq":
+            assert b is not None
+            x, steps = lstsq_normal(a.astype(dt, copy=False), b.astype(dt, copy=False).reshape(b.shape[0], -1),
+                                    cfg, products)
+            return x.reshape((a.shape[1],) + b.shape[1:]), _stats(products, None, steps)
         if op == "cholesky":
             result = cholesky_blocked(a.astype(dt, copy=False), cfg, products)
             return result, _stats(products, None, steps)
         w, perm = lu_blocked(a.astype(dt, copy=False), cfg, products)
     except Breakdown as why:
         return lapack(op, a, b), _stats(products, f"the blocked factorization met {why}: recomputed by LAPACK", steps)
+    except Handback as why:
+        return lapack(op, a, b), _stats(products, f"{why}: recomputed by LAPACK", why.steps)
     rhs = np.eye(a.shape[0], dtype=dt) if op == "inv" else b.astype(dt, copy=False)
     b2 = rhs.reshape(rhs.shape[0], -1)
 
@@ -115,17 +130,24 @@ def run_linalg(op: str, a: np.ndarray, b: np.ndarray | None, config: LinalgConfi
 
     x = solve_lu(b2)
     if cfg.refine:
-        x, steps, converged = _refine(a.astype(dt, copy=False), b2, x, solve_lu)
+        x, steps, converged = refine(x, _residual_test(a.astype(dt, copy=False), b2), solve_lu)
         if not converged:
             why = f"iterative refinement did not converge in {REFINE_MAX_STEPS} corrections: recomputed by LAPACK"
             return lapack(op, a, b), _stats(products, why, steps)
     return x.reshape(rhs.shape), _stats(products, None, steps)
 
 
-def _stats(products: Products, fallback: str | None, refine_steps: int) -> RunStats:
+def _stats(products: Products | None, fallback: str | None, refine_steps: int) -> RunStats:
     """One call's RunStats: a LAPACK recomputation (``fallback``: why) is one fallback of
     the whole call; the GEMMs' own fallbacks are listed in ``extra``."""
     stats = RunStats(fallbacks=1 if fallback else 0, units=1, fallback_unit="call", fallback_reason=fallback or "")
-    stats.extra.update(gemm_calls=products.calls, gemm_fallbacks=products.fallbacks,
-                       gemm_fallback_reasons=sorted(products.reasons), refine_steps=refine_steps)
+    stats.extra.update(gemm_calls=products.calls if products else 0, gemm_fallbacks=products.fallbacks if products else 0,
+                       gemm_fallback_reasons=sorted(products.reasons) if products else [], refine_steps=refine_steps)
     return stats
+
+
+def _lstsq_operands_ok(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``lstsq(a, b)`` has operands Numba accepts: A 2-D, B 1-D or 2-D with A's rows, one
+    float dtype, nothing empty, every element finite."""
+    return (a.ndim == 2 and b.ndim in (1, 2) and a.dtype == b.dtype and a.size > 0 and b.size > 0
+            and b.shape[0] == a.shape[0] and bool(np.isfinite(a).all()) and bool(np.isfinite(b).all()))

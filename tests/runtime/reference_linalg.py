@@ -84,18 +84,19 @@ def lu(a: np.ndarray, nb: int, scheme: str, config: str):
     return np.array(w, dtype=a.dtype), np.array(perm)
 
 
-def lu_solve(w: np.ndarray, perm: np.ndarray, b: np.ndarray, nb: int, scheme: str, config: str) -> np.ndarray:
+def triangular_solves(w: np.ndarray, y: np.ndarray, nb: int, scheme: str, config: str, unit: bool) -> np.ndarray:
+    """``U⁻¹ L⁻¹ y``: L the lower triangle of ``w`` (unit when ``unit``), U its upper triangle."""
     t = w.dtype.type
-    n, r = b.shape
-    y = b[perm].astype(w.dtype)
+    n, r = y.shape
+    y = y.astype(w.dtype)
     panels = _panels(n, nb)
     for j0, j1 in panels:
-        for i in range(j0 + 1, j1):
+        for i in range(j0, j1):
             for c in range(r):
                 s = y[i, c]
                 for k in range(j0, i):
                     s = t(s - t(w[i, k] * y[k, c]))
-                y[i, c] = s
+                y[i, c] = s if unit else t(s / w[i, i])
         if j1 < n:
             y[j1:] = y[j1:] - _gemm(scheme, config, w[j1:, j0:j1], y[j0:j1])
     for j0, j1 in reversed(panels):
@@ -108,6 +109,39 @@ def lu_solve(w: np.ndarray, perm: np.ndarray, b: np.ndarray, nb: int, scheme: st
         if j0 > 0:
             y[:j0] = y[:j0] - _gemm(scheme, config, w[:j0, j0:j1], y[j0:j1])
     return y
+
+
+def lu_solve(w: np.ndarray, perm: np.ndarray, b: np.ndarray, nb: int, scheme: str, config: str) -> np.ndarray:
+    return triangular_solves(w, b[perm], nb, scheme, config, unit=True)
+
+
+def lstsq(a: np.ndarray, b: np.ndarray, nb: int, scheme: str, config: str, refine: bool):
+    """``(x, corrections)`` by the normal equations, or None at a Cholesky breakdown or a
+    refinement that does not converge (the contraction test is not modelled here: callers use
+    well-conditioned A)."""
+    b2 = b.reshape(b.shape[0], -1).astype(a.dtype)
+    g = _gemm(scheme, config, a.T, a).astype(a.dtype)
+    c = _gemm(scheme, config, a.T, b2).astype(a.dtype)
+    l = cholesky(g, nb, scheme, config)
+    if l is None:
+        return None
+    w = np.tril(l) + np.triu(l.T, 1)
+    x = triangular_solves(w, c, nb, scheme, config, unit=False)
+    steps = 0
+    if refine:
+        eps = float(np.finfo(a.dtype).eps) / 2
+        norm_1, norm_inf = float(np.abs(a).sum(axis=0).max()), float(np.abs(a).sum(axis=1).max())
+        while True:
+            r = b2 - a @ x
+            s = a.T @ r
+            bound = norm_1 * (norm_inf * np.abs(x).max(axis=0) + np.abs(r).max(axis=0)) * eps * math.sqrt(a.shape[0])
+            if (np.abs(s).max(axis=0) <= bound).all():
+                break
+            if steps == 30:
+                return None
+            x = x + triangular_solves(w, s, nb, scheme, config, unit=False)
+            steps += 1
+    return x.reshape((a.shape[1],) + b.shape[1:]), steps
 
 
 def solve(a: np.ndarray, b: np.ndarray, nb: int, scheme: str, config: str, refine: bool):
