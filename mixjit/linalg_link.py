@@ -1,10 +1,10 @@
-"""Link ``mix.linalg`` sites (``np.linalg.cholesky``, ``solve``, ``inv``) of a Numba function to
-their plans.
+"""Link ``mix.linalg`` sites (``np.linalg.cholesky``, ``solve``, ``inv``, ``lstsq(...)[0]``) of a
+Numba function to their plans.
 
 A linked call ``x = np.linalg.solve(a, b)`` becomes ``x = <wrapper>(a, b, $site)``, where the
 wrapper is compiled code (``@njit``) that counts the call (the site counter and call limit the
-GEMM entry keeps, so tuning's run limits hold), logs its shape when profiling (``(n, nrhs, n)``:
-the cost model's size), reads word 0 of the site's plan row and then
+GEMM entry keeps, so tuning's run limits hold), logs its shape when profiling (``(m, nrhs, n)``,
+A being m x n: the cost model's size), reads word 0 of the site's plan row and then
 
 * ``native`` (``EXEC_NATIVE``, every site's plan before tuning): calls the same
   ``np.linalg`` function Numba compiles, in compiled code: bit for bit what ``@njit`` gives,
@@ -44,13 +44,17 @@ __all__ = ["LinalgCall", "resolve_linalg", "link_linalg_call", "linalg_wrapper",
 @dataclass(frozen=True, eq=False)
 class LinalgCall:
     """A ``mix.linalg`` site resolved to typed Numba IR: the call statement ``stmt`` (``x =
-    np.linalg.<fn>(args)``) in block ``block``."""
+    np.linalg.<fn>(args)``) in block ``block``; for ``lstsq``, ``result`` is the statement that
+    takes its solution (``x = $t[0]``) and ``dropped`` the call's other statements (the call, the
+    unpacking, the unused items), which linking removes; otherwise ``result`` is ``stmt``."""
 
     block: int
     stmt: ir.Assign
     fn: str
     args: tuple[ir.Var, ...]
     dtype: types.Float
+    result: ir.Assign
+    dropped: tuple[ir.Stmt, ...] = ()
 
     @property
     def loc(self) -> ir.Loc:
@@ -58,32 +62,44 @@ class LinalgCall:
 
     @property
     def form(self) -> str:
-        """The call as the source wrote it: ``np.linalg.solve(a, b)``."""
-        return f"np.linalg.{self.fn}({', '.join('ab'[:len(self.args)])})"
+        """The call as the source wrote it: ``np.linalg.solve(a, b)``, ``np.linalg.lstsq(a, b)[0]``."""
+        return f"np.linalg.{self.fn}({', '.join('ab'[:len(self.args)])}){'[0]' if self.fn == 'lstsq' else ''}"
 
 
 def resolve_linalg(state: TypedState, stmts: dict[str, ir.Stmt], site: Any) -> LinalgCall:
-    """The LinalgCall of a detect-linalg site, from its ``mix.stmts`` role ``call``."""
-    stmt = stmts.get(site.stmts.get("call", ""))
-    if not isinstance(stmt, ir.Assign) or not isinstance(stmt.value, ir.Expr) or stmt.value.op != "call":
-        raise LinkError(f"mixjit: linalg site {site.site} at {site.loc} names statements {site.stmts} that the "
+    """The LinalgCall of a detect-linalg site, from its ``mix.stmts`` roles ``call`` (and, for
+    ``lstsq``, ``solution`` and ``drop``)."""
+    roles = site.stmts
+    stmt = stmts.get(roles.get("call", ""))
+    result = stmts.get(roles.get("solution", roles.get("call", "")))
+    dropped = [stmts.get(i) for i in roles.get("drop", "").split(",") if i]
+    ok = isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call"
+    if not ok or not isinstance(result, ir.Assign) or any(d is None for d in dropped):
+        raise LinkError(f"mixjit: linalg site {site.site} at {site.loc} names statements {roles} that the "
                         "imported function does not have (mix.stmts and py.stmt disagree: an importer bug)")
-    return LinalgCall(int(site.stmts["call"].split(":")[0]), stmt, site.op.fn.value, tuple(stmt.value.args),
-                      state.typemap[stmt.target.name].dtype)
+    assert isinstance(stmt, ir.Assign)
+    extra = (stmt, *dropped) if result is not stmt else ()
+    return LinalgCall(int(roles["call"].split(":")[0]), stmt, site.op.fn.value, tuple(stmt.value.args),
+                      state.typemap[result.target.name].dtype, result, tuple(d for d in extra if d is not None))
 
 
 @njit
-def _enter(site, n, nrhs):
-    """Count a call of ``site`` (its call limit applies), log its shape when profiling; word 0
-    of its plan row."""
+def _enter(site, m, nrhs, n):
+    """Count a call of ``site`` (its call limit applies), log its shape ``(m, nrhs, n)`` when
+    profiling (A is m x n); word 0 of its plan row."""
     calls = _count_call(site)
     limit = _limit_load(site)
     if limit != 0 and calls >= limit:
         raise RuntimeError("mixjit linalg site passed its call limit (mixjit.entry.set_call_limits): a tuning "
                            "evaluation stopped a run making far more calls than its reference run")
     if _profile_load(0) != 0:
-        _record_shape(site, n, nrhs, n)
+        _record_shape(site, m, nrhs, n)
     return _plan_word(site, 0)
+
+
+@njit
+def _lstsq_solution(a, b):
+    return np.linalg.lstsq(a, b)[0]
 
 
 @njit
@@ -96,19 +112,21 @@ def linalg_wrapper(fn: str, out_type: types.Array):
     """The compiled wrapper of ``np.linalg.<fn>`` sites whose result has Numba type ``out_type``:
     ``(a[, b], site) -> result`` (see the module docstring)."""
     layout = out_type.layout
-    if fn == "solve":
+    if fn in ("solve", "lstsq"):
+        native2 = np.linalg.solve if fn == "solve" else _lstsq_solution
+
         @njit
-        def solve_site(a, b, site):
-            code = _enter(site, a.shape[0], b.size // max(b.shape[0], 1))
+        def two_operand_site(a, b, site):
+            code = _enter(site, a.shape[0], b.size // max(b.shape[0], 1), a.shape[1])
             if code == EXEC_NATIVE:
-                return np.linalg.solve(a, b)
+                return native2(a, b)
             if code != EXEC_LINALG:
                 _no_plan()
             with objmode(x=out_type):
-                x = run_planned("solve", a, b, site, layout)
+                x = run_planned(fn, a, b, site, layout)
             return x
 
-        return solve_site
+        return two_operand_site
     if fn not in ("cholesky", "inv"):
         raise ValueError(f"mixjit: no linalg wrapper for np.linalg.{fn}")
     native = np.linalg.cholesky if fn == "cholesky" else np.linalg.inv
@@ -116,7 +134,7 @@ def linalg_wrapper(fn: str, out_type: types.Array):
 
     @njit
     def one_operand_site(a, site):
-        code = _enter(site, a.shape[0], a.shape[0] if square_rhs else 0)
+        code = _enter(site, a.shape[0], a.shape[0] if square_rhs else 0, a.shape[0])
         if code == EXEC_NATIVE:
             return native(a)
         if code != EXEC_LINALG:
@@ -167,14 +185,22 @@ def link_linalg_call(state: TypedState, call: LinalgCall, block_symbol: str, loc
     if not any(s is call.stmt for s in block.body):
         raise LinkError(f"mixjit: the linalg call at {call.loc.short()} was already linked or rewritten since "
                         "it was found; link each LinalgCall once, right after finding it")
+    if not all(any(s is d for s in block.body) for d in (call.result, *call.dropped)):
+        raise LinkError(f"mixjit: the np.linalg.{call.fn} call at {call.loc.short()} and the statements taking its "
+                        "solution are not in one block (a linking bug)")
     loc, scope = call.stmt.loc, block.scope
     new_stmts, site_var = site_var_stmts(state, scope, loc, block_symbol, local)
-    out_type = state.typemap[call.stmt.target.name]
+    out_type = state.typemap[call.result.target.name]
     wrapper = linalg_wrapper(call.fn, out_type)
     fn_defs, new, sig = _typed_call(state, scope, loc, wrapper, [*call.args, site_var], f"linalg_{call.fn}")
     if sig.return_type != out_type:
         raise LinkError(f"mixjit: cannot link the np.linalg.{call.fn} call at {call.loc.short()}: the wrapper "
                         f"gives {sig.return_type}, the program expects {out_type}")
-    replace_value(state, call.stmt, new)
-    idx = next(i for i, s in enumerate(block.body) if s is call.stmt)
+    replace_value(state, call.result, new)
+    for gone in call.dropped:  # lstsq: the call and its unused items
+        assert isinstance(gone, ir.Assign)
+        state.calltypes.pop(gone.value, None)
+        state.func_ir._definitions[gone.target.name].remove(gone.value)
+        block.body.remove(gone)
+    idx = next(i for i, s in enumerate(block.body) if s is call.result)
     block.body[idx:idx] = new_stmts + fn_defs

@@ -85,8 +85,8 @@ REASONS: dict[str, str] = {
     "linalg-dtype": "element type is not float32 or float64 (complex and integer calls stay with LAPACK)",
     "linalg-shape": "an operand does not have the ranks the call takes (A 2-D, B 1-D or 2-D)",
     "linalg-arguments": "arguments passed by keyword, or not the number the call takes",
-    "linalg-lstsq": "np.linalg.lstsq also returns A's singular values and rank, which only an SVD computes "
-                    "(a blocked candidate would pay LAPACK's gelsd for them anyway)",
+    "linalg-lstsq": "the program uses more of np.linalg.lstsq than its solution [0] (the residuals, rank and "
+                    "singular values only LAPACK's SVD computes)",
     "linalg-scalar": "np.linalg.det and slogdet are not linalg sites yet (their results are scalars)",
 }
 """Reason code -> what it means, for every way a candidate can be rejected."""

@@ -68,13 +68,14 @@ class GemmOp(SiteOp):
         self._verify_site()
 
 
-LINALG_OPS = ("cholesky", "solve", "inv")
+LINALG_OPS = ("cholesky", "solve", "inv", "lstsq")
 """The ``np.linalg`` functions a ``mix.linalg`` site can be."""
 
 
 class LinalgOp(SiteOp):
-    """``out = np.linalg.<fn>(A[, B])`` (``fn``: ``cholesky``, ``solve`` or ``inv``): A a square
-    rank-2 array of ``dtype`` (f32 or f64), B (``solve`` only) rank 1 or 2 of ``dtype``."""
+    """``out = np.linalg.<fn>(A[, B])`` (``fn``: ``cholesky``, ``solve``, ``inv``, or ``lstsq``:
+    its solution ``np.linalg.lstsq(A, B)[0]``): A a rank-2 array of ``dtype`` (f32 or f64; square
+    but for ``lstsq``), B (``solve`` and ``lstsq`` only) rank 1 or 2 of ``dtype``."""
 
     name = "mix.linalg"
     a = operand(ArrayType)
@@ -89,8 +90,9 @@ class LinalgOp(SiteOp):
             raise VerifyError(f"fn must be one of {', '.join(LINALG_OPS)}, got '{fn}'")
         if not isinstance(dtype, FloatType):
             raise VerifyError(f"dtype must be a float type, got '{dtype}'")
-        if (self.b is not None) != (fn == "solve"):
-            raise VerifyError(f"{fn} takes {'A and B' if fn == 'solve' else 'A only'}")
+        two = fn in ("solve", "lstsq")
+        if (self.b is not None) != two:
+            raise VerifyError(f"{fn} takes {'A and B' if two else 'A only'}")
         for label, value, ranks in (("A", self.a, (2,)), ("B", self.b, (1, 2)), ("result", self.out, (1, 2))):
             if value is None:
                 continue

@@ -198,14 +198,15 @@ def linalg_candidates(fn: str, dtype: np.dtype, schemes: Sequence[str] | None,
     """The candidates of a ``np.linalg.<fn>`` site of ``dtype``: ``native`` (the LAPACK call) and a
     blocked candidate (scheme ``linalg``) per GEMM config the site's dtype would offer a GEMM site
     (:func:`site_candidates`, ``native`` left out), at the block size the cost model prices fastest
-    over ``shapes``, without refinement and (``solve``, ``inv``) with it. With ``shapes`` (the
-    profiled ``(n, nrhs, n, calls)``), a blocked candidate not modeled faster than ``native`` is
-    left out: the reference runs ``native``, so it would be slower and no more precise."""
+    over ``shapes``, without refinement and (``solve``, ``inv``, ``lstsq``) with it. With ``shapes``
+    (the profiled ``(m, nrhs, n, calls)``, A being m x n: square but for ``lstsq``), a blocked
+    candidate not modeled faster than ``native`` is left out: the reference runs ``native``, so it
+    would be slower and no more precise."""
     from mixjit.runtime.linalg.config import BLOCK_SIZES, LAPACK, LinalgConfig
     from mixjit.runtime.linalg.cost import modeled_linalg_time
 
     def modeled(config: LinalgConfig | str) -> float:
-        return sum(calls * modeled_linalg_time(fn, n, nrhs, config, dtype, target) for n, nrhs, _, calls in shapes)
+        return sum(calls * modeled_linalg_time(fn, n, nrhs, config, dtype, target, rows=m) for m, nrhs, n, calls in shapes)
 
     native = linalg_native_plan()
     out = [Candidate(native.scheme, native.config, modeled(LAPACK))]

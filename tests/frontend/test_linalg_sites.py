@@ -143,6 +143,31 @@ def test_an_fp64_budget_picks_the_refined_candidate_where_it_is_modeled_faster_t
     assert np.abs(x - ref).max() <= 1e-10 * np.abs(ref).max()
 
 
+def test_lstsq_solutions_are_sites_that_run_native_bit_for_bit_and_tune_to_refined_normal_equations():
+    """``lstsq(...)[0]`` and an unpacked lstsq whose other items are unused are sites; untuned they
+    are gelsd's solution, bit for bit @njit's. On a Jetson AGX Orin (weak FP64), a 1000 x 200 fit
+    is modeled faster by FP32-class refined normal equations than by gelsd, so an FP64-class budget
+    must pick them, and the solution must be FP64-class."""
+    @mixjit(tune="never", schemes=("mixpert",))
+    def fit(a, y):
+        x = np.linalg.lstsq(a, y)[0]
+        z, res, rank, sv = np.linalg.lstsq(a, 2 * y)
+        return x + z
+
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((1000, 200))
+    y = a @ rng.standard_normal(200) + 1e-2 * rng.standard_normal(1000)
+    ref = njit(fit.py_func)(a, y)
+    out = fit(a, y)
+    assert [s.form for s in fit.sites] == ["np.linalg.lstsq(a, b)[0]"] * 2
+    assert out.tobytes() == ref.tobytes()
+    result = fit.tune(a, y, budget=1e-10, target="jetson-agx-orin", workers=1, reuse=False)
+    plans = [s.plan for s in fit.sites]
+    assert all(p.scheme == "linalg" and p.config.endswith("refine=on") for p in plans), plans
+    assert result.plan.within_budget and result.plan.modeled_time_s < result.plan.native_modeled_time_s
+    assert np.abs(fit(a, y) - ref).max() <= 1e-10 * np.abs(ref).max()
+
+
 def test_a_saved_plan_of_linalg_sites_loads_into_a_fresh_function_and_bad_ones_are_refused(tmp_path):
     import json
 

@@ -51,7 +51,8 @@ def test_rerunning_detect_linalg_keeps_the_ids():
 
 
 @pytest.mark.parametrize("fn, operands, message", [
-    ("qr", "%a", "fn must be one of cholesky, solve, inv"),
+    ("qr", "%a", "fn must be one of cholesky, solve, inv, lstsq"),
+    ("lstsq", "%a", "lstsq takes A and B"),
     ("solve", "%a", "solve takes A and B"),
     ("inv", "%a, %a", "inv takes A only"),
 ])
@@ -68,14 +69,36 @@ def test_the_verifier_rejects_malformed_linalg_ops(fn, operands, message):
 
 def _left(a, b):
     x, res, rank, sv = np.linalg.lstsq(a, b)
-    return x, np.linalg.det(a), np.linalg.slogdet(a)
+    return x, rank, np.linalg.det(a), np.linalg.slogdet(a), np.linalg.lstsq(a, b, -1.0)[0]
 
 
-def test_lstsq_det_and_slogdet_stay_with_lapack_and_say_why():
+def test_lstsq_using_more_than_its_solution_det_and_slogdet_stay_with_lapack_and_say_why():
     module = _module(_left, np.eye(3), np.ones((3, 2)))
     emitted = PassManager([DetectGemm(), DetectLinalg()]).run(module)
     report = detection_report(module)
     assert not report.linalg_sites
-    assert sorted(r.reason for r in report.rejected) == ["linalg-lstsq", "linalg-scalar", "linalg-scalar"]
+    assert sorted(r.reason for r in report.rejected) == ["linalg-arguments", "linalg-lstsq", "linalg-scalar",
+                                                         "linalg-scalar"]
     assert all(d.message.startswith("linalg call left to numba: ") for d in emitted)
-    assert any("singular values and rank" in d.message for d in emitted)
+    assert any("residuals, rank and singular values" in d.message for d in emitted)
+
+
+def _solutions(a, b):
+    x = np.linalg.lstsq(a, b)[0]
+    y, res, rank, sv = np.linalg.lstsq(a, b)
+    return x + y
+
+
+def test_lstsq_whose_solution_alone_is_used_becomes_a_site_and_its_tuple_goes():
+    module = _module(_solutions, np.ones((5, 3)), np.ones(5))
+    PassManager([DetectGemm(), DetectLinalg()]).run(module)
+    report = detection_report(module)
+    assert [(s.site, s.op.fn.value) for s in report.linalg_sites] == [(0, "lstsq"), (1, "lstsq")]
+    indexed, unpacked = (s.stmts for s in report.linalg_sites)
+    assert indexed.keys() == {"call", "solution"}  # x = lstsq(a, b)[0]: nothing else to drop
+    assert unpacked.keys() == {"call", "solution", "drop"} and len(unpacked["drop"].split(",")) == 4
+    names = {op.name for op in module.walk()}
+    assert "py.static_getitem" not in names and "py.exhaust_iter" not in names
+    assert not any(op.name == "py.call" and "lstsq" in str(op.attributes) for op in module.walk())
+    site = report.linalg_sites[0].op
+    assert str(site.out.type) == "!py.array<f64, 1, C>" and str(site.a.type) == "!py.array<f64, 2, C>"
