@@ -108,7 +108,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("ozaki2", ("ozaki2",), (f"{_R}.schemes.ozaki2",), _BOTH, 8,
            kernels=("ozaki2",), cuda_desc=f"{_R}.ozaki2.cuda.desc:Ozaki2Desc",
            defaults={"tuning": {_F64: {"ozaki2": 1}}}),
-    Family("dfp", ("dfp",), (f"{_R}.schemes.dfp",), _BOTH, 9, carries_chains=True),
+    Family("dfp", ("dfp",), (f"{_R}.schemes.dfp",), _BOTH, 9, carries_chains=True,
+           kernels=("dfp",), cuda_desc=f"{_R}.dfp.cuda.desc:DfpDesc"),
     Family("vitbit", ("vitbit",), (f"{_R}.schemes.vitbit",), _BOTH, 10,
            kernels=("vitbit",), cuda_desc=f"{_R}.vitbit.cuda.desc:VitbitDesc"),
     # complex64/complex128 products as real products under any family's scheme: its sites run

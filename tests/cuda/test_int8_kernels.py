@@ -1,5 +1,6 @@
 """The int8 scheme's kernels: the CPU model (runtime/int8/cuda/fragments.py) bit-exact against the
-CPU executor, the desc's refusals, and the builds for sm_80 and sm_90 (the IMMA main loop, no spills).
+CPU executor, the desc's refusals, and the builds for every arch (the IMMA main loop, no spills; dfp's
+kernels too).
 The GPU runs are tests/gpu/test_gpu_launch.py's exact-kernel tests; the launch ABI is
 tests/gpu/test_gpu_launch_abi.py's."""
 
@@ -86,10 +87,12 @@ def _tools() -> str:
 
 
 @pytest.mark.skipif(bool(_tools()), reason=_tools() or "tools found")
+@pytest.mark.parametrize("scheme, config", [("int8", ""), ("dfp", "bits=8,block=1")])
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("arch", ARCHS)
-def test_builds_with_the_imma_main_loop_and_no_spills(cubin, sass, usage, arch, dtype):
-    desc = kernel_desc("int8", "", dtype, arch=arch)
+def test_builds_with_the_imma_main_loop_and_no_spills(cubin, sass, usage, arch, dtype, scheme, config):
+    """int8 and dfp (tests/cuda/test_dfp_kernels.py): their quantizers around int8_gemm.cu."""
+    desc = kernel_desc(scheme, config, dtype, arch=arch)
     path = cubin(desc)
     text, resources = sass(path), usage(path)
     assert set(desc.entry_points) <= set(text) and set(desc.entry_points) <= set(resources)
@@ -98,5 +101,5 @@ def test_builds_with_the_imma_main_loop_and_no_spills(cubin, sass, usage, arch, 
     assert ops[opcode] >= count and ops["FFMA"] == 0, ops.most_common(12)
     assert not any(r.spills for r in resources.values())
     if arch == "sm_80":
-        gemm = desc.launches(100, 70, 90)[2]
+        gemm = next(launch for launch in desc.launches(100, 70, 90) if launch.entry == "int8_gemm")
         assert resources[gemm.entry].shared_bytes == gemm.shared_bytes

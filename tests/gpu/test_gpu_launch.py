@@ -51,7 +51,7 @@ def test_without_a_device_the_cpu_executor_runs_and_says_why():
 def test_a_scheme_without_kernels_or_a_config_without_one_says_why():
     backend = CudaBackend()
     assert backend.why_not("native", "") == ("scheme 'native' has no CUDA kernel (schemes with kernels: bf16xn, "
-                                             "complex, int8, mixpert, mixpert-fp64, ozaki2, split, tf32x3, vitbit)")
+                                             "complex, dfp, int8, mixpert, mixpert-fp64, ozaki2, split, tf32x3, vitbit)")
     assert "tile k=48 is not a multiple of the MMA k=32" in backend.why_not("mixpert", "level=IV,tile=16x48x8")
     assert "mode=accurate: the accurate mode's bound GEMM is not on the GPU" in backend.why_not("ozaki2",
                                                                                                  "mode=accurate")
@@ -174,7 +174,7 @@ def _inputs(kind: str, m: int, k: int, n: int, dtype: np.dtype, seed: int) -> tu
 
 SHAPES = [(64, 32, 32), (37, 70, 45), (1, 1, 1), (17, 33, 9), (513, 1000, 257), (4096, 64, 16)]
 #: kernels whose arithmetic is integer-exact: bit-equal to the CPU executor
-EXACT = ("int8", "mixpert", "mixpert-fp64", "ozaki2", "vitbit")
+EXACT = ("dfp", "int8", "mixpert", "mixpert-fp64", "ozaki2", "vitbit")
 #: kernels with the tensor core's FP32 accumulator (not bit-specified): within docs/cuda.md's bound
 ACCUMULATED = ("tf32x3", "bf16xn", "split")
 #: complex GEMMs composed of the kernels above: bit-equal where the real kernels are (tests/gpu/test_gpu_complex.py)

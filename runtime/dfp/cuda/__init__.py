@@ -1,0 +1,1 @@
+"""The dfp scheme's CUDA kernels: desc, CPU model, launcher."""

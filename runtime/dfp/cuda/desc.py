@@ -1,0 +1,141 @@
+"""The dfp scheme's kernel desc: :class:`DfpDesc` (each operand's row maxima, the shared exponent
+of each block of rows, the quantization to INT8 mantissas, the INT8 GEMM of int8_gemm.cu with its
+raw INT32 sums, and the exact rescaling rounded once). Pure Python (the ``emit-cuda`` pass imports
+it); the label is read by :func:`parse_dfp_label`, a test checks it against the scheme's.
+
+Served: mantissas of at most 8 bits (one INT8 plane per operand: ``|q| <= 2^(bits-1) - 1 <= 127``),
+``out=fp32``, no carried operands. ``bits`` above 8 would need each mantissa as two byte pieces
+(a signed high and an unsigned low byte, ``.u8`` MMAs), ``out=dfp`` a second pass over the
+result for its maximum, carries the producing site's exponent: those configs keep the CPU
+executor, and the desc says why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from mixjit.runtime.cuda.desc import (
+    MMA_M,
+    MMA_N,
+    KernelSpec,
+    Launch,
+    TileDescription,
+    UnsupportedConfig,
+    cdiv,
+    split_tiling,
+)
+from mixjit.runtime.ozaki2.cuda.desc import Ozaki2Desc
+
+__all__ = ["DfpDesc", "parse_dfp_label", "max_k", "REDUCE_THREADS", "MAX_KERNEL_BITS"]
+
+#: threads of one CTA that reduces or quantizes a row of op(A) / column of op(B)
+REDUCE_THREADS = 256
+#: the widest mantissa one INT8 plane holds
+MAX_KERNEL_BITS = 8
+
+
+def max_k(bits: int) -> int:
+    """The longest K whose INT32 sums of ``bits``-wide mantissa products are exact:
+    ``K·(2^(bits-1) - 1)² < 2^31``."""
+    q = (1 << (bits - 1)) - 1
+    return (2**31 - 1) // (q * q)
+
+
+def parse_dfp_label(label: str) -> tuple[int, int, str, int, int]:
+    """(bits, rows per exponent block (0: the tensor), out, carry_a, carry_b) of a dfp label
+    (``bits=8,block=1,out=fp32``; omitted fields take the scheme's defaults); ValueError names a
+    bad part."""
+    fields = {"bits": "16", "block": "1", "out": "fp32", "carry_a": "0", "carry_b": "0"}
+    for part in filter(None, (p.strip() for p in label.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or key not in fields:
+            raise ValueError(f"dfp: bad config part {part!r} in {label!r}; fields are {', '.join(fields)}")
+        fields[key] = value
+    try:
+        bits, carry_a, carry_b = int(fields["bits"]), int(fields["carry_a"]), int(fields["carry_b"])
+        block = 0 if fields["block"] == "tensor" else int(fields["block"])
+    except ValueError:
+        raise ValueError(f"dfp: bad config {label!r}: bits, block (or 'tensor') and carries are integers") from None
+    return bits, block, fields["out"], carry_a, carry_b
+
+
+@dataclass(frozen=True)
+class DfpDesc(KernelSpec):
+    """One dfp kernel specialisation (``bits`` <= 8): row maxima, block exponents, quantizers, the
+    INT8 GEMM (int8_gemm.cu, one batch, raw INT32 sums), the rescaling epilogue. The block of rows
+    sharing an exponent is a launch argument, so every ``block`` shares one cubin per width."""
+
+    scheme: str
+    config: str
+    dtype: str
+    bits: int = 8
+    block_rows: int = 1
+    out: str = "fp32"
+    carry_a: int = 0
+    carry_b: int = 0
+    tiling: TileDescription = TileDescription(block=(128, 64), warps=(2, 2))
+
+    templates: ClassVar[tuple[str, ...]] = ("common.cuh", "imma.cuh", "dfp_quant.cu", "int8_gemm.cu")
+    entry_points: ClassVar[tuple[str, ...]] = ("dfp_amax_a", "dfp_amax_b", "dfp_exponents", "dfp_quantize_a",
+                                               "dfp_quantize_b", "int8_gemm", "dfp_rescale")
+
+    @staticmethod
+    def for_config(scheme: str, config: str, dtype: str = "f32", **kw: Any) -> "DfpDesc":
+        if scheme != "dfp":
+            raise UnsupportedConfig(f"cuda: DfpDesc is the dfp desc, not {scheme!r}")
+        bits, block_rows, out, carry_a, carry_b = parse_dfp_label(config)
+        tiling, kw = split_tiling(DfpDesc.tiling, kw)
+        return DfpDesc(scheme=scheme, config=config, dtype=dtype, bits=bits, block_rows=block_rows, out=out,
+                       carry_a=carry_a, carry_b=carry_b, tiling=tiling, **kw)
+
+    #: int8_gemm.cu's geometry, which ozaki2's desc describes (one plane per batch; dfp: one batch)
+    shared_bytes = Ozaki2Desc.shared_bytes
+    padded = Ozaki2Desc.padded
+
+    def problems(self) -> list[str]:
+        out = [] if self.scheme == "dfp" else [f"scheme {self.scheme!r} is not 'dfp'"]
+        out += self.common_problems(MMA_M, MMA_N)
+        if not 2 <= self.bits <= MAX_KERNEL_BITS:
+            out.append(f"bits={self.bits}: one INT8 plane holds mantissas of 2..{MAX_KERNEL_BITS} bits (wider ones "
+                       "would need two byte pieces and .u8 MMAs; not built)")
+        if self.block_rows < 0:
+            out.append(f"block={self.block_rows}: a number of rows >= 1, or 'tensor'")
+        if self.out != "fp32":
+            out.append(f"out={self.out}: the kernels round the product to fp32 (a dfp output needs the result's "
+                       "maximum first; not built)")
+        if self.carry_a or self.carry_b:
+            out.append("carried operands (carry_a, carry_b): the kernels quantize both operands themselves")
+        if self.alpha_beta != "product":
+            out.append("alpha_beta='update': the kernels write the product only")
+        return out
+
+    def blocks(self, rows: int) -> int:
+        """Exponent blocks of an operand with ``rows`` rows (of op(A), or columns of op(B))."""
+        return 1 if self.block_rows == 0 else max(cdiv(rows, self.block_rows), 1)
+
+    def rows_per_block(self, rows: int) -> int:
+        """Rows sharing one exponent: ``block_rows``, or every row (``block=tensor``)."""
+        return max(rows, 1) if self.block_rows == 0 else self.block_rows
+
+    def launches(self, m: int, n: int, k: int) -> tuple[Launch, ...]:
+        """row maxima of A and B (a CTA per row), A's and B's block exponents (a CTA per block),
+        the quantizers (a CTA per padded row), the INT8 GEMM, the rescaling. ValueError for K
+        beyond exact INT32 sums."""
+        if k > max_k(self.bits):
+            raise ValueError(f"cuda dfp: K={k} > {max_k(self.bits)}: the INT32 sums of {self.bits}-bit mantissas could "
+                             "overflow; use the CPU executor")
+        m_pad, n_pad, _ = self.padded(m, n, k)
+        t = (REDUCE_THREADS, 1, 1)
+        return (Launch("dfp_amax_a", (m, 1, 1), t), Launch("dfp_amax_b", (n, 1, 1), t),
+                Launch("dfp_exponents", (self.blocks(m), 1, 1), t), Launch("dfp_exponents", (self.blocks(n), 1, 1), t),
+                Launch("dfp_quantize_a", (m_pad, 1, 1), t), Launch("dfp_quantize_b", (n_pad, 1, 1), t),
+                Launch("int8_gemm", (n_pad // self.block[1], m_pad // self.block[0], 1), (self.threads, 1, 1),
+                       self.shared_bytes),
+                Launch("dfp_rescale", (cdiv(n, 32), cdiv(m, 8), 1), (32, 8, 1)))
+
+    def main_loop_mma(self) -> tuple[str, str, int]:
+        return "int8_gemm", "IMMA.16832.S8.S8", self.imma_per_chunk
+
+    def template_params(self) -> dict[str, Any]:
+        return {**self.layout_params(), "kReduceThreads": REDUCE_THREADS, "kMagnitudeBits": self.bits - 1,
+                "kEpilogueModulus": False, "kNumModuli": 1, "kModuli": (1,)}
