@@ -4,20 +4,24 @@
 with status 2, measuring nothing; without cuBLAS (cupy, the nvidia-cublas wheel, or a CUDA
 toolkit's libcublas) it exits with status 3.
 
-For square and tall-skinny m×k×n shapes, float32 operands uniform in [-1, 1] (a fixed seed),
-each row's device time per GEMM (CUDA events around ``--repeats`` runs after one warm-up run,
-operands already on the device: MixPert's packing kernels are timed, the uploads are not), its
-speedup over cuBLAS SGEMM, and its relative Frobenius error against the FP64 product of the
-same inputs (paper Eq. 10, computed on the host). Rows: cuBLAS SGEMM (FP32, no TF32: cuBLAS's
-default math mode), cuBLAS DGEMM on the operands converted to float64, then every config of
-every scheme with a CUDA kernel (``mixjit.runtime.cuda.launch.kernel_schemes``). A row whose
-kernels hand the GEMM back (docs/cuda.md) is marked so instead of timed.
+For square and tall-skinny m×k×n shapes and each operand dtype (``--dtypes``: float32, float64),
+operands uniform in [-1, 1] (a fixed seed), each row's device time per GEMM (CUDA events around
+``--repeats`` runs after one warm-up run, operands already on the device: the packing kernels are
+timed, the uploads are not), its speedup over the dtype's cuBLAS GEMM (SGEMM, DGEMM), and its
+relative Frobenius error against an exact product (paper Eq. 10, on the host: the FP64 product
+of float32 operands; for float64 operands the double-double GEMM of tools/accuracy_reference.py).
+Rows per dtype: the cuBLAS baseline (SGEMM without TF32, cuBLAS's default math mode, beside
+DGEMM on the operands converted to float64; DGEMM), then every config of every scheme with a
+CUDA kernel for that dtype (``mixjit.runtime.cuda.launch.kernel_schemes``): for float64 the
+default FP64 scheme mixpert-fp64, ozaki2, and the FP32-class schemes on float64 operands. A row
+whose kernels hand the GEMM back (docs/cuda.md) is marked so instead of timed.
 
 The table has the accuracy table's form (tools/accuracy.py): a provenance header, then one
 Markdown table per measure, a row per scheme/config, a column per shape.
 
 Usage:
-    python tools/bench_cuda.py [--quick] [--shapes MxKxN ...] [--repeats R] [--json PATH] [--write-docs]
+    python tools/bench_cuda.py [--quick] [--shapes MxKxN ...] [--dtypes float32 float64] [--repeats R]
+                               [--json PATH] [--write-docs]
 
 ``--write-docs`` replaces the generated section of docs/cuda_launch.md (full runs only).
 """
@@ -44,6 +48,9 @@ SQUARE = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 819
 TALL_SKINNY = ((65536, 1024, 64), (32768, 4096, 128), (16384, 16384, 256))
 QUICK = ((256, 256, 256), (1024, 1024, 1024), (8192, 256, 64))
 EXIT_NO_DEVICE, EXIT_NO_CUBLAS = 2, 3
+DTYPES = ("float32", "float64")
+#: each dtype's cuBLAS baseline row: the speedup column's denominator
+BASELINE = {"float32": "float32:sgemm", "float64": "float64:dgemm"}
 
 
 #: the host work a launcher does outside the timed kernels (docs/cuda_launch.md)
@@ -53,11 +60,13 @@ HOST_STEPS = {"ozaki2": "the shifts before and the CRT reconstruction after (CPU
 
 @dataclass(frozen=True)
 class Row:
-    """One benchmark row: its record key, what the table calls it (cuBLAS, or the scheme's name) and its config."""
+    """One benchmark row: its record key (``<dtype>:<scheme or cuBLAS routine>[:<config>]``), what the
+    table calls it (cuBLAS, or the scheme's name), its config and its operands' dtype."""
 
     key: str
     label: str
     config: str
+    dtype: str = "float32"
 
 
 def shape_text(shape: tuple[int, int, int]) -> str:
@@ -161,38 +170,59 @@ def find_cublas(dev: Any) -> Any:
 
 # -- the measurements ---------------------------------------------------------------------------
 
-def kernel_rows() -> list[Row]:
-    from mixjit.runtime.cuda.device import probe
+def kernel_rows(dtype: str, target: str) -> list[Row]:
+    """Every config of every scheme whose kernels take ``dtype`` operands on ``target``."""
     from mixjit.runtime.cuda.launch import kernel_schemes, launcher_for
     from mixjit.runtime.schemes import get_scheme
 
     rows = []
+    dt = np.dtype(dtype)
     for name in kernel_schemes():
-        if np.dtype(np.float32) not in get_scheme(name).dtypes:
+        if dt not in get_scheme(name).dtypes:
             continue  # complex: its real kernels are rows already (complex operands are not measured here)
-        for cfg in get_scheme(name).configs(np.float32):
-            if not launcher_for(name).why_not(cfg.label, np.dtype(np.float32), probe().target):
-                rows.append(Row(f"{name}:{cfg.label}", name, cfg.label))
+        for cfg in get_scheme(name).configs(dt):
+            if not launcher_for(name).why_not(cfg.label, dt, target):
+                rows.append(Row(f"{dtype}:{name}:{cfg.label}", name, cfg.label, dtype))
     return rows
 
 
-def measure(shapes: list[tuple[int, int, int]], repeats: int, seed: int, blas: Any, dev: Any) -> tuple[list[Row], list[dict]]:
+def baseline_rows(dtype: str) -> list[Row]:
+    """The cuBLAS rows of ``dtype`` (float32: SGEMM, then DGEMM on the converted operands)."""
+    if dtype == "float32":
+        return [Row("float32:sgemm", "cuBLAS SGEMM", "fp32"), Row("float32:dgemm", "cuBLAS DGEMM", "fp64 operands")]
+    return [Row("float64:dgemm", "cuBLAS DGEMM", "fp64", "float64")]
+
+
+def exact_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The error's yardstick: the FP64 product of float32 operands (exact to far below FP32 errors);
+    for float64 operands the double-double GEMM (tools/accuracy_reference.py)."""
+    if a.dtype == np.float32:
+        return a.astype(np.float64) @ b.astype(np.float64)
+    from accuracy_reference import dd_gemm
+
+    return dd_gemm(a, b)[0]
+
+
+def measure(shapes: list[tuple[int, int, int]], repeats: int, seed: int, blas: Any, dev: Any,
+            dtypes: tuple[str, ...] = DTYPES) -> tuple[list[Row], list[dict]]:
     """Every row on every shape: records of (row key, shape, ms or None, error, note)."""
     from mixjit.runtime.cuda.launch import HandBack, launcher_for
 
-    rows = [Row("sgemm", "cuBLAS SGEMM", "fp32"), Row("dgemm", "cuBLAS DGEMM", "fp64 operands"), *kernel_rows()]
+    rows = [r for dtype in dtypes for r in (*baseline_rows(dtype), *kernel_rows(dtype, dev.status.target))]
     records = []
     for shape in shapes:
         m, k, n = shape
         rng = np.random.default_rng([seed, m, k, n])
-        a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-        b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
-        ref = a.astype(np.float64) @ b.astype(np.float64)
+        a64, b64 = rng.uniform(-1, 1, (m, k)), rng.uniform(-1, 1, (k, n))
+        operands = {d: (a64.astype(d), b64.astype(d)) for d in dtypes}
+        refs = {d: exact_product(*operands[d]) for d in dtypes}
         for row in rows:
             progress(f"bench_cuda: {row.key} at {shape_text(shape)}")
             note, ms, c = "", None, None
-            if row.key in ("sgemm", "dgemm"):
-                x, y = (a, b) if row.key == "sgemm" else (a.astype(np.float64), b.astype(np.float64))
+            a, b = operands[row.dtype]
+            ref = refs[row.dtype]
+            if row.label.startswith("cuBLAS"):
+                x, y = (a, b) if row.label == "cuBLAS SGEMM" else (a.astype(np.float64), b.astype(np.float64))
                 ms, c = blas.gemm(x, y, repeats)
             else:
                 launcher = launcher_for(row.label)
@@ -216,11 +246,11 @@ def measure(shapes: list[tuple[int, int, int]], repeats: int, seed: int, blas: A
 
 
 def render(rows: list[Row], records: list[dict], shapes: list[tuple[int, int, int]], header: list[str]) -> str:
-    """The two tables (time and speedup over SGEMM; error), as Markdown."""
+    """Per dtype, the two tables (time and speedup over the dtype's cuBLAS GEMM; error), as Markdown."""
     at = {(r["row"], tuple(r["shape"])): r for r in records}
 
     def time_cell(row: Row, shape: tuple[int, int, int]) -> str:
-        rec, base = at.get((row.key, shape)), at.get(("sgemm", shape))
+        rec, base = at.get((row.key, shape)), at.get((BASELINE[row.dtype], shape))
         if rec is None or rec["ms"] is None:
             return rec["note"] if rec else "-"
         speedup = base["ms"] / rec["ms"] if base and base["ms"] else None
@@ -231,13 +261,18 @@ def render(rows: list[Row], records: list[dict], shapes: list[tuple[int, int, in
         return fmt_sci(rec["error"]) if rec else "-"
 
     cols = ["row", "config", *(shape_text(s) for s in shapes)]
-    out = [*header, "", "### Device time per GEMM (speedup over cuBLAS SGEMM), measured", ""]
-    out += markdown_table(cols, [[r.label, r.config, *(time_cell(r, s) for s in shapes)] for r in rows])
-    untimed = [f"{name}: {what}" for name, what in HOST_STEPS.items() if any(r.label == name for r in rows)]
-    if untimed:
-        out += ["", "Device time only; these host steps are not in it: " + "; ".join(untimed) + "."]
-    out += ["", "### Relative Frobenius error against the FP64 product (paper Eq. 10)", ""]
-    out += markdown_table(cols, [[r.label, r.config, *(error_cell(r, s) for s in shapes)] for r in rows])
+    out = list(header)
+    for dtype in [d for d in DTYPES if any(r.dtype == d for r in rows)]:
+        mine = [r for r in rows if r.dtype == dtype]
+        base = "SGEMM" if dtype == "float32" else "DGEMM"
+        yardstick = "the FP64 product" if dtype == "float32" else "the double-double product"
+        out += ["", f"### {dtype} operands: device time per GEMM (speedup over cuBLAS {base}), measured", ""]
+        out += markdown_table(cols, [[r.label, r.config, *(time_cell(r, s) for s in shapes)] for r in mine])
+        untimed = [f"{name}: {what}" for name, what in HOST_STEPS.items() if any(r.label == name for r in mine)]
+        if untimed:
+            out += ["", "Device time only; these host steps are not in it: " + "; ".join(untimed) + "."]
+        out += ["", f"### {dtype} operands: relative Frobenius error against {yardstick} (paper Eq. 10)", ""]
+        out += markdown_table(cols, [[r.label, r.config, *(error_cell(r, s) for s in shapes)] for r in mine])
     return "\n".join(out) + "\n"
 
 
@@ -246,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help=f"small shapes {[shape_text(s) for s in QUICK]}")
     p.add_argument("--shapes", type=parse_shape, nargs="+", metavar="MxKxN",
                    help="shapes (default: squares 1024..8192 and tall-skinny shapes)")
+    p.add_argument("--dtypes", nargs="+", choices=DTYPES, default=list(DTYPES), help="operand dtypes (default: both)")
     p.add_argument("--repeats", type=int, default=10, help="timed runs per row and shape (after one warm-up)")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED)
     p.add_argument("--json", type=pathlib.Path, help="also write every record as JSON here")
@@ -269,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
               "(`pip install nvidia-cublas`). Nothing was measured.", file=sys.stderr)
         return EXIT_NO_CUBLAS
     shapes = list(args.shapes or (QUICK if args.quick else SQUARE + TALL_SKINNY))
-    rows, records = measure(shapes, args.repeats, args.seed, blas, dev)
+    rows, records = measure(shapes, args.repeats, args.seed, blas, dev, tuple(args.dtypes))
     header = provenance(["python", "tools/bench_cuda.py", *sys.argv[1:]], args.seed)
     header.append(f"- device: {status.name} ({status.arch}), cuBLAS through {blas.name}, {args.repeats} timed runs")
     text = render(rows, records, shapes, header)
