@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["a_element", "b_element", "c_element", "mma_m16n8k32", "round_to_f32", "round_to_float", "axpby", "u32", "A_LOADS",
-           "B_LOADS", "LANES"]
+           "B_LOADS", "LANES", "rn16_bits", "SIGMA_TOP"]
 
 #: the kernel's fragment loads from shared memory (mixpert_gemm.cu, and the other INT8 GEMMs):
 #: register j of a lane's A fragment is the 32-bit word at [row + A_LOADS[j][0]][A_LOADS[j][1] + 4t]
@@ -130,3 +130,19 @@ def axpby(p: np.float32, alpha: float, beta: float, c: np.floating | None, dtype
     with np.errstate(all="ignore"):
         value = t(alpha) * t(p)
         return value if beta == 0.0 else value + t(beta) * t(c)
+
+
+# -- FP16 range scaling (split, fp16x2: common.cuh) ---------------------------------------------
+#: the shift of a row whose largest element is in float32's top binade
+SIGMA_TOP = 14 - 127
+_FP16_SUB_MAGIC = 402653184.0  # 1.5 * 2^28
+
+
+def rn16_bits(y: np.ndarray, top: np.ndarray) -> np.ndarray:
+    """common.cuh rn16_bits on float64 values (|y| < 2^15): the FP16 bit patterns, ties to even, FP16
+    subnormals; ``top``: the top-binade rule (a hi rounding up to 2^15 is truncated to 2^15 - 2^4)."""
+    u = y.view(np.uint64)
+    wide = (u + np.uint64(0x1FFFFFFFFFF) + ((u >> np.uint64(42)) & np.uint64(1))) & ~np.uint64(0x3FFFFFFFFFF)
+    h = np.where(np.abs(y) >= 2.0 ** -14, wide.view(np.float64), (y + _FP16_SUB_MAGIC) - _FP16_SUB_MAGIC)
+    h = np.where(top & (np.abs(h) == 32768.0), np.copysign(32752.0, h), h)
+    return h.astype(np.float16).view(np.uint16)  # exact: h is an FP16 value

@@ -20,6 +20,25 @@ constexpr u32 kStatusSpan = 4u;          // mixpert: exponent span too wide for 
 constexpr u32 kStatusPartOverflow = 8u;  // tf32x3/bf16xN: a leading part rounds to inf (part overflow)
 constexpr u32 kStatusTinyPart = 16u;     // tf32x3/bf16xN: a part below 2^-126 (float32's subnormal grid)
 
+// FP16 range scaling (split, fp16x2): a row's shift sigma = 14 - floor(log2 amax); kSigmaTop is
+// the sigma of a row whose largest element is in float32's top binade.
+constexpr int kSigmaTop = 14 - 127;  // sigma of a row whose largest element is in float32's top binade
+
+// RN16 of a double |y| < 2^15 (ties to even, FP16 subnormals), as the binary16 bit pattern.
+__device__ __forceinline__ u16 rn16_bits(double y, bool top) {
+    double h;
+    if (fabs(y) >= 0x1p-14) {  // keep 11 significant bits: round the float64 pattern at bit 42
+        const u64 u = (u64)__double_as_longlong(y);
+        h = __longlong_as_double((long long)((u + 0x1FFFFFFFFFFull + ((u >> 42) & 1)) & ~0x3FFFFFFFFFFull));
+    } else {  // FP16's subnormal grid 2^-24
+        h = __dsub_rn(__dadd_rn(y, 402653184.0), 402653184.0);
+    }
+    if (top && fabs(h) == 32768.0) h = copysign(32752.0, h);
+    unsigned short bits;
+    asm("cvt.rn.f16.f64 %0, %1;" : "=h"(bits) : "d"(h));  // exact: h is an FP16 value
+    return bits;
+}
+
 // Part formats of the float MMA kernels (kFormat).
 constexpr int kFormatTf32 = 0, kFormatBf16 = 1, kFormatF16 = 2;
 

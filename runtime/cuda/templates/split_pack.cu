@@ -9,23 +9,6 @@
 
 namespace split {
 
-constexpr int kSigmaTop = 14 - 127;  // sigma of a row whose largest element is in float32's top binade
-
-// RN16 of a double |y| < 2^15 (ties to even, FP16 subnormals), as the binary16 bit pattern.
-__device__ __forceinline__ u16 rn16_bits(double y, bool top) {
-    double h;
-    if (fabs(y) >= 0x1p-14) {  // keep 11 significant bits: round the float64 pattern at bit 42
-        const u64 u = (u64)__double_as_longlong(y);
-        h = __longlong_as_double((long long)((u + 0x1FFFFFFFFFFull + ((u >> 42) & 1)) & ~0x3FFFFFFFFFFull));
-    } else {  // FP16's subnormal grid 2^-24
-        h = __dsub_rn(__dadd_rn(y, 402653184.0), 402653184.0);
-    }
-    if (top && fabs(h) == 32768.0) h = copysign(32752.0, h);
-    unsigned short bits;
-    asm("cvt.rn.f16.f64 %0, %1;" : "=h"(bits) : "d"(h));  // exact: h is an FP16 value
-    return bits;
-}
-
 template <bool kIsB>
 __device__ __forceinline__ void pack_split(const InT* __restrict__ x, i64 ld, int rows, const int* __restrict__ cols_i,
                                            int k_i, int ki_pad, const int* __restrict__ cols_f, int k_f, int kf_pad,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mixjit.runtime.cuda.fragments import axpby, round_to_f32
+from mixjit.runtime.cuda.fragments import SIGMA_TOP, axpby, rn16_bits, round_to_f32
 from mixjit.runtime.multiterm.cuda.fragments import EXACT_SCALE, gemm_planes
 from mixjit.runtime.numerics.executor_common import row_form
 from mixjit.runtime.ozaki2.cuda.fragments import int8_gemm
@@ -27,8 +27,6 @@ from mixjit.runtime.split.cuda.desc import SplitDesc
 __all__ = ["HostPlan", "host_plan", "pack_split", "run_split", "STATUS_NONFINITE"]
 
 STATUS_NONFINITE = 1
-SIGMA_TOP = 14 - 127
-_FP16_SUB_MAGIC = 402653184.0  # 1.5 * 2^28
 
 
 @dataclass
@@ -65,15 +63,6 @@ def host_plan(a: np.ndarray, b: np.ndarray, config_words: np.ndarray) -> HostPla
     return HostPlan(cols_i, cols_f, scale_a, scale_b, sigma_a, sigma_b)
 
 
-def _rn16(y: np.ndarray, top: np.ndarray) -> np.ndarray:
-    """split_pack.cu rn16_bits on float64 values: the FP16 bit patterns."""
-    u = y.view(np.uint64)
-    wide = (u + np.uint64(0x1FFFFFFFFFF) + ((u >> np.uint64(42)) & np.uint64(1))) & ~np.uint64(0x3FFFFFFFFFF)
-    h = np.where(np.abs(y) >= 2.0 ** -14, wide.view(np.float64), (y + _FP16_SUB_MAGIC) - _FP16_SUB_MAGIC)
-    h = np.where(top & (np.abs(h) == 32768.0), np.copysign(32752.0, h), h)
-    return h.astype(np.float16).view(np.uint16)  # exact: h is an FP16 value
-
-
 def pack_split(rows_k: np.ndarray, plan_cols: tuple[np.ndarray, np.ndarray], scale: np.ndarray,
                sigma: np.ndarray, rows_pad: int, ki_pad: int, kf_pad: int) -> tuple[np.ndarray, np.ndarray, int]:
     """split_pack.cu for one operand as its rows × K view: (INT8 plane, FP16 plane as bytes, status)."""
@@ -91,7 +80,7 @@ def pack_split(rows_k: np.ndarray, plan_cols: tuple[np.ndarray, np.ndarray], sca
     p8[:rows, : cols_i.size] = q.astype(np.int8)
     p16 = np.zeros((rows_pad, kf_pad), np.uint16)
     y = np.ldexp(x[:, cols_f], sigma[:, None])
-    p16[:rows, : cols_f.size] = _rn16(y, (sigma == SIGMA_TOP)[:, None])
+    p16[:rows, : cols_f.size] = rn16_bits(y, (sigma == SIGMA_TOP)[:, None])
     return p8, p16.view(np.uint8).reshape(rows_pad, 1, -1).transpose(1, 0, 2), status
 
 
