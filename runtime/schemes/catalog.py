@@ -96,7 +96,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("multiterm", ("tf32x3", "bf16xn", "fp16x2"),
            (f"{_R}.schemes.tf32x3", f"{_R}.schemes.bf16xn", f"{_R}.schemes.fp16x2"), _BOTH, 5,
            aliases={f"bf16x{p}": ("bf16xn", f"products={p}") for p in (3, 6, 9)},
-           kernels=("tf32x3", "bf16xn"), cuda_desc=f"{_R}.multiterm.cuda.desc:MultiTermDesc"),
+           kernels=("tf32x3", "bf16xn", "fp16x2"), cuda_desc=f"{_R}.multiterm.cuda.desc:MultiTermDesc"),
     Family("int8", ("int8",), (f"{_R}.schemes.int8",), _BOTH, 6,
            kernels=("int8",), cuda_desc=f"{_R}.int8.cuda.desc:Int8Desc"),
     Family("split", ("split",), (f"{_R}.schemes.split",), _BOTH, 7,

@@ -1,4 +1,4 @@
-"""Every kernel family other than MixPert (tests/cuda/test_build.py) builds for sm_80 and sm_90,
+"""Every float-MMA and Ozaki-II/split kernel family (MixPert: tests/cuda/test_build.py) builds for every arch,
 contains its tensor-core MMA in SASS and no FFMA main loop, and does not spill.
 
 CI builds one representative config per family (for both archs, and with NVRTC); the variants
@@ -22,11 +22,12 @@ except (CompilerNotFound, ToolNotFound) as exc:
 
 #: (scheme, config, desc fields): the representative kernel of each family, built in CI
 REPRESENTATIVE = [("tf32x3", "products=3", {}), ("bf16xn", "products=9", {}), ("ozaki2", "moduli=8", {}),
-                  ("split", "fp16=auto", {})]
+                  ("split", "fp16=auto", {}), ("fp16x2", "products=3", {})]
 #: the variants, built with -m slow
 VARIANTS = [("bf16xn", "products=6", {"dtype": "f64", "trans_a": True, "trans_b": True, "alpha_beta": "update"}),
             ("ozaki2", "moduli=20", {"dtype": "f64", "trans_b": True}),
-            ("split", "fp16=0.25", {"block": (64, 128), "warps": (2, 2), "alpha_beta": "update"})]
+            ("split", "fp16=0.25", {"block": (64, 128), "warps": (2, 2), "alpha_beta": "update"}),
+            ("fp16x2", "products=1", {"dtype": "f64", "trans_a": True})]
 KERNELS = [pytest.param(*k, id=f"{k[0]}[{k[1]}]") for k in REPRESENTATIVE] + \
           [pytest.param(*k, id=f"{k[0]}[{k[1]}]", marks=pytest.mark.slow) for k in VARIANTS]
 #: MMA opcodes no main loop of these kernels may contain besides its own (no FP32 FMA main loop)

@@ -20,12 +20,39 @@ constexpr u32 kStatusSpan = 4u;          // mixpert: exponent span too wide for 
 constexpr u32 kStatusPartOverflow = 8u;  // tf32x3/bf16xN: a leading part rounds to inf (part overflow)
 constexpr u32 kStatusTinyPart = 16u;     // tf32x3/bf16xN: a part below 2^-126 (float32's subnormal grid)
 
+// Element (r, k) of an operand's rows × K view (rows of op(A), columns of op(B)), rounded to float32
+// (the FP32 domain), as float64.
+template <bool kIsB>
+__device__ __forceinline__ double operand_element(const InT* __restrict__ x, i64 ld, int r, int k) {
+    constexpr bool kRowContiguous = kIsB ? kTransB : !kTransA;  // row r contiguous in memory
+    return (double)(float)(kRowContiguous ? x[(i64)r * ld + k] : x[(i64)k * ld + r]);
+}
+
+// One CTA (kThreads threads) per row r: the largest finite |v| of its K elements (as the bits of
+// |v|: non-negative doubles order as integers), returned to every thread; an inf/NaN raises
+// kStatusNonFinite. The per-row statistic of int8's, dfp's and fp16x2's quantizers.
+template <bool kIsB, int kThreads>
+__device__ __forceinline__ double cta_row_amax(const InT* __restrict__ x, i64 ld, int r, int K,
+                                               u32* __restrict__ status) {
+    __shared__ u64 s_amax;
+    if (threadIdx.x == 0) s_amax = 0;
+    __syncthreads();
+    for (int k = threadIdx.x; k < K; k += kThreads) {
+        const double v = operand_element<kIsB>(x, ld, r, k);
+        if (!isfinite(v)) atomicOr(status, kStatusNonFinite);
+        else atomicMax(&s_amax, (u64)__double_as_longlong(fabs(v)));
+    }
+    __syncthreads();
+    return __longlong_as_double((i64)s_amax);
+}
+
 // FP16 range scaling (split, fp16x2): a row's shift sigma = 14 - floor(log2 amax); kSigmaTop is
 // the sigma of a row whose largest element is in float32's top binade.
 constexpr int kSigmaTop = 14 - 127;  // sigma of a row whose largest element is in float32's top binade
 
-// RN16 of a double |y| < 2^15 (ties to even, FP16 subnormals), as the binary16 bit pattern.
-__device__ __forceinline__ u16 rn16_bits(double y, bool top) {
+// RN16 of a double |y| < 2^15 (ties to even, FP16 subnormals), as a double; `top`: the top-binade
+// rule (a value rounding up to 2^15 in a row with sigma = kSigmaTop is truncated to 2^15 - 2^4).
+__device__ __forceinline__ double rn16(double y, bool top) {
     double h;
     if (fabs(y) >= 0x1p-14) {  // keep 11 significant bits: round the float64 pattern at bit 42
         const u64 u = (u64)__double_as_longlong(y);
@@ -34,10 +61,18 @@ __device__ __forceinline__ u16 rn16_bits(double y, bool top) {
         h = __dsub_rn(__dadd_rn(y, 402653184.0), 402653184.0);
     }
     if (top && fabs(h) == 32768.0) h = copysign(32752.0, h);
+    return h;
+}
+
+// The binary16 bit pattern of an FP16 value held in a double (exact).
+__device__ __forceinline__ u16 f16_bits(double h) {
     unsigned short bits;
-    asm("cvt.rn.f16.f64 %0, %1;" : "=h"(bits) : "d"(h));  // exact: h is an FP16 value
+    asm("cvt.rn.f16.f64 %0, %1;" : "=h"(bits) : "d"(h));
     return bits;
 }
+
+// RN16 of y as the binary16 bit pattern (split's FP16 plane).
+__device__ __forceinline__ u16 rn16_bits(double y, bool top) { return f16_bits(rn16(y, top)); }
 
 // Part formats of the float MMA kernels (kFormat).
 constexpr int kFormatTf32 = 0, kFormatBf16 = 1, kFormatF16 = 2;

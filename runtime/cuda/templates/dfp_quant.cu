@@ -5,28 +5,12 @@
 // (step 3). runtime/dfp/cuda/fragments.py models it; an inf/NaN input raises the status word (the
 // launcher hands the GEMM back: the CPU executor applies the non-finite rule).
 
-// Element (r, k) of the operand's rows × K view, rounded to float32 (the FP32 domain), as float64.
-template <bool kIsB>
-__device__ __forceinline__ double dfp_element(const InT* __restrict__ x, i64 ld, int r, int k) {
-    constexpr bool kRowContiguous = kIsB ? kTransB : !kTransA;  // row r contiguous in memory
-    return (double)(float)(kRowContiguous ? x[(i64)r * ld + k] : x[(i64)k * ld + r]);
-}
-
-// One CTA per row: the largest finite |v| (as bits: non-negative doubles order as integers).
+// One CTA per row: its largest finite |v| as bits (common.cuh's cta_row_amax).
 template <bool kIsB>
 __device__ __forceinline__ void row_amax(const InT* __restrict__ x, i64 ld, int K, u64* __restrict__ amax,
                                          u32* __restrict__ status) {
-    __shared__ u64 s_amax;
-    const int r = blockIdx.x;
-    if (threadIdx.x == 0) s_amax = 0;
-    __syncthreads();
-    for (int k = threadIdx.x; k < K; k += kReduceThreads) {
-        const double v = dfp_element<kIsB>(x, ld, r, k);
-        if (!isfinite(v)) atomicOr(status, kStatusNonFinite);
-        else atomicMax(&s_amax, (u64)__double_as_longlong(fabs(v)));
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) amax[r] = s_amax;
+    const double v = cta_row_amax<kIsB, kReduceThreads>(x, ld, blockIdx.x, K, status);
+    if (threadIdx.x == 0) amax[blockIdx.x] = (u64)__double_as_longlong(v);
 }
 
 // grid (m), block kReduceThreads
@@ -73,7 +57,7 @@ __device__ __forceinline__ void quantize(const InT* __restrict__ x, i64 ld, int 
     for (int k = threadIdx.x; k < k_pad; k += kReduceThreads) {
         double q = 0.0;
         if (r < rows && k < K) {
-            const double v = dfp_element<kIsB>(x, ld, r, k);
+            const double v = operand_element<kIsB>(x, ld, r, k);
             if (isfinite(v)) q = rint(ldexp(v, -e));  // exact scaling, then ties to even
         }
         plane[(i64)r * k_pad + k] = (i8)(int)q;

@@ -2,13 +2,6 @@
 // each row of op(A) / column of op(B) to INT8 planes with its float64 scale, and the dequantization
 // C = RN32(RN64(RN64(S·s_i)·t_j)) of the exact INT32 sums S. runtime/int8/cuda/fragments.py models it.
 
-// Element (r, k) of the operand's rows × K view, rounded to float32 (the FP32 domain), as float64.
-template <bool kIsB>
-__device__ __forceinline__ double quant_element(const InT* __restrict__ x, i64 ld, int r, int k) {
-    constexpr bool kRowContiguous = kIsB ? kTransB : !kTransA;  // row r contiguous in memory
-    return (double)(float)(kRowContiguous ? x[(i64)r * ld + k] : x[(i64)k * ld + r]);
-}
-
 // One CTA per row: amax over the row (|v| as bits: non-negative doubles order as integers),
 // s = RN64(amax / 127), q = rint(RN64(v / s)) (ties to even; |q| <= 127), 0 for an all-zero row,
 // padding and an inf/NaN (which raises the status word: the launcher hands the GEMM back).
@@ -16,21 +9,12 @@ template <bool kIsB>
 __device__ __forceinline__ void quantize_rows(const InT* __restrict__ x, i64 ld, int rows, int K, int k_pad,
                                               i8* __restrict__ plane, double* __restrict__ scale,
                                               u32* __restrict__ status) {
-    __shared__ u64 s_amax;
     const int r = blockIdx.x;
-    if (threadIdx.x == 0) s_amax = 0;
-    __syncthreads();
-    for (int k = threadIdx.x; r < rows && k < K; k += kQuantThreads) {
-        const double v = quant_element<kIsB>(x, ld, r, k);
-        if (!isfinite(v)) atomicOr(status, kStatusNonFinite);
-        else atomicMax(&s_amax, (u64)__double_as_longlong(fabs(v)));
-    }
-    __syncthreads();
-    const double s = __ddiv_rn(__longlong_as_double((i64)s_amax), 127.0);
+    const double s = __ddiv_rn(cta_row_amax<kIsB, kQuantThreads>(x, ld, r, r < rows ? K : 0, status), 127.0);
     for (int k = threadIdx.x; k < k_pad; k += kQuantThreads) {
         double q = 0.0;
         if (r < rows && k < K && s != 0.0) {
-            const double v = quant_element<kIsB>(x, ld, r, k);
+            const double v = operand_element<kIsB>(x, ld, r, k);
             if (isfinite(v)) q = rint(__ddiv_rn(v, s));
         }
         plane[(i64)r * k_pad + k] = (i8)(int)q;

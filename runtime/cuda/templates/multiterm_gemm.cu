@@ -1,8 +1,10 @@
 // tf32x3 / bf16xN GEMM (and split's FP16 part, one part): the kept part pairs multiplied on
 // tensor cores (mma.sync m16n8k8 .tf32, or m16n8k16 .bf16 / .f16, FP32 accumulation), cp.async double buffering over 64-byte K chunks.
 // Within each MMA k-step the pairs are issued smallest first (kPairA/kPairB), so big·big comes
-// last, as in CUTLASS's 3xTF32. The FP32 accumulator rounds where the hardware rounds: this
-// kernel is NOT bit-equal to the CPU executor's exact-then-round-once semantics (docs/cuda.md).
+// last, as in CUTLASS's 3xTF32. With kLoShift > 0 (fp16x2, whose lo parts are stored scaled by
+// 2^kLoShift) the pairs holding a lo part go to a second accumulator, added as acc_lo·2^-kLoShift in
+// the epilogue. The FP32 accumulator rounds where the hardware rounds: this kernel is NOT
+// bit-equal to the CPU executor's exact-then-round-once semantics (docs/cuda.md).
 //
 // Fragments in 32-bit words along K (a word is one TF32 part or two BF16 parts, the lower k in
 // the low half; PTX ISA "Matrix Fragments for mma.m16n8k8" (.tf32) and "mma.m16n8k16" (.bf16)),
@@ -84,7 +86,9 @@ multiterm_gemm(const void* __restrict__ planes_a, const void* __restrict__ plane
     const char* pb = static_cast<const char*>(planes_b);
 
     float acc[kMmaM][kMmaN][4];
+    float acc_lo[kMmaM][kMmaN][4];  // kLoShift > 0 only (unused, hence removed, otherwise)
     fill_fragments(acc, 0.0f);
+    fill_fragments(acc_lo, 0.0f);
     pipelined_k_loop<kStages>(
         chunks,
         [&](int stage, int chunk) { load_chunk(s, stage, chunk, pa, pb, m0, n0, m_pad, n_pad, row_bytes); },
@@ -110,18 +114,24 @@ multiterm_gemm(const void* __restrict__ planes_a, const void* __restrict__ plane
                         fb[ni][0] = s.b[stage][pb_][cidx][w0 + t];
                         fb[ni][1] = s.b[stage][pb_][cidx][w0 + t + 4];
                     }
+                    const bool lo = kLoShift > 0 && pa_ + pb_ > 0;  // a compile-time constant per unrolled pair
 #pragma unroll
                     for (int mi = 0; mi < kMmaM; ++mi)
 #pragma unroll
-                        for (int ni = 0; ni < kMmaN; ++ni) mma_f32(acc[mi][ni], fa[mi], fb[ni]);
+                        for (int ni = 0; ni < kMmaN; ++ni) {
+                            if (lo) mma_f32(acc_lo[mi][ni], fa[mi], fb[ni]);
+                            else mma_f32(acc[mi][ni], fa[mi], fb[ni]);
+                        }
                 }
             }
         });
 
-    // Epilogue: the FP32 accumulator (a zero written +0), widened to the output type.
+    // Epilogue: the FP32 accumulator(s) (a zero written +0), widened to the output type.
     for_each_fragment_element<kMmaM, kMmaN>(m0 + wm0, n0 + wn0, g, t, [&](int mi, int ni, int c, int row, int col) {
         if (row >= m || col >= n) return;
-        const float p = acc[mi][ni][c] == 0.0f ? 0.0f : acc[mi][ni][c];
+        float sum = acc[mi][ni][c];
+        if (kLoShift > 0) sum = __fadd_rn(sum, __fmul_rn(acc_lo[mi][ni][c], 1.0f / (float)(1 << kLoShift)));
+        const float p = sum == 0.0f ? 0.0f : sum;
         store_output<kGemmUpdate>(out, ldo, row, col, p, alpha, beta, c_in, ldc);
     });
 }

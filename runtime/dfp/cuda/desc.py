@@ -126,8 +126,8 @@ class DfpDesc(KernelSpec):
                              "overflow; use the CPU executor")
         m_pad, n_pad, _ = self.padded(m, n, k)
         t = (REDUCE_THREADS, 1, 1)
-        return (Launch("dfp_amax_a", (m, 1, 1), t), Launch("dfp_amax_b", (n, 1, 1), t),
-                Launch("dfp_exponents", (self.blocks(m), 1, 1), t), Launch("dfp_exponents", (self.blocks(n), 1, 1), t),
+        return (Launch("dfp_amax_a", (m, 1, 1), t, 8), Launch("dfp_amax_b", (n, 1, 1), t, 8),  # s_amax
+                Launch("dfp_exponents", (self.blocks(m), 1, 1), t, 8), Launch("dfp_exponents", (self.blocks(n), 1, 1), t, 8),
                 Launch("dfp_quantize_a", (m_pad, 1, 1), t), Launch("dfp_quantize_b", (n_pad, 1, 1), t),
                 Launch("int8_gemm", (n_pad // self.block[1], m_pad // self.block[0], 1), (self.threads, 1, 1),
                        self.shared_bytes),

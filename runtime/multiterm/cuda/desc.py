@@ -1,4 +1,5 @@
-"""MultiTermDesc: the tf32x3 and bf16xN kernels (docs/numerics.md "tf32x3", "bf16x3, bf16x6, bf16x9").
+"""MultiTermDesc: the tf32x3 and bf16xN kernels (docs/numerics.md "tf32x3", "bf16x3, bf16x6, bf16x9"),
+and Fp16x2Desc: fp16x2's (docs/numerics.md "fp16x2": range-scaled FP16 hi and lo parts).
 
 Each float32 operand element is split into parts of the scheme's format (TF32: 11 significant
 bits, 1:8:10; BF16: 8 bits, 1:8:7) by the packer, which writes one plane per part laid out for
@@ -12,6 +13,10 @@ FP32 accumulation rounds at points the PTX ISA does not specify. The CPU model
 (runtime/multiterm/cuda/fragments.py) therefore proves the packing, plane layout, fragment
 layouts and pair selection bit for bit with an exact accumulator, and the FP32 accumulator
 only on data whose partial sums are exact in FP32 (docs/cuda.md).
+
+fp16x2 packs range-scaled parts (a per-row shift first, fp16x2_pack.cu), keeps its lo parts
+scaled by 2^11 (FP16's range), so the GEMM sums the pairs with a lo part in a second accumulator
+(``kLoShift``), and a last kernel undoes the row and column shifts.
 
 Pure Python (no numba): the ``emit-cuda`` pass imports it.
 """
@@ -31,7 +36,8 @@ from mixjit.runtime.cuda.desc import (
     split_tiling,
 )
 
-__all__ = ["MultiTermDesc", "FORMATS", "PAIR_ORDER", "parse_products", "MULTITERM_SCHEMES"]
+__all__ = ["MultiTermDesc", "Fp16x2Desc", "FORMATS", "PAIR_ORDER", "parse_products", "MULTITERM_SCHEMES",
+           "FP16_LO_SHIFT", "REDUCE_THREADS"]
 
 #: the pair order of every multi-term scheme (runtime/schemes/emulation.py PAIR_ORDER; a test checks)
 PAIR_ORDER: tuple[tuple[int, int], ...] = ((0, 0), (0, 1), (1, 0), (0, 2), (1, 1), (2, 0), (1, 2), (2, 1), (2, 2))
@@ -64,7 +70,11 @@ FORMATS = {
                       "HMMA.16816.F32"),
 }
 #: scheme -> (part format, the products its configs offer, most precise first)
-MULTITERM_SCHEMES = {"tf32x3": ("tf32", (3, 1)), "bf16xn": ("bf16", (9, 6, 3, 1))}
+MULTITERM_SCHEMES = {"tf32x3": ("tf32", (3, 1)), "bf16xn": ("bf16", (9, 6, 3, 1)), "fp16x2": ("f16", (3, 1))}
+#: fp16x2's lo part is stored as RN16((y - hi)·2^11): its pairs weigh 2^-11
+FP16_LO_SHIFT = 11
+#: threads of fp16x2's per-row shift CTA
+REDUCE_THREADS = 256
 #: bytes of K one pipeline stage holds per row and part (a 16-byte pad follows, against bank conflicts)
 CHUNK_BYTES = 64
 PAD_BYTES = 16
@@ -111,8 +121,9 @@ class MultiTermDesc(KernelSpec):
         if scheme not in MULTITERM_SCHEMES:
             raise UnsupportedConfig(f"cuda: {scheme!r} is not a multi-term scheme ({', '.join(MULTITERM_SCHEMES)})")
         tiling, kw = split_tiling(MultiTermDesc.tiling, kw)
-        return MultiTermDesc(scheme=scheme, config=config, dtype=dtype, products=parse_products(scheme, config),
-                             tiling=tiling, **kw)
+        cls = Fp16x2Desc if scheme == "fp16x2" else MultiTermDesc
+        return cls(scheme=scheme, config=config, dtype=dtype, products=parse_products(scheme, config), tiling=tiling,
+                   **kw)
 
     @property
     def fmt(self) -> PartFormat:
@@ -122,6 +133,9 @@ class MultiTermDesc(KernelSpec):
     def pairs(self) -> tuple[tuple[int, int], ...]:
         """The kept pairs in the scheme's order."""
         return PAIR_ORDER[:self.products]
+
+    #: the weight exponent of pairs with a part beyond the first (0: parts are in the input's units)
+    lo_shift: ClassVar[int] = 0
 
     @property
     def issue_order(self) -> tuple[tuple[int, int], ...]:
@@ -185,7 +199,37 @@ class MultiTermDesc(KernelSpec):
             **self.layout_params(),
             "kGemmUpdate": self.alpha_beta == "update",
             "kPackRows": self.PACK_BLOCK[1], "kPackK": self.PACK_BLOCK[0],
-            "kNumPairs": len(self.pairs),
+            "kNumPairs": len(self.pairs), "kLoShift": self.lo_shift,
             "kPairA": tuple(p for p, _ in self.issue_order),
             "kPairB": tuple(q for _, q in self.issue_order),
         }
+
+
+@dataclass(frozen=True)
+class Fp16x2Desc(MultiTermDesc):
+    """One fp16x2 kernel specialisation: each operand's row shifts, the range-scaled FP16 packer
+    (hi and, with three products, lo), the float MMA GEMM with the lo pairs in their own
+    accumulator, and the rescaling by 2^-(sigma_i + sigma_j). Product mode only."""
+
+    templates: ClassVar[tuple[str, ...]] = ("common.cuh", "fp16x2_pack.cu", "multiterm_gemm.cu")
+    entry_points: ClassVar[tuple[str, ...]] = ("fp16x2_sigma_a", "fp16x2_sigma_b", "fp16x2_pack_a", "fp16x2_pack_b",
+                                               "multiterm_gemm", "fp16x2_rescale")
+    lo_shift: ClassVar[int] = FP16_LO_SHIFT
+
+    def problems(self) -> list[str]:
+        out = super().problems()
+        if self.alpha_beta != "product":
+            out.append("alpha_beta='update': the fp16x2 kernels write the product only")
+        return out
+
+    def launches(self, m: int, n: int, k: int) -> tuple[Launch, ...]:
+        """the shifts of A's rows and B's columns (a CTA per row), pack A, pack B (one thread per
+        padded element), the GEMM (one CTA per block tile), the rescaling (one thread per output)."""
+        pack_a, pack_b, gemm = super().launches(m, n, k)
+        t = (REDUCE_THREADS, 1, 1)
+        return (Launch("fp16x2_sigma_a", (m, 1, 1), t, 8), Launch("fp16x2_sigma_b", (n, 1, 1), t, 8),  # s_amax
+                Launch("fp16x2_pack_a", pack_a.grid, pack_a.block), Launch("fp16x2_pack_b", pack_b.grid, pack_b.block),
+                gemm, Launch("fp16x2_rescale", (cdiv(n, 32), cdiv(m, 8), 1), (32, 8, 1)))
+
+    def template_params(self) -> dict[str, Any]:
+        return {**super().template_params(), "kReduceThreads": REDUCE_THREADS, "kTopTruncate": self.products == 1}

@@ -29,11 +29,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mixjit.runtime.cuda.fragments import LANES, axpby, c_element, round_to_f32
+from mixjit.runtime.cuda.fragments import LANES, SIGMA_TOP, axpby, c_element, rn16_bits, round_to_f32
 from mixjit.runtime.multiterm.cuda.desc import CHUNK_BYTES, PAD_BYTES, MultiTermDesc
 
 __all__ = ["a_element", "b_element", "mma", "pack_parts", "gemm_planes", "run_gemm", "A_LOADS", "B_LOADS",
-           "STATUS_NONFINITE", "STATUS_PART_OVERFLOW", "STATUS_TINY_PART", "EXACT_SCALE"]
+           "STATUS_NONFINITE", "STATUS_PART_OVERFLOW", "STATUS_TINY_PART", "EXACT_SCALE", "fp16x2_sigma", "pack_fp16x2",
+           "run_fp16x2"]
 
 STATUS_NONFINITE, STATUS_PART_OVERFLOW, STATUS_TINY_PART = 1, 8, 16
 #: the kernel's fragment loads (multiterm_gemm.cu): register j of a lane's A fragment is the
@@ -180,13 +181,15 @@ def _load_chunk(desc, parts: int, pa: np.ndarray, pb: np.ndarray, m0: int, n0: i
 def gemm_planes(planes_a: np.ndarray, planes_b: np.ndarray, desc, m: int, n: int, accumulate: str) -> np.ndarray:
     """multiterm_gemm.cu on packed planes (bytes, parts × rows_pad × row bytes): the m×n sums as
     exact integers in units of 2^-298 (``accumulate="fp32"``: each rounded to float32 after every
-    MMA, as one plausible hardware accumulator). ``desc`` gives the format, the issue order of
+    MMA, as one plausible hardware accumulator). With ``desc.lo_shift`` (fp16x2) the pairs holding a
+    lo part sum in their own accumulator, added as ``acc_lo·2^-lo_shift`` (:func:`_combine`). ``desc`` gives the format, the issue order of
     the pairs, the block and warp grid (a MultiTermDesc, or split's FP16 part)."""
     if accumulate not in ("exact", "fp32"):
         raise ValueError(f"fragments_multiterm: accumulate={accumulate!r}; use 'exact' or 'fp32'")
     parts, m_pad, row_bytes = planes_a.shape
     n_pad = planes_b.shape[1]
     fmt = desc.fmt.name
+    lo_shift = getattr(desc, "lo_shift", 0)
     wm, wn = desc.warp_tile
     mi_n, ni_n = wm // 16, wn // 8
     g, t = LANES // 4, LANES % 4
@@ -197,20 +200,24 @@ def gemm_planes(planes_a: np.ndarray, planes_b: np.ndarray, desc, m: int, n: int
             for warp in range(desc.warps[0] * desc.warps[1]):
                 wm0, wn0 = (warp // desc.warps[1]) * wm, (warp % desc.warps[1]) * wn
                 acc = np.zeros((mi_n, ni_n, 32, 4), object)
+                acc_lo = np.zeros((mi_n, ni_n, 32, 4), object)  # the pairs with a lo part (desc.lo_shift > 0)
                 for chunk in range(row_bytes // CHUNK_BYTES):
                     sa, sb = _load_chunk(desc, parts, planes_a, planes_b, m0, n0, chunk)
                     for step in range(CHUNK_BYTES // 4 // STEP_WORDS):
                         w0 = step * STEP_WORDS
                         for pa, pb in desc.issue_order:
+                            into = acc_lo if lo_shift and pa + pb > 0 else acc
                             for mi in range(mi_n):
                                 r = wm0 + 16 * mi + g
                                 fa = np.stack([sa[pa, r + dr, w0 + t + dc] for dr, dc in A_LOADS], axis=1)
                                 for ni in range(ni_n):
                                     cidx = wn0 + 8 * ni + g
                                     fb = np.stack([sb[pb, cidx, w0 + t + dc] for dc in B_LOADS], axis=1)
-                                    acc[mi, ni] = mma(fmt, fa, fb, acc[mi, ni])
+                                    into[mi, ni] = mma(fmt, fa, fb, into[mi, ni])
                                     if accumulate == "fp32":
-                                        acc[mi, ni] = _round_fp32(acc[mi, ni])
+                                        into[mi, ni] = _round_fp32(into[mi, ni])
+                if lo_shift:
+                    acc = _combine(acc, acc_lo, lo_shift, accumulate)
                 for mi in range(mi_n):
                     for ni in range(ni_n):
                         for ci in range(4):
@@ -254,3 +261,64 @@ def _round_fp32(acc: np.ndarray) -> np.ndarray:
         f = round_to_f32(int(acc[idx]), -EXACT_SCALE)
         out[idx] = int(np.ldexp(np.float64(f), EXACT_SCALE)) if np.isfinite(f) else acc[idx]
     return out
+
+
+def _combine(acc: np.ndarray, acc_lo: np.ndarray, shift: int, accumulate: str) -> np.ndarray:
+    """multiterm_gemm.cu's epilogue with kLoShift: ``acc + acc_lo·2^-shift`` (exact integers in units
+    of 2^-298), exactly, or (``fp32``) as the kernel's float32 multiply and add."""
+    if accumulate == "exact":
+        assert all(int(v) % (1 << shift) == 0 for v in acc_lo.ravel())  # FP16 products: multiples of 2^-48
+        return acc + np.vectorize(lambda v: int(v) >> shift, otypes=[object])(acc_lo)
+    out = np.empty(acc.shape, object)
+    for idx in np.ndindex(acc.shape):
+        hi = round_to_f32(int(acc[idx]), -EXACT_SCALE)
+        lo = np.float32(round_to_f32(int(acc_lo[idx]), -EXACT_SCALE) * np.float32(2.0 ** -shift))
+        f = np.float32(hi + lo)
+        out[idx] = int(np.ldexp(np.float64(f), EXACT_SCALE)) if np.isfinite(f) else acc[idx]
+    return out
+
+
+# -- fp16x2: row shifts, range-scaled FP16 parts, rescaling (fp16x2_pack.cu) ----------------------
+def fp16x2_sigma(rows_k: np.ndarray) -> tuple[np.ndarray, int]:
+    """fp16x2_sigma for an operand's rows × K view: (sigma per row: 14 - floor(log2 amax) over its
+    finite float32-rounded values, 0 without them; status)."""
+    with np.errstate(over="ignore"):  # float64 inputs beyond float32's range round to inf, as on the device
+        x = rows_k.astype(np.float32).astype(np.float64)
+    finite = np.isfinite(x)
+    amax = np.where(finite, np.abs(x), 0.0).max(axis=1, initial=0.0)
+    _, e = np.frexp(amax)
+    return np.where(amax > 0, 15 - e, 0).astype(np.int64), 0 if finite.all() else STATUS_NONFINITE
+
+
+def pack_fp16x2(rows_k: np.ndarray, desc: MultiTermDesc, rows_pad: int, k_pad: int, sigma: np.ndarray) -> np.ndarray:
+    """fp16x2_pack for one operand: the planes as bytes (parts × rows_pad × k_pad·2): hi = RN16(y),
+    lo = RN16((y - hi)·2^11) of y = x·2^sigma (inf/NaN as 0), the top-binade rule with one part."""
+    with np.errstate(over="ignore"):
+        x = rows_k.astype(np.float32).astype(np.float64)
+    rows, k = x.shape
+    y = np.zeros((rows_pad, k_pad))
+    y[:rows, :k] = np.ldexp(np.where(np.isfinite(x), x, 0.0), sigma[:, None])
+    s = np.zeros(rows_pad, np.int64)
+    s[:rows] = sigma
+    top = ((s == SIGMA_TOP) & (desc.products == 1))[:, None]
+    planes = np.zeros((desc.parts, rows_pad, k_pad), np.uint16)
+    planes[0] = rn16_bits(y, top)
+    if desc.parts == 2:
+        hi = planes[0].view(np.float16).astype(np.float64)
+        planes[1] = rn16_bits((y - hi) * 2048.0, np.zeros_like(top))
+    return planes.view(np.uint8).reshape(desc.parts, rows_pad, -1)
+
+
+def run_fp16x2(a: np.ndarray, b: np.ndarray, desc: MultiTermDesc, accumulate: str = "exact") -> tuple[np.ndarray, int]:
+    """The kernels of an fp16x2 ``desc`` on ``a`` (m×k) and ``b`` (k×n): (C in the input dtype,
+    status). ``accumulate="exact"`` is the scheme's own semantics (bit-equal to the CPU executor)."""
+    (m, k), n = a.shape, b.shape[1]
+    m_pad, n_pad, k_pad = desc.padded(m, n, k)
+    sigma_a, status_a = fp16x2_sigma(a)
+    sigma_b, status_b = fp16x2_sigma(b.T)
+    sums = gemm_planes(pack_fp16x2(a, desc, m_pad, k_pad, sigma_a), pack_fp16x2(b.T, desc, n_pad, k_pad, sigma_b),
+                       desc, m, n, accumulate)
+    out = np.zeros((m, n), a.dtype)
+    for row, col in np.ndindex(m, n):
+        out[row, col] = round_to_f32(int(sums[row, col]), -EXACT_SCALE - int(sigma_a[row] + sigma_b[col])) + np.float32(0)
+    return out, status_a | status_b

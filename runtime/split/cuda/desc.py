@@ -177,6 +177,6 @@ class SplitDesc(KernelSpec):
             # the FP16 part: multiterm_gemm.cu with one FP16 part, its sums stored as they are
             "kFormat": self.fmt.code, "kParts": 1, "kPartBytes": self.fmt.part_bytes,
             "kChunkBytes": CHUNK_BYTES, "kPadBytes": PAD_BYTES, "kMmaK": self.fmt.mma[2],
-            "kGemmUpdate": False, "kNumPairs": 1,
+            "kGemmUpdate": False, "kNumPairs": 1, "kLoShift": 0,
             "kModuli": (1,), "kPairA": (0,), "kPairB": (0,),
         }
