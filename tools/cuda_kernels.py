@@ -1,4 +1,4 @@
-"""Build the CUDA kernels of every family for sm_80 and sm_90 and report them in docs/cuda.md.
+"""Build the CUDA kernels of every family for every target (ARCHS) and report them in docs/cuda.md.
 
     python tools/cuda_kernels.py [--configs level=IV level=I ...] [--no-write]
 
@@ -21,7 +21,7 @@ import sys
 from common import ROOT, markdown_table, progress, provenance, replace_generated_section, write_json
 
 from mixjit.runtime.cuda.build import build, find_compiler
-from mixjit.runtime.cuda.desc import ARCHS
+from mixjit.runtime.cuda.desc import ARCHS, TARGETS
 from mixjit.runtime.cuda.emit import render
 from mixjit.runtime.cuda.registry import kernel_desc
 from mixjit.runtime.cuda.sass import opcode_counts, resource_usage, sass_by_kernel
@@ -47,8 +47,8 @@ OTHER_KERNELS = [("tf32x3", "products=3", {}), ("tf32x3", "products=1", {}), ("b
                  ("vitbit", "bits=4", {}),
                  ("mixpert-fp64", "segments=9,pairs=slices3sig2,tile=16x4096x8", {"dtype": "f64"}),
                  ("mixpert-fp64", "", {"dtype": "f64"}), ("int8", "", {})]
-#: the tensor-core MMA opcodes counted in each kernel
-MMA_OPCODES = ("IMMA.16832.S8.S8", "HMMA.1688.F32.TF32", "HMMA.16816.F32.BF16", "HMMA.16816.F32")
+#: the tensor-core MMA opcodes counted in each kernel: those of every target's SASS table
+MMA_OPCODES = tuple(dict.fromkeys(op for t in TARGETS.values() for op in t.sass.values()))
 
 
 def kernel_rows(configs: list[str]) -> tuple[list[list[str]], list[dict]]:

@@ -2,8 +2,8 @@
 the real scheme's kernel; the CPU model of the device path (host split, the real kernels' CPU
 models, ``complex_combine``) is bit-equal to the complex wrapper's executor over both forms and
 special values; the epilogue alone equals runtime/complex/epilogue.py's and the frontend's update
-arithmetic; ``complex_combine`` builds for sm_80 and sm_90 with only the IEEE adds and multiplies
-of the template in SASS (no FMA contraction), and no spills."""
+arithmetic; ``complex_combine`` builds for every target (ARCHS) with only the IEEE adds and
+multiplies of the template in SASS (no FMA contraction), and no spills."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The int8 scheme's kernels: the CPU model (runtime/int8/cuda/fragments.py) bit-exact against the
-CPU executor, the desc's refusals, and the builds for sm_80 and sm_90 (the IMMA main loop, no spills).
+CPU executor, the desc's refusals, and the builds for every target (runtime/cuda/desc.py ARCHS:
+the IMMA main loop, no spills).
 The GPU runs are tests/gpu/test_gpu_launch.py's exact-kernel tests; the launch ABI is
 tests/gpu/test_gpu_launch_abi.py's."""
 

@@ -1,5 +1,5 @@
-"""The mixpert-fp64 kernels build for sm_80 and sm_90 (nvcc, and NVRTC where installed): the GEMM's
-main loop issues one INT8 MMA per kept pair and warp tile, no float MMA or FMA main loop, nothing
+"""The mixpert-fp64 kernels build for every target (runtime/cuda/desc.py ARCHS; nvcc, and NVRTC
+where installed): the GEMM's main loop issues one INT8 MMA per kept pair and warp tile, no float MMA or FMA main loop, nothing
 spills to local memory, and the shared memory is what the desc launches with. The most precise
 config (the default the tuner starts from) and the dataclass default build in CI; the scheme's
 other configs with -m slow. Cubins come from conftest.py's session build."""
