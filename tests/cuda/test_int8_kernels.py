@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from build_targets import per_target
 
 from mixjit.runtime.cuda.build import CompilerNotFound, find_compiler
-from mixjit.runtime.cuda.desc import ARCHS, UnsupportedConfig
+from mixjit.runtime.cuda.desc import UnsupportedConfig
 from mixjit.runtime.cuda.launch import cpu_gemm
 from mixjit.runtime.cuda.registry import kernel_desc
 from mixjit.runtime.cuda.sass import ToolNotFound, find_tool, opcode_counts
@@ -87,8 +88,7 @@ def _tools() -> str:
 
 
 @pytest.mark.skipif(bool(_tools()), reason=_tools() or "tools found")
-@pytest.mark.parametrize("dtype", ["f32", "f64"])
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch,dtype", per_target(["f32", "f64"]))
 def test_builds_with_the_imma_main_loop_and_no_spills(cubin, sass, usage, arch, dtype):
     desc = kernel_desc("int8", "", dtype, arch=arch)
     path = cubin(desc)
