@@ -1,6 +1,6 @@
-"""Build the CUDA kernels of every family for sm_80 and sm_90 and report them in docs/cuda.md.
+"""Build the CUDA kernels of every family for every target (ARCHS) and report them in docs/cuda.md.
 
-    python tools/cuda_kernels.py [--configs level=IV level=I ...] [--no-write]
+    python tools/cuda_kernels.py [--configs level=IV level=I ...] [--archs sm_90 ...] [--no-write]
 
 For each kernel (MixPert at ``--configs``, plus tf32x3, bf16xN, the Ozaki-II residue kernels,
 split, vitbit, mixpert-fp64 and int8 at fixed configs) and arch: the SASS instruction checks (the main loop's
@@ -21,7 +21,7 @@ import sys
 from common import ROOT, markdown_table, progress, provenance, replace_generated_section, write_json
 
 from mixjit.runtime.cuda.build import build, find_compiler
-from mixjit.runtime.cuda.desc import ARCHS
+from mixjit.runtime.cuda.desc import ARCHS, TARGETS
 from mixjit.runtime.cuda.emit import render
 from mixjit.runtime.cuda.registry import kernel_desc
 from mixjit.runtime.cuda.sass import opcode_counts, resource_usage, sass_by_kernel
@@ -47,18 +47,18 @@ OTHER_KERNELS = [("tf32x3", "products=3", {}), ("tf32x3", "products=1", {}), ("b
                  ("vitbit", "bits=4", {}),
                  ("mixpert-fp64", "segments=9,pairs=slices3sig2,tile=16x4096x8", {"dtype": "f64"}),
                  ("mixpert-fp64", "", {"dtype": "f64"}), ("int8", "", {})]
-#: the tensor-core MMA opcodes counted in each kernel
-MMA_OPCODES = ("IMMA.16832.S8.S8", "HMMA.1688.F32.TF32", "HMMA.16816.F32.BF16", "HMMA.16816.F32")
+#: the tensor-core MMA opcodes counted in each kernel: those of every target's SASS table
+MMA_OPCODES = tuple(dict.fromkeys(op for t in TARGETS.values() for op in t.sass.values()))
 
 
-def kernel_rows(configs: list[str]) -> tuple[list[list[str]], list[dict]]:
+def kernel_rows(configs: list[str], archs: tuple[str, ...] = ARCHS) -> tuple[list[list[str]], list[dict]]:
     compiler = find_compiler()
     rows, records = [], []
     default_warps = KernelDesc.for_config("mixpert", configs[0]).warps
     specs = [("mixpert", c, {"warps": default_warps}) for c in configs]
     specs += [("mixpert", c, {"warps": w}) for c, w in EXTRA_WARPS] + OTHER_KERNELS
     for scheme, config, fields in specs:
-        for arch in ARCHS:
+        for arch in archs:
             desc = kernel_desc(scheme, config, arch=arch, **fields)
             progress(f"building {desc.name} with {compiler.kind}")
             cubin = build(render(desc), compiler=compiler)
@@ -104,9 +104,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", nargs="+", default=["level=IV", "level=I", "level=full",
                                                          "level=IV,digits=balanced,align=row"])
+    parser.add_argument("--archs", nargs="+", choices=ARCHS, default=list(ARCHS),
+                        help="targets to build (default: all; a GPU check builds its device's alone)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/ alone")
     args = parser.parse_args(argv)
-    krows, krecords = kernel_rows(args.configs)
+    if args.archs != list(ARCHS) and not args.no_write:
+        parser.error("--archs builds part of the table: give --no-write too (docs/cuda.md lists every target)")
+    krows, krecords = kernel_rows(args.configs, tuple(args.archs))
     wrows, wrecords = wgmma_rows(args.configs)
     head = provenance(["python", "tools/cuda_kernels.py", *(argv if argv is not None else sys.argv[1:])], None)
     kernels = "\n".join(head + [""] + markdown_table(

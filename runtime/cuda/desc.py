@@ -21,20 +21,82 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
 
-__all__ = ["KernelSpec", "Launch", "TileDescription", "split_tiling", "UnsupportedConfig", "ARCHS",
-           "ALPHA_BETA_MODES", "DTYPES", "MMA_M", "MMA_N", "MMA_K", "STATIC_SHARED_LIMIT", "cdiv"]
+__all__ = ["KernelSpec", "Launch", "TileDescription", "split_tiling", "UnsupportedConfig", "ARCHS", "Target",
+           "TARGETS", "MMA_PTX", "mma_sass", "target_for", "ALPHA_BETA_MODES", "DTYPES", "MMA_M", "MMA_N", "MMA_K",
+           "STATIC_SHARED_LIMIT", "cdiv"]
 
 #: the m16n8k32 INT8 MMA shape (``mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32``)
 MMA_M, MMA_N, MMA_K = 16, 8, 32
-#: targets the backend builds cubins for
-ARCHS = ("sm_80", "sm_90")
 #: ``product``: the kernel writes P = RN(X); ``update``: out = alpha*P + beta*C in the output dtype
 ALPHA_BETA_MODES = ("product", "update")
 DTYPES = ("f32", "f64")
 #: the most static shared memory a kernel may declare (48 KiB; more needs dynamic shared memory)
 STATIC_SHARED_LIMIT = 48 * 1024
+
+
+@dataclass(frozen=True)
+class Target:
+    """One cubin target the backend builds (``arch``, nvcc's ``-arch``) and the devices it loads on.
+
+    A cubin built for compute capability X.y loads on the devices of capability X.z, z >= y
+    (binary compatibility within a major version); an arch-specific target (``specific``, the
+    ``a`` suffix: ``sm_100a``) loads on capability X.y alone. ``sass`` maps each tensor-core MMA
+    the kernels issue (a key of :data:`MMA_PTX`) to the SASS opcode ptxas emits for it on this
+    target: what the SASS checks require of a main loop."""
+
+    arch: str
+    cc: tuple[int, int]
+    specific: bool
+    parts: str
+    sass: Mapping[str, str]
+
+    def loads_on(self, major: int, minor: int) -> bool:
+        """Whether a device of compute capability ``major.minor`` loads this target's cubins."""
+        if self.specific:
+            return (major, minor) == self.cc
+        return major == self.cc[0] and minor >= self.cc[1]
+
+
+#: the tensor-core MMAs the kernels issue (every family's main loop), by kind
+MMA_PTX = {
+    "s8": "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+    "tf32": "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+    "bf16": "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+    "f16": "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+}
+#: their SASS (cuobjdump of nvcc 13.0 cubins): the same opcode on every target below, Blackwell
+#: included; tests/cuda checks each family's main loop for it on every target
+_MMA_SASS = {"s8": "IMMA.16832.S8.S8", "tf32": "HMMA.1688.F32.TF32", "bf16": "HMMA.16816.F32.BF16",
+             "f16": "HMMA.16816.F32"}
+#: the targets the backend builds cubins for (docs/cuda.md "Architectures" says why these)
+TARGETS: dict[str, Target] = {t.arch: t for t in (
+    Target("sm_80", (8, 0), False, "A100, A30, RTX 30, L40S, RTX 40, Jetson Orin (cc 8.x)", _MMA_SASS),
+    Target("sm_90", (9, 0), False, "H100, H200, GH200 (cc 9.0)", _MMA_SASS),
+    Target("sm_100a", (10, 0), True, "B200, GB200 (cc 10.0 only)", _MMA_SASS),
+    Target("sm_103a", (10, 3), True, "B300, GB300 (cc 10.3 only)", _MMA_SASS),
+    Target("sm_120", (12, 0), False, "RTX 50, RTX PRO 6000 Blackwell (cc 12.0), DGX Spark GB10 (cc 12.1)",
+           _MMA_SASS),
+)}
+#: target names, in build order
+ARCHS = tuple(TARGETS)
+
+
+def mma_sass(arch: str, kind: str) -> str:
+    """The SASS opcode of the ``kind`` MMA (a key of :data:`MMA_PTX`) on target ``arch``."""
+    try:
+        return TARGETS[arch].sass[kind]
+    except KeyError:
+        raise ValueError(f"cuda: no SASS known for MMA {kind!r} on {arch!r}: targets {', '.join(ARCHS)}, "
+                         f"MMAs {', '.join(MMA_PTX)} (runtime/cuda/desc.py TARGETS)") from None
+
+
+def target_for(major: int, minor: int) -> Target | None:
+    """The target whose cubins a device of compute capability ``major.minor`` loads (the newest
+    such), or None where the backend builds none for it."""
+    loading = [t for t in TARGETS.values() if t.loads_on(major, minor)]
+    return max(loading, key=lambda t: t.cc) if loading else None
 
 
 class UnsupportedConfig(ValueError):
@@ -86,8 +148,8 @@ class KernelSpec:
         raise NotImplementedError
 
     def main_loop_mma(self) -> tuple[str, str, int]:
-        """(GEMM entry point, its SASS MMA opcode, how many of them one warp issues per K chunk):
-        what the SASS check requires of the main loop."""
+        """(GEMM entry point, its SASS MMA opcode on this desc's arch (:func:`mma_sass`), how many
+        of them one warp issues per K chunk): what the SASS check requires of the main loop."""
         raise NotImplementedError
 
     def layout_params(self) -> dict[str, Any]:

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import re
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from mixjit.runtime.cuda.desc import ARCHS, target_for
 
 __all__ = ["NoDevice", "DeviceStatus", "probe", "device", "CudaDevice", "BufferPool", "DeviceBuffer",
            "MIN_ARCH", "DRIVER_LIBRARY", "classify"]
@@ -39,7 +42,8 @@ class NoDevice(RuntimeError):
 @dataclass(frozen=True)
 class DeviceStatus:
     """Whether device 0 can run the kernels: ``reason`` says why not (empty when it can);
-    ``name`` and ``arch`` (``sm_90``) describe the device when one was found."""
+    ``name`` and ``arch`` (``sm_90``, from its compute capability) describe the device when one was
+    found."""
 
     available: bool
     reason: str = ""
@@ -48,8 +52,15 @@ class DeviceStatus:
 
     @property
     def target(self) -> str:
-        """The cubin target for this device: ``sm_90`` for every sm_9x, else ``sm_80``."""
-        return "sm_90" if self.arch.startswith("sm_9") else "sm_80"
+        """The cubin target the kernels are built for on this device (a key of runtime/cuda/desc.py's
+        TARGETS: ``sm_80`` on cc 8.x, ``sm_90`` on 9.x, ``sm_100a`` on 10.0, ``sm_103a`` on 10.3,
+        ``sm_120`` on 12.x); empty when none loads on it. Where no device was found it is the
+        first target (``sm_80``), which a config's kernels are checked against all the same."""
+        if not re.fullmatch(r"sm_\d\d+", self.arch):
+            return ARCHS[0]
+        major, minor = divmod(int(self.arch[3:]), 10)  # sm_{major}{minor}: the minor is one digit
+        target = target_for(major, minor)
+        return target.arch if target else ""
 
 
 def _driver() -> Any:
@@ -98,16 +109,18 @@ def probe() -> DeviceStatus:
 
 
 def classify(name: str, major: int, minor: int) -> DeviceStatus:
-    """Whether a device of compute capability ``major.minor`` runs the kernels: they are built as
-    sm_80 and sm_90 cubins (no PTX), which load on sm_8x and sm_9x parts only."""
+    """Whether a device of compute capability ``major.minor`` runs the kernels, and on which target:
+    they are built as cubins (no PTX) for the targets of runtime/cuda/desc.py's TARGETS, each of
+    which loads on the capabilities its ``loads_on`` says (an ``a`` target on one capability only)."""
     arch = f"sm_{major}{minor}"
     if 10 * major + minor < MIN_ARCH:
         return DeviceStatus(False, f"device 0 ({name}) is {arch}; the kernels need sm_{MIN_ARCH} or newer "
                                    "(INT8 m16n8k32 MMA)", name, arch)
-    if major not in (8, 9):
-        return DeviceStatus(False, f"device 0 ({name}) is {arch}; the kernels are built as sm_80 and sm_90 "
-                                   "cubins, which do not load on it (runtime/cuda/build.py has no target for it "
-                                   "yet)", name, arch)
+    target = target_for(major, minor)
+    if target is None:
+        return DeviceStatus(False, f"device 0 ({name}) is {arch} (compute capability {major}.{minor}); the kernels "
+                                   f"are built as {', '.join(ARCHS)} cubins, none of which loads on it: add a target "
+                                   "for it to TARGETS in runtime/cuda/desc.py", name, arch)
     return DeviceStatus(True, "", name, arch)
 
 

@@ -87,7 +87,8 @@ class KernelLauncher(ABC):
     @abstractmethod
     def why_not(self, config: str, dtype: np.dtype, arch: str) -> str:
         """"" when the kernels implement ``config`` for ``dtype`` operands on ``arch``
-        (``sm_80``/``sm_90``), else why not (the site then runs the CPU executor)."""
+        (a target of runtime/cuda/desc.py's ``TARGETS``), else why not (the site then runs the CPU
+        executor)."""
 
     @abstractmethod
     def prepare(self, dev: CudaDevice, a: np.ndarray, b: np.ndarray, config: str) -> PreparedGemm:

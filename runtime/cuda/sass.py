@@ -1,9 +1,11 @@
 """Inspect built cubins: SASS instruction mix and per-kernel resource usage.
 
 Uses ``cuobjdump`` (nvcc's bin directory, or the nvidia-cuda-cuobjdump wheel). The checks the
-backend relies on: the MixPert GEMM contains the INT8 tensor-core MMA (``IMMA.16832.S8.S8``),
-and no FP32 FMA main loop (``FFMA``) remains in an emulated kernel; registers, shared memory
-and spills per kernel come from ``cuobjdump -res-usage``.
+backend relies on: each GEMM's main loop contains its tensor-core MMA, the opcode its target runs
+(runtime/cuda/desc.py's ``TARGETS`` table, read through each desc's ``main_loop_mma``: e.g.
+``IMMA.16832.S8.S8`` for the INT8 families on every target), and no FP32 FMA main loop
+(``FFMA``) remains in an emulated kernel; registers, shared memory and spills per kernel come
+from ``cuobjdump -res-usage``.
 """
 
 from __future__ import annotations

@@ -29,6 +29,13 @@ Every figure carries its source in a comment next to it. Abbreviations:
 * [B200-DS] "NVIDIA HGX B200" / DGX B200 datasheet (2024): per-GPU figures are the
   8-GPU totals / 8, tensor figures with sparsity halved. [BW-WP] "NVIDIA Blackwell
   Architecture Technical Brief" (2024): 148 SMs in B200 (2 dies × 74).
+* [BW-DS] "NVIDIA Blackwell" datasheet (2025), "Individual Blackwell GPU Specifications",
+  GB200 NVL72 column (the GPU of a GB200 superchip at up to 1,200 W; tensor figures with
+  sparsity, halved here): FP8 10 PFLOPS, INT8 10 POPS, FP16/BF16 5 PFLOPS, TF32 2.5 PFLOPS,
+  FP32 80 TFLOPS, FP64/FP64 Tensor Core 40 TFLOPS, 186 GB HBM3E at 8 TB/s. The GPU is a
+  B200 [BW-WP]. (Checked against the table as reproduced at
+  zdszero.github.io/Computer/Artificial_Intelligence/Hardware.html, whose HGX B200 column
+  agrees with [B200-DS].)
 * [GA102-WP] "NVIDIA Ampere GA102 GPU Architecture" whitepaper (2020), Table 9
   (GeForce RTX 3090: 82 SMs, 1695 MHz boost, 936 GB/s).
 * [ADA-WP] "NVIDIA Ada GPU Architecture" whitepaper (2022), Appendix A Table 2
@@ -266,6 +273,26 @@ HARDWARE: dict[str, Hardware] = {
         mem_bw_gbs=8000.0,  # [B200-DS] 64 TB/s / 8 GPUs
         int32_tops=37.5,  # derived, assumption: Hopper's 64 INT32 lanes per 128 FP32 lanes (FP32 75 / 2)
         source="HGX/DGX B200 datasheet (per GPU = total / 8, dense = sparse / 2), Blackwell brief",
+    ),
+    "gb200": Hardware(
+        name="gb200",
+        arch="sm_100",
+        sm_count=148,  # [BW-WP]: a GB200's GPU is a B200 (2 dies x 74 SMs)
+        mma={**_MMA_AMPERE, **_MMA_FP64, **_MMA_FP8},
+        wgmma=_TCGEN05,
+        peak_tops={
+            "fp64": 40.0,  # [BW-DS] FP64/FP64 Tensor Core 40 TFLOPS
+            "fp64_tensor": 40.0,  # [BW-DS] the same figure (tensor FP64 no faster than SIMT, as on B200)
+            "fp32": 80.0,  # [BW-DS] FP32 80 TFLOPS
+            "tf32": 1250.0,  # [BW-DS] TF32 Tensor Core 2.5 PFLOPS sparse / 2
+            "bf16": 2500.0,  # [BW-DS] FP16/BF16 Tensor Core 5 PFLOPS sparse / 2
+            "fp16": 2500.0,  # [BW-DS] FP16/BF16 Tensor Core 5 PFLOPS sparse / 2
+            "fp8": 5000.0,  # [BW-DS] FP8/FP6 Tensor Core 10 PFLOPS sparse / 2
+            "int8": 5000.0,  # [BW-DS] INT8 Tensor Core 10 POPS sparse / 2
+        },
+        mem_bw_gbs=8000.0,  # [BW-DS] 8 TB/s per GPU
+        int32_tops=40.0,  # derived, assumption: Hopper's 64 INT32 lanes per 128 FP32 lanes (FP32 80 / 2)
+        source="Blackwell datasheet, GB200 NVL72 column (per GPU, dense = sparse / 2), Blackwell brief",
     ),
     "rtx3090": Hardware(
         name="rtx3090",

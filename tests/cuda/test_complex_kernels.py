@@ -2,8 +2,8 @@
 the real scheme's kernel; the CPU model of the device path (host split, the real kernels' CPU
 models, ``complex_combine``) is bit-equal to the complex wrapper's executor over both forms and
 special values; the epilogue alone equals runtime/complex/epilogue.py's and the frontend's update
-arithmetic; ``complex_combine`` builds for sm_80 and sm_90 with only the IEEE adds and multiplies
-of the template in SASS (no FMA contraction), and no spills."""
+arithmetic; ``complex_combine`` builds for every target (ARCHS) with only the IEEE adds and
+multiplies of the template in SASS (no FMA contraction), and no spills."""
 
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ import sys
 
 import numpy as np
 import pytest
+from build_targets import per_target
 
 from mixjit.entry.blas import _axpby
 from mixjit.runtime.complex import COMPLEX
 from mixjit.runtime.complex.cuda.desc import ComplexDesc
 from mixjit.runtime.complex.cuda.model import combine, real_model, run_complex
 from mixjit.runtime.complex.epilogue import combine3, combine4
-from mixjit.runtime.cuda.desc import ARCHS, UnsupportedConfig
+from mixjit.runtime.cuda.desc import UnsupportedConfig
 from mixjit.runtime.cuda.registry import kernel_desc
 from mixjit.runtime.cuda.sass import opcode_counts
 
@@ -235,8 +236,7 @@ BUILDS = [pytest.param(np.complex64, "mixpert", "level=IV", 4, "product", id="c6
           for form, ab in [(3, "product"), (4, "update")] + ([(3, "update")] if dt == np.complex64 else [(4, "product")])]
 
 
-@pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("dtype,real,config,form,alpha_beta", BUILDS)
+@pytest.mark.parametrize("arch,dtype,real,config,form,alpha_beta", per_target(BUILDS))
 def test_combine_builds_with_exactly_the_templates_ieee_operations(cubin, sass, usage, dtype, real, config, form,
                                                                      alpha_beta, arch):
     """complex_combine's SASS: one add per add or subtract of the template and one multiply per

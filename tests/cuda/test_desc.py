@@ -97,3 +97,33 @@ def test_every_family_desc_composes_the_one_tiling_description():
         assert (desc.arch, desc.trans_b, desc.block) == ("sm_90", True, desc.tiling.block)
     with pytest.raises(TypeError, match="not both"):
         KernelDesc.for_config("mixpert", "level=IV", tiling=TileDescription(), arch="sm_90")
+
+
+def test_targets_load_on_the_capabilities_cuda_says():
+    """Binary compatibility within a major version (X.y loads on X.z, z >= y); an ``a`` target on its
+    own capability only: B300 (10.3) does not load sm_100a, it gets sm_103a; cc 11.0 (Thor) none."""
+    from mixjit.runtime.cuda.desc import ARCHS, TARGETS, target_for
+
+    found = {cc: getattr(target_for(*cc), "arch", None)
+             for cc in ((7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (10, 3), (11, 0), (12, 0), (12, 1))}
+    assert found == {(7, 5): None, (8, 0): "sm_80", (8, 6): "sm_80", (8, 9): "sm_80", (9, 0): "sm_90",
+                     (10, 0): "sm_100a", (10, 3): "sm_103a", (11, 0): None, (12, 0): "sm_120", (12, 1): "sm_120"}
+    assert not TARGETS["sm_100a"].loads_on(10, 3) and not TARGETS["sm_103a"].loads_on(10, 0)
+    assert ARCHS == ("sm_80", "sm_90", "sm_100a", "sm_103a", "sm_120")
+
+
+def test_the_sass_table_names_the_ptx_the_templates_issue():
+    """Every MMA kind of the SASS table is one the templates issue (its PTX is in them), every target
+    rates every kind, and an unknown target or kind is an error naming the table."""
+    from pathlib import Path
+
+    from mixjit.runtime.cuda import desc as cuda_desc
+
+    templates = "".join(p.read_text() for p in (Path(cuda_desc.__file__).parent / "templates").glob("*.cu*"))
+    for kind, ptx in cuda_desc.MMA_PTX.items():
+        assert f'"{ptx} ' in templates, kind
+    for target in cuda_desc.TARGETS.values():
+        assert set(target.sass) == set(cuda_desc.MMA_PTX), target.arch
+    assert cuda_desc.mma_sass("sm_120", "s8") == "IMMA.16832.S8.S8"
+    with pytest.raises(ValueError, match="sm_110.*TARGETS"):
+        cuda_desc.mma_sass("sm_110", "s8")

@@ -1,6 +1,6 @@
 """The int8 scheme's kernels: the CPU model (runtime/int8/cuda/fragments.py) bit-exact against the
-CPU executor, the desc's refusals, and the builds for every arch (the IMMA main loop, no spills; dfp's
-kernels too).
+CPU executor, the desc's refusals, and the builds for every target (runtime/cuda/desc.py ARCHS:
+the IMMA main loop, no spills; dfp's kernels too).
 The GPU runs are tests/gpu/test_gpu_launch.py's exact-kernel tests; the launch ABI is
 tests/gpu/test_gpu_launch_abi.py's."""
 
@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from build_targets import per_target
 
 from mixjit.runtime.cuda.build import CompilerNotFound, find_compiler
-from mixjit.runtime.cuda.desc import ARCHS, UnsupportedConfig
+from mixjit.runtime.cuda.desc import UnsupportedConfig
 from mixjit.runtime.cuda.launch import cpu_gemm
 from mixjit.runtime.cuda.registry import kernel_desc
 from mixjit.runtime.cuda.sass import ToolNotFound, find_tool, opcode_counts
@@ -87,9 +88,8 @@ def _tools() -> str:
 
 
 @pytest.mark.skipif(bool(_tools()), reason=_tools() or "tools found")
-@pytest.mark.parametrize("scheme, config", [("int8", ""), ("dfp", "bits=8,block=1")])
-@pytest.mark.parametrize("dtype", ["f32", "f64"])
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch,dtype,scheme,config", per_target([("f32", "int8", ""), ("f64", "int8", "")])
+                         + per_target([("f32", "dfp", "bits=8,block=1"), ("f64", "dfp", "bits=8,block=1")]))
 def test_builds_with_the_imma_main_loop_and_no_spills(cubin, sass, usage, arch, dtype, scheme, config):
     """int8 and dfp (tests/cuda/test_dfp_kernels.py): their quantizers around int8_gemm.cu."""
     desc = kernel_desc(scheme, config, dtype, arch=arch)

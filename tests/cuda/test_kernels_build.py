@@ -1,7 +1,7 @@
-"""Every float-MMA and Ozaki-II/split kernel family (MixPert: tests/cuda/test_build.py) builds for every arch,
-contains its tensor-core MMA in SASS and no FFMA main loop, and does not spill.
+"""Every kernel family other than MixPert (tests/cuda/test_build.py) builds for every target
+(runtime/cuda/desc.py ARCHS), contains the tensor-core MMA that target runs in SASS and no FFMA main loop, and does not spill.
 
-CI builds one representative config per family (for both archs, and with NVRTC); the variants
+CI builds one representative config per family (for every target, and with NVRTC); the variants
 (other dtypes, transposes, update mode, tiles) are marked ``slow``. Cubins come from conftest.py's
 session build (the on-disk cache)."""
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from mixjit.runtime.cuda.build import CompilerNotFound, find_compiler
-from mixjit.runtime.cuda.desc import ARCHS
+from mixjit.runtime.cuda.desc import ARCHS, TARGETS, mma_sass
 from mixjit.runtime.cuda.registry import kernel_desc
 from mixjit.runtime.cuda.sass import ToolNotFound, find_tool, opcode_counts
 
@@ -30,8 +30,6 @@ VARIANTS = [("bf16xn", "products=6", {"dtype": "f64", "trans_a": True, "trans_b"
             ("fp16x2", "products=1", {"dtype": "f64", "trans_a": True})]
 KERNELS = [pytest.param(*k, id=f"{k[0]}[{k[1]}]") for k in REPRESENTATIVE] + \
           [pytest.param(*k, id=f"{k[0]}[{k[1]}]", marks=pytest.mark.slow) for k in VARIANTS]
-#: MMA opcodes no main loop of these kernels may contain besides its own (no FP32 FMA main loop)
-FOREIGN = ("FFMA", "IMMA.16832.S8.S8", "HMMA.1688.F32.TF32", "HMMA.16816.F32.BF16")
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -43,10 +41,11 @@ def test_sass_has_the_mma_and_no_ffma(cubin, sass, scheme, config, fields, arch)
     entry, opcode, count = desc.main_loop_mma()
     ops = opcode_counts(text[entry])
     assert ops[opcode] >= count, ops.most_common(12)
-    assert all(ops[other] == 0 for other in FOREIGN if other != opcode), ops.most_common(12)
+    foreign = {"FFMA", *TARGETS[arch].sass.values()} - {opcode}  # no other MMA, no FP32 FMA main loop
+    assert all(ops[other] == 0 for other in foreign), ops.most_common(12)
     if desc.scheme == "split":  # the FP16 part's GEMM: HMMA f16 -> f32, one per 16x8 piece and k-step
         wm, wn = desc.warp_tile
-        assert opcode_counts(text["multiterm_gemm"])["HMMA.16816.F32"] >= 2 * (wm // 16) * (wn // 8)
+        assert opcode_counts(text["multiterm_gemm"])[mma_sass(arch, "f16")] >= 2 * (wm // 16) * (wn // 8)
 
 
 @pytest.mark.parametrize("arch", ARCHS)

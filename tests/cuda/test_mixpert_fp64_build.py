@@ -1,5 +1,5 @@
-"""The mixpert-fp64 kernels build for sm_80 and sm_90 (nvcc, and NVRTC where installed): the GEMM's
-main loop issues one INT8 MMA per kept pair and warp tile, no float MMA or FMA main loop, nothing
+"""The mixpert-fp64 kernels build for every target (runtime/cuda/desc.py ARCHS; nvcc, and NVRTC
+where installed): the GEMM's main loop issues one INT8 MMA per kept pair and warp tile, no float MMA or FMA main loop, nothing
 spills to local memory, and the shared memory is what the desc launches with. The most precise
 config (the default the tuner starts from) and the dataclass default build in CI; the scheme's
 other configs with -m slow. Cubins come from conftest.py's session build."""
@@ -7,9 +7,9 @@ other configs with -m slow. Cubins come from conftest.py's session build."""
 from __future__ import annotations
 
 import pytest
+from build_targets import per_target
 
 from mixjit.runtime.cuda.build import CompilerNotFound, find_compiler
-from mixjit.runtime.cuda.desc import ARCHS
 from mixjit.runtime.cuda.registry import kernel_desc
 from mixjit.runtime.cuda.sass import ToolNotFound, find_tool, opcode_counts
 
@@ -26,8 +26,7 @@ CONFIGS = [pytest.param("segments=9,pairs=slices3sig2,tile=16x4096x8", id="preci
 FOREIGN = ("FFMA", "DFMA", "HMMA.1688.F32.TF32", "HMMA.16816.F32.BF16", "HMMA.16816.F32", "LDL", "STL")
 
 
-@pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("arch,config", per_target(CONFIGS))
 def test_sass_has_an_imma_per_pair_no_float_main_loop_and_no_spills(cubin, sass, usage, config, arch):
     desc = kernel_desc("mixpert-fp64", config, "f64", arch=arch)
     text = sass(cubin(desc))

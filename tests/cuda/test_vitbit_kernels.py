@@ -2,8 +2,8 @@
 arithmetic and labels agree with the scheme's, the CPU model of the kernels
 (runtime/vitbit/cuda/fragments.py) gives the scheme's word-level emulation's integer sums and the
 CPU executor's output bit for bit (random, worst-case, ragged), a model with a wrong layout or
-an overflowing ``acc`` is caught, and the generated source builds for sm_80 and sm_90 with IMMA,
-IMAD and FFMA in the fused GEMM and no spills."""
+an overflowing ``acc`` is caught, and the generated source builds for every target (ARCHS) with
+IMMA, IMAD and FFMA in the fused GEMM and no spills."""
 
 from __future__ import annotations
 

@@ -297,10 +297,15 @@ def test_gpu_a_mixjit_site_runs_on_the_device_without_recompiling():
 
 
 def test_which_architectures_run_the_kernels():
-    from mixjit.runtime.cuda.device import classify
+    from mixjit.runtime.cuda.device import DeviceStatus, classify
 
     assert "need sm_80 or newer" in classify("T4", 7, 5).reason and not classify("T4", 7, 5).available
     assert [(s.available, s.target) for s in (classify("A10", 8, 6), classify("H100", 9, 0))] == [(True, "sm_80"),
                                                                                                (True, "sm_90")]
-    b200 = classify("B200", 10, 0)
-    assert not b200.available and "sm_100" in b200.reason and "sm_80 and sm_90 cubins" in b200.reason
+    blackwell = [classify(*part) for part in (("B200", 10, 0), ("B300", 10, 3), ("RTX PRO 6000", 12, 0),
+                                              ("GB10", 12, 1))]
+    assert [(s.available, s.target) for s in blackwell] == [(True, "sm_100a"), (True, "sm_103a"), (True, "sm_120"),
+                                                           (True, "sm_120")]
+    thor = classify("Thor", 11, 0)  # no sm_110 target: the reason names the targets built and where to add one
+    assert not thor.available and thor.target == "" and "sm_100a" in thor.reason and "TARGETS" in thor.reason
+    assert DeviceStatus(False, "no CUDA driver").target == "sm_80"  # configs are still checked against a target

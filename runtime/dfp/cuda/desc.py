@@ -22,6 +22,7 @@ from mixjit.runtime.cuda.desc import (
     TileDescription,
     UnsupportedConfig,
     cdiv,
+    mma_sass,
     split_tiling,
 )
 from mixjit.runtime.ozaki2.cuda.desc import Ozaki2Desc
@@ -134,7 +135,7 @@ class DfpDesc(KernelSpec):
                 Launch("dfp_rescale", (cdiv(n, 32), cdiv(m, 8), 1), (32, 8, 1)))
 
     def main_loop_mma(self) -> tuple[str, str, int]:
-        return "int8_gemm", "IMMA.16832.S8.S8", self.imma_per_chunk
+        return "int8_gemm", mma_sass(self.arch, "s8"), self.imma_per_chunk
 
     def template_params(self) -> dict[str, Any]:
         return {**self.layout_params(), "kReduceThreads": REDUCE_THREADS, "kMagnitudeBits": self.bits - 1,

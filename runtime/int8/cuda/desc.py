@@ -15,6 +15,7 @@ from mixjit.runtime.cuda.desc import (
     TileDescription,
     UnsupportedConfig,
     cdiv,
+    mma_sass,
     split_tiling,
 )
 from mixjit.runtime.ozaki2.cuda.desc import Ozaki2Desc
@@ -91,7 +92,7 @@ class Int8Desc(KernelSpec):
                 Launch("int8_dequantize", (cdiv(n, 32), cdiv(m, 8), 1), (32, 8, 1)))
 
     def main_loop_mma(self) -> tuple[str, str, int]:
-        return "int8_gemm", "IMMA.16832.S8.S8", self.imma_per_chunk
+        return "int8_gemm", mma_sass(self.arch, "s8"), self.imma_per_chunk
 
     def template_params(self) -> dict[str, Any]:
         return {**self.layout_params(), "kQuantThreads": QUANT_THREADS, "kEpilogueModulus": False, "kNumModuli": 1,

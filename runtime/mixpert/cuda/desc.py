@@ -26,6 +26,7 @@ from mixjit.runtime.cuda.desc import (
     TileDescription,
     UnsupportedConfig,
     cdiv,
+    mma_sass,
     split_tiling,
 )
 from mixjit.runtime.mixpert.labels import LEVELS, parse_label_fields
@@ -168,7 +169,7 @@ class KernelDesc(KernelSpec):
                 Launch("mixpert_gemm", (n_pad // self.block[1], m_pad // self.block[0], 1), (self.threads, 1, 1), smem))
 
     def main_loop_mma(self) -> tuple[str, str, int]:
-        return "mixpert_gemm", "IMMA.16832.S8.S8", len(self.pairs) * self.imma_per_chunk
+        return "mixpert_gemm", mma_sass(self.arch, "s8"), len(self.pairs) * self.imma_per_chunk
 
     def template_params(self) -> dict[str, Any]:
         """The typed compile-time parameters the templates declare (name -> Python value)."""

@@ -26,6 +26,7 @@ from mixjit.runtime.cuda.desc import (
     TileDescription,
     UnsupportedConfig,
     cdiv,
+    mma_sass,
     split_tiling,
 )
 from mixjit.runtime.mixpert.cuda.desc import KernelDesc
@@ -143,7 +144,7 @@ class Fp64Desc(KernelDesc):
                        self.shared_bytes))
 
     def main_loop_mma(self) -> tuple[str, str, int]:
-        return "mixpert_fp64_gemm", "IMMA.16832.S8.S8", len(self.pairs) * self.imma_per_chunk
+        return "mixpert_fp64_gemm", mma_sass(self.arch, "s8"), len(self.pairs) * self.imma_per_chunk
 
     def template_params(self) -> dict[str, Any]:
         """The typed compile-time parameters the templates declare (name -> Python value)."""

@@ -33,6 +33,7 @@ from mixjit.runtime.cuda.desc import (
     TileDescription,
     UnsupportedConfig,
     cdiv,
+    mma_sass,
     split_tiling,
 )
 
@@ -54,20 +55,16 @@ class PartFormat:
     bits: int
     #: bytes of one stored part (TF32 parts are float32 patterns with 13 zero low bits)
     part_bytes: int
-    #: the MMA shape (m, n, k) and its PTX and SASS names
+    #: the MMA shape (m, n, k); ``name`` is its kind in runtime/cuda/desc.py's MMA_PTX (its PTX) and
+    #: TARGETS (its SASS per target)
     mma: tuple[int, int, int]
-    ptx: str
-    sass: str
 
 
 FORMATS = {
-    "tf32": PartFormat("tf32", 0, 11, 4, (16, 8, 8), "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
-                       "HMMA.1688.F32.TF32"),
-    "bf16": PartFormat("bf16", 1, 8, 2, (16, 8, 16), "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
-                       "HMMA.16816.F32.BF16"),
+    "tf32": PartFormat("tf32", 0, 11, 4, (16, 8, 8)),
+    "bf16": PartFormat("bf16", 1, 8, 2, (16, 8, 16)),
     # split's FP16 part (split/cuda/desc.py): range-scaled, one part
-    "f16": PartFormat("f16", 2, 11, 2, (16, 8, 16), "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
-                      "HMMA.16816.F32"),
+    "f16": PartFormat("f16", 2, 11, 2, (16, 8, 16)),
 }
 #: scheme -> (part format, the products its configs offer, most precise first)
 MULTITERM_SCHEMES = {"tf32x3": ("tf32", (3, 1)), "bf16xn": ("bf16", (9, 6, 3, 1)), "fp16x2": ("f16", (3, 1))}
@@ -187,7 +184,7 @@ class MultiTermDesc(KernelSpec):
     def main_loop_mma(self) -> tuple[str, str, int]:
         wm, wn = self.warp_tile
         steps = CHUNK_BYTES // 4 // 8  # 8-word MMA k-steps per chunk
-        return "multiterm_gemm", self.fmt.sass, steps * len(self.pairs) * (wm // 16) * (wn // 8)
+        return "multiterm_gemm", mma_sass(self.arch, self.fmt.name), steps * len(self.pairs) * (wm // 16) * (wn // 8)
 
     def template_params(self) -> dict[str, Any]:
         return {

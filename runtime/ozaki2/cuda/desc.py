@@ -27,6 +27,7 @@ from mixjit.runtime.cuda.desc import (
     TileDescription,
     UnsupportedConfig,
     cdiv,
+    mma_sass,
     split_tiling,
 )
 
@@ -119,7 +120,7 @@ class Ozaki2Desc(KernelSpec):
                        (self.threads, 1, 1), self.shared_bytes))
 
     def main_loop_mma(self) -> tuple[str, str, int]:
-        return "int8_gemm", "IMMA.16832.S8.S8", self.imma_per_chunk
+        return "int8_gemm", mma_sass(self.arch, "s8"), self.imma_per_chunk
 
     def template_params(self) -> dict[str, Any]:
         return {

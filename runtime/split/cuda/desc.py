@@ -32,6 +32,7 @@ from mixjit.runtime.cuda.desc import (
     TileDescription,
     UnsupportedConfig,
     cdiv,
+    mma_sass,
     split_tiling,
 )
 from mixjit.runtime.model.hardware import HARDWARE, get_hardware
@@ -165,7 +166,7 @@ class SplitDesc(KernelSpec):
         return tuple(out)
 
     def main_loop_mma(self) -> tuple[str, str, int]:
-        return "int8_gemm", "IMMA.16832.S8.S8", self.imma_per_chunk
+        return "int8_gemm", mma_sass(self.arch, "s8"), self.imma_per_chunk
 
     def template_params(self) -> dict[str, Any]:
         return {

@@ -39,6 +39,7 @@ from mixjit.runtime.cuda.desc import (
     TileDescription,
     UnsupportedConfig,
     cdiv,
+    mma_sass,
     split_tiling,
 )
 from mixjit.runtime.mixpert.labels import MAX_CONFIG_INT
@@ -247,7 +248,7 @@ class VitbitDesc(KernelSpec):
                        self.shared_bytes))
 
     def main_loop_mma(self) -> tuple[str, str, int]:
-        return "vitbit_gemm", "IMMA.16832.S8.S8", self.imma_per_chunk
+        return "vitbit_gemm", mma_sass(self.arch, "s8"), self.imma_per_chunk
 
     def template_params(self) -> dict[str, Any]:
         return {

@@ -14,7 +14,8 @@ GEFORCE = {"rtx3090", "rtx4090"}
 
 
 def test_the_issue_parts_are_all_there():
-    wanted = {"a100-pcie-40gb", "a100", "h100", "h200", "b200", "rtx3090", "rtx4090", "l40s", "jetson-agx-orin"}
+    wanted = {"a100-pcie-40gb", "a100", "h100", "h200", "b200", "gb200", "rtx3090", "rtx4090", "l40s",
+              "jetson-agx-orin"}
     assert wanted <= set(REAL)
     assert not get_hardware("patent-0066").real  # the partition calculator's worked example stays
 
@@ -51,8 +52,9 @@ def test_tensor_rates_follow_the_architecture(name):
 
 @pytest.mark.parametrize(
     "name, int8_over_fp32",
-    # /work/shared/ANCHORS.md: A100 32x (MixPert Table 1), H100 SXM 29.5x, B200 about 60x
-    [("a100", 32.0), ("a100-pcie-40gb", 32.0), ("h100", 29.5), ("h200", 29.5), ("b200", 60.0)],
+    # /work/shared/ANCHORS.md: A100 32x (MixPert Table 1), H100 SXM 29.5x, B200 about 60x; GB200 62.5x
+    # (Blackwell datasheet: INT8 10 POPS sparse, FP32 80 TFLOPS)
+    [("a100", 32.0), ("a100-pcie-40gb", 32.0), ("h100", 29.5), ("h200", 29.5), ("b200", 60.0), ("gb200", 62.5)],
 )
 def test_published_int8_to_fp32_ratios(name, int8_over_fp32):
     p = get_hardware(name).peak_tops
@@ -64,8 +66,26 @@ def test_dgemm_runs_on_fp64_tensor_cores_where_faster():
     assert get_hardware("h100").dgemm_class() == "fp64_tensor"
     assert get_hardware("rtx3090").dgemm_class() == "fp64"  # no FP64 tensor rate
     assert get_hardware("b200").dgemm_class() == "fp64"  # tensor FP64 no faster than SIMT
+    assert get_hardware("gb200").dgemm_class() == "fp64"
 
 
 def test_unknown_hardware_lists_the_known_names():
     with pytest.raises(ValueError, match="unknown hardware 'a1000'; known: .*a100-pcie-40gb.*h100"):
         get_hardware("a1000")
+
+
+def test_a_gb200_is_a_b200_at_more_power():
+    """The GB200's GPU is a B200 (same SMs, MMA shapes, FP64 = FP64 tensor), run at up to 1,200 W
+    against HGX B200's 1,000 W: every published rate a little higher, none lower."""
+    gb200, b200 = get_hardware("gb200"), get_hardware("b200")
+    assert (gb200.arch, gb200.sm_count, gb200.mma, gb200.wgmma) == (b200.arch, b200.sm_count, b200.mma, b200.wgmma)
+    assert set(gb200.peak_tops) == set(b200.peak_tops)
+    assert all(1.0 <= gb200.peak_tops[c] / b200.peak_tops[c] <= 1.15 for c in b200.peak_tops), gb200.peak_tops
+
+
+@pytest.mark.parametrize("name", ["b200", "gb200"])
+def test_blackwell_parts_are_tuning_targets(name):
+    """A part of the table is a ``target=`` of @mixjit and mixopt's tune pass (the one list of names)."""
+    from mixjit.tuning.driver import check_target
+
+    assert check_target(name, "target") == name
