@@ -3,7 +3,7 @@
     python tools/cuda_kernels.py [--configs level=IV level=I ...] [--archs sm_90 ...] [--no-write]
 
 For each kernel (MixPert at ``--configs``, plus tf32x3, bf16xN, the Ozaki-II residue kernels,
-split, vitbit, mixpert-fp64 and int8 at fixed configs) and arch: the SASS instruction checks (the main loop's
+split, vitbit, mixpert-fp64, int8, dfp and fp16x2 at fixed configs) and arch: the SASS instruction checks (the main loop's
 tensor-core MMA count, FFMA and IMAD counts) and ptxas's resources per kernel (registers, shared memory, spills) from
 ``cuobjdump -res-usage``;
 and the *modeled* cost of running the INT8 products with ``mma.sync`` instead of ``wgmma`` on
@@ -46,7 +46,8 @@ OTHER_KERNELS = [("tf32x3", "products=3", {}), ("tf32x3", "products=1", {}), ("b
                  ("split", "fp16=auto", {"block": (64, 128), "warps": (2, 2)}), ("vitbit", "bits=8", {}),
                  ("vitbit", "bits=4", {}),
                  ("mixpert-fp64", "segments=9,pairs=slices3sig2,tile=16x4096x8", {"dtype": "f64"}),
-                 ("mixpert-fp64", "", {"dtype": "f64"}), ("int8", "", {})]
+                 ("mixpert-fp64", "", {"dtype": "f64"}), ("int8", "", {}), ("dfp", "bits=8,block=1", {}),
+                 ("fp16x2", "products=3", {})]
 #: the tensor-core MMA opcodes counted in each kernel: those of every target's SASS table
 MMA_OPCODES = tuple(dict.fromkeys(op for t in TARGETS.values() for op in t.sass.values()))
 
