@@ -1,6 +1,6 @@
 """`make gpu-check`: everything a lent GPU machine should run, in one command with a time limit.
 
-    python3 tools/gpu_check.py --results DIR [--wheels DIR] [--time-limit SECONDS]
+    python3 tools/gpu_check.py --results DIR [--wheels DIR] [--time-limit SECONDS] [--archs sm_90 ...]
 
 Made for a bare, offline GPU machine (CUDA, PyTorch and CuPy installed, nothing else of this
 project's; its numba/llvmlite not necessarily the pinned ones): with ``--wheels`` (filled by
@@ -13,8 +13,9 @@ H200 session may spend on it):
 1. ``environment``: Python, the GPU's name and driver (``nvidia-smi``), nvcc's version;
 2. ``install`` (with ``--wheels``) and ``import``: mixjit, numba, llvmlite and their versions;
 3. ``device``: ``mixjit.runtime.cuda.device.probe()`` (a CUDA device that can run the kernels?);
-4. ``builds``: every kernel of every family built for every arch, its SASS checked for the
-   tensor-core MMA and no spills (tools/cuda_kernels.py --no-write);
+4. ``builds``: every kernel of every family built, its SASS checked for the tensor-core MMA and
+   no spills (tools/cuda_kernels.py --no-write): for the device's target (the cubins it loads),
+   without a device for every target, or for ``--archs``;
 5. ``tests``: ``tests/gpu`` run (with a device; JUnit XML in ``DIR/junit.xml``), or only
    collected (without one);
 6. ``bench``: tools/bench_cuda.py --quick against cuBLAS (with a device; ``DIR/bench.json``).
@@ -222,7 +223,8 @@ def environment(check: Check) -> None:
 
 
 PROBE = ("import json; from mixjit.runtime.cuda.device import probe; s = probe(); "
-         "print(json.dumps({'ok': s.available, 'why': s.reason, 'name': s.name, 'arch': s.arch}))")
+         "print(json.dumps({'ok': s.available, 'why': s.reason, 'name': s.name, 'arch': s.arch, "
+         "'target': s.target if s.available else ''}))")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -230,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, required=True, help="folder for the log, summary.json, junit.xml, bench.json")
     parser.add_argument("--wheels", type=Path, default=None, help="install from these wheels (make gpu-wheels)")
     parser.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, help="seconds for everything")
+    parser.add_argument("--archs", nargs="+", default=None,
+                        help="targets the builds step builds (default: the device's, or every target without one)")
     args = parser.parse_args(argv)
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "gpu-check.log").write_text("", encoding="utf-8")
@@ -248,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
             check.device = found["ok"]
             probe.detail = (f"{found['name']} ({found['arch']}) runs the kernels" if check.device
                             else f"no device: {found['why']}")
-        check.run("builds", [check.python, "tools/cuda_kernels.py", "--no-write"])
+        archs = args.archs or ([found["target"]] if check.device else [])
+        check.run("builds", [check.python, "tools/cuda_kernels.py", "--no-write", *(["--archs", *archs] if archs else [])])
         if check.device:
             check.run("tests", [check.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/gpu",
                                 "-m", "gpu or not gpu", f"--junitxml={check.results / 'junit.xml'}"])

@@ -1,7 +1,8 @@
 """`make gpu-check` without a GPU, as CI runs it: tools/gpu_check.py installs into its own
 environment (from the wheels folder where needed), imports mixjit there, finds no device, builds
-every kernel with its SASS checks, collects tests/gpu, and exits with its own status (3) and a
-summary; at its time limit it stops cleanly with status 4."""
+every kernel with its SASS checks (here for one Hopper and one Blackwell target, to bound CI's
+time: tests/cuda builds each family for every target), collects tests/gpu, and exits with its own
+status (3) and a summary; at its time limit it stops cleanly with status 4."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def _run(tmp_path: Path, *extra: str, timeout: float = 900) -> tuple[subprocess.
 def test_without_a_device_it_checks_what_it_can_and_says_so(tmp_path):
     wheels = tmp_path / "wheels"
     wheels.mkdir()
-    proc, summary = _run(tmp_path, "--wheels", str(wheels))
+    proc, summary = _run(tmp_path, "--wheels", str(wheels), "--archs", "sm_90", "sm_100a")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     steps = {s["name"]: s for s in summary["steps"]}
     assert summary["exit"] == 3 and summary["device"] is False
@@ -35,6 +36,7 @@ def test_without_a_device_it_checks_what_it_can_and_says_so(tmp_path):
     assert "tests collected" in steps["tests"]["detail"] and steps["bench"]["status"] == "skipped"
     log = (tmp_path / "results" / "gpu-check.log").read_text()
     assert "building mixpert" in log and "IMMA" in log  # every kernel built, its SASS read
+    assert "sm_100a" in log and "sm_80" not in log  # for the targets asked
     assert "no CUDA device here (exit 3)" in proc.stdout
 
 
