@@ -46,7 +46,7 @@ OTHER_KERNELS = [("tf32x3", "products=3", {}), ("tf32x3", "products=1", {}), ("b
                  ("split", "fp16=auto", {"block": (64, 128), "warps": (2, 2)}), ("vitbit", "bits=8", {}),
                  ("vitbit", "bits=4", {}),
                  ("mixpert-fp64", "segments=9,pairs=slices3sig2,tile=16x4096x8", {"dtype": "f64"}),
-                 ("mixpert-fp64", "", {"dtype": "f64"}), ("int8", "", {}), ("dfp", "bits=8,block=1", {}),
+                 ("mixpert-fp64", "", {"dtype": "f64"}), ("int8", "", {}), ("dfp", "bits=16,block=1", {}), ("dfp", "bits=8,block=1", {}),
                  ("fp16x2", "products=3", {})]
 #: the tensor-core MMA opcodes counted in each kernel: those of every target's SASS table
 MMA_OPCODES = tuple(dict.fromkeys(op for t in TARGETS.values() for op in t.sass.values()))

@@ -88,7 +88,7 @@ def test_every_family_desc_composes_the_one_tiling_description():
 
     for scheme in kernel_schemes():
         factory = desc_factory(scheme)
-        config = {"split": "fp16=0", "dfp": "bits=8"}.get(scheme, "")  # the default (dfp: 16 bits) has no kernel
+        config = "" if scheme != "split" else "fp16=0"
         dtype = "f64" if scheme == "mixpert-fp64" else "f32"  # the one scheme of float64 operands only
         desc = factory(scheme, config, dtype, arch="sm_90", trans_b=True)
         names = {f.name for f in dataclasses.fields(desc)}

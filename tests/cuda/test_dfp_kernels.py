@@ -17,7 +17,8 @@ from mixjit.runtime.dfp.cuda.fragments import run_dfp
 from mixjit.runtime.mixpert.cuda.fragments import STATUS_NONFINITE
 from mixjit.runtime.schemes import get_scheme
 
-CONFIGS = ["bits=8,block=1", "bits=8,block=tensor", "bits=8,block=32", "bits=5,block=3", "bits=2,block=1"]
+CONFIGS = ["bits=16,block=1", "bits=16,block=tensor", "bits=12,block=3", "bits=8,block=1", "bits=8,block=tensor",
+           "bits=8,block=32", "bits=5,block=3", "bits=2,block=1"]
 
 
 def _inputs(kind: str, m: int, k: int, n: int, dtype, seed: int):
@@ -69,8 +70,7 @@ def test_labels_are_the_schemes_and_what_stays_on_the_cpu_says_why():
     for label in ("", "bits=8,block=1", "bits=8,block=tensor,out=dfp", "bits=16,block=4,carry_a=8"):
         cfg = scheme.parse_config(label)
         assert parse_dfp_label(label) == (cfg.bits, cfg.block_rows, cfg.out, cfg.carry_a, cfg.carry_b)
-    for label, why in [("", "bits=16: one INT8 plane"), ("bits=8,block=1,out=dfp", "out=dfp"),
-                       ("bits=8,block=1,carry_a=8", "carried operands")]:
+    for label, why in [("bits=8,block=1,out=dfp", "out=dfp"), ("bits=8,block=1,carry_a=8", "carried operands")]:
         with pytest.raises(UnsupportedConfig, match=why):
             kernel_desc("dfp", label)
     with pytest.raises(UnsupportedConfig, match="product only"):
@@ -78,3 +78,17 @@ def test_labels_are_the_schemes_and_what_stays_on_the_cpu_says_why():
     with pytest.raises(ValueError, match="K=.* INT32"):
         kernel_desc("dfp", "bits=8").launches(8, 8, max_k(8) + 1)
     assert max_k(8) * 127 * 127 < 2**31 <= (max_k(8) + 1) * 127 * 127
+    assert max_k(16) * 128 * 128 < 2**31 <= (max_k(16) + 1) * 128 * 128  # the byte pieces' products
+    assert kernel_desc("dfp", "").bits == 16 and kernel_desc("dfp", "").batches == 4
+
+
+def test_the_byte_pieces_offset_is_checked(monkeypatch):
+    """The check has teeth: 16-bit mantissas split without the -128 offset's correction terms (the row
+    sums and 16384·K) give other bits; so does a wrong order of B's pieces."""
+    a, b = _inputs("random", 8, 40, 6, np.float64, seed=9)
+    want = cpu_gemm("dfp", a, b, "bits=16,block=1").tobytes()
+    real = fragments.quantize
+    monkeypatch.setattr(fragments, "quantize", lambda *args: (real(*args)[0], real(*args)[1] * 0))
+    assert run_dfp(a, b, kernel_desc("dfp", "bits=16,block=1", "f64"))[0].tobytes() != want
+    monkeypatch.setattr(fragments, "quantize", lambda x, rp, kp, per, e, n, is_b: real(x, rp, kp, per, e, n, False))
+    assert run_dfp(a, b, kernel_desc("dfp", "bits=16,block=1", "f64"))[0].tobytes() != want

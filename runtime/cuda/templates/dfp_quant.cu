@@ -1,8 +1,11 @@
-// The dfp scheme's kernels around int8_gemm.cu (docs/numerics.md "dfp", bits <= 8, out=fp32): each
-// row of op(A) / column of op(B) gets its largest finite magnitude, each block of rows the shared
-// exponent of its largest (step 1), each element the mantissa q = rint(v·2^-E) (ties to even,
-// |q| <= 2^r - 1 <= 127, one INT8 plane), and C = RN32(S·2^(E_a + E_b)) of the exact INT32 sums S
-// (step 3). runtime/dfp/cuda/fragments.py models it; an inf/NaN input raises the status word (the
+// The dfp scheme's kernels around int8_gemm.cu (docs/numerics.md "dfp", out=fp32): each row of
+// op(A) / column of op(B) gets its largest finite magnitude, each block of rows the shared exponent
+// of its largest (step 1), each element the mantissa q = rint(v·2^-E) (ties to even, |q| <= 2^r - 1),
+// and C = RN32(S·2^(E_a + E_b)) of the exact sums S (step 3). Up to 8 bits q is one INT8 plane
+// (kPieces = 1, one INT8 GEMM). Wider, q - 128 = 256·h + l with h = floor(q / 256) and
+// l = (q mod 256) - 128, both in [-128, 127]: planes h and l, four INT8 GEMMs (batches z: A's
+// h, h, l, l against B's h, l, h, l), and S = 65536·S_hh + 256·(S_hl + S_lh) + S_ll
+// + 128·(R_i + R_j) + 16384·K with R the row sums of q - 128 (all exact in int64). runtime/dfp/cuda/fragments.py models it; an inf/NaN input raises the status word (the
 // launcher hands the GEMM back: the CPU executor applies the non-finite rule).
 
 // One CTA per row: its largest finite |v| as bits (common.cuh's cta_row_amax).
@@ -47,45 +50,76 @@ dfp_exponents(const u64* __restrict__ amax, int rows, int per, int* __restrict__
     exps[z] = e;
 }
 
-// One CTA per padded row: q = rint(v·2^-E) with E its block's exponent; 0 for padding, an
-// all-zero block and an inf/NaN (whose status the maxima raised).
+// One CTA per padded row: q = rint(v·2^-E) with E its block's exponent; 0 for an all-zero block and
+// an inf/NaN (whose status the maxima raised). kPieces = 1: planes[0][r][k] = q. kPieces = 2: the
+// h and l planes of q - 128 into the batches that multiply them (A: h in 0 and 1, l in 2 and 3; B:
+// h in 0 and 2, l in 1 and 3), and the row sum of q - 128 into rowsum[r]; the padding (k >= K,
+// r >= rows) is 0 in every plane and out of the sums.
 template <bool kIsB>
-__device__ __forceinline__ void quantize(const InT* __restrict__ x, i64 ld, int rows, int K, int k_pad, int per,
-                                         const int* __restrict__ exps, i8* __restrict__ plane) {
+__device__ __forceinline__ void quantize(const InT* __restrict__ x, i64 ld, int rows, int rows_pad, int K,
+                                         int k_pad, int per, const int* __restrict__ exps, i8* __restrict__ planes,
+                                         i64* __restrict__ rowsum) {
+    __shared__ long long s_sum;
     const int r = blockIdx.x;
     const int e = r < rows ? exps[r / per] : 0;
+    const i64 plane = (i64)rows_pad * k_pad, at0 = (i64)r * k_pad;
+    if (kPieces == 2 && threadIdx.x == 0) s_sum = 0;
+    if (kPieces == 2) __syncthreads();
+    long long sum = 0;
     for (int k = threadIdx.x; k < k_pad; k += kReduceThreads) {
-        double q = 0.0;
-        if (r < rows && k < K) {
+        const bool real = r < rows && k < K;
+        int q = 0;
+        if (real) {
             const double v = operand_element<kIsB>(x, ld, r, k);
-            if (isfinite(v)) q = rint(ldexp(v, -e));  // exact scaling, then ties to even
+            if (isfinite(v)) q = (int)rint(ldexp(v, -e));  // exact scaling, then ties to even
         }
-        plane[(i64)r * k_pad + k] = (i8)(int)q;
+        if (kPieces == 1) {
+            planes[at0 + k] = (i8)q;
+        } else {
+            const int h = real ? (q >> 8) : 0, l = real ? (q & 255) - 128 : 0;  // q - 128 = 256·h + l
+            planes[at0 + k] = (i8)h;
+            planes[(kIsB ? 2 : 1) * plane + at0 + k] = (i8)h;
+            planes[(kIsB ? 1 : 2) * plane + at0 + k] = (i8)l;
+            planes[3 * plane + at0 + k] = (i8)l;
+            if (real) sum += q - 128;
+        }
+    }
+    if (kPieces == 2) {
+        atomicAdd((unsigned long long*)&s_sum, (unsigned long long)sum);
+        __syncthreads();
+        if (threadIdx.x == 0 && r < rows) rowsum[r] = s_sum;
     }
 }
 
 // grid (M_pad), block kReduceThreads
 extern "C" __global__ void __launch_bounds__(kReduceThreads)
-dfp_quantize_a(const InT* __restrict__ a, i64 lda, int m, int k, int k_pad, int per, const int* __restrict__ exps,
-               i8* __restrict__ plane) {
-    quantize<false>(a, lda, m, k, k_pad, per, exps, plane);
+dfp_quantize_a(const InT* __restrict__ a, i64 lda, int m, int m_pad, int k, int k_pad, int per,
+               const int* __restrict__ exps, i8* __restrict__ planes, i64* __restrict__ rowsum) {
+    quantize<false>(a, lda, m, m_pad, k, k_pad, per, exps, planes, rowsum);
 }
 
 // grid (N_pad), block kReduceThreads
 extern "C" __global__ void __launch_bounds__(kReduceThreads)
-dfp_quantize_b(const InT* __restrict__ b, i64 ldb, int n, int k, int k_pad, int per, const int* __restrict__ exps,
-               i8* __restrict__ plane) {
-    quantize<true>(b, ldb, n, k, k_pad, per, exps, plane);
+dfp_quantize_b(const InT* __restrict__ b, i64 ldb, int n, int n_pad, int k, int k_pad, int per,
+               const int* __restrict__ exps, i8* __restrict__ planes, i64* __restrict__ rowsum) {
+    quantize<true>(b, ldb, n, n_pad, k, k_pad, per, exps, planes, rowsum);
 }
 
-// grid (⌈n/32⌉, ⌈m/8⌉), block (32, 8): C = RN32(S·2^(E_a + E_b)), the scaling exact in float64
-// (|S| < 2^31, the exponent sum in [-320, 256]), one rounding to float32 (beyond FLT_MAX: inf; a
-// zero result +0), widened to OutT.
+// grid (⌈n/32⌉, ⌈m/8⌉), block (32, 8): S (kPieces = 2: combined from the four batches' sums and the
+// row sums, in int64), then C = RN32(S·2^(E_a + E_b)), the scaling exact in float64 (|S| < 2^45,
+// the exponent sum within ±320), one rounding to float32 (beyond FLT_MAX: inf; a zero result +0),
+// widened to OutT.
 extern "C" __global__ void __launch_bounds__(256)
-dfp_rescale(const int* __restrict__ sums, int m, int n, const int* __restrict__ exps_a, int per_a,
-            const int* __restrict__ exps_b, int per_b, OutT* __restrict__ out, i64 ldo) {
+dfp_rescale(const int* __restrict__ sums, int m, int n, int k, const int* __restrict__ exps_a, int per_a,
+            const int* __restrict__ exps_b, int per_b, const i64* __restrict__ rowsum_a,
+            const i64* __restrict__ rowsum_b, OutT* __restrict__ out, i64 ldo) {
     const int col = blockIdx.x * 32 + threadIdx.x, row = blockIdx.y * 8 + threadIdx.y;
     if (row >= m || col >= n) return;
-    const double v = ldexp((double)sums[(i64)row * n + col], exps_a[row / per_a] + exps_b[col / per_b]);
+    const i64 at = (i64)row * n + col, batch = (i64)m * n;
+    i64 s = sums[at];
+    if (kPieces == 2)
+        s = 65536 * s + 256 * ((i64)sums[batch + at] + sums[2 * batch + at]) + sums[3 * batch + at] +
+            128 * (rowsum_a[row] + rowsum_b[col]) + 16384 * (i64)k;
+    const double v = ldexp((double)s, exps_a[row / per_a] + exps_b[col / per_b]);
     out[(i64)row * ldo + col] = (OutT)(__double2float_rn(v) + 0.0f);  // -0 + +0 = +0
 }

@@ -3,11 +3,12 @@ of each block of rows, the quantization to INT8 mantissas, the INT8 GEMM of int8
 raw INT32 sums, and the exact rescaling rounded once). Pure Python (the ``emit-cuda`` pass imports
 it); the label is read by :func:`parse_dfp_label`, a test checks it against the scheme's.
 
-Served: mantissas of at most 8 bits (one INT8 plane per operand: ``|q| <= 2^(bits-1) - 1 <= 127``),
-``out=fp32``, no carried operands. ``bits`` above 8 would need each mantissa as two byte pieces
-(a signed high and an unsigned low byte, ``.u8`` MMAs), ``out=dfp`` a second pass over the
-result for its maximum, carries the producing site's exponent: those configs keep the CPU
-executor, and the desc says why."""
+Served: every width (``bits`` 2..16), ``out=fp32``, no carried operands. Up to 8 bits a mantissa
+is one INT8 plane (``|q| <= 127``) and the product one INT8 GEMM; wider, ``q - 128 = 256·h + l``
+with two signed bytes ``h``, ``l`` (:data:`PIECES`), four INT8 GEMMs and the row sums of
+``q - 128`` (dfp_quant.cu). ``out=dfp`` would need a second pass over the result for its
+maximum, carries the producing site's exponent: those configs keep the CPU executor, and the
+desc says why."""
 
 from __future__ import annotations
 
@@ -27,18 +28,23 @@ from mixjit.runtime.cuda.desc import (
 )
 from mixjit.runtime.ozaki2.cuda.desc import Ozaki2Desc
 
-__all__ = ["DfpDesc", "parse_dfp_label", "max_k", "REDUCE_THREADS", "MAX_KERNEL_BITS"]
+__all__ = ["DfpDesc", "parse_dfp_label", "max_k", "pieces", "REDUCE_THREADS", "MAX_KERNEL_BITS"]
 
 #: threads of one CTA that reduces or quantizes a row of op(A) / column of op(B)
 REDUCE_THREADS = 256
-#: the widest mantissa one INT8 plane holds
-MAX_KERNEL_BITS = 8
+#: the widest mantissa the kernels take (the scheme's widest)
+MAX_KERNEL_BITS = 16
+
+
+def pieces(bits: int) -> int:
+    """INT8 planes per mantissa: one up to 8 bits, else two (``h``, ``l`` of ``q - 128``)."""
+    return 1 if bits <= 8 else 2
 
 
 def max_k(bits: int) -> int:
-    """The longest K whose INT32 sums of ``bits``-wide mantissa products are exact:
-    ``K·(2^(bits-1) - 1)² < 2^31``."""
-    q = (1 << (bits - 1)) - 1
+    """The longest K whose INT32 sums are exact: ``K·(2^(bits-1) - 1)² < 2^31`` for one plane,
+    ``K·128² < 2^31`` for the byte pieces (each in [-128, 127])."""
+    q = (1 << (bits - 1)) - 1 if pieces(bits) == 1 else 128
     return (2**31 - 1) // (q * q)
 
 
@@ -97,8 +103,7 @@ class DfpDesc(KernelSpec):
         out = [] if self.scheme == "dfp" else [f"scheme {self.scheme!r} is not 'dfp'"]
         out += self.common_problems(MMA_M, MMA_N)
         if not 2 <= self.bits <= MAX_KERNEL_BITS:
-            out.append(f"bits={self.bits}: one INT8 plane holds mantissas of 2..{MAX_KERNEL_BITS} bits (wider ones "
-                       "would need two byte pieces and .u8 MMAs; not built)")
+            out.append(f"bits={self.bits}: the scheme's widths are 2..{MAX_KERNEL_BITS}")
         if self.block_rows < 0:
             out.append(f"block={self.block_rows}: a number of rows >= 1, or 'tensor'")
         if self.out != "fp32":
@@ -109,6 +114,11 @@ class DfpDesc(KernelSpec):
         if self.alpha_beta != "product":
             out.append("alpha_beta='update': the kernels write the product only")
         return out
+
+    @property
+    def batches(self) -> int:
+        """INT8 GEMMs (int8_gemm's grid.z): one per pair of pieces."""
+        return pieces(self.bits) ** 2
 
     def blocks(self, rows: int) -> int:
         """Exponent blocks of an operand with ``rows`` rows (of op(A), or columns of op(B))."""
@@ -127,10 +137,12 @@ class DfpDesc(KernelSpec):
                              "overflow; use the CPU executor")
         m_pad, n_pad, _ = self.padded(m, n, k)
         t = (REDUCE_THREADS, 1, 1)
+        quant_shared = 8 if pieces(self.bits) == 2 else 0  # the row sum
         return (Launch("dfp_amax_a", (m, 1, 1), t, 8), Launch("dfp_amax_b", (n, 1, 1), t, 8),  # s_amax
                 Launch("dfp_exponents", (self.blocks(m), 1, 1), t, 8), Launch("dfp_exponents", (self.blocks(n), 1, 1), t, 8),
-                Launch("dfp_quantize_a", (m_pad, 1, 1), t), Launch("dfp_quantize_b", (n_pad, 1, 1), t),
-                Launch("int8_gemm", (n_pad // self.block[1], m_pad // self.block[0], 1), (self.threads, 1, 1),
+                Launch("dfp_quantize_a", (m_pad, 1, 1), t, quant_shared),
+                Launch("dfp_quantize_b", (n_pad, 1, 1), t, quant_shared),
+                Launch("int8_gemm", (n_pad // self.block[1], m_pad // self.block[0], self.batches), (self.threads, 1, 1),
                        self.shared_bytes),
                 Launch("dfp_rescale", (cdiv(n, 32), cdiv(m, 8), 1), (32, 8, 1)))
 
@@ -139,4 +151,5 @@ class DfpDesc(KernelSpec):
 
     def template_params(self) -> dict[str, Any]:
         return {**self.layout_params(), "kReduceThreads": REDUCE_THREADS, "kMagnitudeBits": self.bits - 1,
+                "kPieces": pieces(self.bits),
                 "kEpilogueModulus": False, "kNumModuli": 1, "kModuli": (1,)}

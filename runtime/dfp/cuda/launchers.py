@@ -13,7 +13,7 @@ __all__ = ["DfpLauncher"]
 
 
 class DfpLauncher(DescLauncher):
-    """dfp with ``bits`` <= 8, ``out=fp32``: every step on the device, bit-equal to the CPU executor;
+    """dfp with ``out=fp32`` (every width): every step on the device, bit-equal to the CPU executor;
     an inf/NaN input (status word) or a K beyond exact INT32 sums hands the GEMM back."""
 
     scheme = "dfp"
@@ -30,13 +30,15 @@ class DfpLauncher(DescLauncher):
         da, db = bufs.upload(a), bufs.upload(b)
         ma, mb = bufs.take(8 * m), bufs.take(8 * n)  # row maxima (float64 bits)
         ea, eb = bufs.take(4 * desc.blocks(m)), bufs.take(4 * desc.blocks(n))  # block exponents
-        pa, pb = bufs.take(m_pad * k_pad), bufs.take(n_pad * k_pad)  # INT8 planes
-        sums = bufs.take(4 * m * n)  # INT32
+        batches = desc.batches
+        pa, pb = bufs.take(batches * m_pad * k_pad), bufs.take(batches * n_pad * k_pad)  # INT8 planes
+        ra, rb = bufs.take(8 * m), bufs.take(8 * n)  # row sums of q - 128 (two pieces)
+        sums = bufs.take(4 * batches * m * n)  # INT32
         out = bufs.take(m * n * dtype.itemsize)
         status = bufs.zeros(4)
         ptr = _PTR
         amax_types, exps_types = (ptr, _I64, _I32, ptr, ptr), (ptr, _I32, _I32, ptr)
-        quant_types = (ptr, _I64, _I32, _I32, _I32, _I32, ptr, ptr)
+        quant_types = (ptr, _I64, _I32, _I32, _I32, _I32, _I32, ptr, ptr, ptr)
 
         def enqueue(stream: Any) -> None:
             go = self.launch
@@ -44,14 +46,15 @@ class DfpLauncher(DescLauncher):
             go(dev, functions[amax_b.entry], amax_b, (db.ptr, n, k, mb.ptr, status.ptr), amax_types, stream)
             go(dev, functions[exps_a.entry], exps_a, (ma.ptr, m, per_a, ea.ptr), exps_types, stream)
             go(dev, functions[exps_b.entry], exps_b, (mb.ptr, n, per_b, eb.ptr), exps_types, stream)
-            go(dev, functions[quant_a.entry], quant_a, (da.ptr, k, m, k, k_pad, per_a, ea.ptr, pa.ptr), quant_types,
-               stream)
-            go(dev, functions[quant_b.entry], quant_b, (db.ptr, n, n, k, k_pad, per_b, eb.ptr, pb.ptr), quant_types,
-               stream)
+            go(dev, functions[quant_a.entry], quant_a, (da.ptr, k, m, m_pad, k, k_pad, per_a, ea.ptr, pa.ptr, ra.ptr),
+               quant_types, stream)
+            go(dev, functions[quant_b.entry], quant_b, (db.ptr, n, n, n_pad, k, k_pad, per_b, eb.ptr, pb.ptr, rb.ptr),
+               quant_types, stream)
             go(dev, functions[gemm.entry], gemm, (pa.ptr, pb.ptr, m, n, m_pad, n_pad, k_pad, sums.ptr, n, m * n),
                (ptr, ptr, _I32, _I32, _I32, _I32, _I32, ptr, _I64, _I64), stream)
-            go(dev, functions[rescale.entry], rescale, (sums.ptr, m, n, ea.ptr, per_a, eb.ptr, per_b, out.ptr, n),
-               (ptr, _I32, _I32, ptr, _I32, ptr, _I32, ptr, _I64), stream)
+            go(dev, functions[rescale.entry], rescale,
+               (sums.ptr, m, n, k, ea.ptr, per_a, eb.ptr, per_b, ra.ptr, rb.ptr, out.ptr, n),
+               (ptr, _I32, _I32, _I32, ptr, _I32, ptr, _I32, ptr, ptr, ptr, _I64), stream)
 
         def finish() -> np.ndarray:
             self.check_status(dev, status)
