@@ -18,7 +18,8 @@ from mixjit.runtime.mixpert.cuda.fragments import STATUS_NONFINITE
 from mixjit.runtime.schemes import get_scheme
 
 CONFIGS = ["bits=16,block=1", "bits=16,block=tensor", "bits=12,block=3", "bits=8,block=1", "bits=8,block=tensor",
-           "bits=8,block=32", "bits=5,block=3", "bits=2,block=1"]
+           "bits=8,block=32", "bits=5,block=3", "bits=2,block=1", "bits=8,block=1,out=dfp", "bits=16,block=4,out=dfp",
+           "bits=3,block=tensor,out=dfp"]
 
 
 def _inputs(kind: str, m: int, k: int, n: int, dtype, seed: int):
@@ -70,7 +71,7 @@ def test_labels_are_the_schemes_and_what_stays_on_the_cpu_says_why():
     for label in ("", "bits=8,block=1", "bits=8,block=tensor,out=dfp", "bits=16,block=4,carry_a=8"):
         cfg = scheme.parse_config(label)
         assert parse_dfp_label(label) == (cfg.bits, cfg.block_rows, cfg.out, cfg.carry_a, cfg.carry_b)
-    for label, why in [("bits=8,block=1,out=dfp", "out=dfp"), ("bits=8,block=1,carry_a=8", "carried operands")]:
+    for label, why in [("bits=8,block=1,carry_a=8", "carried operands"), ("bits=16,carry_b=16", "carried operands")]:
         with pytest.raises(UnsupportedConfig, match=why):
             kernel_desc("dfp", label)
     with pytest.raises(UnsupportedConfig, match="product only"):
@@ -80,6 +81,11 @@ def test_labels_are_the_schemes_and_what_stays_on_the_cpu_says_why():
     assert max_k(8) * 127 * 127 < 2**31 <= (max_k(8) + 1) * 127 * 127
     assert max_k(16) * 128 * 128 < 2**31 <= (max_k(16) + 1) * 128 * 128  # the byte pieces' products
     assert kernel_desc("dfp", "").bits == 16 and kernel_desc("dfp", "").batches == 4
+    a, b = _inputs("random", 9, 30, 7, np.float32, seed=1)  # out=dfp requantizes: other bits than fp32's
+    assert run_dfp(a, b, kernel_desc("dfp", "bits=8,out=dfp"))[0].tobytes() != \
+        run_dfp(a, b, kernel_desc("dfp", "bits=8"))[0].tobytes()
+    assert [x.entry for x in kernel_desc("dfp", "bits=8,out=dfp").launches(9, 7, 30)][-2:] == ["dfp_out_amax",
+                                                                                            "dfp_rescale"]
 
 
 def test_the_byte_pieces_offset_is_checked(monkeypatch):

@@ -89,7 +89,8 @@ def _tools() -> str:
 
 @pytest.mark.skipif(bool(_tools()), reason=_tools() or "tools found")
 @pytest.mark.parametrize("arch,dtype,scheme,config", per_target([("f32", "int8", ""), ("f64", "int8", "")])
-                         + per_target([("f64", "dfp", "bits=16,block=1"), ("f32", "dfp", "bits=8,block=1")]))
+                         + per_target([("f64", "dfp", "bits=16,block=1"), ("f32", "dfp", "bits=8,block=1"),
+                                       ("f32", "dfp", "bits=8,block=tensor,out=dfp")]))
 def test_builds_with_the_imma_main_loop_and_no_spills(cubin, sass, usage, arch, dtype, scheme, config):
     """int8 and dfp (tests/cuda/test_dfp_kernels.py): their quantizers around int8_gemm.cu."""
     desc = kernel_desc(scheme, config, dtype, arch=arch)

@@ -104,7 +104,7 @@ def _kernel_params(desc: KernelSpec) -> dict[str, list[type]]:
 #: (scheme, config) -> every launcher registered, with a representative config each
 LAUNCHED = [("mixpert", "level=IV"), ("int8", ""), ("tf32x3", "products=3"), ("bf16xn", "products=9"), ("bf16xn", "products=3"),
             ("ozaki2", "moduli=8"), ("split", "fp16=0.25"), ("vitbit", "bits=8"), ("vitbit", "bits=4,target=h100"),
-            ("dfp", "bits=8,block=1"), ("dfp", "bits=16,block=tensor"), ("fp16x2", "products=3"), ("fp16x2", "products=1")]
+            ("dfp", "bits=8,block=1"), ("dfp", "bits=16,block=tensor"), ("dfp", "bits=16,block=2,out=dfp"), ("fp16x2", "products=3"), ("fp16x2", "products=1")]
 
 
 #: launchers whose arguments are checked by their own module (with this module's driver stand-in)

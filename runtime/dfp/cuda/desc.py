@@ -3,12 +3,12 @@ of each block of rows, the quantization to INT8 mantissas, the INT8 GEMM of int8
 raw INT32 sums, and the exact rescaling rounded once). Pure Python (the ``emit-cuda`` pass imports
 it); the label is read by :func:`parse_dfp_label`, a test checks it against the scheme's.
 
-Served: every width (``bits`` 2..16), ``out=fp32``, no carried operands. Up to 8 bits a mantissa
+Served: every width (``bits`` 2..16), both outputs, no carried operands. Up to 8 bits a mantissa
 is one INT8 plane (``|q| <= 127``) and the product one INT8 GEMM; wider, ``q - 128 = 256·h + l``
 with two signed bytes ``h``, ``l`` (:data:`PIECES`), four INT8 GEMMs and the row sums of
-``q - 128`` (dfp_quant.cu). ``out=dfp`` would need a second pass over the result for its
-maximum, carries the producing site's exponent: those configs keep the CPU executor, and the
-desc says why."""
+``q - 128`` (dfp_quant.cu). ``out=dfp`` adds a pass over the result for its maximum before the
+requantization. Carries (the producing site's exponent and mantissas kept) are not on the GPU:
+such configs keep the CPU executor, and the desc says why."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ class DfpDesc(KernelSpec):
 
     templates: ClassVar[tuple[str, ...]] = ("common.cuh", "imma.cuh", "dfp_quant.cu", "int8_gemm.cu")
     entry_points: ClassVar[tuple[str, ...]] = ("dfp_amax_a", "dfp_amax_b", "dfp_exponents", "dfp_quantize_a",
-                                               "dfp_quantize_b", "int8_gemm", "dfp_rescale")
+                                               "dfp_quantize_b", "int8_gemm", "dfp_out_amax", "dfp_rescale")
 
     @staticmethod
     def for_config(scheme: str, config: str, dtype: str = "f32", **kw: Any) -> "DfpDesc":
@@ -106,9 +106,8 @@ class DfpDesc(KernelSpec):
             out.append(f"bits={self.bits}: the scheme's widths are 2..{MAX_KERNEL_BITS}")
         if self.block_rows < 0:
             out.append(f"block={self.block_rows}: a number of rows >= 1, or 'tensor'")
-        if self.out != "fp32":
-            out.append(f"out={self.out}: the kernels round the product to fp32 (a dfp output needs the result's "
-                       "maximum first; not built)")
+        if self.out not in ("fp32", "dfp"):
+            out.append(f"out={self.out!r}: 'fp32' or 'dfp'")
         if self.carry_a or self.carry_b:
             out.append("carried operands (carry_a, carry_b): the kernels quantize both operands themselves")
         if self.alpha_beta != "product":
@@ -130,8 +129,8 @@ class DfpDesc(KernelSpec):
 
     def launches(self, m: int, n: int, k: int) -> tuple[Launch, ...]:
         """row maxima of A and B (a CTA per row), A's and B's block exponents (a CTA per block),
-        the quantizers (a CTA per padded row), the INT8 GEMM, the rescaling. ValueError for K
-        beyond exact INT32 sums."""
+        the quantizers (a CTA per padded row), the INT8 GEMM, (out=dfp) the result's maximum, the
+        rescaling. ValueError for K beyond exact INT32 sums."""
         if k > max_k(self.bits):
             raise ValueError(f"cuda dfp: K={k} > {max_k(self.bits)}: the INT32 sums of {self.bits}-bit mantissas could "
                              "overflow; use the CPU executor")
@@ -144,6 +143,7 @@ class DfpDesc(KernelSpec):
                 Launch("dfp_quantize_b", (n_pad, 1, 1), t, quant_shared),
                 Launch("int8_gemm", (n_pad // self.block[1], m_pad // self.block[0], self.batches), (self.threads, 1, 1),
                        self.shared_bytes),
+                *([Launch("dfp_out_amax", (cdiv(n, 32), cdiv(m, 8), 1), (32, 8, 1))] if self.out == "dfp" else []),
                 Launch("dfp_rescale", (cdiv(n, 32), cdiv(m, 8), 1), (32, 8, 1)))
 
     def main_loop_mma(self) -> tuple[str, str, int]:
@@ -151,5 +151,5 @@ class DfpDesc(KernelSpec):
 
     def template_params(self) -> dict[str, Any]:
         return {**self.layout_params(), "kReduceThreads": REDUCE_THREADS, "kMagnitudeBits": self.bits - 1,
-                "kPieces": pieces(self.bits),
+                "kPieces": pieces(self.bits), "kOutDfp": self.out == "dfp",
                 "kEpilogueModulus": False, "kNumModuli": 1, "kModuli": (1,)}

@@ -79,6 +79,9 @@ def run_dfp(a: np.ndarray, b: np.ndarray, desc: DfpDesc) -> tuple[np.ndarray, in
         s = 65536 * s + 256 * (batch[1] + batch[2]) + batch[3] + 128 * (sums[0][:, None] + sums[1][None, :]) + 16384 * k
     shift = exps[0][np.arange(m) // pers[0]][:, None] + exps[1][np.arange(n) // pers[1]][None, :]
     v = np.ldexp(s.astype(np.float64), shift)
+    if desc.out == "dfp":  # dfp_out_amax, then the requantization with the result's own exponent
+        ec = int(block_exponents(np.abs(v).reshape(1, -1).max(axis=1, initial=0.0), 1, r)[0])
+        v = np.ldexp(np.rint(np.ldexp(v, -ec)), ec)
     with np.errstate(over="ignore"):
         c = v.astype(np.float32) + np.float32(0.0)  # one rounding; a zero result +0; beyond FLT_MAX: inf
     return c.astype(a.dtype), status

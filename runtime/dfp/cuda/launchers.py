@@ -13,7 +13,7 @@ __all__ = ["DfpLauncher"]
 
 
 class DfpLauncher(DescLauncher):
-    """dfp with ``out=fp32`` (every width): every step on the device, bit-equal to the CPU executor;
+    """dfp (every width, both outputs; no carries): every step on the device, bit-equal to the CPU executor;
     an inf/NaN input (status word) or a K beyond exact INT32 sums hands the GEMM back."""
 
     scheme = "dfp"
@@ -22,7 +22,7 @@ class DfpLauncher(DescLauncher):
         dtype = np.dtype(a.dtype)
         (m, k), n = a.shape, b.shape[1]
         try:
-            amax_a, amax_b, exps_a, exps_b, quant_a, quant_b, gemm, rescale = desc.launches(m, n, k)
+            amax_a, amax_b, exps_a, exps_b, quant_a, quant_b, gemm, *out_amax, rescale = desc.launches(m, n, k)
         except ValueError as exc:  # K beyond exact INT32 sums
             raise HandBack(str(exc)) from None
         m_pad, n_pad, k_pad = desc.padded(m, n, k)
@@ -35,7 +35,7 @@ class DfpLauncher(DescLauncher):
         ra, rb = bufs.take(8 * m), bufs.take(8 * n)  # row sums of q - 128 (two pieces)
         sums = bufs.take(4 * batches * m * n)  # INT32
         out = bufs.take(m * n * dtype.itemsize)
-        status = bufs.zeros(4)
+        status, top = bufs.zeros(4), bufs.zeros(8)  # the result's largest |V| (out=dfp)
         ptr = _PTR
         amax_types, exps_types = (ptr, _I64, _I32, ptr, ptr), (ptr, _I32, _I32, ptr)
         quant_types = (ptr, _I64, _I32, _I32, _I32, _I32, _I32, ptr, ptr, ptr)
@@ -52,9 +52,12 @@ class DfpLauncher(DescLauncher):
                quant_types, stream)
             go(dev, functions[gemm.entry], gemm, (pa.ptr, pb.ptr, m, n, m_pad, n_pad, k_pad, sums.ptr, n, m * n),
                (ptr, ptr, _I32, _I32, _I32, _I32, _I32, ptr, _I64, _I64), stream)
-            go(dev, functions[rescale.entry], rescale,
-               (sums.ptr, m, n, k, ea.ptr, per_a, eb.ptr, per_b, ra.ptr, rb.ptr, out.ptr, n),
-               (ptr, _I32, _I32, _I32, ptr, _I32, ptr, _I32, ptr, ptr, ptr, _I64), stream)
+            exact_args = (sums.ptr, m, n, k, ea.ptr, per_a, eb.ptr, per_b, ra.ptr, rb.ptr)
+            exact_types = (ptr, _I32, _I32, _I32, ptr, _I32, ptr, _I32, ptr, ptr)
+            for launch in out_amax:
+                go(dev, functions[launch.entry], launch, (*exact_args, top.ptr), (*exact_types, ptr), stream)
+            go(dev, functions[rescale.entry], rescale, (*exact_args, top.ptr, out.ptr, n), (*exact_types, ptr, ptr, _I64),
+               stream)
 
         def finish() -> np.ndarray:
             self.check_status(dev, status)
