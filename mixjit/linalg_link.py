@@ -1,5 +1,5 @@
-"""Link ``mix.linalg`` sites (``np.linalg.cholesky``, ``solve``, ``inv``, ``lstsq(...)[0]``) of a
-Numba function to their plans.
+"""Link ``mix.linalg`` sites (``np.linalg.cholesky``, ``solve``, ``inv``, ``lstsq(...)[0]``, ``det``,
+``slogdet``) of a Numba function to their plans.
 
 A linked call ``x = np.linalg.solve(a, b)`` becomes ``x = <wrapper>(a, b, $site)``, where the
 wrapper is compiled code (``@njit``) that counts the call (the site counter and call limit the
@@ -80,7 +80,7 @@ def resolve_linalg(state: TypedState, stmts: dict[str, ir.Stmt], site: Any) -> L
     assert isinstance(stmt, ir.Assign)
     extra = (stmt, *dropped) if result is not stmt else ()
     return LinalgCall(int(roles["call"].split(":")[0]), stmt, site.op.fn.value, tuple(stmt.value.args),
-                      state.typemap[result.target.name].dtype, result, tuple(d for d in extra if d is not None))
+                      state.typemap[stmt.value.args[0].name].dtype, result, tuple(d for d in extra if d is not None))
 
 
 @njit
@@ -108,10 +108,10 @@ def _no_plan():
 
 
 @functools.cache
-def linalg_wrapper(fn: str, out_type: types.Array):
+def linalg_wrapper(fn: str, out_type: types.Type):
     """The compiled wrapper of ``np.linalg.<fn>`` sites whose result has Numba type ``out_type``:
     ``(a[, b], site) -> result`` (see the module docstring)."""
-    layout = out_type.layout
+    layout = getattr(out_type, "layout", "")  # det, slogdet: a float64 or a tuple of two
     if fn in ("solve", "lstsq"):
         native2 = np.linalg.solve if fn == "solve" else _lstsq_solution
 
@@ -127,9 +127,10 @@ def linalg_wrapper(fn: str, out_type: types.Array):
             return x
 
         return two_operand_site
-    if fn not in ("cholesky", "inv"):
+    natives = {"cholesky": np.linalg.cholesky, "inv": np.linalg.inv, "det": np.linalg.det, "slogdet": np.linalg.slogdet}
+    if fn not in natives:
         raise ValueError(f"mixjit: no linalg wrapper for np.linalg.{fn}")
-    native = np.linalg.cholesky if fn == "cholesky" else np.linalg.inv
+    native = natives[fn]
     square_rhs = fn == "inv"  # inv solves for n right-hand sides (the identity)
 
     @njit
@@ -157,7 +158,16 @@ def linalg_stats(site: int) -> dict[str, int]:
         return dict(_stats.get(site, Counter()))
 
 
-def run_planned(fn: str, a: np.ndarray, b: np.ndarray | None, site: int, layout: str) -> np.ndarray:
+def _count(site: int, stats: Any) -> None:
+    """Add one blocked call's statistics to ``site``'s (:func:`linalg_stats`)."""
+    with _stats_lock:
+        count = _stats.setdefault(site, Counter())
+        count.update(calls=1, fallbacks=stats.fallbacks, gemm_calls=stats.extra.get("gemm_calls", 0),
+                     gemm_fallbacks=stats.extra.get("gemm_fallbacks", 0),
+                     refine_steps=stats.extra.get("refine_steps", 0))
+
+
+def run_planned(fn: str, a: np.ndarray, b: np.ndarray | None, site: int, layout: str) -> Any:
     """Run ``np.linalg.<fn>(a[, b])`` under ``site``'s blocked plan (the object-mode half of the
     wrapper), in memory layout ``layout`` (``C`` or ``F``, the layout Numba's function returns)."""
     from mixjit.plan import get_plan
@@ -168,11 +178,9 @@ def run_planned(fn: str, a: np.ndarray, b: np.ndarray | None, site: int, layout:
         raise RuntimeError(f"mixjit: linalg site {site} runs a blocked plan but its plan is {plan}; "
                            "set it with mixjit.plan.set_plan()")
     result, stats = run_linalg(fn, a, b, plan.config)
-    with _stats_lock:
-        count = _stats.setdefault(site, Counter())
-        count.update(calls=1, fallbacks=stats.fallbacks, gemm_calls=stats.extra.get("gemm_calls", 0),
-                     gemm_fallbacks=stats.extra.get("gemm_fallbacks", 0),
-                     refine_steps=stats.extra.get("refine_steps", 0))
+    _count(site, stats)
+    if not isinstance(result, np.ndarray):  # det: a float, slogdet: (sign, logdet)
+        return result
     return np.asfortranarray(result) if layout == "F" and result.ndim == 2 else np.ascontiguousarray(result)
 
 

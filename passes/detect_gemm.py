@@ -87,7 +87,6 @@ REASONS: dict[str, str] = {
     "linalg-arguments": "arguments passed by keyword, or not the number the call takes",
     "linalg-lstsq": "the program uses more of np.linalg.lstsq than its solution [0] (the residuals, rank and "
                     "singular values only LAPACK's SVD computes)",
-    "linalg-scalar": "np.linalg.det and slogdet are not linalg sites yet (their results are scalars)",
 }
 """Reason code -> what it means, for every way a candidate can be rejected."""
 

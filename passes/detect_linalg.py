@@ -1,10 +1,11 @@
 """``detect-linalg``: turn ``np.linalg`` calls of imported Python code into ``mix.linalg`` sites.
 
 Candidates are ``py.call`` ops whose ``py.callee`` is ``numpy.linalg.cholesky``,
-``numpy.linalg.solve``, ``numpy.linalg.inv`` or ``numpy.linalg.lstsq``. A candidate becomes a
-site when A is a rank-2 float32 or float64 array, B (``solve``, ``lstsq``) a rank-1 or rank-2
-array of the same element type, the result an array of it, and the call passes its arguments by
-position (``lstsq``'s ``rcond`` left to its default). Then the call is replaced by a
+``numpy.linalg.solve``, ``numpy.linalg.inv``, ``numpy.linalg.lstsq``, ``numpy.linalg.det`` or
+``numpy.linalg.slogdet``. A candidate becomes a site when A is a rank-2 float32 or float64 array,
+B (``solve``, ``lstsq``) a rank-1 or rank-2 array of the same element type, the result an array
+of it (``det``: f64, ``slogdet``: ``tuple<f64, f64>``, as Numba types them), and the call passes
+its arguments by position (``lstsq``'s ``rcond`` left to its default). Then the call is replaced by a
 ``mix.linalg`` op (``fn``: the function) with the next free ``site`` id, numbered after the ids
 already in the module (so after detect-gemm's sites), in order of function, source line and
 column; ``mix.stmts`` records the ``py.stmt`` id of the call (role ``call``).
@@ -16,8 +17,7 @@ unpacking and the unused items go; ``mix.stmts`` adds the ``[0]`` statement (rol
 and the removed ones (role ``drop``, ids separated by ``,``), which linking removes too.
 
 Other candidates (complex or integer operands, batched arrays, keywords, an ``lstsq`` whose
-residuals, rank or singular values are used; ``det`` and ``slogdet``, with the reason:
-:data:`LEFT_TO_LAPACK`) are left to Numba,
+residuals, rank or singular values are used) are left to Numba,
 marked ``mix.not_gemm = {reason = "<code>", detail = "..."}`` like detect-gemm's, with a remark
 (``linalg call left to numba: ...``; the reason codes are in detect-gemm's ``REASONS``), so
 ``f.sites`` and ``mixopt`` say why.
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from mixjit.ir.attributes import DictAttr, IntegerAttr, StringAttr, TypeAttr
 from mixjit.ir.core import Operation
 from mixjit.ir.dialects import py
-from mixjit.ir.dialects.mix import LinalgOp, SiteOp
+from mixjit.ir.dialects.mix import SCALAR_RESULTS, LinalgOp, SiteOp
 from mixjit.ir.types import ArrayType, Type, f32, f64, i64
 from mixjit.passes.detect_gemm import NOT_GEMM_ATTR, STMTS_ATTR, Rejection, _functions, _loc
 from mixjit.passes.pass_base import ModulePass, PassContext
@@ -40,13 +40,11 @@ from mixjit.passes.registry import register_pass
 __all__ = ["DetectLinalg", "detect_linalg", "LINALG_CALLEES", "describe_linalg"]
 
 LINALG_CALLEES = {"numpy.linalg.cholesky": "cholesky", "numpy.linalg.solve": "solve", "numpy.linalg.inv": "inv",
-                  "numpy.linalg.lstsq": "lstsq"}
+                  "numpy.linalg.lstsq": "lstsq", "numpy.linalg.det": "det", "numpy.linalg.slogdet": "slogdet"}
 """The ``py.callee`` of each ``np.linalg`` function that can be a site -> its ``fn``."""
 
 LINALG_DTYPES = (f32, f64)
 
-LEFT_TO_LAPACK = {"numpy.linalg.det": "linalg-scalar", "numpy.linalg.slogdet": "linalg-scalar"}
-"""``np.linalg`` functions detect-linalg does not take, with the reason code its remark gives."""
 
 def describe_linalg(op: LinalgOp) -> str:
     """``f64 solve(A, B)``, ``f32 cholesky(A)``."""
@@ -89,8 +87,10 @@ def _rejection(fn: str, op: py.CallOp) -> tuple[str, str] | None:
         if isinstance(solution, str):
             return "linalg-lstsq", solution
         labelled.append(("the solution", solution[0].out.type, (1, 2)))
-    else:
+    elif fn not in SCALAR_RESULTS:
         labelled.append(("the result", op.out.type, (1, 2)))
+    elif op.out.type != SCALAR_RESULTS[fn]:
+        return "linalg-dtype", f"np.linalg.{fn} gives {op.out.type}, not {SCALAR_RESULTS[fn]}"
     for label, t, _ in labelled:
         if not isinstance(t, ArrayType):
             return "not-an-array", f"{label} is {t}"
@@ -125,11 +125,10 @@ def detect_linalg(module: Operation) -> list[Rejection]:
         for position, op in enumerate(list(fn_op.walk())):
             callee = (callee_of(op) or "") if isinstance(op, py.CallOp) else ""
             fn = LINALG_CALLEES.get(callee)
-            if (fn is None and callee not in LEFT_TO_LAPACK) or op.erased or NOT_GEMM_ATTR in op.attributes:
+            if fn is None or op.erased or NOT_GEMM_ATTR in op.attributes:
                 continue
             assert isinstance(op, py.CallOp)
-            why = _rejection(fn, op) if fn is not None else \
-                (LEFT_TO_LAPACK[callee], f"np.linalg.{callee.rsplit('.', 1)[1]}")
+            why = _rejection(fn, op)
             loc = _loc(op)
             if why is not None:
                 op.attributes[NOT_GEMM_ATTR] = DictAttr({"reason": StringAttr(why[0]), "detail": StringAttr(why[1])})
@@ -142,10 +141,10 @@ def detect_linalg(module: Operation) -> list[Rejection]:
                 solution = _lstsq_solution(op)
                 assert not isinstance(solution, str)
                 replaced, dropped = solution
-            out_type = replaced.out.type
-            assert isinstance(out_type, ArrayType)
-            site = LinalgOp.build(a=op.args[0], b=op.args[1] if fn in _TWO_OPERANDS else None, out=out_type,
-                                  fn=StringAttr(fn), site=IntegerAttr(0, i64), dtype=TypeAttr(out_type.dtype),
+            a_type = op.args[0].type
+            assert isinstance(a_type, ArrayType)
+            site = LinalgOp.build(a=op.args[0], b=op.args[1] if fn in _TWO_OPERANDS else None, out=replaced.out.type,
+                                  fn=StringAttr(fn), site=IntegerAttr(0, i64), dtype=TypeAttr(a_type.dtype),
                                   loc=op.loc)
             site.text_loc = op.text_loc
             site.attributes[STMTS_ATTR] = DictAttr(_roles(op, replaced, dropped))
@@ -167,7 +166,7 @@ def detect_linalg(module: Operation) -> list[Rejection]:
 @register_pass
 @dataclass(frozen=True)
 class DetectLinalg(ModulePass):
-    """Turn np.linalg cholesky/solve/inv/lstsq calls on float32/float64 arrays into mix.linalg sites."""
+    """Turn np.linalg cholesky/solve/inv/lstsq/det/slogdet calls on float32/float64 arrays into mix.linalg sites."""
 
     name = "detect-linalg"
 

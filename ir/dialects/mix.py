@@ -12,7 +12,7 @@ from mixjit.ir.attributes import ArrayAttr, BoolAttr, FloatAttr, IntegerAttr, St
 from mixjit.ir.core import Operation
 from mixjit.ir.opdef import operand, opt_operand, prop, result
 from mixjit.ir.traits import MemAlloc, MemRead
-from mixjit.ir.types import ArrayType, ComplexType, FloatType, f64, i64
+from mixjit.ir.types import ArrayType, ComplexType, FloatType, TupleType, f64, i64
 from mixjit.ir.verifier import VerifyError
 
 
@@ -68,21 +68,25 @@ class GemmOp(SiteOp):
         self._verify_site()
 
 
-LINALG_OPS = ("cholesky", "solve", "inv", "lstsq")
+LINALG_OPS = ("cholesky", "solve", "inv", "lstsq", "det", "slogdet")
 """The ``np.linalg`` functions a ``mix.linalg`` site can be."""
+SCALAR_RESULTS = {"det": f64, "slogdet": TupleType([f64, f64])}
+"""The result type of the sites whose result is not an array (Numba's: float64 for any dtype)."""
 
 
 class LinalgOp(SiteOp):
-    """``out = np.linalg.<fn>(A[, B])`` (``fn``: ``cholesky``, ``solve``, ``inv``, or ``lstsq``:
-    its solution ``np.linalg.lstsq(A, B)[0]``): A a rank-2 array of ``dtype`` (f32 or f64; square
-    but for ``lstsq``), B (``solve`` and ``lstsq`` only) rank 1 or 2 of ``dtype``."""
+    """``out = np.linalg.<fn>(A[, B])`` (``fn``: ``cholesky``, ``solve``, ``inv``, ``lstsq``: its
+    solution ``np.linalg.lstsq(A, B)[0]``, ``det`` or ``slogdet``): A a rank-2 array of ``dtype``
+    (f32 or f64; square but for ``lstsq``), B (``solve`` and ``lstsq`` only) rank 1 or 2 of
+    ``dtype``; the result an array of ``dtype`` (rank 1 or 2), or, as Numba types them, an f64
+    (``det``) or ``tuple<f64, f64>`` (``slogdet``) whatever ``dtype``."""
 
     name = "mix.linalg"
     a = operand(ArrayType)
     b = opt_operand(ArrayType)
-    out = result(ArrayType)
+    out = result()
     fn = prop(StringAttr)
-    traits = (MemRead, MemAlloc)  # reads A (and B); the result is a new array
+    traits = (MemRead, MemAlloc)  # reads A (and B); the result is a new array (or a scalar)
 
     def verify_(self) -> None:
         fn, dtype = self.fn.value, self.dtype.value
@@ -93,7 +97,13 @@ class LinalgOp(SiteOp):
         two = fn in ("solve", "lstsq")
         if (self.b is not None) != two:
             raise VerifyError(f"{fn} takes {'A and B' if two else 'A only'}")
-        for label, value, ranks in (("A", self.a, (2,)), ("B", self.b, (1, 2)), ("result", self.out, (1, 2))):
+        scalar = SCALAR_RESULTS.get(fn)
+        if scalar is not None and self.out.type != scalar:
+            raise VerifyError(f"{fn}'s result must be '{scalar}', got '{self.out.type}'")
+        if scalar is None and not isinstance(self.out.type, ArrayType):
+            raise VerifyError(f"{fn}'s result must be an array, got '{self.out.type}'")
+        arrays = (("A", self.a, (2,)), ("B", self.b, (1, 2)), ("result", self.out if scalar is None else None, (1, 2)))
+        for label, value, ranks in arrays:
             if value is None:
                 continue
             t = value.type

@@ -202,7 +202,7 @@ def linalg_candidates(fn: str, dtype: np.dtype, schemes: Sequence[str] | None,
     (the profiled ``(m, nrhs, n, calls)``, A being m x n: square but for ``lstsq``), a blocked
     candidate not modeled faster than ``native`` is left out: the reference runs ``native``, so it
     would be slower and no more precise."""
-    from mixjit.runtime.linalg.config import BLOCK_SIZES, LAPACK, LinalgConfig
+    from mixjit.runtime.linalg.config import BLOCK_SIZES, LAPACK, REFINABLE, LinalgConfig
     from mixjit.runtime.linalg.cost import modeled_linalg_time
 
     def modeled(config: LinalgConfig | str) -> float:
@@ -210,7 +210,7 @@ def linalg_candidates(fn: str, dtype: np.dtype, schemes: Sequence[str] | None,
 
     native = linalg_native_plan()
     out = [Candidate(native.scheme, native.config, modeled(LAPACK))]
-    refines = (False,) if fn == "cholesky" else (False, True)
+    refines = (False, True) if fn in REFINABLE else (False,)
     for gemm in site_candidates(dtype, schemes, (), target):
         if gemm.scheme == native.scheme:
             continue

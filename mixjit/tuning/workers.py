@@ -154,6 +154,7 @@ def warm_linalg(config: str, dtype: Any) -> None:
     a = np.eye(4, dtype=np.dtype(dtype)) * 2
     run_linalg("solve", a, a[:, :1].copy(), config)
     run_linalg("cholesky", a, None, config.replace("refine=on", "refine=off"))
+    run_linalg("slogdet", a, None, config.replace("refine=on", "refine=off"))
     run_linalg("lstsq", np.vstack([a, a]), np.ones(8, dtype=a.dtype), config)
 
 

@@ -9,7 +9,7 @@ Semantics: docs/numerics.md, "linalg". The modules, one job each:
   triangular solves), GEMM updates through the configured scheme;
 * refine.py: the iterative-refinement loop (residual and test given by the caller);
 * lstsq.py: ``lstsq``'s solution by the normal equations, the uniqueness test, refinement;
-* solve.py: ``cholesky``, ``solve``, ``inv`` and ``lstsq`` as Numba's ``np.linalg`` checks and
+* solve.py: ``cholesky``, ``solve``, ``inv``, ``lstsq``, ``det`` and ``slogdet`` as Numba's ``np.linalg`` checks and
   raises (the executor, ``run_linalg``), the LAPACK fallback;
 * cost.py: the modeled time of a candidate (GEMM parts from the GEMM cost model).
 """

@@ -14,10 +14,12 @@ import numpy as np
 
 from mixjit.runtime.schemes.base import Config, get_scheme
 
-__all__ = ["LinalgConfig", "OPS", "BLOCK_SIZES", "LAPACK"]
+__all__ = ["LinalgConfig", "OPS", "REFINABLE", "BLOCK_SIZES", "LAPACK"]
 
 #: the ``np.linalg`` functions a linalg site can be
-OPS = ("cholesky", "solve", "inv", "lstsq")
+OPS = ("cholesky", "solve", "inv", "lstsq", "det", "slogdet")
+#: the ops iterative refinement applies to (a solution to correct)
+REFINABLE = ("solve", "inv", "lstsq")
 #: block sizes the tuner offers
 BLOCK_SIZES = (64, 128, 256)
 #: the label of the native candidate: the LAPACK call Numba makes

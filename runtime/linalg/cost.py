@@ -31,6 +31,8 @@ __all__ = ["modeled_linalg_time", "MODELED_REFINE_STEPS", "LAPACK_BLOCK", "ESTIM
 
 #: corrections the model assumes a refined solve makes
 MODELED_REFINE_STEPS = 2
+#: the ops that are a factorization alone (det and slogdet read LU's diagonal: O(n), not priced)
+FACTOR_ONLY = ("cholesky", "det", "slogdet")
 #: LAPACK's panel width for getrf / potrf (ILAENV's default)
 LAPACK_BLOCK = 64
 #: applications of ``I − M⁻¹AᵀA`` or its transpose the model assumes the contraction estimate
@@ -70,7 +72,7 @@ def _triangular_solves(n: int, r: int, nb: int, scheme: str, config: str, dtype:
 
 
 def _factor(op: str, n: int, nb: int, scheme: str, config: str, dtype: np.dtype, target: str | Hardware) -> float:
-    """The blocked factorization of an ``n x n`` matrix: Cholesky (``op == "cholesky"``) or LU."""
+    """The blocked factorization of an ``n x n`` matrix: Cholesky (``op == "cholesky"``) or LU (every other op)."""
     total = 0.0
     for j0 in range(0, n, nb):
         j1 = min(j0 + nb, n)
@@ -127,7 +129,7 @@ def modeled_linalg_time(op: str, n: int, nrhs: int, config: LinalgConfig | str, 
     if op == "lstsq":
         return _normal_equations(m, n, nrhs, cfg, dt, target)
     total = _factor(op, n, nb, scheme, label, dt, target)
-    if op == "cholesky":
+    if op in FACTOR_ONLY:
         return total
     r = n if op == "inv" else nrhs
     solves = _triangular_solves(n, r, nb, scheme, label, dt, target)

@@ -1,4 +1,4 @@
-"""``cholesky``, ``solve``, ``inv`` and ``lstsq`` (its solution) under a linalg config, as Numba's
+"""``cholesky``, ``solve``, ``inv``, ``lstsq`` (its solution), ``det`` and ``slogdet`` under a linalg config, as Numba's
 ``np.linalg`` checks and raises, with iterative refinement and the LAPACK fallback
 (docs/numerics.md, "linalg"; least squares: runtime/linalg/lstsq.py).
 
@@ -15,13 +15,13 @@ import math
 import numpy as np
 
 from mixjit.runtime.jit.cache import cached_njit
-from mixjit.runtime.linalg.config import LAPACK, OPS, LinalgConfig, working_dtype
+from mixjit.runtime.linalg.config import LAPACK, OPS, REFINABLE, LinalgConfig, working_dtype
 from mixjit.runtime.linalg.factor import Breakdown, Products, cholesky_blocked, lu_blocked, lu_solve_blocked
 from mixjit.runtime.linalg.lstsq import Handback, lstsq_normal
 from mixjit.runtime.linalg.refine import REFINE_MAX_STEPS, refine
 from mixjit.runtime.schemes.base import RunStats
 
-__all__ = ["run_linalg", "REFINE_MAX_STEPS", "lapack"]
+__all__ = ["run_linalg", "REFINE_MAX_STEPS", "lapack", "slogdet_of_lu"]
 
 def _check_square(a: np.ndarray) -> None:
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
@@ -54,8 +54,18 @@ def _numba_lstsq(a, b):
     return np.linalg.lstsq(a, b)[0]
 
 
+@cached_njit
+def _numba_det(a):
+    return np.linalg.det(a)
+
+
+@cached_njit
+def _numba_slogdet(a):
+    return np.linalg.slogdet(a)
+
+
 def lapack(op: str, a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-    """The ``lapack`` candidate: Numba's own ``np.linalg`` (potrf, gesv, getrf + getri, gelsd), so
+    """The ``lapack`` candidate: Numba's own ``np.linalg`` (potrf, gesv, getrf + getri, gelsd, getrf), so
     the result and the errors are bit for bit what ``@njit`` gives."""
     if op == "cholesky":
         return _numba_cholesky(a)
@@ -65,6 +75,10 @@ def lapack(op: str, a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
         return _numba_inv(a)
     if op == "lstsq":
         return _numba_lstsq(a, b)
+    if op == "det":
+        return _numba_det(a)
+    if op == "slogdet":
+        return _numba_slogdet(a)
     raise ValueError(f"linalg: unknown op {op!r}; ops are {', '.join(OPS)}")
 
 
@@ -81,9 +95,11 @@ def _residual_test(a: np.ndarray, b2: np.ndarray):
     return residual
 
 
-def run_linalg(op: str, a: np.ndarray, b: np.ndarray | None, config: LinalgConfig | str) -> tuple[np.ndarray, RunStats]:
+def run_linalg(op: str, a: np.ndarray, b: np.ndarray | None,
+               config: LinalgConfig | str) -> tuple[np.ndarray | float | tuple[float, float], RunStats]:
     """``np.linalg.<op>(a[, b])`` under ``config`` (a :class:`LinalgConfig`, its label, or
-    ``"lapack"``): the result in the working precision (``a``'s dtype) and what the call
+    ``"lapack"``): the result (an array in the working precision, ``a``'s dtype; ``det`` a float,
+    ``slogdet`` ``(sign, logdet)``, float64 as Numba's) and what the call
     did (``fallbacks`` 1 when LAPACK recomputed it, with the reason; ``extra``: the GEMMs'
     calls and fallbacks, the refinement's corrections)."""
     if op not in OPS:
@@ -98,14 +114,14 @@ def run_linalg(op: str, a: np.ndarray, b: np.ndarray | None, config: LinalgConfi
             return lapack(op, a, b), _stats(None, "operands the normal equations do not take: computed by LAPACK", 0)
     else:
         _check_square(a)
-        if op != "cholesky":
+        if op != "cholesky" and a.size:  # det/slogdet of an empty matrix: Numba returns before its check
             _check_finite(a, *(() if b is None else (b,)))
-    if config == LAPACK:
+    if config == LAPACK or (op in ("det", "slogdet") and a.shape[0] == 0):
         return lapack(op, a, b), RunStats(units=1, fallback_unit="call")
     cfg = config if isinstance(config, LinalgConfig) else LinalgConfig.parse(config)
     dt = working_dtype(a.dtype)
-    if cfg.refine and op == "cholesky":
-        raise ValueError("linalg: refinement applies to solve and inv, not to a factorization")
+    if cfg.refine and op not in REFINABLE:
+        raise ValueError(f"linalg: refinement applies to {', '.join(REFINABLE)}, not to {op}")
     products = Products(cfg)
     steps = 0
     try:
@@ -118,6 +134,10 @@ def run_linalg(op: str, a: np.ndarray, b: np.ndarray | None, config: LinalgConfi
             result = cholesky_blocked(a.astype(dt, copy=False), cfg, products)
             return result, _stats(products, None, steps)
         w, perm = lu_blocked(a.astype(dt, copy=False), cfg, products)
+        if op in ("det", "slogdet"):
+            sign, logdet = slogdet_of_lu(w, perm)
+            result = (sign, logdet) if op == "slogdet" else sign * math.exp(logdet)
+            return result, _stats(products, None, 0)
     except Breakdown as why:
         return lapack(op, a, b), _stats(products, f"the blocked factorization met {why}: recomputed by LAPACK", steps)
     except Handback as why:
@@ -144,6 +164,32 @@ def _stats(products: Products | None, fallback: str | None, refine_steps: int) -
     stats.extra.update(gemm_calls=products.calls if products else 0, gemm_fallbacks=products.fallbacks if products else 0,
                        gemm_fallback_reasons=sorted(products.reasons) if products else [], refine_steps=refine_steps)
     return stats
+
+
+def slogdet_of_lu(w: np.ndarray, perm: np.ndarray) -> tuple[float, float]:
+    """``(sign, log|det|)`` from :func:`lu_blocked`'s factors, as Numba's slogdet walks LAPACK's:
+    the sign of the row permutation (the parity of its cycles), then along the diagonal of U in
+    order a negative ``u_kk`` flips the sign and ``log|u_kk|`` (in the working precision) is added
+    to a float64 sum."""
+    n = perm.size
+    seen = np.zeros(n, dtype=bool)
+    swaps = 0
+    for start in range(n):  # a cycle of length L is L - 1 transpositions
+        length = 0
+        k = start
+        while not seen[k]:
+            seen[k] = True
+            k = int(perm[k])
+            length += 1
+        swaps += max(length - 1, 0)
+    sign = -1.0 if swaps % 2 else 1.0
+    acc = 0.0
+    for k in range(n):
+        v = w[k, k]
+        if v < 0:
+            sign, v = -sign, -v
+        acc = acc + float(np.log(v))
+    return sign + 0.0, acc
 
 
 def _lstsq_operands_ok(a: np.ndarray, b: np.ndarray) -> bool:

@@ -165,3 +165,25 @@ def solve(a: np.ndarray, b: np.ndarray, nb: int, scheme: str, config: str, refin
             x = x + lu_solve(w, perm, r, nb, scheme, config)
             steps += 1
     return x.reshape(b.shape), steps
+
+
+def slogdet(a: np.ndarray, nb: int, scheme: str, config: str):
+    """``(sign, logdet)`` from the blocked LU, or None at a breakdown: the permutation's sign
+    (its row swaps counted), then Numba's walk along U's diagonal."""
+    f = lu(a, nb, scheme, config)
+    if f is None:
+        return None
+    w, perm = f
+    perm, swaps = list(perm), 0
+    for i in range(len(perm)):  # sort the permutation back by swaps
+        while perm[i] != i:
+            j = perm[i]
+            perm[i], perm[j] = perm[j], perm[i]
+            swaps += 1
+    sign, acc = (-1.0 if swaps % 2 else 1.0), 0.0
+    for k in range(a.shape[0]):
+        v = w[k, k]
+        if v < 0:
+            sign, v = -sign, -v
+        acc = acc + float(np.log(v))
+    return sign, acc

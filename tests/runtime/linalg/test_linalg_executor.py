@@ -154,5 +154,5 @@ def test_config_labels_round_trip_and_bad_ones_are_named():
                        ("block=8,gemm=mixpert[level=IX],refine=off", "unknown level")):
         with pytest.raises(ValueError, match=match):
             LinalgConfig.parse(bad)
-    with pytest.raises(ValueError, match="not to a factorization"):
+    with pytest.raises(ValueError, match="refinement applies to solve, inv, lstsq, not to cholesky"):
         run_linalg("cholesky", _spd(4, np.float64), None, LinalgConfig(4, "native", "accumulate=blas", True))
