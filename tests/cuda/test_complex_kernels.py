@@ -70,8 +70,10 @@ def test_the_desc_composes_the_real_kernel_in_product_mode():
 
 
 def test_a_real_config_without_a_kernel_says_so():
-    with pytest.raises(UnsupportedConfig, match=r"its real products run dfp\[\], which has none"):
-        kernel_desc("complex", "form=4,real=dfp()", "f64")
+    with pytest.raises(UnsupportedConfig, match=r"its real products run native\[\], which has none"):
+        kernel_desc("complex", "form=4,real=native()", "f64")
+    with pytest.raises(UnsupportedConfig, match=r"real products run dfp\[bits=8,carry_a=8\].*carried operands"):
+        kernel_desc("complex", "form=4,real=dfp(bits=8,carry_a=8)", "f64")
     # complex128's default, over mixpert-fp64, has kernels since mixpert-fp64 has
     assert kernel_desc("complex", "form=4,real=mixpert-fp64()", "f64").real.scheme == "mixpert-fp64"
     with pytest.raises(UnsupportedConfig, match=r"real products run ozaki2\[mode=accurate\].*accurate"):

@@ -118,7 +118,8 @@ def test_which_complex_gemms_the_kernels_take():
     assert launcher.why_not("form=4,real=mixpert(level=IV)", np.dtype(np.float32), "sm_90") == \
         "float32 operands (the complex kernels take complex64 or complex128)"
     assert launcher.why_not("", c128, "sm_90") == ""  # complex128's default: over mixpert-fp64's kernels
-    assert "real products run dfp[], which has none" in launcher.why_not("form=4,real=dfp()", c128, "sm_90")
+    assert "real products run native[], which has none" in launcher.why_not("form=4,real=native()", c128, "sm_90")
+    assert launcher.why_not("form=4,real=dfp()", c128, "sm_90") == ""  # over dfp's kernels (16 bits)
     assert "mode=accurate" in launcher.why_not("form=4,real=ozaki2(mode=accurate)", c128, "sm_90")
     # bit-equal exactly when the real kernels are: a @mixjit site takes only those
     assert launcher.inexact("form=4,real=mixpert(level=IV)") == "" == launcher.inexact("form=3,real=split(fp16=0)")
