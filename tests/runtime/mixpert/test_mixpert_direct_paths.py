@@ -155,6 +155,18 @@ def test_direct_path_takes_the_benchmark_cases(size):
     assert _check(a, b, _words("level=IV"))
 
 
+def test_direct_path_counts_of_the_largest_tiles():
+    """B's pass 2 packs a tile's counts into 21-bit fields: a tile of 1024 x 2047
+    elements (counts just below 2^21) is taken with the general path's bits, one of
+    1024 x 2048 goes to the small path (its counts could fill a field)."""
+    rng = np.random.default_rng(3)
+    a = rng.uniform(1, 2, (1, 1024)).astype(np.float32)  # one binade: nothing aligned to 0
+    b = (rng.uniform(1, 2, (1024, 2048)) * rng.choice([-1.0, 1.0], (1024, 2048))).astype(np.float32)
+    params = _words("level=IV,tile=1x1024x2048")
+    assert _check(a, b[:, :2047], params)
+    assert not _check(a, b, params)
+
+
 @pytest.mark.parametrize("label", NOT_COVERED)
 def test_direct_path_leaves_other_pair_sets(label):
     rng = np.random.default_rng(5)
