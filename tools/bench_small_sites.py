@@ -245,7 +245,7 @@ def _step64(a, b, params, calls, step):
             direct.exact_product(a02, b20, p02)
             s += p00[0, 0]
         else:
-            if not direct64._surely_certified(a, b, ag, bg, aref, bref, aoff, boff, params[ex.W_TK], w, out):
+            if not direct64._surely_certified(a, b, ag, bg, aref, bref, aoff, boff, params[ex.W_TK], w, out, top):
                 s += direct64._check_and_recompute(a, ag, aref, b, bg, bref, params[ex.W_TK], w, out)
     return s
 

@@ -261,7 +261,7 @@ _FLOOR = 2.0**-100
 
 
 @register_jitable
-def _surely_certified(araw, braw, agexp, bgexp, aref, bref, aoff, boff, tk: int, w: int, out) -> bool:
+def _surely_certified(araw, braw, agexp, bgexp, aref, bref, aoff, boff, tk: int, w: int, out, open_j) -> bool:
     """True when mixpert_bound.fp64_doubtful (one k-tile, ``slices3sig2``) would leave
     no output of ``out`` in doubt (``araw`` is A, ``braw`` B: K x n), proved from upper bounds of its error bound Err and
     lower bounds of the quantities it compares Err with; False when that proof fails
@@ -278,7 +278,8 @@ def _surely_certified(araw, braw, agexp, bgexp, aref, bref, aoff, boff, tk: int,
     from |c|), or else where ``Err <= tol (|a_i| . |b_j| (1 - margin) - floor)`` (its
     pass 2, the dot product of absolute values: every output it does not mark
     doubtful in pass 1 is decided by that sum). Rows of zeros, and scales
-    ``ref_A + ref_B`` outside [-900, 900], are left to fp64_doubtful."""
+    ``ref_A + ref_B`` outside [-900, 900], are left to fp64_doubtful. ``open_j``: n
+    int64 words of scratch."""
     m, K = araw.shape
     n = braw.shape[1]
     lo_a, hi_a = aref[0], aref[0]
@@ -310,18 +311,50 @@ def _surely_certified(araw, braw, agexp, bgexp, aref, bref, aoff, boff, tk: int,
     tol = (K * _U64 / (1.0 - K * _U64) - _U64) * (1.0 - 2.0**-40) * (1.0 - _MARGIN)
     for i in range(m):
         fa = pow2(-aref[i])
+        e_off, e_on_row = (e_both, e_one) if aoff[i] else (e_one, e_on)  # B's column off its grid or not
+        open_n = np.int64(0)  # the outputs |c| does not prove, marked first: a branch-free loop vectorises
         for j in range(n):
-            fb = pow2(-bref[j])
-            e = e_both if aoff[i] and boff[j] else (e_one if aoff[i] or boff[j] else e_on)
-            cs = abs(out[i, j]) * fa * fb * (1.0 - _MARGIN) - _FLOOR
-            if e <= tol * (cs - e):
+            e = e_off if boff[j] else e_on_row
+            unproved = np.int64(not _proved(e, abs(out[i, j]), e, fa, pow2(-bref[j]), tol))
+            open_j[j] = unproved
+            open_n += unproved
+        if open_n == 0:
+            continue
+        for j in range(n):
+            if open_j[j] == 0:
                 continue
-            d = 0.0
-            for k in range(K):
-                d += abs(araw[i, k]) * abs(braw[k, j])
-            if not e <= tol * (d * fa * fb * (1.0 - _MARGIN) - _FLOOR):
+            e = e_off if boff[j] else e_on_row
+            fb = pow2(-bref[j])
+            if not _proved(e, _abs_dot(araw, braw, i, j), 0.0, fa, fb, tol):
                 return False
     return True
+
+
+@register_jitable
+def _abs_dot(a, b, i: int, j: int) -> float:
+    """``|a_i| . |b_j|`` (row i of A, column j of B) in four running sums (a chain of
+    dependent additions is four times slower): any order of these nonnegative terms
+    is within ``K u`` of the exact sum, far inside :data:`_MARGIN`."""
+    K = a.shape[1]
+    s0 = s1 = s2 = s3 = 0.0
+    k = 0
+    while k + 4 <= K:
+        s0 += abs(a[i, k]) * abs(b[k, j])
+        s1 += abs(a[i, k + 1]) * abs(b[k + 1, j])
+        s2 += abs(a[i, k + 2]) * abs(b[k + 2, j])
+        s3 += abs(a[i, k + 3]) * abs(b[k + 3, j])
+        k += 4
+    for r in range(k, K):
+        s0 += abs(a[i, r]) * abs(b[r, j])
+    return (s0 + s1) + (s2 + s3)
+
+
+@register_jitable
+def _proved(e: float, lower: float, less: float, fa: float, fb: float, tol: float) -> bool:
+    """:func:`_surely_certified`'s test of one output of error bound ``e``: ``e <= tol
+    (lower fa fb (1 - margin) - floor - less)``, with ``lower = |c|`` and ``less = e``
+    for its pass 1, the dot product of absolute values and ``less = 0`` for its pass 2."""
+    return e <= tol * (lower * fa * fb * (1.0 - _MARGIN) - _FLOOR - less)
 
 
 @cached_njit(nogil=True)
@@ -391,7 +424,7 @@ def direct_gemm64(a, b, c, params, stats) -> int:
     _round_levels(p00, p11, psum, p02, aref, bref, 42 - 2 * (w - 1), out)
     for s in range(stats.shape[0]):
         stats[s] = 0
-    if not _surely_certified(ac, bc, agexp, bgexp, aref, bref, aoff, boff, params[W_TK], w, out):
+    if not _surely_certified(ac, bc, agexp, bgexp, aref, bref, aoff, boff, params[W_TK], w, out, top):
         stats[STAT_RECOMPUTED] = _check_lazy(ac, agexp, aref, bc, bgexp, bref, params[W_TK], w, out)
     for i in range(m):
         for j in range(n):

@@ -25,7 +25,8 @@ TK = int(PARAMS[ex.W_TK])
 
 @njit
 def _certified(araw, braw, agexp, bgexp, aref, bref, aoff, boff, tk, w, out):
-    return d64._surely_certified(araw, braw, agexp, bgexp, aref, bref, aoff, boff, tk, w, out)
+    return d64._surely_certified(araw, braw, agexp, bgexp, aref, bref, aoff, boff, tk, w, out,
+                                 np.empty(braw.shape[1], np.int64))
 
 
 @njit
