@@ -33,7 +33,7 @@ above for the levels' 21-bit prefixes; a call that meets the one but not the oth
 goes to the small path), at twice float64's SIMD width; their sum is the exact value
 (one order of the 2K terms). Above :data:`NARROW_WORK` multiply-adds B's digits keep
 B's layout (K x n, :func:`_cols_operands`) and each product is one BLAS call of
-``A B``'s shape (:func:`exact_product`: OpenBLAS's small-matrix kernels, about twice
+``A B``'s shape (:func:`kept_products`: OpenBLAS's small-matrix kernels, about twice
 as fast at 32 x 32 as loops or a BLAS call with a transposed operand); at or below
 it B is transposed first and its digits and the products run as row loops
 (:func:`exact_dot`), which cost less than a BLAS call there. The output is ``RN32`` of that exact value times a power of
@@ -482,7 +482,7 @@ def exact_product(x, y, d) -> None:
     """``d = x @ y`` (``y`` is K x n) for operands whose every partial sum is exact
     (module docstring), in ``d``'s dtype: :func:`exact_dot` on ``y``'s transpose up
     to :data:`LOOPS_MAX_WORK` multiply-adds, else one BLAS dgemm or sgemm (BLAS's
-    order and FMA do not matter)."""
+    order and FMA do not matter); the float64 direct path's slice products."""
     if x.shape[0] * y.shape[1] * x.shape[1] <= LOOPS_MAX_WORK:
         exact_dot(x, y.T, d)
     else:
@@ -517,15 +517,16 @@ def _b_operands(b, narrow: bool, gexp, ref, params, j1: int, out, outc, fl, cnt,
 def kept_products(narrow: bool, corner: bool, xa, yb, d, xc, yc, dc) -> None:
     """The direct path's two exact products, ``d = x . y`` (float64) and ``dc = x_c .
     (-y_c)`` (float32; 0 without a corner): :func:`exact_dot`'s loops over B's
-    transposed digits where ``narrow``, else :func:`exact_product` in B's layout."""
+    transposed digits where ``narrow``, else one BLAS call each in B's layout (as
+    :func:`exact_product`)."""
     if narrow:
         exact_dot(xa, yb, d)
         if corner:
             exact_dot(xc, yc, dc)
-    else:
-        exact_product(xa, yb, d)
+    else:  # above NARROW_WORK: BLAS (exact_product's loops are for smaller calls)
+        np.dot(xa, yb, d)
         if corner:
-            exact_product(xc, yc, dc)
+            np.dot(xc, yc, dc)
     if not corner:
         dc[:, :] = 0.0
 
@@ -533,7 +534,7 @@ def kept_products(narrow: bool, corner: bool, xa, yb, d, xc, yc, dc) -> None:
 #: the largest m*n*k that :func:`direct_gemm` runs *narrow*: B transposed, row loops
 #: and :func:`exact_dot`'s loops (faster there: B's rows are too short for
 #: :func:`_cols_operands`' loops to vectorise, and a BLAS call costs more than the
-#: loops); above it B's layout and BLAS (:func:`exact_product`). Measured side by side
+#: loops); above it B's layout and BLAS (:func:`kept_products`). Measured side by side
 #: (level IV, direct path alone, quiet machine, 2026-11-29): at n = 12 narrow 1.31 µs,
 #: wide 1.46; at n = 16 narrow 1.84, wide 1.45
 NARROW_WORK = 12**3
