@@ -330,11 +330,27 @@ def _group_scales(g: int, ref: int, w: int, threshold: int) -> tuple[float, floa
     return to_int, sc, near
 
 
+#: pass 2's counts of a tile packed into one int64 (one running sum vectorises at less
+#: cost than three): nonzero elements in bits 0-20, those aligned to 0 in bits 21-41,
+#: those shifted far from bit 42 up; a tile holds fewer than 2^21 elements (the direct
+#: path checks)
+_LOST_AT = 21
+_FAR_AT = 42
+_FIELD = (1 << 21) - 1
+
+
 @register_jitable
-def _tile_refused(nz: int, lost: int, far: int, threshold: int) -> bool:
-    """Does a tile go to the small path: a nonzero element aligned to 0 (step 6
-    recomputes its row), or a fallback tile (more than an eighth of its nonzero
-    elements shifted past the threshold)?"""
+def _counts(used: int, zeroed: int, far: int) -> int:
+    """One element's flags (int64 0/1, :func:`_aligned_digits`) as packed counts."""
+    return used | (zeroed << _LOST_AT) | (far << _FAR_AT)
+
+
+@register_jitable
+def _tile_refused(counts: int, threshold: int) -> bool:
+    """Does a tile of packed ``counts`` go to the small path: a nonzero element aligned
+    to 0 (step 6 recomputes its row), or a fallback tile (more than an eighth of its
+    nonzero elements shifted past the threshold)?"""
+    nz, lost, far = counts & _FIELD, (counts >> _LOST_AT) & _FIELD, counts >> _FAR_AT
     return lost != 0 or (threshold >= 0 and 8 * far > nz)
 
 
@@ -365,19 +381,15 @@ def _rows_operands(x, side_b: bool, gexp, ref, params, i1: int, out, outc) -> bo
         t1 = min(t0 + tile_rows, m)
         for t in range(gexp.shape[1]):
             k0, k1 = np.uint64(t * tk), np.uint64(min(t * tk + tk, K))
-            nz = np.int64(0)  # integer counts: their sums vectorise (a float sum would not)
-            far_n = np.int64(0)
-            lost = np.int64(0)
+            counts = np.int64(0)  # an integer sum vectorises (a float sum would not)
             for i in range(t0, t1):
                 to_int, sc, near = _group_scales(gexp[i, t], ref[i], w, threshold)
                 for k in range(k0, k1):
                     hi, lo, used, zeroed, far = _aligned_digits(x[i, k], splitter, to_int, trunc, near, down, cut)
-                    nz += used
-                    lost += zeroed
-                    far_n += far
+                    counts += _counts(used, zeroed, far)
                     outc[i, k] = np.float32(lo * (sign * sc))
                     out[i, k] = hi * sc
-            if _tile_refused(nz, lost, far_n, threshold):
+            if _tile_refused(counts, threshold):
                 return False
     return True
 
@@ -386,9 +398,9 @@ def _rows_operands(x, side_b: bool, gexp, ref, params, i1: int, out, outc) -> bo
 def _cols_operands(x, gexp, ref, params, j1: int, out, outc, fl, cnt) -> bool:
     """:func:`_rows_operands` for the columns of B (K x n), in B's layout: ``out`` and
     ``outc`` are K x n (the products are ``A B``-shaped, BLAS's fastest small case)
-    and ``outc`` holds the corner digits negated. Read along B's rows with the groups' factors per column (``fl``: 3 x
-    n floats of scratch) and the three counts of each column packed into one int64 (``cnt``: n words; 21 bits each: a tile holds fewer
-    than 2^21 elements, which the caller checks), so the loops vectorise."""
+    and ``outc`` holds the corner digits negated. Read along B's rows with the
+    groups' factors per column (``fl``: 3 x n floats of scratch) and each column's
+    packed counts (``cnt``: n words, :func:`_counts`), so the loops vectorise."""
     K, n = x.shape
     w, splitter, trunc, threshold, down, cut = _digit_params(params, j1)
     tk, tile_cols = params[W_TK], params[W_TN]
@@ -400,23 +412,17 @@ def _cols_operands(x, gexp, ref, params, j1: int, out, outc, fl, cnt) -> bool:
         for k in range(np.uint64(t * tk), np.uint64(min(t * tk + tk, K))):
             for j in range(n):  # no branch, no float sum: the loop vectorises
                 hi, lo, used, zeroed, far = _aligned_digits(x[k, j], splitter, to_int[j], trunc, near[j], down, cut)
-                cnt[j] += used | (zeroed << _LOST_AT) | (far << _FAR_AT)
+                cnt[j] += _counts(used, zeroed, far)
                 outc[k, j] = np.float32(lo * -sc[j])
                 out[k, j] = hi * sc[j]
         for j0 in range(0, n, tile_cols):
             total = np.int64(0)
             for j in range(j0, min(j0 + tile_cols, n)):
                 total += cnt[j]
-            if _tile_refused(total & _FIELD, (total >> _LOST_AT) & _FIELD, total >> _FAR_AT, threshold):
+            if _tile_refused(total, threshold):
                 return False
     return True
 
-
-#: :func:`_cols_operands`' packed counts: nonzero elements in bits 0-20, those aligned
-#: to 0 in bits 21-41, those shifted far from 42 up
-_LOST_AT = 21
-_FAR_AT = 42
-_FIELD = (1 << 21) - 1
 
 
 #: the largest m*n*k whose products (:func:`exact_product`) run as compiled loops;
@@ -590,8 +596,8 @@ def direct_gemm(a, b, c, params, stats) -> int:
     w = width(segments, seg0, MAGNITUDE)
     if m == 0 or n == 0 or K == 0 or bits > 53 or w > 53:  # Veltkamp's rounding needs w <= 53
         return NOT_TAKEN
-    if min(tk, K) * min(params[W_TN], n) >= 1 << _LOST_AT:
-        return NOT_TAKEN  # _cols_operands' counts of a tile would overflow their fields
+    if min(tk, K) * max(min(params[W_TM], m), min(params[W_TN], n)) >= 1 << _LOST_AT:
+        return NOT_TAKEN  # pass 2's counts of a tile would overflow their fields (_counts)
     nkt = (K + tk - 1) // tk
     n_ints, n_floats, n_singles = direct_scratch_words(m, n, K, nkt)
     ints = stack_array(DIRECT_STACK_WORDS, np.int64) if n_ints <= DIRECT_STACK_WORDS else np.empty(n_ints, np.int64)
