@@ -36,8 +36,9 @@ B's layout (K x n, :func:`_cols_operands`) and each product is one BLAS call of
 ``A B``'s shape (:func:`kept_products`: OpenBLAS's small-matrix kernels, about twice
 as fast at 32 x 32 as loops or a BLAS call with a transposed operand); at or below
 it B is transposed first and its digits and the products run as row loops
-(:func:`exact_dot`), which cost less than a BLAS call there. The output is ``RN32`` of that exact value times a power of
-two: one float32 conversion. The same bound makes the general
+(:func:`exact_dot`), which cost less than a BLAS call there. The output is ``RN32``
+of that exact value times a power of two: one float32 conversion. The same bound
+makes the general
 path's exact plan the pair rectangles (no cut), its wide plan no shorter, and puts
 every row on its fast path, so the statistics are the small path's
 (``STAT_SMALL_PATH = 1``, tiles, the widest span, nothing recomputed).
@@ -46,11 +47,12 @@ significant bits, ties to even) is Veltkamp's splitting in float64 (:func:`_roun
 checked against the integer rounding for every float32 significand), step 2 is
 ``rint`` (or ``trunc``) of the rounded value times ``2^(W-1-E)`` (exact), the digits
 are truncated quotients by powers of two; pass 1 takes only each group's largest
-magnitude (the rounding is monotonic) and copies nothing: pass 2 reads the operands
-(C-ordered ones as they are, :func:`c_ordered`). Refused (to the small path): balanced digits,
-other pair sets, inf / NaN, magnitudes from 2^127 up (where step 1 truncates
-instead of carrying), a fallback tile, an element aligned to 0 (step 6), spans over
-the bound.
+magnitude (the rounding is monotonic) and copies nothing: pass 2 reads the
+operands (C-ordered ones as they are, :func:`c_ordered`); it counts each tile's
+nonzero, zeroed and far-shifted elements in one packed int64 (:func:`_counts`).
+Refused (to the small path): balanced digits, other pair sets, inf / NaN, magnitudes
+from 2^127 up (where step 1 truncates instead of carrying), a fallback tile, an
+element aligned to 0 (step 6), spans over the bound.
 
 *Float64 domain*: runtime/mixpert/paths/direct64.py (``direct_gemm64``), which
 shares this module's pair-set decoder, exact product and scratch size.

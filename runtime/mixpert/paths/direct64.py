@@ -5,8 +5,9 @@
 6-8), slice pairs I + J <= 2 kept. With one k-tile (K <= tk: every row and column has
 span 0) and K <= 512, the three level sums of the kept slice pairs, ``L0 = A0.B0``,
 ``L1 = A0.B1 + A1.B0`` and ``L2 = A0.B2 + A1.B1 + A2.B0``, are exact in float64 (at
-most 3K products of 21-bit slices, below 2^53), in any order: compiled loops or BLAS
-(executor_mixpert_direct.exact_product); L1 by Karatsuba, ``(A0 + A1).(B0 + B1) -
+most 3K products of 21-bit slices, below 2^53), in any order: compiled loops or one
+BLAS call of ``A B``'s shape each (direct.exact_product; B's slices are laid out
+like B, K x n, :func:`_col_slices`); L1 by Karatsuba, ``(A0 + A1).(B0 + B1) -
 L0 - A1.B1``, so five K-long products, not six. Their combination ``L0 2^42 + L1 2^21
 + L2`` is rounded once exactly (:func:`_round_levels`): X of step 5 (docs/numerics.md,
 "mixpert") rounded as the general path's epilogue rounds it. Then the float64
@@ -263,9 +264,10 @@ _FLOOR = 2.0**-100
 @register_jitable
 def _surely_certified(araw, braw, agexp, bgexp, aref, bref, aoff, boff, tk: int, w: int, out, open_j) -> bool:
     """True when mixpert_bound.fp64_doubtful (one k-tile, ``slices3sig2``) would leave
-    no output of ``out`` in doubt (``araw`` is A, ``braw`` B: K x n), proved from upper bounds of its error bound Err and
-    lower bounds of the quantities it compares Err with; False when that proof fails
-    for some output (the caller then runs fp64_doubtful itself: same decisions).
+    no output of ``out`` in doubt (``araw`` is A, ``braw`` B: K x n), proved from
+    upper bounds of its error bound Err and lower bounds of the quantities it
+    compares Err with; False when that proof fails for some output (the caller then
+    runs fp64_doubtful itself: same decisions).
 
     fp64_doubtful's Err of output (i, j), scaled by ``2^-(ref_A + ref_B)``, sums four
     products of its bound columns; with one k-tile they are ``delta, S, K delta, c K``
