@@ -65,7 +65,6 @@ from numba import njit  # noqa: E402
 from mixjit import gemm, mixjit  # noqa: E402
 from mixjit.plan import SitePlan, set_plan  # noqa: E402
 from mixjit.runtime.mixpert import executor as ex  # noqa: E402
-from mixjit.runtime.mixpert.guarantee.bound import fp64_doubtful, recompute  # noqa: E402
 from mixjit.runtime.mixpert.paths import (
     direct,  # noqa: E402
     direct64,  # noqa: E402
@@ -181,28 +180,28 @@ def _step32(a, b, params, calls, step):
     ag, bg = np.empty((m, nkt), np.int64), np.empty((n, nkt), np.int64)
     aref, aspan, bref, bspan = (np.empty(m, np.int64), np.empty(m, np.int64), np.empty(n, np.int64),
                                 np.empty(n, np.int64))
-    at, bt, top = np.empty((m, K)), np.empty((n, K)), np.empty(n)
-    xa, yb, d = np.empty((m, K)), np.empty((n, K)), np.empty((m, n))
-    xc, yc, dc = np.empty((m, K), np.float32), np.empty((n, K), np.float32), np.empty((m, n), np.float32)
-    direct._rows_exponents(a, sp, tk, ag, at)
-    direct._cols_exponents(b, sp, tk, bg, top, bt)
+    top, cnt, fl = np.empty(n, np.int64), np.empty(n, np.int64), np.empty((3, n))
+    narrow = m * n * K <= direct.NARROW_WORK  # B transposed (n x K), else in its layout (K x n)
+    bt = np.empty((n, K), np.float32)
+    xa, yb, d = np.empty((m, K)), np.empty((n, K) if narrow else (K, n)), np.empty((m, n))
+    xc, yc, dc = np.empty((m, K), np.float32), np.empty(yb.shape, np.float32), np.empty((m, n), np.float32)
+    direct._rows_exponents(a, sp, tk, ag)
+    direct._b_exponents(b, narrow, sp, tk, bg, top, bt)
     direct._groups(ag, aref, aspan, params[ex.W_TM])
     direct._groups(bg, bref, bspan, params[ex.W_TN])
-    direct._rows_operands(at, False, ag, aref, params, i1, corner, xa, xc)
-    direct._rows_operands(bt, True, bg, bref, params, j1, corner, yb, yc)
+    direct._rows_operands(a, False, ag, aref, params, i1, xa, xc)
+    direct._b_operands(b, narrow, bg, bref, params, j1, yb, yc, fl, cnt, bt)
     s = 0.0
     for _ in range(calls):
         if step == 0:
             s += direct.prefix_pairs(params)[0]
         elif step == 1:
-            s += direct._rows_exponents(a, sp, tk, ag, at) + direct._cols_exponents(b, sp, tk, bg, top, bt)
+            s += direct._rows_exponents(a, sp, tk, ag) + direct._b_exponents(b, narrow, sp, tk, bg, top, bt)
         elif step == 2:
-            s += direct._rows_operands(at, False, ag, aref, params, i1, corner, xa, xc)
-            s += direct._rows_operands(bt, True, bg, bref, params, j1, corner, yb, yc)
+            s += direct._rows_operands(a, False, ag, aref, params, i1, xa, xc)
+            s += direct._b_operands(b, narrow, bg, bref, params, j1, yb, yc, fl, cnt, bt)
         else:
-            direct.exact_product(xa, yb, d)
-            if corner:
-                direct.exact_product(xc, yc, dc)
+            direct.kept_products(narrow, corner, xa, yb, d, xc, yc, dc)
             s += d[0, 0] + dc[0, 0]
     return s
 
@@ -217,32 +216,27 @@ def _step64(a, b, params, calls, step):
     n = b.shape[1]
     w = direct.width(9, params[ex.W_SEG0_BITS], 0)
     ag, bg = np.empty((m, 1), np.int64), np.empty((n, 1), np.int64)
-    ar, br, top = np.empty((m, K)), np.empty((n, K)), np.empty(n)
+    top, to_int = np.empty(n, np.int64), np.empty(n)
     aoff, boff = np.empty(m, np.int64), np.empty(n, np.int64)
     a0, a1, asum, a02 = np.empty((m, K)), np.empty((m, K)), np.empty((m, K)), np.empty((m, 2 * K))
-    b0, b1, bsum, b20 = np.empty((n, K)), np.empty((n, K)), np.empty((n, K)), np.empty((n, 2 * K))
+    b0, b1, bsum, b20 = np.empty((K, n)), np.empty((K, n)), np.empty((K, n)), np.empty((2 * K, n))
     p00, p11, psum, p02 = np.empty((m, n)), np.empty((m, n)), np.empty((m, n)), np.empty((m, n))
     out, stats = np.empty((m, n)), np.zeros(ex.N_STATS, np.int64)
     direct64.direct_gemm64(a, b, out, params, stats)
-    direct64._rows_exponents64(a, ag, ar)
-    direct.column_tops(b, 0, K, br, top, False)
-    for j in range(n):
-        bg[j, 0] = direct64._exponent64(top[j])[0]
+    direct64._rows_exponents64(a, ag)
+    direct64._cols_exponents64(b, bg, top)
     aref, bref = ag[:, 0].copy(), bg[:, 0].copy()
-    direct64._slices(ar, ag, w, False, False, a0, a1, asum, a02, aoff)
-    direct64._slices(br, bg, w, False, True, b0, b1, bsum, b20, boff)
+    direct64._row_slices(a, ag, w, False, a0, a1, asum, a02, aoff)
+    direct64._col_slices(b, bg, w, False, b0, b1, bsum, b20, boff, to_int)
     s = 0.0
     for _ in range(calls):
         if step == 0:
             s += direct64.slice_pairs(params)
         elif step == 1:
-            s += direct64._rows_exponents64(a, ag, ar)
-            direct.column_tops(b, 0, K, br, top, False)
-            for j in range(n):
-                s += direct64._exponent64(top[j])[0]
+            s += direct64._rows_exponents64(a, ag) + direct64._cols_exponents64(b, bg, top)
         elif step == 2:
-            direct64._slices(ar, ag, w, False, False, a0, a1, asum, a02, aoff)
-            direct64._slices(br, bg, w, False, True, b0, b1, bsum, b20, boff)
+            direct64._row_slices(a, ag, w, False, a0, a1, asum, a02, aoff)
+            direct64._col_slices(b, bg, w, False, b0, b1, bsum, b20, boff, to_int)
             s += a1[0, 0]
         elif step == 3:
             direct.exact_product(a0, b0, p00)
@@ -251,9 +245,8 @@ def _step64(a, b, params, calls, step):
             direct.exact_product(a02, b20, p02)
             s += p00[0, 0]
         else:
-            if not direct64._surely_certified(ar, br, ag, bg, aref, bref, aoff, boff, params[ex.W_TK], w, out):
-                doubt = fp64_doubtful(ar, ag, aref, br, bg, bref, params[ex.W_TK], w, direct64._DROPPED, out)
-                s += recompute(ar, br, doubt, out, False)
+            if not direct64._surely_certified(a, b, ag, bg, aref, bref, aoff, boff, params[ex.W_TK], w, out, top):
+                s += direct64._check_and_recompute(a, ag, aref, b, bg, bref, params[ex.W_TK], w, out)
     return s
 
 

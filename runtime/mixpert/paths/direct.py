@@ -26,14 +26,19 @@ same for B. Each term is an integer times the k-tile's power-of-two scale
 
 (``bits``: pair_blocks.range_bits; ``span``: the row's / column's exponent span
 along K) every partial sum of ``[x | x_c] . [y | -y_c]`` over 2K terms is exact in
-float64, in any order, with or without FMA. It runs as two products (compiled loops
-for small ones, BLAS above :data:`BLAS_MIN_WORK`, ``_32``): ``x . y`` in float64 and, where
-there is a corner, ``x_c . (-y_c)`` in float32, exact where ``14 + ceil(log2 K) +
-span_A + span_B <= 24`` (:func:`corner_exact32`; implied by the bound above for
-the levels' 21-bit prefixes; a call that meets the one but not the other goes to
-the small path), at twice float64's SIMD width; their sum is the exact value (one
-order of the 2K terms). The output is ``RN32`` of that exact value times a power of
-two: one float32 conversion. The same bound makes the general
+float64, in any order, with or without FMA. It runs as two products: ``x . y`` in
+float64 and, where there is a corner, ``x_c . (-y_c)`` in float32, exact where ``14 +
+ceil(log2 K) + span_A + span_B <= 24`` (:func:`corner_exact32`; implied by the bound
+above for the levels' 21-bit prefixes; a call that meets the one but not the other
+goes to the small path), at twice float64's SIMD width; their sum is the exact value
+(one order of the 2K terms). Above :data:`NARROW_WORK` multiply-adds B's digits keep
+B's layout (K x n, :func:`_cols_operands`) and each product is one BLAS call of
+``A B``'s shape (:func:`kept_products`: OpenBLAS's small-matrix kernels, about twice
+as fast at 32 x 32 as loops or a BLAS call with a transposed operand); at or below
+it B is transposed first and its digits and the products run as row loops
+(:func:`exact_dot`), which cost less than a BLAS call there. The output is ``RN32``
+of that exact value times a power of two: one float32 conversion. The same bound
+makes the general
 path's exact plan the pair rectangles (no cut), its wide plan no shorter, and puts
 every row on its fast path, so the statistics are the small path's
 (``STAT_SMALL_PATH = 1``, tiles, the widest span, nothing recomputed).
@@ -42,10 +47,12 @@ significant bits, ties to even) is Veltkamp's splitting in float64 (:func:`_roun
 checked against the integer rounding for every float32 significand), step 2 is
 ``rint`` (or ``trunc``) of the rounded value times ``2^(W-1-E)`` (exact), the digits
 are truncated quotients by powers of two; pass 1 takes only each group's largest
-magnitude (the rounding is monotonic). Refused (to the small path): balanced digits,
-other pair sets, inf / NaN, magnitudes from 2^127 up (where step 1 truncates
-instead of carrying), a fallback tile, an element aligned to 0 (step 6), spans over
-the bound.
+magnitude (the rounding is monotonic) and copies nothing: pass 2 reads the
+operands (C-ordered ones as they are, :func:`c_ordered`); it counts each tile's
+nonzero, zeroed and far-shifted elements in one packed int64 (:func:`_counts`).
+Refused (to the small path): balanced digits, other pair sets, inf / NaN, magnitudes
+from 2^127 up (where step 1 truncates instead of carrying), a fallback tile, an
+element aligned to 0 (step 6), spans over the bound.
 
 *Float64 domain*: runtime/mixpert/paths/direct64.py (``direct_gemm64``), which
 shares this module's pair-set decoder, exact product and scratch size.
@@ -155,16 +162,6 @@ def corner_shift(i1: int, j1: int, segments: int, digits: int) -> int:
 
 
 @register_jitable
-def direct_scratch_words(m: int, n: int, K: int, nkt: int) -> tuple[int, int, int]:
-    """int64, float64 and float32 words of :func:`direct_gemm`'s scratch: group
-    exponents (nkt per row of A and column of B), ref and span (one each); A's and
-    B's prefix operands, copies of A and of B transposed (K per row each), the output
-    scales (m + n), n words and the product (m x n); the corner operands (K per row)
-    and their product (m x n)."""
-    return (m + n) * (nkt + 2), (m + n) * 2 * K + m + 2 * n + m * n, (m + n) * K + m * n
-
-
-@register_jitable
 def _rounded(v: float, splitter: float) -> float:
     """Step 1's value ``M 2^(e-w+1)`` of the element ``v`` (a float32 value in
     float64): ``v`` rounded to ``w`` significant bits, ties to even, by Veltkamp's
@@ -209,49 +206,48 @@ _NO_SIGN = (1 << 63) - 1
 
 
 @register_jitable
-def row_top(x, i: int, k0: int, k1: int, xt, to32: bool) -> float:
-    """Row ``i``'s largest magnitude over ``k0:k1`` (a NaN kept), copying those
-    elements into ``xt[i, k0:k1]`` (float64; rounded to float32 first where ``to32``):
-    pass 1 of the direct paths over a row of A."""
-    # the largest magnitude as the largest bit pattern without the sign: the same order
-    # for finite values and inf, NaN above them all (kept); an integer maximum vectorises
+def magnitude_bits(v, to32: bool) -> int:
+    """The bits of ``|v|`` as a float64 (rounded to float32 first where ``to32``): the
+    same order as the magnitudes for finite values and inf, NaN above them all, so
+    that an integer maximum (it vectorises) finds the largest magnitude."""
+    x = np.float64(np.float32(v)) if to32 else np.float64(v)
+    return np.float64(x).view(np.int64) & _NO_SIGN  # view of a new value: a phi node's cannot be viewed
+
+
+@register_jitable
+def row_top(x, i: int, k0: int, k1: int, to32: bool) -> float:
+    """Row ``i``'s largest magnitude over ``k0:k1`` (a NaN kept; rounded to float32
+    first where ``to32``): pass 1 of the direct paths over a row of A (an integer
+    maximum: it vectorises)."""
     top = np.int64(0)
     for k in range(np.uint64(k0), np.uint64(k1)):
-        v = np.float64(np.float32(x[i, k])) if to32 else np.float64(x[i, k])
-        xt[i, k] = v
-        top = max(top, np.float64(v).view(np.int64) & _NO_SIGN)
+        top = max(top, magnitude_bits(x[i, k], to32))
     return np.int64(top).view(np.float64)
 
 
 @register_jitable
-def column_tops(x, k0: int, k1: int, xt, top, to32: bool) -> None:
-    """:func:`row_top` for every column of B (K x n) at once: ``top[j]`` the largest
-    magnitude of column j over rows ``k0:k1``, the column copied into row j of ``xt``
-    (n x K). B is read row by row (contiguous for a C-ordered B; the maxima vectorise)."""
+def column_tops(x, k0: int, k1: int, top, to32: bool) -> None:
+    """:func:`row_top` for every column of B (K x n) at once, read along B's rows
+    (the maxima vectorise): ``top[j]`` (int64) the bits of column j's largest
+    magnitude over rows ``k0:k1`` (:func:`magnitude_bits`)."""
     n = x.shape[1]
     for j in range(n):
-        top[j] = 0.0
+        top[j] = 0
     for k in range(np.uint64(k0), np.uint64(k1)):
         for j in range(n):
-            v = np.float64(np.float32(x[k, j])) if to32 else np.float64(x[k, j])
-            xt[j, k] = v
-            av = abs(v)
-            tj = top[j]
-            tj = av if av > tj else tj
-            top[j] = av if av != av else tj
+            top[j] = max(top[j], magnitude_bits(x[k, j], to32))
 
 
 @register_jitable
-def _rows_exponents(x, splitter: float, tk: int, gexp, xt) -> bool:
+def _rows_exponents(x, splitter: float, tk: int, gexp) -> bool:
     """Pass 1 over the rows of A (m x K): each row's largest element exponent per
-    k-tile (``gexp``, ``ZERO_EXP`` for none), copying A (as float32 values) into
-    ``xt`` (m x K, float64, C-ordered) for the second pass; False where a row holds an
-    inf, a NaN or a magnitude of 2^127 or more. Float maxima only: no integer work
-    per element."""
+    k-tile (``gexp``, ``ZERO_EXP`` for none); False where a row holds an inf, a NaN
+    or a magnitude of 2^127 or more. Maxima only: no copy, no work per element
+    beyond a conversion."""
     m, K = x.shape
     for i in range(m):
         for t in range(gexp.shape[1]):
-            top = row_top(x, i, t * tk, min(t * tk + tk, K), xt, True)
+            top = row_top(x, i, t * tk, min(t * tk + tk, K), True)
             if not (top < _TOO_BIG):
                 return False
             gexp[i, t] = _group_exponent(top, splitter)
@@ -259,17 +255,17 @@ def _rows_exponents(x, splitter: float, tk: int, gexp, xt) -> bool:
 
 
 @register_jitable
-def _cols_exponents(x, splitter: float, tk: int, gexp, top, xt) -> bool:
-    """:func:`_rows_exponents` for the columns of B (K x n) (:func:`column_tops`),
-    copying B's columns into the rows of ``xt`` (n x K, float64: exact) for the
-    second pass; ``top`` is n words of scratch."""
+def _cols_exponents(x, splitter: float, tk: int, gexp, top) -> bool:
+    """:func:`_rows_exponents` for the columns of B (K x n) (:func:`column_tops`);
+    ``top`` is n int64 words of scratch."""
     K, n = x.shape
     for t in range(gexp.shape[1]):
-        column_tops(x, t * tk, min(t * tk + tk, K), xt, top, True)
+        column_tops(x, t * tk, min(t * tk + tk, K), top, True)
         for j in range(n):
-            if not (top[j] < _TOO_BIG):
+            v = np.int64(top[j]).view(np.float64)
+            if not (v < _TOO_BIG):
                 return False
-            gexp[j, t] = _group_exponent(top[j], splitter)
+            gexp[j, t] = _group_exponent(v, splitter)
     return True
 
 
@@ -307,80 +303,137 @@ def pow2(n: int) -> float:
 
 
 @register_jitable
-def _aligned_prefix(x: float, splitter: float, to_int: float, trunc: bool, near: float, down: float):
-    """Steps 1 and 2 of one element ``x`` (a float32 value) of a group: the digits
+def _aligned_digits(x, splitter: float, to_int: float, trunc: bool, near: float, down: float, cut: float):
+    """Steps 1 and 2 of one element ``x`` (rounded to float32) of a group: the digits
     ``0..i1`` of its aligned integer ``q`` as one integer (``trunc(q 2^-7(s-1-i1))``,
-    ``down`` the power of two), and as int64 0/1: is it nonzero, aligned to 0 although
-    nonzero (step 6), shifted past the fallback threshold (``|x| < near``)?"""
-    v = _rounded(x, splitter)
+    ``down`` the power of two), and digit ``i1`` alone (``cut = 2^-7``; with ``cut =
+    0`` that same integer: where ``i1 = 0`` it is the only digit); and as int64 0/1:
+    is it nonzero, aligned to 0 although nonzero (step 6), shifted past the fallback
+    threshold (``|x| < near``)?"""
+    v = _rounded(np.float64(np.float32(x)), splitter)
     y = v * to_int
     q = np.trunc(y) if trunc else np.rint(y)
     use = v != 0.0
-    return np.trunc(q * down), np.int64(use), np.int64(use & (q == 0.0)), np.int64(use & (abs(v) < near))
+    hi = np.trunc(q * down)
+    lo = hi - np.trunc(hi * cut) * 128.0
+    return hi, lo, np.int64(use), np.int64(use & (q == 0.0)), np.int64(use & (abs(v) < near))
 
 
 @register_jitable
-def _rows_operands(x, side_b: bool, gexp, ref, params, i1: int, corner: bool, out, outc) -> bool:
-    """Pass 2 over the rows of A (or of B's transposed copy where ``side_b``): each
-    element aligned to its group exponent E (step 2), then ``out`` = segments ``0..i1``
-    of ``q`` and, where ``corner``, ``outc`` (float32) = segment ``i1`` (negated for B:
-    the two products then add up to the kept pairs), each times ``2^(E - ref)`` (exact).
-    False, for the small path, on a fallback tile or (step 6) a nonzero element
-    aligned to 0. Float arithmetic only."""
-    m, K = x.shape
+def _group_scales(g: int, ref: int, w: int, threshold: int) -> tuple[float, float, float]:
+    """For a group of exponent ``g`` (``ZERO_EXP``: none) in a row (column) of
+    reference exponent ``ref``: step 2's factor ``2^(w-1-g)``, the exact scale
+    ``2^(g - ref)`` of its digits, and the magnitude below which an element is
+    shifted by more than ``threshold`` bits (0 where there is no threshold)."""
+    zero = g == ZERO_EXP
+    to_int = 0.0 if zero else pow2(w - 1 - g)
+    sc = 0.0 if zero else pow2(g - ref)
+    near = 0.0 if zero or threshold < 0 or g - threshold < -1000 else pow2(g - threshold)
+    return to_int, sc, near
+
+
+#: pass 2's counts of a tile packed into one int64 (one running sum vectorises at less
+#: cost than three): nonzero elements in bits 0-20, those aligned to 0 in bits 21-41,
+#: those shifted far from bit 42 up; a tile holds fewer than 2^21 elements (the direct
+#: path checks)
+_LOST_AT = 21
+_FAR_AT = 42
+_FIELD = (1 << 21) - 1
+
+
+@register_jitable
+def _counts(used: int, zeroed: int, far: int) -> int:
+    """One element's flags (int64 0/1, :func:`_aligned_digits`) as packed counts."""
+    return used | (zeroed << _LOST_AT) | (far << _FAR_AT)
+
+
+@register_jitable
+def _tile_refused(counts: int, threshold: int) -> bool:
+    """Does a tile of packed ``counts`` go to the small path: a nonzero element aligned
+    to 0 (step 6 recomputes its row), or a fallback tile (more than an eighth of its
+    nonzero elements shifted past the threshold)?"""
+    nz, lost, far = counts & _FIELD, (counts >> _LOST_AT) & _FIELD, counts >> _FAR_AT
+    return lost != 0 or (threshold >= 0 and 8 * far > nz)
+
+
+@register_jitable
+def _digit_params(params, i1: int) -> tuple[int, float, bool, int, float, float]:
+    """Pass 2's constants for a side whose kept segments are ``0..i1``: ``w``,
+    Veltkamp's splitter, truncation or not, the fallback threshold, ``down`` and
+    ``cut`` of :func:`_aligned_digits`."""
     segments = params[W_SEGMENTS]
     w = width(segments, params[W_SEG0_BITS], MAGNITUDE)
-    splitter = _splitter(w)
-    tk = params[W_TK]
-    tile_rows = params[W_TN] if side_b else params[W_TM]
-    threshold = params[W_FALLBACK]
-    trunc = params[W_ROUNDING] == ROUND_TRUNC
     down = pow2(-7 * (segments - 1 - i1))
+    return w, _splitter(w), params[W_ROUNDING] == ROUND_TRUNC, params[W_FALLBACK], down, 1.0 / 128.0 if i1 > 0 else 0.0
+
+
+@register_jitable
+def _rows_operands(x, side_b: bool, gexp, ref, params, i1: int, out, outc) -> bool:
+    """Pass 2 over the rows of A (m x K, any float dtype, rounded to float32), or of
+    B's transposed copy where ``side_b``: each element aligned to its group exponent
+    E (step 2), then ``out`` = segments ``0..i1`` of ``q`` and ``outc`` (float32) =
+    segment ``i1`` (negated for B: the two products then add up to the kept pairs),
+    each times ``2^(E - ref)`` (exact). False, for the small path, on a refused tile
+    (:func:`_tile_refused`). Float arithmetic only, no branch: the loop vectorises."""
+    m, K = x.shape
+    w, splitter, trunc, threshold, down, cut = _digit_params(params, i1)
+    tk, tile_rows = params[W_TK], params[W_TN] if side_b else params[W_TM]
     sign = -1.0 if side_b else 1.0
     for t0 in range(0, m, tile_rows):
+        t1 = min(t0 + tile_rows, m)
         for t in range(gexp.shape[1]):
-            nz = np.int64(0)  # integer counts: their sums vectorise (a float sum would not)
-            far_n = np.int64(0)
-            lost = np.int64(0)
             k0, k1 = np.uint64(t * tk), np.uint64(min(t * tk + tk, K))
-            for i in range(t0, min(t0 + tile_rows, m)):
-                g = gexp[i, t]
-                zero = g == ZERO_EXP
-                to_int = 0.0 if zero else pow2(w - 1 - g)
-                sc = 0.0 if zero else pow2(g - ref[i])
-                # an element is shifted by more than `threshold` bits where |v| < 2^(E - threshold)
-                near = 0.0 if zero or threshold < 0 or g - threshold < -1000 else pow2(g - threshold)
-                csc = sign * sc
-                if corner:  # one loop per case, neither with a branch or a float sum: they vectorise
-                    for k in range(k0, k1):
-                        hi, used, zeroed, far = _aligned_prefix(x[i, k], splitter, to_int, trunc, near, down)
-                        nz += used
-                        lost += zeroed
-                        far_n += far
-                        lo = hi - np.trunc(hi * (1.0 / 128.0)) * 128.0 if i1 > 0 else hi
-                        outc[i, k] = np.float32(lo * csc)
-                        out[i, k] = hi * sc
-                else:
-                    for k in range(k0, k1):
-                        hi, used, zeroed, far = _aligned_prefix(x[i, k], splitter, to_int, trunc, near, down)
-                        nz += used
-                        lost += zeroed
-                        far_n += far
-                        out[i, k] = hi * sc
-            if lost:
-                return False  # step 6 recomputes the element's row (column): general path
-            if threshold >= 0 and 8 * far_n > nz:
-                return False  # a fallback tile: general path
+            counts = np.int64(0)  # an integer sum vectorises (a float sum would not)
+            for i in range(t0, t1):
+                to_int, sc, near = _group_scales(gexp[i, t], ref[i], w, threshold)
+                for k in range(k0, k1):
+                    hi, lo, used, zeroed, far = _aligned_digits(x[i, k], splitter, to_int, trunc, near, down, cut)
+                    counts += _counts(used, zeroed, far)
+                    outc[i, k] = np.float32(lo * (sign * sc))
+                    out[i, k] = hi * sc
+            if _tile_refused(counts, threshold):
+                return False
     return True
 
 
-#: the smallest m*n*k whose products run as BLAS dgemms / sgemms: below it compiled
-#: loops cost less than a BLAS call's fixed cost (measured side by side for square
-#: K-long products on the development machine, 2 cores under load: loops 0.43 / 2.64 /
-#: 8.58 µs against dgemm 0.63 / 3.05 / 8.29 µs at n = 16 / 32 / 48; float32 loops
-#: 0.44 / 2.31 / 6.33 µs against sgemm 0.58 / 2.14 / 5.06 µs)
-BLAS_MIN_WORK = 40**3
-BLAS_MIN_WORK32 = 28**3
+@register_jitable
+def _cols_operands(x, gexp, ref, params, j1: int, out, outc, fl, cnt) -> bool:
+    """:func:`_rows_operands` for the columns of B (K x n), in B's layout: ``out`` and
+    ``outc`` are K x n (the products are ``A B``-shaped, BLAS's fastest small case)
+    and ``outc`` holds the corner digits negated. Read along B's rows with the
+    groups' factors per column (``fl``: 3 x n floats of scratch) and each column's
+    packed counts (``cnt``: n words, :func:`_counts`), so the loops vectorise."""
+    K, n = x.shape
+    w, splitter, trunc, threshold, down, cut = _digit_params(params, j1)
+    tk, tile_cols = params[W_TK], params[W_TN]
+    to_int, sc, near = fl[0], fl[1], fl[2]
+    for t in range(gexp.shape[1]):
+        for j in range(n):
+            to_int[j], sc[j], near[j] = _group_scales(gexp[j, t], ref[j], w, threshold)
+            cnt[j] = 0
+        for k in range(np.uint64(t * tk), np.uint64(min(t * tk + tk, K))):
+            for j in range(n):  # no branch, no float sum: the loop vectorises
+                hi, lo, used, zeroed, far = _aligned_digits(x[k, j], splitter, to_int[j], trunc, near[j], down, cut)
+                cnt[j] += _counts(used, zeroed, far)
+                outc[k, j] = np.float32(lo * -sc[j])
+                out[k, j] = hi * sc[j]
+        for j0 in range(0, n, tile_cols):
+            total = np.int64(0)
+            for j in range(j0, min(j0 + tile_cols, n)):
+                total += cnt[j]
+            if _tile_refused(total, threshold):
+                return False
+    return True
+
+
+
+#: the largest m*n*k whose products (:func:`exact_product`) run as compiled loops;
+#: above it one BLAS dgemm / sgemm of ``A B``'s shape (no transposed operand: OpenBLAS's
+#: small-matrix kernels), measured side by side on the development machine (quiet, 2
+#: cores, 2026-11-29): float64 loops 0.020 / 0.034 / 0.046 / 0.136 µs against dgemm
+#: 0.050 / 0.055 / 0.055 / 0.080 µs at 2x2x2 / 4x4x4 / 4x8x4 / 8x8x8; at 32x32x32 dgemm
+#: 1.25 µs, sgemm 0.65 µs, against 2.7 and 1.2 µs for the loops
+LOOPS_MAX_WORK = 128
 
 
 def _zero_of(x):
@@ -401,8 +454,8 @@ def _zero_of_impl(x):
 def exact_dot(x, y, d) -> None:
     """``d = x @ y.T`` for operands whose every partial sum is exact in ``d``'s dtype:
     the value a dgemm (sgemm) gives, in any summation order. Four rows of ``x`` at a
-    time share each load of ``y`` (about a quarter faster at 32 x 32); the direct
-    paths' small products and the small path's block products."""
+    time share each load of ``y`` (about a quarter faster at 32 x 32); the small
+    path's block products (its operands are rows of B^T)."""
     m, K = x.shape
     n = y.shape[0]
     zero = _zero_of(d)  # sums in d's dtype: float32 ones run at twice the SIMD width
@@ -434,21 +487,97 @@ def exact_dot(x, y, d) -> None:
 
 @cached_njit(nogil=True)
 def exact_product(x, y, d) -> None:
-    """``d = x @ y.T`` for operands whose every partial sum is exact (module
-    docstring), in ``d``'s dtype: compiled loops for small products (below a BLAS
-    call's overhead), else one BLAS dgemm or sgemm (BLAS's order and FMA do not
-    matter)."""
-    if x.shape[0] * y.shape[0] * x.shape[1] < (BLAS_MIN_WORK if d.itemsize == 8 else BLAS_MIN_WORK32):
-        exact_dot(x, y, d)
+    """``d = x @ y`` (``y`` is K x n) for operands whose every partial sum is exact
+    (module docstring), in ``d``'s dtype: :func:`exact_dot` on ``y``'s transpose up
+    to :data:`LOOPS_MAX_WORK` multiply-adds, else one BLAS dgemm or sgemm (BLAS's
+    order and FMA do not matter); the float64 direct path's slice products."""
+    if x.shape[0] * y.shape[1] * x.shape[1] <= LOOPS_MAX_WORK:
+        exact_dot(x, y.T, d)
     else:
-        np.dot(x, y.T, d)
+        np.dot(x, y, d)
+
+
+@register_jitable
+def _b_exponents(b, narrow: bool, splitter: float, tk: int, gexp, top, bt) -> bool:
+    """Pass 1 over B's columns (:func:`_rows_exponents`): in B's layout
+    (:func:`_cols_exponents`), or, where ``narrow``, after copying B transposed into
+    ``bt`` (n x K, float32: every element is rounded to float32 first anyway)."""
+    if not narrow:
+        return _cols_exponents(b, splitter, tk, gexp, top)
+    K, n = b.shape
+    for k in range(K):
+        for j in range(n):
+            bt[j, k] = b[k, j]
+    return _rows_exponents(bt, splitter, tk, gexp)
+
+
+@register_jitable
+def _b_operands(b, narrow: bool, gexp, ref, params, j1: int, out, outc, fl, cnt, bt) -> bool:
+    """Pass 2 over B's columns: :func:`_cols_operands` (``out``, ``outc`` K x n), or,
+    where ``narrow``, :func:`_rows_operands` over :func:`_b_exponents`' copy ``bt``
+    (``out``, ``outc`` n x K)."""
+    if narrow:
+        return _rows_operands(bt, True, gexp, ref, params, j1, out, outc)
+    return _cols_operands(b, gexp, ref, params, j1, out, outc, fl, cnt)
+
+
+@register_jitable
+def kept_products(narrow: bool, corner: bool, xa, yb, d, xc, yc, dc) -> None:
+    """The direct path's two exact products, ``d = x . y`` (float64) and ``dc = x_c .
+    (-y_c)`` (float32; 0 without a corner): :func:`exact_dot`'s loops over B's
+    transposed digits where ``narrow``, else one BLAS call each in B's layout (as
+    :func:`exact_product`)."""
+    if narrow:
+        exact_dot(xa, yb, d)
+        if corner:
+            exact_dot(xc, yc, dc)
+    else:  # above NARROW_WORK: BLAS (exact_product's loops are for smaller calls)
+        np.dot(xa, yb, d)
+        if corner:
+            np.dot(xc, yc, dc)
+    if not corner:
+        dc[:, :] = 0.0
+
+
+#: the largest m*n*k that :func:`direct_gemm` runs *narrow*: B transposed, row loops
+#: and :func:`exact_dot`'s loops (faster there: B's rows are too short for
+#: :func:`_cols_operands`' loops to vectorise, and a BLAS call costs more than the
+#: loops); above it B's layout and BLAS (:func:`kept_products`). Measured side by side
+#: (level IV, direct path alone, quiet machine, 2026-11-29): at n = 12 narrow 1.31 µs,
+#: wide 1.46; at n = 16 narrow 1.84, wide 1.45
+NARROW_WORK = 12**3
 
 
 #: int64 and float64 words of each of the direct paths' two stack buffers (32 KiB
 #: each, so that a call inside a thread with a small stack still fits): a call whose
-#: scratch fits allocates nothing on the heap (float32 16 x 16 x 16 takes 64 and 1840
-#: words; 32 x 32 x 32 needs 7264 floats: one heap array beside a call of about 12 µs)
+#: scratch fits allocates nothing on the heap (float32 32 x 32 x 32 takes 448, 3232
+#: and 3072 words)
 DIRECT_STACK_WORDS = 4096
+
+
+@register_jitable
+def direct_scratch_words(m: int, n: int, K: int, nkt: int) -> tuple[int, int, int]:
+    """int64, float64 and float32 words of :func:`direct_gemm`'s scratch: group
+    exponents (nkt per row of A and column of B), ref and span (one each), B's column
+    maxima and counts (one each per column); A's and B's prefix operands (K per row
+    of A and column of B), the output scales (m + n), three factors per column of B
+    and the product (m x n); the corner operands (K per row / column) and their
+    product (m x n)."""
+    return (m + n) * (nkt + 2) + 2 * n, (m + n) * K + m + 4 * n + m * n, (m + 2 * n) * K + m * n
+
+
+@register_jitable
+def c_ordered(x):
+    """``x`` (2-D) typed as C-ordered: itself where it is (a site's operands are
+    typed as strided views; loops over a C-ordered type vectorise), else a C-ordered
+    copy (on the heap: strided operands are the rare case)."""
+    if is_c_contiguous(x):
+        return c_layout(x)
+    y = np.empty(x.shape, x.dtype)
+    for i in range(x.shape[0]):
+        for k in range(x.shape[1]):
+            y[i, k] = x[i, k]
+    return y
 
 
 @cached_njit(nogil=True)
@@ -466,8 +595,11 @@ def direct_gemm(a, b, c, params, stats) -> int:
     n = b.shape[1]
     segments, seg0, tk = params[W_SEGMENTS], params[W_SEG0_BITS], params[W_TK]
     bits = direct_bits(i1, j1, seg0, MAGNITUDE, K)
-    if m == 0 or n == 0 or K == 0 or bits > 53:
+    w = width(segments, seg0, MAGNITUDE)
+    if m == 0 or n == 0 or K == 0 or bits > 53 or w > 53:  # Veltkamp's rounding needs w <= 53
         return NOT_TAKEN
+    if min(tk, K) * max(min(params[W_TM], m), min(params[W_TN], n)) >= 1 << _LOST_AT:
+        return NOT_TAKEN  # pass 2's counts of a tile would overflow their fields (_counts)
     nkt = (K + tk - 1) // tk
     n_ints, n_floats, n_singles = direct_scratch_words(m, n, K, nkt)
     ints = stack_array(DIRECT_STACK_WORDS, np.int64) if n_ints <= DIRECT_STACK_WORDS else np.empty(n_ints, np.int64)
@@ -481,54 +613,39 @@ def direct_gemm(a, b, c, params, stats) -> int:
     aref, aspan = ints[o : o + m], ints[o + m : o + 2 * m]
     o += 2 * m
     bref, bspan = ints[o : o + n], ints[o + n : o + 2 * n]
+    o += 2 * n
+    top, cnt = ints[o : o + n], ints[o + n : o + 2 * n]
+    narrow = m * n * K <= NARROW_WORK
     xa = carve(floats, 0, m, K)
-    yb = carve(floats, m * K, n, K)
+    yb = carve(floats, m * K, n, K) if narrow else carve(floats, m * K, K, n)
     o = (m + n) * K
-    at = carve(floats, o, m, K)
-    bt = carve(floats, o + m * K, n, K)
-    o += (m + n) * K
-    fa, fb, top = floats[o : o + m], floats[o + m : o + m + n], floats[o + m + n : o + m + 2 * n]
-    d = carve(floats, o + m + 2 * n, m, n)
+    fa, fb = floats[o : o + m], floats[o + m : o + m + n]
+    fl = carve(floats, o + m + n, 3, n)
+    d = carve(floats, o + m + 4 * n, m, n)
     xc = carve(singles, 0, m, K)
-    yc = carve(singles, m * K, n, K)
+    yc = carve(singles, m * K, n, K) if narrow else carve(singles, m * K, K, n)
     dc = carve(singles, (m + n) * K, m, n)
-    w = width(segments, seg0, MAGNITUDE)
-    if w > 53:
-        return NOT_TAKEN  # Veltkamp's rounding needs w <= 53
+    bt = carve(singles, (m + n) * K + m * n, n, K)
     splitter = _splitter(w)
-    # a site's operands are typed as strided views: read them as C-ordered arrays
-    # where they are (the loops then vectorise)
-    if is_c_contiguous(a):
-        ok = _rows_exponents(c_layout(a), splitter, tk, agexp, at)
-    else:
-        ok = _rows_exponents(a, splitter, tk, agexp, at)
-    if not ok:
-        return NOT_TAKEN
-    if is_c_contiguous(b):
-        ok = _cols_exponents(c_layout(b), splitter, tk, bgexp, top, bt)
-    else:
-        ok = _cols_exponents(b, splitter, tk, bgexp, top, bt)
-    if not ok:
+    ac = c_ordered(a)
+    bc = c_ordered(b)
+    if not _rows_exponents(ac, splitter, tk, agexp) or not _b_exponents(bc, narrow, splitter, tk, bgexp, top, bt):
         return NOT_TAKEN
     _groups(agexp, aref, aspan, 1 if params[W_ALIGN] == ALIGN_ROW else params[W_TM])
     _groups(bgexp, bref, bspan, 1 if params[W_ALIGN] == ALIGN_ROW else params[W_TN])
     widest = largest(aspan) + largest(bspan)
     if not direct_exact(bits, widest, K) or (corner and not corner_exact32(widest, K)):
         return NOT_TAKEN
-    if not _rows_operands(at, False, agexp, aref, params, i1, corner, xa, xc):
+    if not _rows_operands(ac, False, agexp, aref, params, i1, xa, xc):
         return NOT_TAKEN
-    if not _rows_operands(bt, True, bgexp, bref, params, j1, corner, yb, yc):
+    if not _b_operands(bc, narrow, bgexp, bref, params, j1, yb, yc, fl, cnt, bt):
         return NOT_TAKEN
     shift = corner_shift(i1, j1, segments, MAGNITUDE)
     for i in range(m):
         fa[i] = pow2(aref[i] - (w - 1) + shift)
     for j in range(n):
         fb[j] = pow2(bref[j] - (w - 1))
-    exact_product(xa, yb, d)
-    if corner:
-        exact_product(xc, yc, dc)
-    else:
-        dc[:, :] = 0.0
+    kept_products(narrow, corner, xa, yb, d, xc, yc, dc)
     for i in range(m):  # d + dc is X on its grid (exact), the scaling is exact: one rounding
         for j in range(n):
             c[i, j] = np.float32((d[i, j] + dc[i, j]) * fa[i] * fb[j]) + np.float32(0.0)

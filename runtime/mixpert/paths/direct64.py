@@ -5,8 +5,9 @@
 6-8), slice pairs I + J <= 2 kept. With one k-tile (K <= tk: every row and column has
 span 0) and K <= 512, the three level sums of the kept slice pairs, ``L0 = A0.B0``,
 ``L1 = A0.B1 + A1.B0`` and ``L2 = A0.B2 + A1.B1 + A2.B0``, are exact in float64 (at
-most 3K products of 21-bit slices, below 2^53), in any order: compiled loops or BLAS
-(executor_mixpert_direct.exact_product); L1 by Karatsuba, ``(A0 + A1).(B0 + B1) -
+most 3K products of 21-bit slices, below 2^53), in any order: compiled loops or one
+BLAS call of ``A B``'s shape each (direct.exact_product; B's slices are laid out
+like B, K x n, :func:`_col_slices`); L1 by Karatsuba, ``(A0 + A1).(B0 + B1) -
 L0 - A1.B1``, so five K-long products, not six. Their combination ``L0 2^42 + L1 2^21
 + L2`` is rounded once exactly (:func:`_round_levels`): X of step 5 (docs/numerics.md,
 "mixpert") rounded as the general path's epilogue rounds it. Then the float64
@@ -33,12 +34,13 @@ from numba.extending import register_jitable
 
 from mixjit.runtime.jit.cache import cached_njit
 from mixjit.runtime.jit.lazy_link import unlinked_lazy
-from mixjit.runtime.jit.scratch_arrays import c_layout, carve, is_c_contiguous, stack_array
+from mixjit.runtime.jit.scratch_arrays import carve, stack_array
 from mixjit.runtime.mixpert.guarantee.bound import dropped_weight, fp64_doubtful, recompute
 from mixjit.runtime.mixpert.pair_blocks import k_bits
 from mixjit.runtime.mixpert.paths.direct import (
     DIRECT_STACK_WORDS,
     NOT_TAKEN,
+    c_ordered,
     column_tops,
     exact_product,
     exponent_of,
@@ -115,49 +117,94 @@ def _exponent64(top: float) -> tuple[int, bool]:
 
 
 @register_jitable
-def _rows_exponents64(x, gexp, xt) -> bool:
-    """Pass 1 over the rows of A: each row's exponent (``gexp[:, 0]``), copying the
-    rows into ``xt``; False as :func:`_exponent64`."""
+def _rows_exponents64(x, gexp) -> bool:
+    """Pass 1 over the rows of A: each row's exponent (``gexp[:, 0]``); False as
+    :func:`_exponent64`."""
     ok = True
     for i in range(x.shape[0]):
-        e, fine = _exponent64(row_top(x, i, 0, x.shape[1], xt, False))
+        e, fine = _exponent64(row_top(x, i, 0, x.shape[1], False))
         gexp[i, 0] = e
         ok &= fine
     return ok
 
 
 @register_jitable
-def _slices(xt, gexp, w: int, trunc: bool, side_b: bool, s0, s1, ssum, s02, off) -> None:
-    """Pass 2: each element aligned to its row's exponent E (step 2: ``q = x 2^(w-1-E)``
-    rounded to an integer, exact: step 1 keeps every bit at w >= 53) and cut into its
-    three slices ``q = q0 2^42 + q1 2^21 + q2`` (sign-magnitude), laid out for the
-    four products of :func:`direct_gemm64`: ``s0 = q0``, ``s1 = q1``, ``ssum = q0 + q1``
-    and ``s02 = [q0 | q2]`` for A, ``[q2 | q0]`` for B. ``off[i]``: does row ``i`` hold
-    an element off the grid ``2^(E-w+1)`` (``x 2^(w-1-E)`` not an integer, or a
-    nonzero element aligned to 0: the alignment changed it; mixpert_bound's
-    ``delta``)? Counted, not or-ed: integer sums vectorise."""
-    r, K = xt.shape
-    c0 = K if side_b else 0  # where q0 and q2 go in s02: loop-invariant offsets (the loop vectorises)
-    c2 = 0 if side_b else K
+def _cols_exponents64(x, gexp, top) -> bool:
+    """Pass 1 over the columns of B (K x n), read along its rows
+    (direct.column_tops; ``top``: n int64 words of scratch); False as
+    :func:`_exponent64`."""
+    column_tops(x, 0, x.shape[0], top, False)
+    ok = True
+    for j in range(x.shape[1]):
+        e, fine = _exponent64(np.int64(top[j]).view(np.float64))
+        gexp[j, 0] = e
+        ok &= fine
+    return ok
+
+
+@register_jitable
+def _slice3(x: float, to_int: float, trunc: bool):
+    """Step 2 of one element ``x`` (``to_int = 2^(w-1-E)``, 0 for a row of zeros): its
+    aligned integer ``q = x 2^(w-1-E)`` rounded (exact: step 1 keeps every bit at w >=
+    53) cut into three sign-magnitude slices ``q = q0 2^42 + q1 2^21 + q2``, and as
+    int64 0/1: is ``x`` off the grid ``2^(E-w+1)`` (``x 2^(w-1-E)`` not an integer, or
+    a nonzero element aligned to 0: the alignment changed it; mixpert_bound's
+    ``delta``)?"""
+    y = x * to_int  # exact, but where it underflows (|y| < 1: then q = 0)
+    q = np.trunc(y) if trunc else np.rint(y)
+    moved = np.int64((q != y) | ((q == 0.0) & (x != 0.0)))
+    q0 = np.trunc(q * 2.0**-42)
+    rest = q - q0 * 2.0**42
+    q1 = np.trunc(rest * 2.0**-21)
+    return q0, q1, rest - q1 * 2.0**21, moved
+
+
+@register_jitable
+def _to_int(g: int, w: int) -> float:
+    """Step 2's factor ``2^(w-1-g)`` of a row (column) of exponent ``g``; 0 for none."""
+    return 0.0 if g == ZERO_EXP else pow2(w - 1 - g)
+
+
+@register_jitable
+def _row_slices(x, gexp, w: int, trunc: bool, s0, s1, ssum, s02, off) -> None:
+    """Pass 2 over the rows of A (m x K, :func:`_slice3`), laid out for the four
+    products of :func:`direct_gemm64`: ``s0 = q0``, ``s1 = q1``, ``ssum = q0 + q1``
+    and ``s02 = [q0 | q2]`` (m x 2K); ``off[i]``: how many elements of row ``i`` are
+    off their grid (counted, not or-ed: integer sums vectorise)."""
+    r, K = x.shape
     for i in range(r):
-        g = gexp[i, 0]
-        to_int = 0.0 if g == ZERO_EXP else pow2(w - 1 - g)
+        to_int = _to_int(gexp[i, 0], w)
         moved = np.int64(0)
         for k in range(K):
-            x = xt[i, k]
-            y = x * to_int  # exact, but where it underflows (|y| < 1: then q = 0)
-            q = np.trunc(y) if trunc else np.rint(y)
-            moved += np.int64((q != y) | ((q == 0.0) & (x != 0.0)))
-            q0 = np.trunc(q * 2.0**-42)
-            rest = q - q0 * 2.0**42
-            q1 = np.trunc(rest * 2.0**-21)
-            q2 = rest - q1 * 2.0**21
+            q0, q1, q2, mv = _slice3(x[i, k], to_int, trunc)
+            moved += mv
             s0[i, k] = q0
             s1[i, k] = q1
             ssum[i, k] = q0 + q1
-            s02[i, c0 + k] = q0
-            s02[i, c2 + k] = q2
+            s02[i, k] = q0
+            s02[i, K + k] = q2
         off[i] = moved
+
+
+@register_jitable
+def _col_slices(x, gexp, w: int, trunc: bool, s0, s1, ssum, s20, off, to_int) -> None:
+    """:func:`_row_slices` for the columns of B (K x n), in B's layout (the products
+    are then ``A B``-shaped, BLAS's fastest small case): ``s0``, ``s1``, ``ssum``
+    K x n and ``s20 = [q2 ; q0]`` (2K x n); read along B's rows with each column's
+    factor in ``to_int`` (n floats of scratch), so the loops vectorise."""
+    K, n = x.shape
+    for j in range(n):
+        to_int[j] = _to_int(gexp[j, 0], w)
+        off[j] = 0
+    for k in range(K):
+        for j in range(n):
+            q0, q1, q2, mv = _slice3(x[k, j], to_int[j], trunc)
+            off[j] += mv
+            s0[k, j] = q0
+            s1[k, j] = q1
+            ssum[k, j] = q0 + q1
+            s20[k, j] = q2
+            s20[K + k, j] = q0
 
 
 @register_jitable
@@ -215,11 +262,12 @@ _FLOOR = 2.0**-100
 
 
 @register_jitable
-def _surely_certified(araw, braw, agexp, bgexp, aref, bref, aoff, boff, tk: int, w: int, out) -> bool:
+def _surely_certified(araw, braw, agexp, bgexp, aref, bref, aoff, boff, tk: int, w: int, out, open_j) -> bool:
     """True when mixpert_bound.fp64_doubtful (one k-tile, ``slices3sig2``) would leave
-    no output of ``out`` in doubt, proved from upper bounds of its error bound Err and
-    lower bounds of the quantities it compares Err with; False when that proof fails
-    for some output (the caller then runs fp64_doubtful itself: same decisions).
+    no output of ``out`` in doubt (``araw`` is A, ``braw`` B: K x n), proved from
+    upper bounds of its error bound Err and lower bounds of the quantities it
+    compares Err with; False when that proof fails for some output (the caller then
+    runs fp64_doubtful itself: same decisions).
 
     fp64_doubtful's Err of output (i, j), scaled by ``2^-(ref_A + ref_B)``, sums four
     products of its bound columns; with one k-tile they are ``delta, S, K delta, c K``
@@ -232,9 +280,10 @@ def _surely_certified(araw, braw, agexp, bgexp, aref, bref, aoff, boff, tk: int,
     from |c|), or else where ``Err <= tol (|a_i| . |b_j| (1 - margin) - floor)`` (its
     pass 2, the dot product of absolute values: every output it does not mark
     doubtful in pass 1 is decided by that sum). Rows of zeros, and scales
-    ``ref_A + ref_B`` outside [-900, 900], are left to fp64_doubtful."""
+    ``ref_A + ref_B`` outside [-900, 900], are left to fp64_doubtful. ``open_j``: n
+    int64 words of scratch."""
     m, K = araw.shape
-    n = braw.shape[0]
+    n = braw.shape[1]
     lo_a, hi_a = aref[0], aref[0]
     for i in range(m):
         if agexp[i, 0] == ZERO_EXP:
@@ -264,18 +313,50 @@ def _surely_certified(araw, braw, agexp, bgexp, aref, bref, aoff, boff, tk: int,
     tol = (K * _U64 / (1.0 - K * _U64) - _U64) * (1.0 - 2.0**-40) * (1.0 - _MARGIN)
     for i in range(m):
         fa = pow2(-aref[i])
+        e_off, e_on_row = (e_both, e_one) if aoff[i] else (e_one, e_on)  # B's column off its grid or not
+        open_n = np.int64(0)  # the outputs |c| does not prove, marked first: a branch-free loop vectorises
         for j in range(n):
-            fb = pow2(-bref[j])
-            e = e_both if aoff[i] and boff[j] else (e_one if aoff[i] or boff[j] else e_on)
-            cs = abs(out[i, j]) * fa * fb * (1.0 - _MARGIN) - _FLOOR
-            if e <= tol * (cs - e):
+            e = e_off if boff[j] else e_on_row
+            unproved = np.int64(not _proved(e, abs(out[i, j]), e, fa, pow2(-bref[j]), tol))
+            open_j[j] = unproved
+            open_n += unproved
+        if open_n == 0:
+            continue
+        for j in range(n):
+            if open_j[j] == 0:
                 continue
-            d = 0.0
-            for k in range(K):
-                d += abs(araw[i, k]) * abs(braw[j, k])
-            if not e <= tol * (d * fa * fb * (1.0 - _MARGIN) - _FLOOR):
+            e = e_off if boff[j] else e_on_row
+            fb = pow2(-bref[j])
+            if not _proved(e, _abs_dot(araw, braw, i, j), 0.0, fa, fb, tol):
                 return False
     return True
+
+
+@register_jitable
+def _abs_dot(a, b, i: int, j: int) -> float:
+    """``|a_i| . |b_j|`` (row i of A, column j of B) in four running sums (a chain of
+    dependent additions is four times slower): any order of these nonnegative terms
+    is within ``K u`` of the exact sum, far inside :data:`_MARGIN`."""
+    K = a.shape[1]
+    s0 = s1 = s2 = s3 = 0.0
+    k = 0
+    while k + 4 <= K:
+        s0 += abs(a[i, k]) * abs(b[k, j])
+        s1 += abs(a[i, k + 1]) * abs(b[k + 1, j])
+        s2 += abs(a[i, k + 2]) * abs(b[k + 2, j])
+        s3 += abs(a[i, k + 3]) * abs(b[k + 3, j])
+        k += 4
+    for r in range(k, K):
+        s0 += abs(a[i, r]) * abs(b[r, j])
+    return (s0 + s1) + (s2 + s3)
+
+
+@register_jitable
+def _proved(e: float, lower: float, less: float, fa: float, fb: float, tol: float) -> bool:
+    """:func:`_surely_certified`'s test of one output of error bound ``e``: ``e <= tol
+    (lower fa fb (1 - margin) - floor - less)``, with ``lower = |c|`` and ``less = e``
+    for its pass 1, the dot product of absolute values and ``less = 0`` for its pass 2."""
+    return e <= tol * (lower * fa * fb * (1.0 - _MARGIN) - _FLOOR - less)
 
 
 @cached_njit(nogil=True)
@@ -296,9 +377,9 @@ def direct_gemm64(a, b, c, params, stats) -> int:
         return NOT_TAKEN  # one k-tile (span 0); 3 K 2^42 < 2^53
     w = width(9, params[W_SEG0_BITS], MAGNITUDE)
     trunc = params[W_ROUNDING] == ROUND_TRUNC
-    n_ints = 4 * (m + n)
+    n_ints = 4 * (m + n) + n
     ints = stack_array(DIRECT_STACK_WORDS, np.int64) if n_ints <= DIRECT_STACK_WORDS else np.empty(n_ints, np.int64)
-    n_floats = 6 * (m + n) * K + 5 * m * n + n
+    n_floats = 5 * (m + n) * K + 5 * m * n + n
     floats = (stack_array(DIRECT_STACK_WORDS, np.float64) if n_floats <= DIRECT_STACK_WORDS
               else np.empty(n_floats, np.float64))
     agexp = carve(ints, 0, m, 1)
@@ -307,41 +388,30 @@ def direct_gemm64(a, b, c, params, stats) -> int:
     bref = ints[2 * m + n : 2 * (m + n)]
     aoff = ints[2 * (m + n) : 3 * m + 2 * n]
     boff = ints[3 * m + 2 * n : 4 * (m + n)]
-    araw = carve(floats, 0, m, K)
-    a0 = carve(floats, m * K, m, K)
-    a1 = carve(floats, 2 * m * K, m, K)
-    asum = carve(floats, 3 * m * K, m, K)
-    a02 = carve(floats, 4 * m * K, m, 2 * K)
-    o = 6 * m * K
-    braw = carve(floats, o, n, K)
-    b0 = carve(floats, o + n * K, n, K)
-    b1 = carve(floats, o + 2 * n * K, n, K)
-    bsum = carve(floats, o + 3 * n * K, n, K)
-    b20 = carve(floats, o + 4 * n * K, n, 2 * K)
-    o += 6 * n * K
+    top = ints[4 * (m + n) : 4 * (m + n) + n]
+    a0 = carve(floats, 0, m, K)
+    a1 = carve(floats, m * K, m, K)
+    asum = carve(floats, 2 * m * K, m, K)
+    a02 = carve(floats, 3 * m * K, m, 2 * K)
+    o = 5 * m * K
+    b0 = carve(floats, o, K, n)
+    b1 = carve(floats, o + n * K, K, n)
+    bsum = carve(floats, o + 2 * n * K, K, n)
+    b20 = carve(floats, o + 3 * n * K, 2 * K, n)
+    o += 5 * n * K
     p00 = carve(floats, o, m, n)
     p11 = carve(floats, o + m * n, m, n)
     psum = carve(floats, o + 2 * m * n, m, n)
     p02 = carve(floats, o + 3 * m * n, m, n)
     out = carve(floats, o + 4 * m * n, m, n)
-    top = floats[o + 5 * m * n : o + 5 * m * n + n]
-    # pass 1: each row's (column's) largest magnitude, copying the rows of A and the
-    # columns of B (read along B's rows) into float64 rows
-    ok = _rows_exponents64(c_layout(a), agexp, araw) if is_c_contiguous(a) else _rows_exponents64(a, agexp, araw)
-    if not ok:
+    to_int = floats[o + 5 * m * n : o + 5 * m * n + n]
+    # pass 1: each row's (column's) largest magnitude, B's read along its rows
+    ac = c_ordered(a)
+    bc = c_ordered(b)
+    if not _rows_exponents64(ac, agexp) or not _cols_exponents64(bc, bgexp, top):
         return NOT_TAKEN
-    if is_c_contiguous(b):
-        column_tops(c_layout(b), 0, K, braw, top, False)
-    else:
-        column_tops(b, 0, K, braw, top, False)
-    for j in range(n):
-        e, fine = _exponent64(top[j])
-        bgexp[j, 0] = e
-        ok &= fine
-    if not ok:
-        return NOT_TAKEN
-    _slices(araw, agexp, w, trunc, False, a0, a1, asum, a02, aoff)
-    _slices(braw, bgexp, w, trunc, True, b0, b1, bsum, b20, boff)
+    _row_slices(ac, agexp, w, trunc, a0, a1, asum, a02, aoff)
+    _col_slices(bc, bgexp, w, trunc, b0, b1, bsum, b20, boff, to_int)
     # Karatsuba on the slices: L1 = (A0 + A1)(B0 + B1) - A0 B0 - A1 B1, five K-long
     # products instead of six; every product and difference below is exact (|A0 + A1|
     # < 3 2^20, so (A0 + A1)(B0 + B1) < 2^43.2 per k and below 2^53 over K <= 512)
@@ -356,8 +426,8 @@ def direct_gemm64(a, b, c, params, stats) -> int:
     _round_levels(p00, p11, psum, p02, aref, bref, 42 - 2 * (w - 1), out)
     for s in range(stats.shape[0]):
         stats[s] = 0
-    if not _surely_certified(araw, braw, agexp, bgexp, aref, bref, aoff, boff, params[W_TK], w, out):
-        stats[STAT_RECOMPUTED] = _check_lazy(araw, agexp, aref, braw, bgexp, bref, params[W_TK], w, out)
+    if not _surely_certified(ac, bc, agexp, bgexp, aref, bref, aoff, boff, params[W_TK], w, out, top):
+        stats[STAT_RECOMPUTED] = _check_lazy(ac, agexp, aref, bc, bgexp, bref, params[W_TK], w, out)
     for i in range(m):
         for j in range(n):
             c[i, j] = out[i, j]
@@ -367,9 +437,11 @@ def direct_gemm64(a, b, c, params, stats) -> int:
 
 
 @cached_njit(nogil=True)
-def _check_and_recompute(araw, agexp, aref, braw, bgexp, bref, tk: int, w: int, out) -> int:
+def _check_and_recompute(araw, agexp, aref, b, bgexp, bref, tk: int, w: int, out) -> int:
     """mixpert_bound's guarantee check and exact recomputation for the outputs
-    :func:`_surely_certified` could not prove: the count recomputed."""
+    :func:`_surely_certified` could not prove (``b`` is B, K x n: mixpert_bound takes
+    its columns as rows, so they are copied here): the count recomputed."""
+    braw = np.ascontiguousarray(b.T)
     doubt = fp64_doubtful(araw, agexp, aref, braw, bgexp, bref, tk, w, _DROPPED, out)
     return recompute(araw, braw, doubt, out, False)
 

@@ -155,6 +155,28 @@ def test_direct_path_takes_the_benchmark_cases(size):
     assert _check(a, b, _words("level=IV"))
 
 
+@pytest.mark.parametrize("side", ["a", "b"])
+def test_direct_path_counts_of_the_largest_tiles(side):
+    """Pass 2 packs a tile's counts into 21-bit fields: a tile of 2047 x 1024 elements
+    of A, or 1024 x 2047 of B (counts just below 2^21), is taken with the general
+    path's bits; one of 2048 x 1024 goes to the small path (its counts could fill a
+    field)."""
+    rng = np.random.default_rng(3)
+
+    def one_binade(shape):  # nothing aligned to 0, nothing shifted far
+        return (rng.uniform(1, 2, shape) * rng.choice([-1.0, 1.0], shape)).astype(np.float32)
+
+    if side == "a":
+        a, b, tile = one_binade((2048, 1024)), one_binade((1024, 1)), "2048x1024x1"
+        fits, full = (a[:2047], b), (a, b)
+    else:
+        a, b, tile = one_binade((1, 1024)), one_binade((1024, 2048)), "1x1024x2048"
+        fits, full = (a, b[:, :2047]), (a, b)
+    params = _words(f"level=IV,tile={tile}")
+    assert _check(*fits, params)
+    assert not _check(*full, params)
+
+
 @pytest.mark.parametrize("label", NOT_COVERED)
 def test_direct_path_leaves_other_pair_sets(label):
     rng = np.random.default_rng(5)
