@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["a_element", "b_element", "c_element", "mma_m16n8k32", "round_to_f32", "round_to_float", "axpby", "u32", "A_LOADS",
-           "B_LOADS", "LANES", "rn16_bits", "SIGMA_TOP"]
+           "B_LOADS", "LANES", "rn16_bits", "range_shift", "SIGMA_TOP"]
 
 #: the kernel's fragment loads from shared memory (mixpert_gemm.cu, and the other INT8 GEMMs):
 #: register j of a lane's A fragment is the 32-bit word at [row + A_LOADS[j][0]][A_LOADS[j][1] + 4t]
@@ -135,6 +135,13 @@ def axpby(p: np.float32, alpha: float, beta: float, c: np.floating | None, dtype
 # -- FP16 range scaling (split, fp16x2: common.cuh) ---------------------------------------------
 #: the shift of a row whose largest element is in float32's top binade
 SIGMA_TOP = 14 - 127
+
+
+def range_shift(amax: np.ndarray) -> np.ndarray:
+    """The FP16 range shift of rows with largest finite magnitudes ``amax``: 14 - floor(log2 amax)
+    (so the row's largest scaled value lies in [2^14, 2^15)), 0 for an all-zero row."""
+    _, e = np.frexp(amax)
+    return np.where(amax > 0, 15 - e, 0).astype(np.int64)
 _FP16_SUB_MAGIC = 402653184.0  # 1.5 * 2^28
 
 

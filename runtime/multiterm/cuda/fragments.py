@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mixjit.runtime.cuda.fragments import LANES, SIGMA_TOP, axpby, c_element, rn16_bits, round_to_f32
+from mixjit.runtime.cuda.fragments import LANES, SIGMA_TOP, axpby, c_element, range_shift, rn16_bits, round_to_f32
 from mixjit.runtime.multiterm.cuda.desc import CHUNK_BYTES, PAD_BYTES, MultiTermDesc
 
 __all__ = ["a_element", "b_element", "mma", "pack_parts", "gemm_planes", "run_gemm", "A_LOADS", "B_LOADS",
@@ -286,8 +286,7 @@ def fp16x2_sigma(rows_k: np.ndarray) -> tuple[np.ndarray, int]:
         x = rows_k.astype(np.float32).astype(np.float64)
     finite = np.isfinite(x)
     amax = np.where(finite, np.abs(x), 0.0).max(axis=1, initial=0.0)
-    _, e = np.frexp(amax)
-    return np.where(amax > 0, 15 - e, 0).astype(np.int64), 0 if finite.all() else STATUS_NONFINITE
+    return range_shift(amax), 0 if finite.all() else STATUS_NONFINITE
 
 
 def pack_fp16x2(rows_k: np.ndarray, desc: MultiTermDesc, rows_pad: int, k_pad: int, sigma: np.ndarray) -> np.ndarray:

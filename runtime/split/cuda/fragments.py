@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mixjit.runtime.cuda.fragments import SIGMA_TOP, axpby, rn16_bits, round_to_f32
+from mixjit.runtime.cuda.fragments import SIGMA_TOP, axpby, range_shift, rn16_bits, round_to_f32
 from mixjit.runtime.multiterm.cuda.fragments import EXACT_SCALE, gemm_planes
 from mixjit.runtime.numerics.executor_common import row_form
 from mixjit.runtime.ozaki2.cuda.fragments import int8_gemm
@@ -46,8 +46,7 @@ def _scales(raw: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     14 - floor(log2 amax) (0 for a row without finite nonzero values) over ``cols``."""
     sub = np.where(np.isfinite(raw[:, cols]), np.abs(raw[:, cols]), 0.0) if cols.size else np.zeros((raw.shape[0], 0))
     amax = sub.max(axis=1, initial=0.0)
-    _, e = np.frexp(amax)
-    return amax / 127.0, np.where(amax > 0, 15 - e, 0).astype(np.int64)
+    return amax / 127.0, range_shift(amax)
 
 
 def host_plan(a: np.ndarray, b: np.ndarray, config_words: np.ndarray) -> HostPlan:
