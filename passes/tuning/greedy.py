@@ -195,23 +195,25 @@ def _jump(judge: Judge, spaces: Mapping[int, SiteSpace], plan: dict[int, int],
         return None
     chain: list[tuple[dict[int, int], _Order]] = []
     state, at = order.copy(), plan
+    beyond: list[dict[int, int]] = []  # the step the chain stopped at: judged next if its end fits
     while (site := state.next_site(spaces, at)) is not None:
         step = {**at, site: at[site] + 1}
         known = judge.known(step)
         error = known if known is not None else predicted_error(spaces, plan, anchor_error, step)
         if error is None or not judge.fits(error):
+            beyond = [step]
             break
         chain.append((step, state.copy()))
         at = step
     if len(chain) < 2:
         return None  # a single step costs one evaluation either way
     fits_up_to, fails_at = -1, len(chain) - 1  # chain[-1] stands for ``plan`` (judged, fits)
-    judge.ahead([chain[i][0] for i in _bisection_points(fits_up_to, fails_at)])
+    judge.ahead([chain[fails_at][0], *beyond, *(chain[i][0] for i in _bisection_points(fits_up_to, fails_at, fails_at)[1:])])
     if judge.fits(judge.error(chain[fails_at][0])):
         return chain[fails_at]
     while fails_at - fits_up_to > 1:
         mid = (fits_up_to + fails_at) // 2
-        judge.ahead([chain[i][0] for i in _bisection_points(fits_up_to, fails_at, first=mid)])
+        judge.ahead([chain[i][0] for i in _bisection_points(fits_up_to, fails_at, mid)])
         if judge.fits(judge.error(chain[mid][0])):
             fits_up_to = mid
         else:
@@ -219,11 +221,11 @@ def _jump(judge: Judge, spaces: Mapping[int, SiteSpace], plan: dict[int, int],
     return chain[fits_up_to] if fits_up_to >= 0 else None
 
 
-def _bisection_points(fits_up_to: int, fails_at: int, first: int | None = None) -> list[int]:
+def _bisection_points(fits_up_to: int, fails_at: int, first: int) -> list[int]:
     """The chain indices a bisection between ``fits_up_to`` and ``fails_at`` may judge, in the order
-    the next ones come: ``first`` (default ``fails_at``, the jump's end), then the midpoints of each
-    half (speculation for ``Judge.ahead``: which ones are judged depends on the outcomes)."""
-    out, spans = [fails_at if first is None else first], [(fits_up_to, fails_at)]
+    the next ones come: ``first`` (the midpoint judged now), then the midpoints of each half
+    (speculation for ``Judge.ahead``: which ones are judged depends on the outcomes)."""
+    out, spans = [first], [(fits_up_to, fails_at)]
     while spans and len(out) < 8:
         low, high = spans.pop(0)
         if high - low > 1:
@@ -240,9 +242,7 @@ def _step(judge: Judge, spaces: Mapping[int, SiteSpace], plan: dict[int, int], s
     takes) when that is within budget, else None. ``order``: the search's state, for speculation."""
     lowered = {**plan, site: plan[site] + 1}
     trades = _predecessor_trades(judge, spaces, plan, lowered, site, dag)
-    # judged next: the trades if the step fails, then (no trade fitting) the next site's step from
-    # ``plan``; if it fits, the next step from ``lowered`` (a jump may take another path)
-    judge.ahead([lowered, *trades, *_next_steps(spaces, plan, lowered, site, order)])
+    judge.ahead([lowered, *_judged_after(judge, spaces, plan, lowered, site, order, trades)])
     if judge.fits(judge.error(lowered)):
         return lowered
     for traded in trades:
@@ -251,21 +251,25 @@ def _step(judge: Judge, spaces: Mapping[int, SiteSpace], plan: dict[int, int], s
     return None
 
 
-def _next_steps(spaces: Mapping[int, SiteSpace], plan: dict[int, int], lowered: dict[int, int], site: int,
-                order: _Order) -> list[dict[int, int]]:
-    """The step the search takes after lowering ``site`` succeeds (from ``lowered``), then the one
-    after it fails (from ``plan``, ``site`` finished): speculation for ``Judge.ahead``."""
-    out = []
+def _judged_after(judge: Judge, spaces: Mapping[int, SiteSpace], plan: dict[int, int], lowered: dict[int, int],
+                  site: int, order: _Order, trades: list[dict[int, int]]) -> list[dict[int, int]]:
+    """The plans the search judges after ``lowered`` on the path the sites' measured errors predict
+    (:func:`predicted_error` from ``plan``): if the step is predicted to fit, the next step from
+    ``lowered``; if not, the predecessor trades in turn, then the next site's step from ``plan``
+    (``site`` finished). Without a prediction, both paths. Speculation for ``Judge.ahead``: a plan
+    measured off the path the search takes costs a run and the cores it takes from the others."""
     after = order.copy()
     nxt = after.next_site(spaces, lowered)
-    if nxt is not None:
-        out.append({**lowered, nxt: lowered[nxt] + 1})
+    success = [] if nxt is None else [{**lowered, nxt: lowered[nxt] + 1}]
     failed = order.copy()
     failed.finish(site)
     nxt = failed.next_site(spaces, plan)
-    if nxt is not None:
-        out.append({**plan, nxt: plan[nxt] + 1})
-    return out
+    failure = [*trades, *([] if nxt is None else [{**plan, nxt: plan[nxt] + 1}])]
+    anchor = judge.known(plan)
+    predicted = None if anchor is None else predicted_error(spaces, plan, anchor, lowered)
+    if predicted is None:
+        return [*trades, *success, *failure[len(trades):]]
+    return [*success, *failure] if judge.fits(predicted) else [*failure, *success]
 
 
 def _predecessor_trades(
