@@ -61,21 +61,32 @@ class ProgramRunner:
         self._ran([outcome])
         return outcome
 
-    def run_many(self, plans: Sequence[Mapping[int, SitePlan]]) -> list[RunOutcome]:
+    def run_many(self, plans: Sequence[Mapping[int, SitePlan]],
+                 each: Callable[[int, RunOutcome], None] | None = None) -> list[RunOutcome]:
         """Runs under each of ``plans`` (after the reference run), on the pool's workers at once;
-        each outcome what :meth:`run` gives for it alone."""
+        each outcome what :meth:`run` gives for it alone, also given to ``each(index, outcome)``
+        as it comes back, while the other runs go on (``EvaluationPool.run_many``)."""
         assert self.written is not None, "the reference run decides the outputs first"
-        outcomes = self.pool.run_many([RunTask(self.inputs, dict(p), self.written, False, self.limits) for p in plans])
-        self._ran(outcomes)
+
+        def back(index: int, outcome: RunOutcome) -> None:
+            if self.on_runs is not None:
+                self.on_runs(1)
+            if each is not None:
+                each(index, outcome)
+
+        tasks = [RunTask(self.inputs, dict(p), self.written, False, self.limits) for p in plans]
+        outcomes = self.pool.run_many(tasks, each=back)
+        self._ran(outcomes, counted=True)
         return outcomes
 
-    def _ran(self, outcomes: Sequence[RunOutcome]) -> None:
+    def _ran(self, outcomes: Sequence[RunOutcome], counted: bool = False) -> None:
+        """Record the runs' seconds in the schedule; tell ``on_runs`` unless ``counted`` already."""
         seconds = [o.seconds for o in outcomes]
         if self._group is not None:
             self._group.extend(seconds)
         else:
             self.schedule.append(seconds)
-        if self.on_runs is not None:
+        if self.on_runs is not None and not counted:
             self.on_runs(len(outcomes))
 
     def reference(self, sites: Sequence[TunedSite], eval_timeout: float | None) -> list[Output]:
@@ -176,13 +187,13 @@ class OnlineEvaluator:
                 self._reused.add(_key(run))
             else:
                 todo.setdefault(_key(run), run)
-        batch = max(1, self.runner.pool.workers)
         keys = list(todo)
+
+        def measured(index: int, outcome: RunOutcome) -> None:  # while the workers run the next plans
+            self._ahead[keys[index]] = self._store(todo[keys[index]], self._measure(outcome))
+
         with self.runner.group():  # the plans are independent: one group of the schedule
-            for start in range(0, len(keys), batch):
-                chunk = keys[start:start + batch]
-                for key, outcome in zip(chunk, self.runner.run_many([todo[k] for k in chunk])):
-                    self._ahead[key] = self._store(todo[key], self._measure(outcome))
+            self.runner.run_many([todo[k] for k in keys], each=measured)
 
     def speculate(self, plans: Sequence[Plan]) -> None:
         """Measure ``plans[0]`` (the plan about to be judged) and, alongside it on the other

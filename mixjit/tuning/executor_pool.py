@@ -178,13 +178,15 @@ class ExecutorPool:
         """One run, on the executor (``EvaluationPool.run``)."""
         return self.run_many([task])[0]
 
-    def run_many(self, tasks: Sequence[RunTask], parallel: int | None = None) -> list[RunOutcome]:
+    def run_many(self, tasks: Sequence[RunTask], parallel: int | None = None,
+                 each: Callable[[int, RunOutcome], None] | None = None) -> list[RunOutcome]:
         """Submit ``tasks`` at once (the executor decides how many run together: ``parallel`` is
-        the local pool's); their outcomes in the order of ``tasks``. The earliest task's program
-        exception propagates, as in a serial loop; Ctrl-C cancels the tasks not started and
-        propagates (runs already started finish on their worker, their results dropped)."""
+        the local pool's); their outcomes in the order of ``tasks``, each also given to ``each``
+        (``EvaluationPool.run_many``). The earliest task's program exception propagates, as in a
+        serial loop; Ctrl-C cancels the tasks not started and propagates (runs already started
+        finish on their worker, their results dropped)."""
         if self._local is not None:
-            return self._local.run_many(tasks, parallel)
+            return self._local.run_many(tasks, parallel, each)
         futures = []
         try:
             futures = [self._submit(task) for task in tasks]
@@ -195,7 +197,7 @@ class ExecutorPool:
         except Exception as err:  # the executor failed, not the program: the rest here
             self._cancel(futures)
             self._fall_back(err)
-            return self._local.run_many(tasks, parallel)
+            return self._local.run_many(tasks, parallel, each)
         for kind, value in replies:
             if kind == "home":
                 raise ValueError("mixjit: f.tune(executor=...) runs its tasks in this process (threads, or a Dask "
@@ -203,7 +205,11 @@ class ExecutorPool:
                                  "use worker processes (LocalCluster(processes=True), ProcessPoolExecutor)")
             if kind == "error":
                 raise value
-        return [value for _, value in replies]
+        outcomes = [value for _, value in replies]
+        for index, outcome in enumerate(outcomes):
+            if each is not None:
+                each(index, outcome)
+        return outcomes
 
     def _submit(self, task: RunTask) -> Any:
         if not self._dask:

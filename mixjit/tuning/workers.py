@@ -428,18 +428,30 @@ class EvaluationPool:
         propagates; the program's own exceptions propagate."""
         return self.run_many([task], parallel=1)[0]
 
-    def run_many(self, tasks: Sequence[RunTask], parallel: int | None = None) -> list[RunOutcome]:
+    def run_many(self, tasks: Sequence[RunTask], parallel: int | None = None,
+                 each: Callable[[int, RunOutcome], None] | None = None) -> list[RunOutcome]:
         """Run ``tasks`` on up to ``parallel`` (default: ``workers``) workers at once; their
         outcomes in the order of ``tasks``, each what :meth:`run` gives for it alone (a worker's
         state does not depend on the runs it did before). With several at once, each worker runs
-        on its share of the cores (``_CoreShare``). The earliest task's program
-        exception propagates, as in a serial loop; Ctrl-C kills every worker and propagates."""
+        on its share of the cores (``_CoreShare``). ``each(index, outcome)`` is called as each run
+        comes back (in the order they finish; not for a run whose program raised), once the idle
+        workers have their next tasks, so that what it does overlaps the runs. The earliest
+        task's program exception propagates, as in a serial loop; Ctrl-C kills every worker and
+        propagates."""
         width = max(1, min(parallel or self.workers, self.workers, len(tasks)))
         outcomes: dict[int, RunOutcome] = {}
         errors: dict[int, BaseException] = {}
+        told: set[int] = set()  # outcomes ``each`` was given
         pending = list(range(len(tasks)))
         retried: set[int] = set()  # tasks whose worker died once: run again on a fresh worker
         threads = None if width == 1 else max(1, default_workers() // width)
+
+        def tell() -> None:
+            for index in [i for i in outcomes if i not in told and i not in errors]:
+                told.add(index)
+                if each is not None:
+                    each(index, outcomes[index])
+
         try:
             while pending or self._busy(width):
                 if self.in_process:  # no worker can be forked: the rest here, in order
@@ -447,6 +459,7 @@ class EvaluationPool:
                     self._stop_all()
                     for index in pending:
                         outcomes[index] = self._run_here(tasks[index])
+                        tell()
                     break
                 for slot in range(width):
                     worker = self._workers[slot]
@@ -455,8 +468,10 @@ class EvaluationPool:
                         if worker is None:
                             break
                         self._send(worker, pending.pop(0), tasks, threads)
+                tell()
                 again = self._collect(width, outcomes, errors, retried)
                 pending[:0] = again  # first, in their order
+            tell()
         except BaseException:  # Ctrl-C: the workers are mid-run
             self._stop_all()
             raise

@@ -89,3 +89,24 @@ def test_a_worker_gets_every_thread_back_for_a_run_alone():
     value = [int(o.outputs[0].value[0]) for o in (alone, *shared, again)]
     assert value[0] == value[3] == inherited
     assert value[1] == value[2] == min(inherited, max(1, default_workers() // 2))
+
+
+def _run_number(counter):
+    counter[0] += 1
+    return counter.copy()
+
+
+def test_each_run_is_handed_on_while_the_workers_run_the_next():
+    """``run_many(..., each=)`` gives every outcome as it comes back (the prefetch measures its error
+    there), after the idle workers got their next tasks: when the first one is handed on, a worker
+    already runs a later task; every outcome is handed on once."""
+    from mixjit.tuning.workers import EvaluationPool, RunTask
+
+    seen: list[tuple[int, list[int]]] = []
+    with EvaluationPool(_run_number, [(np.zeros(1, dtype=np.int64),)], ("counter",), (), workers=2) as pool:
+        pool.run(RunTask(0, {}))  # the reference run: the written argument is the output
+        tasks = [RunTask(0, {}, ("counter",)) for _ in range(6)]
+        outcomes = pool.run_many(tasks, each=lambda i, o: seen.append((i, [w.index for w in pool._busy(2)])))
+    assert sorted(i for i, _ in seen) == list(range(6))
+    assert max(seen[0][1]) >= 2  # a worker is on a run after the first two already
+    assert len(outcomes) == 6 and all(not o.stopped for o in outcomes)

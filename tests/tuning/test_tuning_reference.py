@@ -193,8 +193,11 @@ def test_progress_bar_counts_the_runs_of_every_worker():
         def run(self, task):
             return type("Outcome", (), {"stopped": "", "written": (), "seconds": 0.0})()
 
-        def run_many(self, tasks):
-            return [self.run(t) for t in tasks]
+        def run_many(self, tasks, each):
+            outcomes = [self.run(t) for t in tasks]
+            for index, outcome in enumerate(outcomes):
+                each(index, outcome)
+            return outcomes
 
     def runs(judged: bool) -> str:  # what the bar last showed (rich draws it on refresh and at close)
         stream = Tty()
