@@ -116,6 +116,40 @@ def test_relative_frobenius_and_program_error():
         program_error(outs, refs, metric=lambda o, r: float("nan"))
 
 
+
+def _frobenius_by_numpy(x, r) -> float:
+    """The definition, with numpy's norms over float64 / complex128 copies."""
+    x, r = (np.asarray(v).astype(np.complex128 if np.iscomplexobj(v) else np.float64) for v in (x, r))
+    diff = np.where((x == r) | (np.isnan(x) & np.isnan(r)), 0.0, x - r)
+    num, den = np.linalg.norm(diff.ravel()), np.linalg.norm(np.where(np.isfinite(r), r, 0.0).ravel())
+    return 0.0 if num == 0 else math.inf if not math.isfinite(num) or den == 0 else num / den
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128, np.int32, np.float16])
+def test_relative_frobenius_is_the_definition_for_every_dtype_and_layout(dtype):
+    """The one-pass measure agrees with the definition (numpy's norms) for each output dtype, a
+    Fortran-ordered output against a C-ordered reference, and equal infinities and NaNs."""
+    rng = np.random.default_rng(3)
+    for trial in range(20):
+        shape = (int(rng.integers(1, 40)), int(rng.integers(1, 40)))
+        r = rng.standard_normal(shape) * 100
+        x = r + rng.standard_normal(shape) * 10.0 ** rng.uniform(-9, 1)
+        if np.dtype(dtype).kind == "c":
+            r, x = r + 1j * rng.standard_normal(shape), x + 1j * rng.standard_normal(shape)
+        r, x = r.astype(dtype), x.astype(dtype)
+        if trial % 3 == 1 and np.dtype(dtype).kind != "i":
+            x.flat[0] = r.flat[0] = np.inf
+            x.flat[-1] = r.flat[-1] = np.nan
+        if trial % 2:
+            x = np.asfortranarray(x)
+        want = _frobenius_by_numpy(x, r)
+        got = relative_frobenius(x, r)
+        if np.dtype(dtype).kind == "c":
+            want = max(want, _frobenius_by_numpy(x.real, r.real), _frobenius_by_numpy(x.imag, r.imag))
+        assert got == pytest.approx(want, rel=1e-12, abs=0.0)
+    assert relative_frobenius(np.array([1.0, np.inf]), np.array([1.0, -np.inf])) == math.inf
+    assert relative_frobenius(np.array([np.nan, 2.0]), np.array([np.nan, 1.0])) == 1.0
+
 @pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
 def test_check_finite_names_the_argument(bad):
     x = np.ones((2, 2), np.float32)
