@@ -22,6 +22,12 @@ judge next, run on idle workers) is not modeled: the simulated times are those o
 that judges its steps one at a time, an upper bound on what speculation could reach.
 The **cap** is the wall time with unlimited workers: every group at its longest run.
 
+**A run on all cores or on one**: the median seconds of the site-alone runs (each tuning's largest
+group) under ``workers=1`` (a run has every core: BLAS's threads and Numba's) and under
+``workers=2`` (each of the two runs at once has one core of two); ``2 runs at once / in turn`` is
+twice the first over the second, what two workers can gain on those runs at most when a run
+alone already uses both cores (measured, not simulated).
+
 Results go to ``docs/results/tuning_workers.json`` and the table of ``docs/results/tuner.md``
 (between its generated-section markers) with ``--write``.
 """
@@ -110,6 +116,7 @@ def measure(name: str, program: Callable, inputs: Callable[[int], tuple], repeat
     tuners = _tuners(program, inputs)
     walls: dict[str, list[float]] = {k: [] for k in tuners}
     plans, runs, schedules = {}, {}, []
+    largest: dict[str, list[float]] = {"workers=1": [], "workers=2": []}  # the site-alone runs' seconds
     for r in range(repeats):
         order = list(tuners) if r % 2 == 0 else list(reversed(tuners))
         for how in order:
@@ -122,25 +129,32 @@ def measure(name: str, program: Callable, inputs: Callable[[int], tuple], repeat
             runs[how] = result.runs
             if how == "workers=1":
                 schedules.append((wall, [list(g) for g in result.schedule]))
+            if how in ("workers=1", "workers=2"):
+                largest[how].extend(max(result.schedule, key=len))
     if len({tuple(p) for p in plans.values()}) != 1:
         raise SystemExit(f"{name}: the plans differ between the ways of tuning: {plans}")
     wall1, schedule = min(schedules, key=lambda s: s[0])
     run_seconds = sum(sum(g) for g in schedule)
     overhead = max(0.0, wall1 - run_seconds)
     simulated = {str(w): simulate(schedule, overhead, w) for w in SIMULATED_WORKERS}
+    alone, shared = (float(np.median(largest[k])) for k in ("workers=1", "workers=2"))
     return {"program": name, "walls": walls, "runs": runs, "plan": plans["workers=1"], "overhead_s": overhead,
+            "run_all_cores_s": alone, "run_one_core_s": shared,
             "run_seconds": run_seconds, "groups": len(schedule), "largest_group": max(map(len, schedule)),
             "simulated_s": simulated, "cap_s": simulate(schedule, overhead, None)}
 
 
 def table(results: Sequence[dict[str, Any]]) -> list[str]:
     header = ["program", "workers=1 (s)", "workers=2 (s)", "ratio", "LocalCluster(2) (s)", "ratio",
+              "a run: all cores / 1 core of 2 (ms)", "2 runs at once / in turn",
               *[f"{w} workers, simulated" for w in SIMULATED_WORKERS[2:]], "cap (unlimited, simulated)"]
     rows = []
     for r in results:
         w1, w2, lc = (min(r["walls"][k]) for k in ("workers=1", "workers=2", "LocalCluster(2)"))
         sim = r["simulated_s"]
+        alone, shared = r["run_all_cores_s"], r["run_one_core_s"]
         rows.append([r["program"], f"{w1:.1f}", f"{w2:.1f}", f"{w1 / w2:.2f}x", f"{lc:.1f}", f"{w1 / lc:.2f}x",
+                     f"{alone * 1e3:.0f} / {shared * 1e3:.0f}", f"{2 * alone / shared:.2f}x",
                      *[f"{sim[str(w)]:.1f} s ({sim['1'] / sim[str(w)]:.2f}x)" for w in SIMULATED_WORKERS[2:]],
                      f"{r['cap_s']:.1f} s ({sim['1'] / r['cap_s']:.2f}x)"])
     return markdown_table(header, rows)
