@@ -19,7 +19,8 @@ budget in ``BUDGETS`` the online tuner (``mixjit.tuning.driver.tune``, target A1
 Modeled speedups (cost model, never measured on a GPU) are over the most precise plan and over
 native FP32, on A100 (the tuning target) and H100 (the same plan re-modeled). Errors are the
 relative Frobenius error against the reference run (float64 products), maximised over outputs.
-Tuning times are CPU seconds (``time.process_time``) of the whole tuning: profile, reference,
+Tuning times are CPU seconds (``TuneResult.cpu_seconds``: this process and its worker processes,
+where the program runs) of the whole tuning: profile, reference,
 site-alone measurements, search, validation.
 
 **Offline vs real**: the greedy tuning's profiles are written as a dump
@@ -258,7 +259,7 @@ def bench_program(program: Program, budgets: Sequence[float] = BUDGETS, *, with_
             ex = _exhaustive_all(f, args, max(budgets))
             all_plans = list(ex.search.evaluations)
             ex_spaces = ex.spaces
-            ex_cpu = ex.seconds
+            ex_cpu = ex.cpu_seconds
         except SearchTooLarge as e:
             ex_note = f"exhaustive refused: {e}"
         common.progress(f"{program.name}: exhaustive judged {len(all_plans)} plans in {ex_cpu:.1f} s CPU")
@@ -293,11 +294,11 @@ def bench_program(program: Program, budgets: Sequence[float] = BUDGETS, *, with_
         measured = measured_error(f, args, off_plan)
         rows.append(BudgetRow(
             budget, _labels(result), g.error, g.time, result.plan.within_budget, g.evaluation_count, result.runs,
-            result.margin, speed, [v.error for v in result.validation], held, result.seconds, opt_plan, opt_error,
+            result.margin, speed, [v.error for v in result.validation], held, result.cpu_seconds, opt_plan, opt_error,
             opt_time, opt_speedup, opt_evals, step_evals, step_same,
             [f"s{s.index} {off_plan[s.id][0]}[{off_plan[s.id][1]}]" for s in result.sites if s.id in off_plan],
             predicted, measured, notes))
-        common.progress(f"{program.name}: budget {budget:.0e} done ({result.seconds:.1f} s CPU)")
+        common.progress(f"{program.name}: budget {budget:.0e} done ({result.cpu_seconds:.1f} s CPU)")
     assert result is not None
     precise_time = sum(result.spaces[s].candidates[0].time for s in result.spaces)
     return ProgramResult(program.name, program.size, len(result.spaces),
@@ -317,7 +318,7 @@ def time_cholesky(n: int, budget: float = BUDGETS[0], block: int = 32,
         f(*args)
         result = tune(f, args, validate=[program.make_args(VALIDATE_SEED)], budget=budget, target=TARGET,
                       fp64=False, progress=False, reuse=False)
-    return result.seconds, result.runs, len(result.spaces)
+    return result.cpu_seconds, result.runs, len(result.spaces)
 
 
 # ---------------------------------------------------------------- output

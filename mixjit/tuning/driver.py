@@ -116,6 +116,7 @@ class TuneResult:
     stopped: str = "complete"
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    """Wall seconds of the whole tuning (profile, reference, search, validation)."""
     runs: int = 0
     reference_vs_fp64: float | None = None
     pipeline: TuningPipeline | None = None
@@ -127,6 +128,9 @@ class TuneResult:
     """The tuning's program runs in order, as groups it could make at once (the profile runs, an
     exhaustive search's plans; a greedy step alone), each run's wall seconds in the worker: what
     tools/bench_tuning_workers.py replays on more workers."""
+    cpu_seconds: float = 0.0
+    """CPU seconds of the tuning: this process's and every program run's, on whichever worker
+    process or executor it ran (``EvaluationPool.cpu_seconds``)."""
 
     @property
     def error(self) -> float | None:
@@ -292,7 +296,7 @@ def tune(f: TunableFunction, args: Sequence[Any], *, validate: Sequence[Sequence
     cache = EvaluationCache.for_tuning(f.py_func, argtypes_text(key), args, metric) if reuse else None
     with f.tuning_lock:
         before = {s.id: get_plan(s.id) for s in sites}
-        start = time.process_time()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             result = _tune(f, key, args, names, sites, list(validate), search, budget, target, metric,
                            margin, max_evals, fp64, progress, eval_timeout, workers, executor, cache)
@@ -301,8 +305,10 @@ def tune(f: TunableFunction, args: Sequence[Any], *, validate: Sequence[Sequence
                 if plan is not None:
                     set_plan(sid, plan)
             raise
-    result.seconds = time.process_time() - start
+    result.seconds = time.perf_counter() - start
+    result.cpu_seconds += time.process_time() - cpu  # the runs' CPU is there already
     return result
+
 
 
 def _warm(sites: Sequence[TunedSite], schemes: Sequence[str] | None, target: str,
@@ -352,8 +358,8 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
     try:
         logs = runner.run(initial, profile=True).logs or {}
         reference = runner.reference(sites, eval_timeout)
-        fp64_outs = _float64_outputs(f.py_func, args, names, runner.written, notes, runner.limits.seconds) \
-            if fp64 else None
+        fp64_outs, fp64_cpu = _float64_outputs(f.py_func, args, names, runner.written, notes,
+                                               runner.limits.seconds) if fp64 else (None, 0.0)
     except KeyboardInterrupt:
         notes.append("interrupted before the search: the most precise plan is kept")
         for s in sites:
@@ -361,7 +367,7 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
         plan = _tuned_plan(f, key, target, asked, sites, initial, {}, {}, None, True, None)
         budget = math.nan if is_native(asked) else float(asked)  # native's error was not measured
         return TuneResult(qualname, argtypes_text(key), target, budget, sites, {}, {}, {}, plan, None, [],
-                          stopped="interrupted", notes=notes, runs=0)
+                          stopped="interrupted", notes=notes, runs=0, cpu_seconds=pool.cpu_seconds)
     called = [s for s in sites if logs[s.id].calls > 0]
     for s in sites:
         if s not in called:
@@ -420,7 +426,8 @@ def _tune_on(pool, f, key, names, sites, validate, search, asked, target, metric
     plan = _tuned_plan(f, key, target, asked, sites, initial, chosen, full, error, within, native_error)
     return TuneResult(qualname, argtypes_text(key), target, budget, sites, dict(backend.profiles), spaces, chosen,
                       plan, search_result, evaluator.judged, validation, margin, stopped, notes, 0.0, evaluator.runs,
-                      ref64, pipeline, native_error, runner.schedule + [g for h in held_out for g in h.runner.schedule])
+                      ref64, pipeline, native_error, runner.schedule + [g for h in held_out for g in h.runner.schedule],
+                      pool.cpu_seconds + fp64_cpu)
 
 
 def _tune_pass(margin: float, *, budget: float, target: str, search: str, max_evals: int | None) -> Tune:
@@ -520,11 +527,11 @@ def plan_error(f: TunableFunction, key: tuple, args: Sequence[Any], plans: dict[
 _FLOAT64_PROGRAMS: "weakref.WeakKeyDictionary[Callable, Any]" = weakref.WeakKeyDictionary()
 
 
-def _float64_outputs(py_func: Callable, args: Sequence[Any], names: Sequence[str],
-                     written: Sequence[str] | None, notes: list[str], seconds: float | None) -> list[Output] | None:
+def _float64_outputs(py_func: Callable, args: Sequence[Any], names: Sequence[str], written: Sequence[str] | None,
+                     notes: list[str], seconds: float | None) -> tuple[list[Output] | None, float]:
     """The outputs of the whole program in float64 (plain Numba, float32 inputs upcast), or None
-    with a note when it cannot run. Compiled here, run on a worker process (``EvaluationPool``)
-    stopped after ``seconds``, as every other run of a tuning is."""
+    with a note when it cannot run, and the CPU seconds of its run. Compiled here, run on a worker
+    process (``EvaluationPool``) stopped after ``seconds``, as every other run of a tuning is."""
     from numba import njit
 
     try:
@@ -537,11 +544,11 @@ def _float64_outputs(py_func: Callable, args: Sequence[Any], names: Sequence[str
             outcome = pool.run(RunTask(0, {}, tuple(written or ()), limits=RunLimits(seconds)))
         if outcome.outputs is None:
             notes.append(f"the float64 program was stopped ({outcome.stopped}); no error against it")
-        return outcome.outputs
+        return outcome.outputs, pool.cpu_seconds
     except Exception as e:
         notes.append(f"the float64 program did not run ({type(e).__name__}: {str(e).splitlines()[0][:120]}); "
                      "no error against it")
-        return None
+        return None, 0.0
 
 
 def _upcast(x: Any) -> Any:

@@ -161,6 +161,7 @@ class ExecutorPool:
         self.in_process = False
         self._fallback = fallback
         self._local: EvaluationPool | None = None
+        self._remote_cpu = 0.0  # CPU seconds of the runs made on the executor's workers
         self._dask = is_dask_client(executor)
         self._scattered: Any = None
         if self._dask:
@@ -173,6 +174,12 @@ class ExecutorPool:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    @property
+    def cpu_seconds(self) -> float:
+        """CPU seconds of the runs made on the executor's workers and on the local pool
+        (``EvaluationPool.cpu_seconds``)."""
+        return self._remote_cpu + (self._local.cpu_seconds if self._local is not None else 0.0)
 
     def run(self, task: RunTask) -> RunOutcome:
         """One run, on the executor (``EvaluationPool.run``)."""
@@ -206,6 +213,7 @@ class ExecutorPool:
             if kind == "error":
                 raise value
         outcomes = [value for _, value in replies]
+        self._remote_cpu += sum(o.cpu_seconds for o in outcomes)
         for index, outcome in enumerate(outcomes):
             if each is not None:
                 each(index, outcome)

@@ -103,7 +103,7 @@ def _header(result: TuneResult) -> list[str]:
         lines.append(f"held-out input {v.index}: error {v.error:.2e}" + ("" if v.within_budget else " EXCEEDS"))
     search = result.search
     lines.append(f"{result.runs} program runs ({search.evaluation_count if search else 0} plans searched, "
-                 f"{search.stopped if search else result.stopped}), {result.seconds:.1f} s CPU"
+                 f"{search.stopped if search else result.stopped}), {result.seconds:.1f} s ({result.cpu_seconds:.1f} s CPU)"
                  + (f", margin {result.margin:.3f}" if result.margin else ""))
     return lines
 

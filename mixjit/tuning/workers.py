@@ -120,8 +120,9 @@ class RunTask:
 @dataclass
 class RunOutcome:
     """What one run gave: its outputs (None when stopped), the argument arrays that counted as
-    outputs, its wall time, the calls each site made, the shape logs when profiled, and why it
-    was stopped (empty when it ran to the end)."""
+    outputs, its wall time, the calls each site made, the shape logs when profiled, why it
+    was stopped (empty when it ran to the end), and the CPU seconds of the process that ran it
+    during the run (every thread)."""
 
     outputs: list[Output] | None
     written: tuple[str, ...]
@@ -129,6 +130,7 @@ class RunOutcome:
     calls: dict[int, int]
     logs: dict[int, Any] | None = None
     stopped: str = ""
+    cpu_seconds: float = 0.0
 
 
 def warm_executors(plans: Sequence[tuple[SitePlan, Any]]) -> None:
@@ -172,7 +174,7 @@ def execute(call: Callable[..., Any], args: Sequence[Any], names: Sequence[str],
     entry.set_call_limits(task.limits.calls)
     if task.profile:
         start_profile(ids)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     stopped = ""
     result = copies = None
     try:
@@ -183,16 +185,16 @@ def execute(call: Callable[..., Any], args: Sequence[Any], names: Sequence[str],
             raise
         stopped = "calls"
     finally:
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         logs = read_profile(ids) if task.profile else None
         entry.set_call_limits({sid: 0 for sid in task.limits.calls})
         made = dict(zip(ids, map(int, entry.site_call_counts(ids))))
         entry.set_site_call_counts(ids, counts)
     if stopped:
         return RunOutcome(None, task.written or (), seconds, made, logs,
-                          f"made {sum(made.values())} site calls, reference made {task.limits.reference_calls}")
+                          f"made {sum(made.values())} site calls, reference made {task.limits.reference_calls}", cpu)
     written = task.written if task.written is not None else written_arguments(args, copies, names)
-    return RunOutcome(collect(result, copies, names, written), written, seconds, made, logs)
+    return RunOutcome(collect(result, copies, names, written), written, seconds, made, logs, "", cpu)
 
 
 def gnu_openmp_started() -> bool:
@@ -414,6 +416,9 @@ class EvaluationPool:
         self.sites = tuple(sites)
         self.workers = check_workers(workers, "workers") or default_workers()
         self.in_process = False
+        self.cpu_seconds = 0.0
+        """CPU seconds of the runs made on worker processes (a run stopped by killing its worker:
+        its wall time); runs made in this process are in this process's own CPU time."""
         self._workers: list[_Worker | None] = [None] * self.workers
 
     def __enter__(self) -> "EvaluationPool":
@@ -519,6 +524,7 @@ class EvaluationPool:
                     if kind == "error":
                         errors[index] = value
                         value = RunOutcome(None, (), math.inf, {}, None, "the program raised")
+                    self.cpu_seconds += value.cpu_seconds
                     outcomes[index] = value
                     continue
             else:
@@ -592,6 +598,7 @@ class EvaluationPool:
 
     def _lost(self, worker: _Worker, task: RunTask, why: str) -> RunOutcome:
         """The run did not finish: kill its worker (a fresh one is forked for the next run)."""
+        self.cpu_seconds += time.monotonic() - worker.started
         worker.stop()
         self._workers[self._workers.index(worker)] = None
         return RunOutcome(None, task.written or (), math.inf, {}, None, why)

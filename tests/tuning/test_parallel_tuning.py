@@ -110,3 +110,31 @@ def test_each_run_is_handed_on_while_the_workers_run_the_next():
     assert sorted(i for i, _ in seen) == list(range(6))
     assert max(seen[0][1]) >= 2  # a worker is on a run after the first two already
     assert len(outcomes) == 6 and all(not o.stopped for o in outcomes)
+
+
+def _busy_product(a, b):
+    s = 0.0
+    for i in range(20_000_000):  # about 20 ms a run: the runs' CPU outweighs the rest
+        s += i * 1e-12
+    return a @ b + s
+
+
+def test_tuning_times_are_wall_and_count_the_workers_cpu():
+    """``TuneResult.seconds`` is the tuning's wall time and ``cpu_seconds`` its CPU, the runs' on the
+    worker processes included, on one worker and on two."""
+    import time
+
+    f = mixjit(_busy_product, tune="explicit", schemes=("mixpert",))
+    args = (np.ones((8, 8)), np.ones((8, 8)))
+    f(*args)
+    for workers in (1, 2):
+        wall, own = time.perf_counter(), time.process_time()
+        result = f.tune(*args, workers=workers, fp64=False, reuse=False)
+        wall, own = time.perf_counter() - wall, time.process_time() - own
+        runs = sum(t for group in result.schedule for t in group)
+        assert result.seconds <= wall and (workers == 2 or runs <= result.seconds)
+        # the workers' CPU: the runs' (busy loops: their CPU is their wall time on an idle machine, a
+        # third of it at a load of 3 on 2 cores); this process's alone would leave about 0.01 s
+        assert result.cpu_seconds - own >= 0.3 * runs
+        assert f"{result.seconds:.1f} s ({result.cpu_seconds:.1f} s CPU)" in f.report()
+        assert result.summary().endswith(f"runs in {result.seconds:.1f} s")
