@@ -150,14 +150,23 @@ def warm_executors(plans: Sequence[tuple[SitePlan, Any]]) -> None:
 
 def warm_linalg(config: str, dtype: Any) -> None:
     """Compile what a linalg site's blocked candidate runs (its panel steps and its GEMM scheme's
-    executor) by running it on a small matrix."""
+    executor) by running it on a small matrix, and load its GEMM scheme's general path by one
+    product above the small path's limit (the small matrix's products take the small path: a
+    worker would load the general path from the disk cache at its first real-size product, about
+    0.2 s, in every fresh worker, against the run's time limit)."""
+    from mixjit.runtime.linalg.config import LinalgConfig
     from mixjit.runtime.linalg.solve import run_linalg
+    from mixjit.runtime.mixpert.paths.small import SMALL_MAX_WORK_FP32
 
     a = np.eye(4, dtype=np.dtype(dtype)) * 2
     run_linalg("solve", a, a[:, :1].copy(), config)
     run_linalg("cholesky", a, None, config.replace("refine=on", "refine=off"))
     run_linalg("slogdet", a, None, config.replace("refine=on", "refine=off"))
     run_linalg("lstsq", np.vstack([a, a]), np.ones(8, dtype=a.dtype), config)
+    scheme, gemm_config = LinalgConfig.parse(config).gemm()
+    n = round(SMALL_MAX_WORK_FP32 ** (1 / 3)) + 8  # n^3 above both domains' small-path limits
+    big = np.eye(n, dtype=a.dtype) * 2
+    scheme.run_with_stats(big, big, gemm_config)
 
 
 def execute(call: Callable[..., Any], args: Sequence[Any], names: Sequence[str], sites: Sequence[int],

@@ -341,3 +341,24 @@ def test_a_worker_that_dies_is_replaced_and_its_run_retried(tmp_path):
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "died True stopped []" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_warming_a_linalg_candidate_reaches_its_schemes_general_path(monkeypatch, dtype):
+    """What a worker forked after ``warm_executors`` runs must be loaded already: a linalg
+    candidate's products at a real size take the GEMM scheme's general path, which the small
+    warm-up matrix alone never reaches (each fresh worker then loaded it at its first run)."""
+    from mixjit.runtime.mixpert.paths.small import SMALL_MAX_WORK_FP32
+    from mixjit.runtime.schemes.mixpert import MixPert
+    from mixjit.tuning.workers import warm_linalg
+
+    work: list[int] = []
+    run = MixPert.run_with_stats
+
+    def recorded(self, a, b, config):
+        work.append(a.shape[0] * a.shape[1] * b.shape[1])
+        return run(self, a, b, config)
+
+    monkeypatch.setattr(MixPert, "run_with_stats", recorded)
+    warm_linalg("block=64,gemm=mixpert[level=IV],refine=on", dtype)
+    assert max(work) > SMALL_MAX_WORK_FP32
