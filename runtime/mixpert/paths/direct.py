@@ -580,6 +580,34 @@ def c_ordered(x):
     return y
 
 
+@register_jitable
+def _round_out(c, d, dc, fa, fb) -> None:
+    """``c = RN32((d + dc) fa_i fb_j)``: ``d + dc`` is X on its grid (exact) and the
+    scaling is exact, so one rounding per output."""
+    m, n = d.shape
+    for i in range(m):
+        for j in range(n):
+            c[i, j] = np.float32((d[i, j] + dc[i, j]) * fa[i] * fb[j]) + np.float32(0.0)
+
+
+@register_jitable
+def copy_out(c, src) -> None:
+    """``c[:, :] = src`` (same shape), written as a C-ordered array where ``c`` is one
+    (a site's C is typed as a strided view; the loop then vectorises)."""
+    if is_c_contiguous(c):
+        _copy(c_layout(c), src)
+    else:
+        _copy(c, src)
+
+
+@register_jitable
+def _copy(c, src) -> None:
+    """``c[:, :] = src`` element by element."""
+    for i in range(src.shape[0]):
+        for j in range(src.shape[1]):
+            c[i, j] = src[i, j]
+
+
 @cached_njit(nogil=True)
 def direct_gemm(a, b, c, params, stats) -> int:
     """``C = A @ B`` by the direct path (module docstring) for float32 operands in the
@@ -646,9 +674,10 @@ def direct_gemm(a, b, c, params, stats) -> int:
     for j in range(n):
         fb[j] = pow2(bref[j] - (w - 1))
     kept_products(narrow, corner, xa, yb, d, xc, yc, dc)
-    for i in range(m):  # d + dc is X on its grid (exact), the scaling is exact: one rounding
-        for j in range(n):
-            c[i, j] = np.float32((d[i, j] + dc[i, j]) * fa[i] * fb[j]) + np.float32(0.0)
+    if is_c_contiguous(c):  # a site's C is typed as a strided view: write it as C-ordered where it is
+        _round_out(c_layout(c), d, dc, fa, fb)
+    else:
+        _round_out(c, d, dc, fa, fb)
     for s in range(stats.shape[0]):
         stats[s] = 0
     stats[STAT_TILES] = nkt * (-(-m // params[W_TM]) + -(-n // params[W_TN]))

@@ -42,6 +42,7 @@ from mixjit.runtime.mixpert.paths.direct import (
     NOT_TAKEN,
     c_ordered,
     column_tops,
+    copy_out,
     exact_product,
     exponent_of,
     pow2,
@@ -428,9 +429,7 @@ def direct_gemm64(a, b, c, params, stats) -> int:
         stats[s] = 0
     if not _surely_certified(ac, bc, agexp, bgexp, aref, bref, aoff, boff, params[W_TK], w, out, top):
         stats[STAT_RECOMPUTED] = _check_lazy(ac, agexp, aref, bc, bgexp, bref, params[W_TK], w, out)
-    for i in range(m):
-        for j in range(n):
-            c[i, j] = out[i, j]
+    copy_out(c, out)
     stats[STAT_TILES] = -(-m // params[W_TM]) + -(-n // params[W_TN])
     stats[STAT_SMALL_PATH] = 1
     return OK
