@@ -180,7 +180,7 @@ def _step32(a, b, params, calls, step):
     ag, bg = np.empty((m, nkt), np.int64), np.empty((n, nkt), np.int64)
     aref, aspan, bref, bspan = (np.empty(m, np.int64), np.empty(m, np.int64), np.empty(n, np.int64),
                                 np.empty(n, np.int64))
-    top, cnt, fl = np.empty(n, np.int64), np.empty(n, np.int64), np.empty((3, n))
+    top, cnt, fl = np.empty(n, np.int32), np.empty(n, np.int64), np.empty((3, n))
     narrow = m * n * K <= direct.NARROW_WORK  # B transposed (n x K), else in its layout (K x n)
     bt = np.empty((n, K), np.float32)
     xa, yb, d = np.empty((m, K)), np.empty((n, K) if narrow else (K, n)), np.empty((m, n))

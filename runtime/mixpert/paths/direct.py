@@ -235,14 +235,20 @@ def row_top(x, i: int, k0: int, k1: int, to32: bool) -> float:
 @register_jitable
 def column_tops(x, k0: int, k1: int, top, to32: bool) -> None:
     """:func:`row_top` for every column of B (K x n) at once, read along B's rows
-    (the maxima vectorise): ``top[j]`` (int64) the bits of column j's largest
-    magnitude over rows ``k0:k1`` (:func:`magnitude_bits`)."""
+    (the maxima vectorise): ``top[j]`` the bits of column j's largest magnitude over
+    rows ``k0:k1``: of its float32 value in an int32 ``top`` where ``to32``, else of
+    its float64 value (:func:`magnitude_bits`) in an int64 one."""
     n = x.shape[1]
     for j in range(n):
         top[j] = 0
-    for k in range(np.uint64(k0), np.uint64(k1)):
-        for j in range(n):
-            top[j] = max(top[j], magnitude_bits(x[k, j], to32))
+    if to32:
+        for k in range(np.uint64(k0), np.uint64(k1)):
+            for j in range(n):
+                top[j] = max(top[j], np.float32(x[k, j]).view(np.int32) & np.int32(_NO_SIGN32))
+    else:
+        for k in range(np.uint64(k0), np.uint64(k1)):
+            for j in range(n):
+                top[j] = max(top[j], magnitude_bits(x[k, j], False))
 
 
 @register_jitable
@@ -264,12 +270,12 @@ def _rows_exponents(x, splitter: float, tk: int, gexp) -> bool:
 @register_jitable
 def _cols_exponents(x, splitter: float, tk: int, gexp, top) -> bool:
     """:func:`_rows_exponents` for the columns of B (K x n) (:func:`column_tops`);
-    ``top`` is n int64 words of scratch."""
+    ``top`` is n int32 words of scratch."""
     K, n = x.shape
     for t in range(gexp.shape[1]):
         column_tops(x, t * tk, min(t * tk + tk, K), top, True)
         for j in range(n):
-            v = np.int64(top[j]).view(np.float64)
+            v = np.float64(np.int32(top[j]).view(np.float32))
             if not (v < _TOO_BIG):
                 return False
             gexp[j, t] = _group_exponent(v, splitter)
@@ -555,22 +561,25 @@ def kept_products(narrow: bool, corner: bool, xa, yb, d, xc, yc, dc) -> None:
 NARROW_WORK = 12**3
 
 
-#: int64 and float64 words of each of the direct paths' two stack buffers (32 KiB
-#: each, so that a call inside a thread with a small stack still fits): a call whose
-#: scratch fits allocates nothing on the heap (float32 32 x 32 x 32 takes 448, 3232
-#: and 3072 words)
+#: int64, float64 and float32 words of each of the direct paths' stack buffers (at most
+#: 32 KiB each, so that a call inside a thread with a small stack still fits): a call
+#: whose scratch fits allocates nothing on the heap (float32 32 x 32 x 32 takes 224,
+#: 3232 and 4096 words)
 DIRECT_STACK_WORDS = 4096
+#: int32 words of the float32 direct path's stack buffer for B's column maxima (one per
+#: column; more columns take a heap array)
+TOP_STACK_WORDS = 1024
 
 
 @register_jitable
 def direct_scratch_words(m: int, n: int, K: int, nkt: int) -> tuple[int, int, int]:
     """int64, float64 and float32 words of :func:`direct_gemm`'s scratch: group
     exponents (nkt per row of A and column of B), ref and span (one each), B's column
-    maxima and counts (one each per column); A's and B's prefix operands (K per row
+    counts (one per column); A's and B's prefix operands (K per row
     of A and column of B), the output scales (m + n), three factors per column of B
     and the product (m x n); the corner operands (K per row / column) and their
     product (m x n)."""
-    return (m + n) * (nkt + 2) + 2 * n, (m + n) * K + m + 4 * n + m * n, (m + 2 * n) * K + m * n
+    return (m + n) * (nkt + 2) + n, (m + n) * K + m + 4 * n + m * n, (m + 2 * n) * K + m * n
 
 
 @register_jitable
@@ -649,7 +658,8 @@ def direct_gemm(a, b, c, params, stats) -> int:
     o += 2 * m
     bref, bspan = ints[o : o + n], ints[o + n : o + 2 * n]
     o += 2 * n
-    top, cnt = ints[o : o + n], ints[o + n : o + 2 * n]
+    cnt = ints[o : o + n]
+    top = stack_array(TOP_STACK_WORDS, np.int32) if n <= TOP_STACK_WORDS else np.empty(n, np.int32)
     narrow = m * n * K <= NARROW_WORK
     xa = carve(floats, 0, m, K)
     yb = carve(floats, m * K, n, K) if narrow else carve(floats, m * K, K, n)
