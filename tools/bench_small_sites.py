@@ -180,7 +180,7 @@ def _step32(a, b, params, calls, step):
     ag, bg = np.empty((m, nkt), np.int64), np.empty((n, nkt), np.int64)
     aref, aspan, bref, bspan = (np.empty(m, np.int64), np.empty(m, np.int64), np.empty(n, np.int64),
                                 np.empty(n, np.int64))
-    top, cnt, fl = np.empty(n, np.int64), np.empty(n, np.int64), np.empty((3, n))
+    top, cnt, fl = np.empty(n, np.int32), np.empty(n, np.int64), np.empty((3, n))
     narrow = m * n * K <= direct.NARROW_WORK  # B transposed (n x K), else in its layout (K x n)
     bt = np.empty((n, K), np.float32)
     xa, yb, d = np.empty((m, K)), np.empty((n, K) if narrow else (K, n)), np.empty((m, n))
@@ -209,7 +209,7 @@ def _step32(a, b, params, calls, step):
 @njit
 def _step64(a, b, params, calls, step):
     """One step of ``direct_gemm64`` (runtime/mixpert/paths/direct64.py) alone, ``calls`` times, on its own scratch: 0
-    checking the pair set, 1 both exponent passes, 2 both operands' slices, 3 the four slice products (Karatsuba),
+    checking the pair set, 1 both exponent passes, 2 both operands' slices, 3 the slice products (Karatsuba, four calls),
     4 the guarantee: the proof that no output is in doubt (``_surely_certified``), else mixpert_bound's
     fp64_doubtful and recompute, as the direct path runs it."""
     m, K = a.shape
@@ -218,16 +218,17 @@ def _step64(a, b, params, calls, step):
     ag, bg = np.empty((m, 1), np.int64), np.empty((n, 1), np.int64)
     top, to_int = np.empty(n, np.int64), np.empty(n)
     aoff, boff = np.empty(m, np.int64), np.empty(n, np.int64)
-    a0, a1, asum, a02 = np.empty((m, K)), np.empty((m, K)), np.empty((m, K)), np.empty((m, 2 * K))
-    b0, b1, bsum, b20 = np.empty((K, n)), np.empty((K, n)), np.empty((K, n)), np.empty((2 * K, n))
-    p00, p11, psum, p02 = np.empty((m, n)), np.empty((m, n)), np.empty((m, n)), np.empty((m, n))
+    a02, a1, asum = np.empty((2 * m, K)), np.empty((m, K)), np.empty((m, K))  # a02: [A0 ; A2]
+    a0, a2 = a02[:m], a02[m:]
+    b0, b1, b2, bsum = np.empty((K, n)), np.empty((K, n)), np.empty((K, n)), np.empty((K, n))
+    p0020, p11, psum, p02 = np.empty((2 * m, n)), np.empty((m, n)), np.empty((m, n)), np.empty((m, n))
     out, stats = np.empty((m, n)), np.zeros(ex.N_STATS, np.int64)
     direct64.direct_gemm64(a, b, out, params, stats)
     direct64._rows_exponents64(a, ag)
     direct64._cols_exponents64(b, bg, top)
     aref, bref = ag[:, 0].copy(), bg[:, 0].copy()
-    direct64._row_slices(a, ag, w, False, a0, a1, asum, a02, aoff)
-    direct64._col_slices(b, bg, w, False, b0, b1, bsum, b20, boff, to_int)
+    direct64._row_slices(a, ag, w, False, a0, a1, a2, asum, aoff)
+    direct64._col_slices(b, bg, w, False, b0, b1, b2, bsum, boff, to_int)
     s = 0.0
     for _ in range(calls):
         if step == 0:
@@ -235,15 +236,15 @@ def _step64(a, b, params, calls, step):
         elif step == 1:
             s += direct64._rows_exponents64(a, ag) + direct64._cols_exponents64(b, bg, top)
         elif step == 2:
-            direct64._row_slices(a, ag, w, False, a0, a1, asum, a02, aoff)
-            direct64._col_slices(b, bg, w, False, b0, b1, bsum, b20, boff, to_int)
+            direct64._row_slices(a, ag, w, False, a0, a1, a2, asum, aoff)
+            direct64._col_slices(b, bg, w, False, b0, b1, b2, bsum, boff, to_int)
             s += a1[0, 0]
         elif step == 3:
-            direct.exact_product(a0, b0, p00)
+            direct.exact_product(a02, b0, p0020)
+            direct.exact_product(a0, b2, p02)
             direct.exact_product(a1, b1, p11)
             direct.exact_product(asum, bsum, psum)
-            direct.exact_product(a02, b20, p02)
-            s += p00[0, 0]
+            s += p0020[0, 0]
         else:
             if not direct64._surely_certified(a, b, ag, bg, aref, bref, aoff, boff, params[ex.W_TK], w, out, top):
                 s += direct64._check_and_recompute(a, ag, aref, b, bg, bref, params[ex.W_TK], w, out)

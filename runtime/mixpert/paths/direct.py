@@ -201,8 +201,9 @@ def _splitter(w: int) -> float:
     return pow2(53 - w) + 1.0
 
 
-#: the bits of a float64 without its sign
+#: the bits of a float64 (a float32) without its sign
 _NO_SIGN = (1 << 63) - 1
+_NO_SIGN32 = (1 << 31) - 1
 
 
 @register_jitable
@@ -218,24 +219,36 @@ def magnitude_bits(v, to32: bool) -> int:
 def row_top(x, i: int, k0: int, k1: int, to32: bool) -> float:
     """Row ``i``'s largest magnitude over ``k0:k1`` (a NaN kept; rounded to float32
     first where ``to32``): pass 1 of the direct paths over a row of A (an integer
-    maximum: it vectorises)."""
+    maximum: it vectorises; where ``to32`` on float32 bits, twice as many per vector
+    instruction)."""
+    if to32:
+        top32 = np.int32(0)
+        for k in range(np.uint64(k0), np.uint64(k1)):
+            top32 = max(top32, np.float32(x[i, k]).view(np.int32) & np.int32(_NO_SIGN32))
+        return np.float64(np.int32(top32).view(np.float32))
     top = np.int64(0)
     for k in range(np.uint64(k0), np.uint64(k1)):
-        top = max(top, magnitude_bits(x[i, k], to32))
+        top = max(top, magnitude_bits(x[i, k], False))
     return np.int64(top).view(np.float64)
 
 
 @register_jitable
 def column_tops(x, k0: int, k1: int, top, to32: bool) -> None:
     """:func:`row_top` for every column of B (K x n) at once, read along B's rows
-    (the maxima vectorise): ``top[j]`` (int64) the bits of column j's largest
-    magnitude over rows ``k0:k1`` (:func:`magnitude_bits`)."""
+    (the maxima vectorise): ``top[j]`` the bits of column j's largest magnitude over
+    rows ``k0:k1``: of its float32 value in an int32 ``top`` where ``to32``, else of
+    its float64 value (:func:`magnitude_bits`) in an int64 one."""
     n = x.shape[1]
     for j in range(n):
         top[j] = 0
-    for k in range(np.uint64(k0), np.uint64(k1)):
-        for j in range(n):
-            top[j] = max(top[j], magnitude_bits(x[k, j], to32))
+    if to32:
+        for k in range(np.uint64(k0), np.uint64(k1)):
+            for j in range(n):
+                top[j] = max(top[j], np.float32(x[k, j]).view(np.int32) & np.int32(_NO_SIGN32))
+    else:
+        for k in range(np.uint64(k0), np.uint64(k1)):
+            for j in range(n):
+                top[j] = max(top[j], magnitude_bits(x[k, j], False))
 
 
 @register_jitable
@@ -257,12 +270,12 @@ def _rows_exponents(x, splitter: float, tk: int, gexp) -> bool:
 @register_jitable
 def _cols_exponents(x, splitter: float, tk: int, gexp, top) -> bool:
     """:func:`_rows_exponents` for the columns of B (K x n) (:func:`column_tops`);
-    ``top`` is n int64 words of scratch."""
+    ``top`` is n int32 words of scratch."""
     K, n = x.shape
     for t in range(gexp.shape[1]):
         column_tops(x, t * tk, min(t * tk + tk, K), top, True)
         for j in range(n):
-            v = np.int64(top[j]).view(np.float64)
+            v = np.float64(np.int32(top[j]).view(np.float32))
             if not (v < _TOO_BIG):
                 return False
             gexp[j, t] = _group_exponent(v, splitter)
@@ -548,22 +561,25 @@ def kept_products(narrow: bool, corner: bool, xa, yb, d, xc, yc, dc) -> None:
 NARROW_WORK = 12**3
 
 
-#: int64 and float64 words of each of the direct paths' two stack buffers (32 KiB
-#: each, so that a call inside a thread with a small stack still fits): a call whose
-#: scratch fits allocates nothing on the heap (float32 32 x 32 x 32 takes 448, 3232
-#: and 3072 words)
+#: int64, float64 and float32 words of each of the direct paths' stack buffers (at most
+#: 32 KiB each, so that a call inside a thread with a small stack still fits): a call
+#: whose scratch fits allocates nothing on the heap (float32 32 x 32 x 32 takes 224,
+#: 3232 and 4096 words)
 DIRECT_STACK_WORDS = 4096
+#: int32 words of the float32 direct path's stack buffer for B's column maxima (one per
+#: column; more columns take a heap array)
+TOP_STACK_WORDS = 1024
 
 
 @register_jitable
 def direct_scratch_words(m: int, n: int, K: int, nkt: int) -> tuple[int, int, int]:
     """int64, float64 and float32 words of :func:`direct_gemm`'s scratch: group
     exponents (nkt per row of A and column of B), ref and span (one each), B's column
-    maxima and counts (one each per column); A's and B's prefix operands (K per row
+    counts (one per column); A's and B's prefix operands (K per row
     of A and column of B), the output scales (m + n), three factors per column of B
     and the product (m x n); the corner operands (K per row / column) and their
     product (m x n)."""
-    return (m + n) * (nkt + 2) + 2 * n, (m + n) * K + m + 4 * n + m * n, (m + 2 * n) * K + m * n
+    return (m + n) * (nkt + 2) + n, (m + n) * K + m + 4 * n + m * n, (m + 2 * n) * K + m * n
 
 
 @register_jitable
@@ -578,6 +594,34 @@ def c_ordered(x):
         for k in range(x.shape[1]):
             y[i, k] = x[i, k]
     return y
+
+
+@register_jitable
+def _round_out(c, d, dc, fa, fb) -> None:
+    """``c = RN32((d + dc) fa_i fb_j)``: ``d + dc`` is X on its grid (exact) and the
+    scaling is exact, so one rounding per output."""
+    m, n = d.shape
+    for i in range(m):
+        for j in range(n):
+            c[i, j] = np.float32((d[i, j] + dc[i, j]) * fa[i] * fb[j]) + np.float32(0.0)
+
+
+@register_jitable
+def copy_out(c, src) -> None:
+    """``c[:, :] = src`` (same shape), written as a C-ordered array where ``c`` is one
+    (a site's C is typed as a strided view; the loop then vectorises)."""
+    if is_c_contiguous(c):
+        _copy(c_layout(c), src)
+    else:
+        _copy(c, src)
+
+
+@register_jitable
+def _copy(c, src) -> None:
+    """``c[:, :] = src`` element by element."""
+    for i in range(src.shape[0]):
+        for j in range(src.shape[1]):
+            c[i, j] = src[i, j]
 
 
 @cached_njit(nogil=True)
@@ -614,7 +658,8 @@ def direct_gemm(a, b, c, params, stats) -> int:
     o += 2 * m
     bref, bspan = ints[o : o + n], ints[o + n : o + 2 * n]
     o += 2 * n
-    top, cnt = ints[o : o + n], ints[o + n : o + 2 * n]
+    cnt = ints[o : o + n]
+    top = stack_array(TOP_STACK_WORDS, np.int32) if n <= TOP_STACK_WORDS else np.empty(n, np.int32)
     narrow = m * n * K <= NARROW_WORK
     xa = carve(floats, 0, m, K)
     yb = carve(floats, m * K, n, K) if narrow else carve(floats, m * K, K, n)
@@ -646,9 +691,10 @@ def direct_gemm(a, b, c, params, stats) -> int:
     for j in range(n):
         fb[j] = pow2(bref[j] - (w - 1))
     kept_products(narrow, corner, xa, yb, d, xc, yc, dc)
-    for i in range(m):  # d + dc is X on its grid (exact), the scaling is exact: one rounding
-        for j in range(n):
-            c[i, j] = np.float32((d[i, j] + dc[i, j]) * fa[i] * fb[j]) + np.float32(0.0)
+    if is_c_contiguous(c):  # a site's C is typed as a strided view: write it as C-ordered where it is
+        _round_out(c_layout(c), d, dc, fa, fb)
+    else:
+        _round_out(c, d, dc, fa, fb)
     for s in range(stats.shape[0]):
         stats[s] = 0
     stats[STAT_TILES] = nkt * (-(-m // params[W_TM]) + -(-n // params[W_TN]))

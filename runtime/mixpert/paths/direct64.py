@@ -8,7 +8,9 @@ span 0) and K <= 512, the three level sums of the kept slice pairs, ``L0 = A0.B0
 most 3K products of 21-bit slices, below 2^53), in any order: compiled loops or one
 BLAS call of ``A B``'s shape each (direct.exact_product; B's slices are laid out
 like B, K x n, :func:`_col_slices`); L1 by Karatsuba, ``(A0 + A1).(B0 + B1) -
-L0 - A1.B1``, so five K-long products, not six. Their combination ``L0 2^42 + L1 2^21
+L0 - A1.B1``, so five K-long products, not six, in four calls: ``A0.B0`` and
+``A2.B0`` are one product of A's slices 0 and 2 stacked (each slice stored once).
+Their combination ``L0 2^42 + L1 2^21
 + L2`` is rounded once exactly (:func:`_round_levels`): X of step 5 (docs/numerics.md,
 "mixpert") rounded as the general path's epilogue rounds it. Then the float64
 domain's guarantee: :func:`_surely_certified` proves, from upper bounds of
@@ -42,6 +44,7 @@ from mixjit.runtime.mixpert.paths.direct import (
     NOT_TAKEN,
     c_ordered,
     column_tops,
+    copy_out,
     exact_product,
     exponent_of,
     pow2,
@@ -166,11 +169,10 @@ def _to_int(g: int, w: int) -> float:
 
 
 @register_jitable
-def _row_slices(x, gexp, w: int, trunc: bool, s0, s1, ssum, s02, off) -> None:
-    """Pass 2 over the rows of A (m x K, :func:`_slice3`), laid out for the four
-    products of :func:`direct_gemm64`: ``s0 = q0``, ``s1 = q1``, ``ssum = q0 + q1``
-    and ``s02 = [q0 | q2]`` (m x 2K); ``off[i]``: how many elements of row ``i`` are
-    off their grid (counted, not or-ed: integer sums vectorise)."""
+def _row_slices(x, gexp, w: int, trunc: bool, s0, s1, s2, ssum, off) -> None:
+    """Pass 2 over the rows of A (m x K, :func:`_slice3`): ``s0 = q0``, ``s1 = q1``,
+    ``s2 = q2`` and ``ssum = q0 + q1`` (each m x K); ``off[i]``: how many elements of
+    row ``i`` are off their grid (counted, not or-ed: integer sums vectorise)."""
     r, K = x.shape
     for i in range(r):
         to_int = _to_int(gexp[i, 0], w)
@@ -180,18 +182,17 @@ def _row_slices(x, gexp, w: int, trunc: bool, s0, s1, ssum, s02, off) -> None:
             moved += mv
             s0[i, k] = q0
             s1[i, k] = q1
+            s2[i, k] = q2
             ssum[i, k] = q0 + q1
-            s02[i, k] = q0
-            s02[i, K + k] = q2
         off[i] = moved
 
 
 @register_jitable
-def _col_slices(x, gexp, w: int, trunc: bool, s0, s1, ssum, s20, off, to_int) -> None:
-    """:func:`_row_slices` for the columns of B (K x n), in B's layout (the products
-    are then ``A B``-shaped, BLAS's fastest small case): ``s0``, ``s1``, ``ssum``
-    K x n and ``s20 = [q2 ; q0]`` (2K x n); read along B's rows with each column's
-    factor in ``to_int`` (n floats of scratch), so the loops vectorise."""
+def _col_slices(x, gexp, w: int, trunc: bool, s0, s1, s2, ssum, off, to_int) -> None:
+    """:func:`_row_slices` for the columns of B (K x n), in B's layout (each slice
+    K x n: the products are then ``A B``-shaped, BLAS's fastest small case); read
+    along B's rows with each column's factor in ``to_int`` (n floats of scratch), so
+    the loops vectorise."""
     K, n = x.shape
     for j in range(n):
         to_int[j] = _to_int(gexp[j, 0], w)
@@ -202,9 +203,8 @@ def _col_slices(x, gexp, w: int, trunc: bool, s0, s1, ssum, s20, off, to_int) ->
             off[j] += mv
             s0[k, j] = q0
             s1[k, j] = q1
+            s2[k, j] = q2
             ssum[k, j] = q0 + q1
-            s20[k, j] = q2
-            s20[K + k, j] = q0
 
 
 @register_jitable
@@ -222,9 +222,10 @@ def _level_sum(l0: float, l1: float, l2: float) -> tuple[float, float]:
 
 
 @register_jitable
-def _round_levels(p00, p11, psum, p02, aref, bref, e0: int, out) -> int:
-    """``out = RN64((L0 2^42 + L1 2^21 + L2) 2^(ref_A + ref_B + e0))`` from the four
-    slice products (Karatsuba: ``L1 = psum - p00 - p11``, ``L2 = p02 + p11``): the
+def _round_levels(p00, p11, psum, p02, p20, aref, bref, e0: int, out) -> int:
+    """``out = RN64((L0 2^42 + L1 2^21 + L2) 2^(ref_A + ref_B + e0))`` from the five
+    slice products (Karatsuba: ``L1 = psum - p00 - p11``; ``L2 = (p02 + p20) + p11``,
+    every sum exact): the
     level sum rounded once (:func:`_level_sum`), scaled exactly where the result is
     normal (no libm call, branch-free: the loop vectorises); the others (gradual
     underflow, the range's edges) rounded by exactsum.round64_scaled, as the general
@@ -233,7 +234,8 @@ def _round_levels(p00, p11, psum, p02, aref, bref, e0: int, out) -> int:
     rare = np.int64(0)
     for i in range(m):
         for j in range(n):
-            s, _ = _level_sum(p00[i, j], (psum[i, j] - p00[i, j]) - p11[i, j], p02[i, j] + p11[i, j])
+            s, _ = _level_sum(p00[i, j], (psum[i, j] - p00[i, j]) - p11[i, j],
+                                     (p02[i, j] + p20[i, j]) + p11[i, j])
             e = aref[i] + bref[j] + e0
             r = s * pow2(min(max(e, -1022), 1023))
             ok = (e >= -1022) & (e <= 1023) & ((abs(r) >= _MIN_NORMAL64) | (s == 0.0))
@@ -243,7 +245,8 @@ def _round_levels(p00, p11, psum, p02, aref, bref, e0: int, out) -> int:
         for i in range(m):
             for j in range(n):
                 e = aref[i] + bref[j] + e0
-                s, err = _level_sum(p00[i, j], (psum[i, j] - p00[i, j]) - p11[i, j], p02[i, j] + p11[i, j])
+                s, err = _level_sum(p00[i, j], (psum[i, j] - p00[i, j]) - p11[i, j],
+                                     (p02[i, j] + p20[i, j]) + p11[i, j])
                 r = s * pow2(min(max(e, -1022), 1023))
                 if not ((e >= -1022) & (e <= 1023) & ((abs(r) >= _MIN_NORMAL64) | (s == 0.0))):
                     out[i, j] = round64_scaled(s, err, e)
@@ -379,7 +382,7 @@ def direct_gemm64(a, b, c, params, stats) -> int:
     trunc = params[W_ROUNDING] == ROUND_TRUNC
     n_ints = 4 * (m + n) + n
     ints = stack_array(DIRECT_STACK_WORDS, np.int64) if n_ints <= DIRECT_STACK_WORDS else np.empty(n_ints, np.int64)
-    n_floats = 5 * (m + n) * K + 5 * m * n + n
+    n_floats = 4 * (m + n) * K + 6 * m * n + n
     floats = (stack_array(DIRECT_STACK_WORDS, np.float64) if n_floats <= DIRECT_STACK_WORDS
               else np.empty(n_floats, np.float64))
     agexp = carve(ints, 0, m, 1)
@@ -389,48 +392,50 @@ def direct_gemm64(a, b, c, params, stats) -> int:
     aoff = ints[2 * (m + n) : 3 * m + 2 * n]
     boff = ints[3 * m + 2 * n : 4 * (m + n)]
     top = ints[4 * (m + n) : 4 * (m + n) + n]
+    a02 = carve(floats, 0, 2 * m, K)  # [A0 ; A2]: one product with B0 gives A0 B0 and A2 B0
     a0 = carve(floats, 0, m, K)
-    a1 = carve(floats, m * K, m, K)
-    asum = carve(floats, 2 * m * K, m, K)
-    a02 = carve(floats, 3 * m * K, m, 2 * K)
-    o = 5 * m * K
+    a2 = carve(floats, m * K, m, K)
+    a1 = carve(floats, 2 * m * K, m, K)
+    asum = carve(floats, 3 * m * K, m, K)
+    o = 4 * m * K
     b0 = carve(floats, o, K, n)
     b1 = carve(floats, o + n * K, K, n)
-    bsum = carve(floats, o + 2 * n * K, K, n)
-    b20 = carve(floats, o + 3 * n * K, 2 * K, n)
-    o += 5 * n * K
+    b2 = carve(floats, o + 2 * n * K, K, n)
+    bsum = carve(floats, o + 3 * n * K, K, n)
+    o += 4 * n * K
+    p0020 = carve(floats, o, 2 * m, n)  # [A0 B0 ; A2 B0]
     p00 = carve(floats, o, m, n)
-    p11 = carve(floats, o + m * n, m, n)
-    psum = carve(floats, o + 2 * m * n, m, n)
-    p02 = carve(floats, o + 3 * m * n, m, n)
-    out = carve(floats, o + 4 * m * n, m, n)
-    to_int = floats[o + 5 * m * n : o + 5 * m * n + n]
+    p20 = carve(floats, o + m * n, m, n)
+    p11 = carve(floats, o + 2 * m * n, m, n)
+    psum = carve(floats, o + 3 * m * n, m, n)
+    p02 = carve(floats, o + 4 * m * n, m, n)
+    out = carve(floats, o + 5 * m * n, m, n)
+    to_int = floats[o + 6 * m * n : o + 6 * m * n + n]
     # pass 1: each row's (column's) largest magnitude, B's read along its rows
     ac = c_ordered(a)
     bc = c_ordered(b)
     if not _rows_exponents64(ac, agexp) or not _cols_exponents64(bc, bgexp, top):
         return NOT_TAKEN
-    _row_slices(ac, agexp, w, trunc, a0, a1, asum, a02, aoff)
-    _col_slices(bc, bgexp, w, trunc, b0, b1, bsum, b20, boff, to_int)
+    _row_slices(ac, agexp, w, trunc, a0, a1, a2, asum, aoff)
+    _col_slices(bc, bgexp, w, trunc, b0, b1, b2, bsum, boff, to_int)
     # Karatsuba on the slices: L1 = (A0 + A1)(B0 + B1) - A0 B0 - A1 B1, five K-long
-    # products instead of six; every product and difference below is exact (|A0 + A1|
-    # < 3 2^20, so (A0 + A1)(B0 + B1) < 2^43.2 per k and below 2^53 over K <= 512)
-    exact_product(a0, b0, p00)
+    # products instead of six (A0 B0 and A2 B0 in one call); every product and
+    # difference below is exact (|A0 + A1| < 3 2^20, so (A0 + A1)(B0 + B1) < 2^43.2
+    # per k and below 2^53 over K <= 512)
+    exact_product(a02, b0, p0020)
+    exact_product(a0, b2, p02)
     exact_product(a1, b1, p11)
     exact_product(asum, bsum, psum)
-    exact_product(a02, b20, p02)
     for i in range(m):
         aref[i] = agexp[i, 0] if agexp[i, 0] != ZERO_EXP else 0
     for j in range(n):
         bref[j] = bgexp[j, 0] if bgexp[j, 0] != ZERO_EXP else 0
-    _round_levels(p00, p11, psum, p02, aref, bref, 42 - 2 * (w - 1), out)
+    _round_levels(p00, p11, psum, p02, p20, aref, bref, 42 - 2 * (w - 1), out)
     for s in range(stats.shape[0]):
         stats[s] = 0
     if not _surely_certified(ac, bc, agexp, bgexp, aref, bref, aoff, boff, params[W_TK], w, out, top):
         stats[STAT_RECOMPUTED] = _check_lazy(ac, agexp, aref, bc, bgexp, bref, params[W_TK], w, out)
-    for i in range(m):
-        for j in range(n):
-            c[i, j] = out[i, j]
+    copy_out(c, out)
     stats[STAT_TILES] = -(-m // params[W_TM]) + -(-n // params[W_TN])
     stats[STAT_SMALL_PATH] = 1
     return OK

@@ -34,9 +34,8 @@ def _off_flags(xt, gexp, w, trunc):
     """The rows' off-grid counts of pass 2 over A (``_row_slices``)."""
     r, k = xt.shape
     s = np.empty((r, k))
-    s02 = np.empty((r, 2 * k))
     off = np.empty(r, np.int64)
-    d64._row_slices(xt, gexp, w, trunc, s, s.copy(), s.copy(), s02, off)
+    d64._row_slices(xt, gexp, w, trunc, s, s.copy(), s.copy(), s.copy(), off)
     return off
 
 
@@ -45,9 +44,8 @@ def _col_off_flags(x, gexp, w, trunc):
     """The columns' off-grid counts of pass 2 over B (``_col_slices``, B's layout)."""
     k, n = x.shape
     s = np.empty((k, n))
-    s20 = np.empty((2 * k, n))
     off = np.empty(n, np.int64)
-    d64._col_slices(x, gexp, w, trunc, s, s.copy(), s.copy(), s20, off, np.empty(n))
+    d64._col_slices(x, gexp, w, trunc, s, s.copy(), s.copy(), s.copy(), off, np.empty(n))
     return off
 
 

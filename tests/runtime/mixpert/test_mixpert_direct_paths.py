@@ -57,25 +57,38 @@ def _general(a, b, params):
     return status, c, stats
 
 
-def _direct(a, b, params):
+def _strided(x: np.ndarray) -> np.ndarray:
+    """``x``'s values in a view whose rows are not contiguous (typed with layout "A",
+    as a site's operands and C are)."""
+    y = np.full((x.shape[0], 2 * x.shape[1]), 7.0, x.dtype)[:, ::2]
+    y[...] = x
+    return y
+
+
+def _direct(a, b, params, strided: bool = False):
     c = np.full((a.shape[0], b.shape[1]), 7.0, a.dtype)
+    if strided:
+        a, b, c = _strided(a), _strided(b), _strided(c)
     stats = np.zeros(ex.N_STATS, np.int64)
     run = direct_gemm64 if params[ex.W_DOMAIN] == ex.DOMAIN_FP64 else direct_gemm
     return run(a, b, c, params, stats), c, stats
 
 
-def _check(a, b, params) -> bool:
+def _check(a, b, params, strided: bool = False) -> bool:
     """Where the direct path takes the call, its bits and statistics are the general
     path's (and the small path's flag is set); where not, ``c`` is untouched.
+    ``strided``: the direct path gets A, B and C as strided views (a site's types).
     Returns whether it took the call."""
-    status, c, stats = _direct(a, b, params)
+    status, c, stats = _direct(a, b, params, strided)
+    if strided:
+        assert (c.base[:, 1::2] == 7.0).all()  # nothing written between C's elements
     if status == NOT_TAKEN:
         assert (c == 7.0).all()
         return False
     assert status == ex.OK
     s1, c1, st1 = _general(a, b, params)
     assert s1 == ex.OK
-    np.testing.assert_array_equal(c1.view(np.uint8), c.view(np.uint8))
+    np.testing.assert_array_equal(c1.view(np.uint8), np.ascontiguousarray(c).view(np.uint8))
     np.testing.assert_array_equal(st1[: ex.STAT_SMALL_PATH], stats[: ex.STAT_SMALL_PATH])
     assert stats[ex.STAT_SMALL_PATH] == 1
     return True
@@ -123,14 +136,14 @@ def _cases(draw):
         a = np.asfortranarray(a)  # any strides
     if draw(st.booleans()):
         b = np.asfortranarray(b)
-    return a, b, draw(st.sampled_from(COVERED + NOT_COVERED))
+    return a, b, draw(st.sampled_from(COVERED + NOT_COVERED)), draw(st.booleans())
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=_cases())
 def test_direct_path_is_the_general_path(case):
-    a, b, label = case
-    _check(a, b, _words(label))
+    a, b, label, strided = case
+    _check(a, b, _words(label), strided)
 
 
 @pytest.mark.parametrize("label", COVERED)
@@ -286,14 +299,14 @@ def _cases64(draw):
     b = _operand64(rng, (k, n), kinds[1])
     if draw(st.booleans()):
         a = np.asfortranarray(a)
-    return a, b, draw(st.sampled_from(COVERED64 + NOT_COVERED64))
+    return a, b, draw(st.sampled_from(COVERED64 + NOT_COVERED64)), draw(st.booleans())
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=_cases64())
 def test_direct_path_float64_is_the_general_path(case):
-    a, b, label = case
-    _check(a, b, _words64(label))
+    a, b, label, strided = case
+    _check(a, b, _words64(label), strided)
 
 
 @pytest.mark.parametrize("label", COVERED64)
