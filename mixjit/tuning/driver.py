@@ -73,6 +73,7 @@ from mixjit.tuning.workers import (
     check_eval_timeout,
     check_workers,
     warm_executors,
+    warm_key,
 )
 
 __all__ = ["TuneResult", "Validation", "tune", "check_budget", "check_target", "check_metric", "current_plan_error", "plan_error",
@@ -319,7 +320,7 @@ def _warm(sites: Sequence[TunedSite], schemes: Sequence[str] | None, target: str
     for s in sites:
         for plan in (initial[s.id], s.reference_plan(),
                      *(SitePlan(c.scheme, c.config, c.scheme) for c in s.candidates(schemes, (), target))):
-            plans.setdefault((plan.executor, s.dtype), (plan, s.dtype))
+            plans.setdefault(warm_key(plan, s.dtype), (plan, s.dtype))
     warm_executors(list(plans.values()))
     return list(plans.values())
 

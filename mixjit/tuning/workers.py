@@ -56,7 +56,7 @@ from mixjit.plan import LINALG_SCHEME, SitePlan, get_plan, plan_words, set_plan
 from mixjit.tuning.outputs import Output, collect, copy_args, written_arguments
 from mixjit.tuning.profiling import read_profile, start_profile
 
-__all__ = ["EVAL_TIME_FACTOR", "EVAL_TIME_FLOOR", "CALL_FACTOR", "CALL_FLOOR", "RunLimits", "RunTask", "RunOutcome",
+__all__ = ["warm_key", "EVAL_TIME_FACTOR", "EVAL_TIME_FLOOR", "CALL_FACTOR", "CALL_FLOOR", "RunLimits", "RunTask", "RunOutcome",
            "EvaluationPool", "check_eval_timeout", "warm_executors"]
 
 EVAL_TIME_FACTOR = 10.0
@@ -131,6 +131,13 @@ class RunOutcome:
     logs: dict[int, Any] | None = None
     stopped: str = ""
     cpu_seconds: float = 0.0
+
+
+def warm_key(plan: SitePlan, dtype: Any) -> tuple:
+    """What tells two (plan, dtype) pairs' warm-ups apart: the executor and the dtype (a GEMM
+    executor serves every config of its scheme, its config words read at run time), and for a
+    linalg plan its config too (each config's GEMM scheme and config compile their own paths)."""
+    return (plan.executor, str(np.dtype(dtype)), plan.config if plan.scheme == LINALG_SCHEME else None)
 
 
 def warm_executors(plans: Sequence[tuple[SitePlan, Any]]) -> None:

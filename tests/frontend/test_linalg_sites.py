@@ -241,3 +241,24 @@ def test_a_log_likelihood_with_slogdet_tunes_its_determinant_to_a_blocked_candid
     assert plans["np.linalg.slogdet(a)"].scheme == "linalg", plans
     assert result.plan.within_budget and result.plan.error <= 1e-10
     assert abs(loglik(k, y) - njit(loglik.py_func)(k, y)) <= 1e-10 * abs(njit(loglik.py_func)(k, y))
+
+
+def test_tuning_warms_every_linalg_candidate_before_forking_its_workers(monkeypatch):
+    """Every linalg config is warmed in the tuning process (its GEMM scheme's paths compile per
+    config): keyed by executor alone, only the first was, and on a cold cache every other candidate
+    compiled in a worker, ran past its time limit and counted as failed (a different plan chosen)."""
+    import mixjit.tuning.workers as workers
+    from mixjit.tuning.driver import _warm, signature_sites
+
+    @mixjit(tune="never", schemes=("mixpert",))
+    def fit(k, y):
+        return np.linalg.solve(k, y)
+
+    k, y = _spd(64, 3), np.ones(64)
+    fit(k, y)
+    sites = signature_sites(fit, next(iter(fit.overloads)))
+    warmed: list[str] = []
+    monkeypatch.setattr(workers, "warm_linalg", lambda config, dtype: warmed.append(config))
+    _warm(sites, ("mixpert",), "jetson-agx-orin", {s.id: s.reference_plan() for s in sites})
+    linalg = {c.config for c in sites[0].candidates(("mixpert",), (), "jetson-agx-orin") if c.scheme == "linalg"}
+    assert len(linalg) > 2 and set(warmed) == linalg
