@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from int8_inputs import int8_inputs
 
 from mixjit.runtime.cuda.desc import UnsupportedConfig
 from mixjit.runtime.cuda.launch import cpu_gemm
@@ -23,17 +24,9 @@ CONFIGS = ["bits=16,block=1", "bits=16,block=tensor", "bits=12,block=3", "bits=8
 
 
 def _inputs(kind: str, m: int, k: int, n: int, dtype, seed: int):
-    rng = np.random.default_rng(seed)
-    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
-    if kind == "wide":  # rows and columns over many binades, a zero row and column, tiny values
-        a *= np.exp2(rng.integers(-120, 120, (m, 1))) * np.exp2(rng.integers(-20, 1, (m, k)))
-        b *= np.exp2(rng.integers(-100, 100, (1, n)))
-        a[0], b[:, -1] = 0.0, 0.0
-    elif kind == "edges":  # beyond FLT_MAX, subnormal and underflowing results, carries, cancellation
-        a, b = np.resize(a, (max(m, 4), k)), np.resize(b, (k, max(n, 3)))
-        a[0], b[:, 0] = 3e38, 10.0
-        a[1], b[:, 1] = -1e-30, 1e-30
-        a[2, : k // 2 * 2] = np.tile([1.0, -1.0], k // 2)
+    """int8's operands over more binades, and an edge row of dfp's own."""
+    a, b = int8_inputs(kind, m, k, n, np.float64, seed, row_binades=120, rows=4)
+    if kind == "edges":
         a[3] = 127.5 * 2.0**-3  # at 8 bits the maximum rounds up to 2^7: one more right shift
     return a.astype(dtype), b.astype(dtype)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from build_targets import per_target
+from int8_inputs import int8_inputs
 
 from mixjit.runtime.cuda.build import CompilerNotFound, find_compiler
 from mixjit.runtime.cuda.desc import UnsupportedConfig
@@ -22,26 +23,11 @@ from mixjit.runtime.mixpert.cuda.fragments import STATUS_NONFINITE
 from mixjit.runtime.schemes import get_scheme
 
 
-def _inputs(kind: str, m: int, k: int, n: int, dtype, seed: int):
-    rng = np.random.default_rng(seed)
-    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
-    if kind == "wide":  # rows and columns over many binades, a zero row and column, tiny values
-        a *= np.exp2(rng.integers(-100, 100, (m, 1))) * np.exp2(rng.integers(-20, 1, (m, k)))
-        b *= np.exp2(rng.integers(-100, 100, (1, n)))
-        a[0], b[:, -1] = 0.0, 0.0
-    elif kind == "edges":  # results beyond FLT_MAX, negative underflow to +0, exact cancellation (m, n >= 3)
-        a, b = np.resize(a, (max(m, 3), k)), np.resize(b, (k, max(n, 3)))
-        a[0], b[:, 0] = 3e38, 10.0
-        a[1], b[:, 1] = -1e-30, 1e-30
-        a[2, : k // 2 * 2] = np.tile([1.0, -1.0], k // 2)
-    return a.astype(dtype), b.astype(dtype)
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("kind", ["random", "wide", "edges"])
 @pytest.mark.parametrize("shape", [(37, 70, 45), (1, 1, 1), (130, 33, 70)])
 def test_model_is_the_executors_bits(dtype, kind, shape):
-    a, b = _inputs(kind, *shape, dtype, seed=sum(shape))
+    a, b = int8_inputs(kind, *shape, dtype, seed=sum(shape))
     got, status = run_int8(a, b, kernel_desc("int8", "", "f64" if dtype == np.float64 else "f32"))
     assert status == 0
     want = cpu_gemm("int8", a, b, "")
@@ -51,7 +37,7 @@ def test_model_is_the_executors_bits(dtype, kind, shape):
 def test_a_wrong_rounding_of_the_quotient_is_caught(monkeypatch):
     """The check has teeth: quantizing with round-half-away instead of rint changes the bits."""
     monkeypatch.setattr(fragments.np, "rint", lambda x: np.trunc(x + np.copysign(0.5, x)))
-    a, b = _inputs("random", 64, 64, 16, np.float32, seed=1)
+    a, b = int8_inputs("random", 64, 64, 16, np.float32, seed=1)
     a[:, 0] = 127.0 / 2  # amax 127/2: s = 0.5, and a[:, 1] = 0.25 gives v/s = 0.5, a tie
     a[:, 1] = 0.25
     got, _ = run_int8(a, b, kernel_desc("int8", ""))
