@@ -68,9 +68,10 @@ def parse_dfp_label(label: str) -> tuple[int, int, str, int, int]:
 
 @dataclass(frozen=True)
 class DfpDesc(KernelSpec):
-    """One dfp kernel specialisation (``bits`` <= 8): row maxima, block exponents, quantizers, the
-    INT8 GEMM (int8_gemm.cu, one batch, raw INT32 sums), the rescaling epilogue. The block of rows
-    sharing an exponent is a launch argument, so every ``block`` shares one cubin per width."""
+    """One dfp kernel specialisation (``bits`` 2..16): row maxima, block exponents, quantizers, the
+    INT8 GEMM (int8_gemm.cu: one batch up to 8 bits, four above, raw INT32 sums), the rescaling
+    epilogue. The block of rows sharing an exponent is a launch argument, so every ``block`` shares
+    one cubin per width."""
 
     scheme: str
     config: str
