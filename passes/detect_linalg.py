@@ -74,18 +74,19 @@ def _lstsq_solution(op: py.CallOp) -> tuple[py.StaticGetItemOp, list[Operation]]
     return solutions[0], dropped + others
 
 
-def _rejection(fn: str, op: py.CallOp) -> tuple[str, str] | None:
-    """(reason, detail) when the call ``op`` of ``np.linalg.<fn>`` is not a site, else None."""
+def _rejection(fn: str, op: py.CallOp,
+               solution: tuple[py.StaticGetItemOp, list[Operation]] | str | None) -> tuple[str, str] | None:
+    """(reason, detail) when the call ``op`` of ``np.linalg.<fn>`` is not a site, else None;
+    ``solution``: what :func:`_lstsq_solution` gave for an ``lstsq`` call (None for the others)."""
     wanted = 2 if fn in _TWO_OPERANDS else 1
     if op.kwnames or len(op.args) != wanted:
         return "linalg-arguments", f"np.linalg.{fn} takes {wanted} positional argument(s), got {len(op.args)}"
     labelled: list[tuple[str, Type, tuple[int, ...]]] = [("A", op.args[0].type, (2,))]
     if fn in _TWO_OPERANDS:
         labelled.append(("B", op.args[1].type, (1, 2)))
-    if fn == "lstsq":
-        solution = _lstsq_solution(op)
-        if isinstance(solution, str):
-            return "linalg-lstsq", solution
+    if isinstance(solution, str):
+        return "linalg-lstsq", solution
+    if solution is not None:
         labelled.append(("the solution", solution[0].out.type, (1, 2)))
     elif fn not in SCALAR_RESULTS:
         labelled.append(("the result", op.out.type, (1, 2)))
@@ -128,7 +129,8 @@ def detect_linalg(module: Operation) -> list[Rejection]:
             if fn is None or op.erased or NOT_GEMM_ATTR in op.attributes:
                 continue
             assert isinstance(op, py.CallOp)
-            why = _rejection(fn, op)
+            solution = _lstsq_solution(op) if fn == "lstsq" else None
+            why = _rejection(fn, op, solution)
             loc = _loc(op)
             if why is not None:
                 op.attributes[NOT_GEMM_ATTR] = DictAttr({"reason": StringAttr(why[0]), "detail": StringAttr(why[1])})
@@ -137,9 +139,8 @@ def detect_linalg(module: Operation) -> list[Rejection]:
             assert fn is not None  # _rejection refused everything else
             replaced: py.CallOp | py.StaticGetItemOp = op
             dropped: list[Operation] = []
-            if fn == "lstsq":
-                solution = _lstsq_solution(op)
-                assert not isinstance(solution, str)
+            if solution is not None:
+                assert not isinstance(solution, str)  # _rejection refused it
                 replaced, dropped = solution
             a_type = op.args[0].type
             assert isinstance(a_type, ArrayType)
